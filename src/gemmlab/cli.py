@@ -1,0 +1,220 @@
+"""The command line: a thin shell over gemmlab's Python API."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from gemmlab import catalogue
+from gemmlab.catalogue import Shape
+from gemmlab.errors import GemmlabError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="gemmlab: run, verify, time and explain GPU matrix-multiplication kernels.",
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+def friendly(fn: Callable) -> Callable:
+    """Turn a GemmlabError into one line on stderr and its exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except GemmlabError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err_console.print("interrupted; results stored so far are kept.")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=_json_default) + "\n")
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, tuple | set):
+        return list(obj)
+    return str(obj)
+
+
+def parse_shape(size: int | None, m: int | None, n: int | None, k: int | None) -> Shape:
+    if size is not None and any(v is not None for v in (m, n, k)):
+        raise GemmlabError("Give either --size or --m/--n/--k, not both.", "Example: --size 1024, or --m 512 --n 256 --k 128.")
+    if size is not None:
+        return Shape.square(size)
+    if None in (m, n, k):
+        raise GemmlabError("A size is needed.", "Give --size N for a square product, or all of --m, --n and --k.")
+    return Shape(m, n, k)  # type: ignore[arg-type]
+
+
+@app.command()
+@friendly
+def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """List the GPUs: name, compute capability, SMs, memory, clocks, peak FP32 rate and bandwidth."""
+    from gemmlab import gpu
+
+    infos = [gpu.describe(i) for i in range(gpu.device_count())]
+    if as_json:
+        emit_json([i.to_dict() for i in infos])
+        return
+    table = Table(title="GPUs")
+    for col in ("#", "name", "CC", "SMs", "memory", "SM clock", "mem clock", "L2", "peak FP32", "peak BW", "driver"):
+        table.add_column(col)
+    for i in infos:
+        table.add_row(
+            str(i.index), i.name, f"{i.cc[0]}.{i.cc[1]}", str(i.sm_count), f"{i.memory_bytes / 2**30:.1f} GiB",
+            f"{i.sm_clock_mhz:.0f} MHz" if i.sm_clock_mhz else "n/a",
+            f"{i.memory_clock_mhz:.0f} MHz" if i.memory_clock_mhz else "n/a",
+            f"{i.l2_bytes / 2**20:.0f} MiB",
+            f"{i.peak_fp32_gflops / 1e3:.1f} TFLOP/s" if i.peak_fp32_gflops else "n/a",
+            f"{i.peak_bandwidth_gbs:.0f} GB/s" if i.peak_bandwidth_gbs else "n/a",
+            f"{i.driver_version} (runtime {i.runtime_version})",
+        )  # fmt: skip
+    console.print(table)
+
+
+@app.command()
+@friendly
+def kernels(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """The kernel catalogue."""
+    rows = [
+        {
+            "id": s.id,
+            "source_doc": s.source_doc,
+            "summary": s.summary,
+            "source": s.source,
+            "block_edges": list(s.block_edges),
+            "dtypes": list(s.dtypes),
+            "constraints": [c.description for c in s.constraints],
+        }
+        for s in catalogue.CATALOGUE
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title=f"{len(rows)} kernels")
+    for col in ("id", "what it does", "from", "block edges", "dtypes", "needs"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["id"], r["summary"], r["source_doc"], " ".join(map(str, r["block_edges"])) or "-",
+                      " ".join(r["dtypes"]), "; ".join(r["constraints"]) or "any size")  # fmt: skip
+    console.print(table)
+
+
+def _current_arch() -> str:
+    from gemmlab import gpu
+
+    return gpu.describe(0).arch
+
+
+@app.command("compile")
+@friendly
+def compile_cmd(
+    kernel_ids: Annotated[list[str] | None, typer.Argument(help="Kernels (default: all).")] = None,
+    arch: Annotated[str | None, typer.Option(help="Target, e.g. sm_90a, sm_80 (default: this GPU).")] = None,
+    block: Annotated[list[int] | None, typer.Option(help="Block edges (default: the catalogue's).")] = None,
+    dtype: Annotated[str | None, typer.Option(help="Data type (default: the kernel's first).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Compile kernels with NVRTC and show registers, shared memory, stack and spills. No GPU needed with --arch."""
+    from gemmlab.compile import compile_kernel, normalise_arch
+
+    target = normalise_arch(arch) if arch else _current_arch()
+    specs = [catalogue.get(k) for k in kernel_ids] if kernel_ids else list(catalogue.CATALOGUE)
+    rows = []
+    for spec in specs:
+        kind = dtype or spec.dtypes[0]
+        if kind not in spec.dtypes:
+            raise GemmlabError(f"{spec.id} has no {kind} version.", f"It takes {', '.join(spec.dtypes)}.")
+        edges = (block or list(spec.block_edges)) if spec.takes_block_edge else [0]
+        for edge in edges:
+            if spec.takes_block_edge and not 1 <= edge <= spec.max_edge:
+                raise GemmlabError(f"Block edge {edge} is outside 1..{spec.max_edge}.", "Choose a smaller edge.")
+            res = compile_kernel(spec, edge, kind, target).resources
+            rows.append({"kernel": spec.id, "block_edge": edge, "dtype": kind, "arch": target,
+                         "registers": res.registers, "smem_bytes": res.smem_bytes, "stack_bytes": res.stack_bytes,
+                         "spill_bytes": res.spill_bytes, "barriers": res.barriers})  # fmt: skip
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title=f"NVRTC, {target}")
+    for col in ("kernel", "block edge", "dtype", "registers", "static smem [B]", "stack [B]", "spills [B]"):
+        table.add_column(col, justify="right" if col not in ("kernel", "dtype") else "left")
+    for r in rows:
+        table.add_row(r["kernel"], str(r["block_edge"] or "-"), r["dtype"], str(r["registers"]),
+                      str(r["smem_bytes"]), str(r["stack_bytes"]), str(r["spill_bytes"]))  # fmt: skip
+    console.print(table)
+
+
+@app.command()
+@friendly
+def run(
+    kernel_id: Annotated[str, typer.Argument(help="A catalogue id (see `gemmlab kernels`).")],
+    size: Annotated[int | None, typer.Option(help="Square size N (M = N = K).")] = None,
+    m: Annotated[int | None, typer.Option("--m", help="Rows of A and C.")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Columns of B and C.")] = None,
+    k: Annotated[int | None, typer.Option("--k", help="Columns of A, rows of B.")] = None,
+    block: Annotated[int | None, typer.Option(help="Block edge (default: the kernel's largest documented).")] = None,
+    dtype: Annotated[str | None, typer.Option(help="float32, int32, ... (default: the kernel's first).")] = None,
+    reps: Annotated[int, typer.Option(min=1, help="Timed repetitions.")] = 20,
+    flush_l2: Annotated[bool, typer.Option("--flush-l2", help="Evict the L2 cache before each repetition.")] = False,
+    seed: Annotated[int | None, typer.Option(help="Random seed (default: fresh inputs).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Run one kernel: verify it against a float64 reference, time it, compare with cuBLAS."""
+    from gemmlab.run import run as run_kernel
+
+    shape = parse_shape(size, m, n, k)
+    result = run_kernel(kernel_id, shape, block, dtype, reps=reps, flush_l2=flush_l2, seed=seed)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    console.print(result_table(result))
+    for w in result.warnings:
+        err_console.print(f"[yellow]warning:[/] {w}")
+
+
+def result_table(r: Any) -> Table:
+    t = r.timing
+    table = Table(title=f"{r.kernel}  {r.shape}  block edge {r.block_edge or '-'}  {r.dtype}  on {r.device['name']}")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    rows = [
+        ("time (median) [ms]", f"{t.median_ms:.4f}"),
+        ("time min / max [ms]", f"{t.min_ms:.4f} / {t.max_ms:.4f}"),
+        ("repetitions", str(t.reps)),
+        ("GFLOPS", f"{r.gflops:,.1f}"),
+        ("rel. error vs float64", f"{r.error:.2e} (tolerance {r.tolerance:.0e})"),
+        ("grid x block", f"{r.grid} x {r.block}"),
+        ("registers / static smem", f"{r.resources.registers} / {r.resources.smem_bytes} B"),
+    ]
+    if r.baseline_gflops:
+        rows += [(f"{r.baseline_name} GFLOPS", f"{r.baseline_gflops:,.1f}"),
+                 ("ratio to library", f"{r.ratio_to_baseline:.1%}")]  # fmt: skip
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Errors meant for people: every one carries the cause and what to do about it.
+
+The CLI prints ``str(error)`` on one line and exits non-zero; Python callers can
+catch :class:`GemmlabError` (or a subclass) and read ``cause`` and ``fix``.
+"""
+
+from __future__ import annotations
+
+
+class GemmlabError(Exception):
+    """Base class: a problem the user can fix, described as cause + fix."""
+
+    exit_code = 2
+
+    def __init__(self, cause: str, fix: str = "") -> None:
+        self.cause = cause
+        self.fix = fix
+        super().__init__(f"{cause} {fix}".strip() if fix else cause)
+
+
+class UnknownName(GemmlabError):
+    """An unknown kernel, experiment, dtype or architecture name."""
+
+
+class ConstraintError(GemmlabError):
+    """A shape, block edge or dtype that a kernel cannot take."""
+
+
+class DeviceLimitError(GemmlabError):
+    """A launch that exceeds the GPU's limits (threads, shared memory, memory)."""
+
+
+class NoGPUError(GemmlabError):
+    """No CUDA driver or no GPU on this machine."""
+
+    exit_code = 3
+
+
+class CompileError(GemmlabError):
+    """NVRTC rejected a kernel source."""
+
+
+class VerificationError(GemmlabError):
+    """A kernel produced a wrong result; no figure is reported for it."""
+
+    exit_code = 4
+
+
+class StoreError(GemmlabError):
+    """The results database cannot be used (corrupt, locked, newer schema, read-only)."""
+
+
+class ProfilerError(GemmlabError):
+    """Nsight Compute is missing or cannot read the GPU's counters."""

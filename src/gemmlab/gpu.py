@@ -1,0 +1,146 @@
+"""Everything that asks the driver about the GPU. Kept small: the rest of
+gemmlab takes plain values from here.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass
+
+from gemmlab.errors import NoGPUError
+
+NO_GPU_FIX = (
+    "Commands that work without a GPU: `gemmlab kernels`, `gemmlab compile --arch sm_90a`, "
+    "`gemmlab occupancy --cc 9.0 ...`, `gemmlab report`."
+)
+
+# FP32 lanes per SM by compute capability (CUDA C Programming Guide,
+# "Arithmetic Instructions" throughput table: 32-bit fadd/fmul/ffma per clock per SM).
+FP32_LANES_PER_SM = {
+    (1, 0): 8, (1, 1): 8, (1, 2): 8, (1, 3): 8, (2, 0): 32, (2, 1): 48,
+    (3, 0): 192, (3, 2): 192, (3, 5): 192, (3, 7): 192, (5, 0): 128, (5, 2): 128, (5, 3): 128,
+    (6, 0): 64, (6, 1): 128, (6, 2): 128, (7, 0): 64, (7, 2): 64, (7, 5): 64,
+    (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128, (9, 0): 128,
+    (10, 0): 128, (10, 3): 128, (11, 0): 128, (12, 0): 128, (12, 1): 128,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    index: int
+    name: str
+    cc: tuple[int, int]
+    sm_count: int
+    memory_bytes: int
+    free_bytes: int
+    sm_clock_mhz: float | None
+    memory_clock_mhz: float | None
+    memory_bus_bits: int | None
+    l2_bytes: int
+    max_threads_per_block: int
+    max_smem_per_block: int  # default (48 KB)
+    max_smem_per_block_optin: int
+    driver_version: str
+    runtime_version: str
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.cc[0]}{self.cc[1]}"
+
+    @property
+    def peak_fp32_gflops(self) -> float | None:
+        lanes = FP32_LANES_PER_SM.get(self.cc)
+        if lanes is None or not self.sm_clock_mhz:
+            return None
+        return 2 * lanes * self.sm_count * self.sm_clock_mhz / 1e3  # one FMA = 2 FLOPs
+
+    @property
+    def peak_bandwidth_gbs(self) -> float | None:
+        if not self.memory_clock_mhz or not self.memory_bus_bits:
+            return None
+        # Double data rate: two transfers per memory clock.
+        return 2 * self.memory_clock_mhz * 1e6 * self.memory_bus_bits / 8 / 1e9
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(arch=self.arch, peak_fp32_gflops=self.peak_fp32_gflops, peak_bandwidth_gbs=self.peak_bandwidth_gbs)
+        d["cc"] = f"{self.cc[0]}.{self.cc[1]}"
+        return d
+
+
+def _version(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
+@functools.cache
+def _cupy():
+    """Import CuPy and make sure a driver and a GPU are there."""
+    try:
+        import cupy
+    except Exception as exc:
+        raise NoGPUError(f"CuPy could not be loaded ({exc}).", NO_GPU_FIX) from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        raise NoGPUError(f"No usable NVIDIA driver or GPU on this machine ({exc}).", NO_GPU_FIX) from None
+    if count == 0:
+        raise NoGPUError("The NVIDIA driver reports no GPU.", NO_GPU_FIX)
+    return cupy
+
+
+def cupy():
+    return _cupy()
+
+
+def device_count() -> int:
+    return _cupy().cuda.runtime.getDeviceCount()
+
+
+def describe(index: int = 0) -> DeviceInfo:
+    cp = _cupy()
+    rt = cp.cuda.runtime
+    attr = rt.deviceGetAttribute
+    # Attribute numbers from cudaDeviceAttr (driver_types.h); they are stable.
+    clock_khz = _try(lambda: attr(13, index))  # cudaDevAttrClockRate
+    mem_clock_khz = _try(lambda: attr(36, index))  # cudaDevAttrMemoryClockRate
+    bus_bits = _try(lambda: attr(37, index))  # cudaDevAttrGlobalMemoryBusWidth
+    with cp.cuda.Device(index):
+        free, total = rt.memGetInfo()
+    props = rt.getDeviceProperties(index)
+    name = props["name"]
+    return DeviceInfo(
+        index=index,
+        name=name.decode() if isinstance(name, bytes) else str(name),
+        cc=(int(props["major"]), int(props["minor"])),
+        sm_count=int(props["multiProcessorCount"]),
+        memory_bytes=int(total),
+        free_bytes=int(free),
+        sm_clock_mhz=clock_khz / 1e3 if clock_khz else None,
+        memory_clock_mhz=mem_clock_khz / 1e3 if mem_clock_khz else None,
+        memory_bus_bits=bus_bits or None,
+        l2_bytes=int(props["l2CacheSize"]),
+        max_threads_per_block=int(props["maxThreadsPerBlock"]),
+        max_smem_per_block=int(props["sharedMemPerBlock"]),
+        max_smem_per_block_optin=int(props["sharedMemPerBlockOptin"]),
+        driver_version=_version(rt.driverGetVersion()),
+        runtime_version=_version(rt.runtimeGetVersion()),
+    )
+
+
+def _try(fn):
+    try:
+        return fn()
+    except Exception:
+        return None
+
+
+def current_sm_clock_mhz(index: int = 0) -> float | None:
+    """The SM clock right now, through NVML when it is installed."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+    except Exception:
+        return None

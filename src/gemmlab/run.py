@@ -1,0 +1,244 @@
+"""Run one catalogue kernel: allocate, poison, launch, verify, time.
+
+No figure leaves this module for a kernel whose output was not checked in the
+same run: the result is verified after the warm-up launch and again after the
+timed launches (an error that moves between the two is a race).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gemmlab import catalogue, gpu
+from gemmlab.catalogue import Point, Shape
+from gemmlab.compile import CompiledKernel, Resources, compile_kernel
+from gemmlab.environment import host_record
+from gemmlab.errors import DeviceLimitError, VerificationError
+from gemmlab.problems import DEVICE_BYTES, PREPARE, TOLERANCE
+from gemmlab.timing import WIDE_SPREAD, Timing, gbytes_per_s, gflops, planned_reps
+
+# Leave this much device memory free for CuPy's pool, cuBLAS workspace and the driver.
+MEMORY_HEADROOM = 512 * 2**20
+# Below this median a kernel's time is of the order of launch overhead.
+SHORT_KERNEL_MS = 0.02
+
+
+@dataclass
+class RunResult:
+    kernel: str
+    m: int
+    n: int
+    k: int
+    block_edge: int
+    dtype: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_smem: int
+    resources: Resources
+    arch: str
+    timing: Timing
+    gflops: float
+    gbytes_per_s: float  # the minimum bytes (inputs once, output once) over the time
+    error: float
+    tolerance: float
+    baseline_name: str | None = None
+    baseline_timing: Timing | None = None
+    baseline_gflops: float | None = None
+    ratio_to_baseline: float | None = None
+    flush_l2: bool = False
+    device: dict = field(default_factory=dict)
+    host: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def shape(self) -> Shape:
+        return Shape(self.m, self.n, self.k)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _Launcher:
+    """A compiled kernel bound to a stream, its geometry and its arguments."""
+
+    kernel: Any
+    config: Any
+    stream: Any
+    args: tuple
+
+    def __call__(self) -> None:
+        from cuda.core import launch
+
+        launch(self.stream, self.config, self.kernel, *self.args)
+
+
+def check_device_limits(point: Point, compiled: CompiledKernel, info: gpu.DeviceInfo) -> None:
+    """Refuse, before any launch, what the device cannot run."""
+    threads = point.spec.threads_per_block(point.shape, point.block_edge)
+    if threads > info.max_threads_per_block:
+        raise DeviceLimitError(
+            f"{point.spec.id} needs {threads} threads per block; {info.name} allows {info.max_threads_per_block}.",
+            "Use a smaller block edge or size.",
+        )
+    smem = compiled.resources.smem_bytes + point.dynamic_smem
+    if smem > info.max_smem_per_block_optin:
+        raise DeviceLimitError(
+            f"{point.spec.id} needs {smem} bytes of shared memory per block; {info.name} allows "
+            f"{info.max_smem_per_block_optin}.",
+            "Use a smaller block edge or K.",
+        )
+    regs = compiled.resources.registers * threads
+    if regs > 65536:
+        raise DeviceLimitError(
+            f"{point.spec.id} needs {regs} registers per block ({compiled.resources.registers} x {threads} "
+            "threads); a block may use 65536.",
+            "Use a smaller block edge.",
+        )
+    need = DEVICE_BYTES[point.spec.problem](point) + MEMORY_HEADROOM
+    if need > info.free_bytes:
+        raise DeviceLimitError(
+            f"{point.shape} needs about {need / 2**30:.1f} GiB of device memory (inputs, output and the "
+            f"float64 reference); {info.name} has {info.free_bytes / 2**30:.1f} GiB free.",
+            "Use a smaller size.",
+        )
+
+
+def _time(cp: Any, stream: Any, fn: Any, reps: int, flush: Any | None) -> list[float]:
+    samples = []
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    for _ in range(reps):
+        if flush is not None:
+            flush()
+        start.record(stream)
+        fn()
+        end.record(stream)
+        end.synchronize()
+        samples.append(cp.cuda.get_elapsed_time(start, end))
+    return samples
+
+
+def _timed_series(cp: Any, stream: Any, fn: Any, reps: int, max_seconds: float, flush: Any | None) -> Timing:
+    first = _time(cp, stream, fn, 1, flush)
+    more = planned_reps(first[0], reps, max_seconds) - 1
+    return Timing.of(first + _time(cp, stream, fn, more, flush) if more > 0 else first)
+
+
+def run(
+    kernel_id: str,
+    shape: Shape,
+    block_edge: int | None = None,
+    dtype: str | None = None,
+    *,
+    reps: int = 20,
+    warmup: int = 2,
+    max_seconds: float = 10.0,
+    flush_l2: bool = False,
+    baseline: bool = True,
+    seed: int | None = None,
+    device_index: int = 0,
+) -> RunResult:
+    """Run ``kernel_id`` once on ``shape`` and return its verified, timed result.
+
+    Raises ConstraintError / DeviceLimitError before touching the GPU when the
+    point cannot run, NoGPUError with no GPU, VerificationError on a wrong result.
+    """
+    point = catalogue.point(kernel_id, shape, block_edge, dtype)
+    cp = gpu.cupy()
+    info = gpu.describe(device_index)
+    compiled = compile_kernel(point.spec, point.block_edge, point.dtype, info.arch)
+    check_device_limits(point, compiled, info)
+
+    from cuda.core import Device, LaunchConfig, ObjectCode, Stream
+
+    device = Device(device_index)
+    device.set_current()
+    with cp.cuda.Device(device_index):
+        cp_stream = cp.cuda.Stream(non_blocking=True)
+        with cp_stream:
+            rng = cp.random.default_rng(seed)
+            prepared = PREPARE[point.spec.problem](cp, point, rng)
+            kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
+            config = LaunchConfig(grid=point.grid, block=point.block, shmem_size=point.dynamic_smem)
+            launch = _Launcher(kernel, config, Stream.from_handle(cp_stream.ptr), prepared.args)
+            flush = _l2_flusher(cp, info) if flush_l2 else None
+
+            prepared.poison()
+            for _ in range(max(1, warmup)):
+                launch()
+            cp_stream.synchronize()
+            tolerance = TOLERANCE[point.dtype]
+            error = _verified(prepared.error(), tolerance, point, "first launch")
+
+            timing = _timed_series(cp, cp_stream, launch, reps, max_seconds, flush)
+            prepared.poison()
+            launch()
+            cp_stream.synchronize()
+            error = max(error, _verified(prepared.error(), tolerance, point, "after timing"))
+
+            base_timing = None
+            if baseline and prepared.baseline is not None:
+                prepared.baseline()
+                cp_stream.synchronize()
+                base_timing = _timed_series(cp, cp_stream, prepared.baseline, reps, max_seconds, flush)
+
+    result = RunResult(
+        kernel=point.spec.id,
+        m=shape.m,
+        n=shape.n,
+        k=shape.k,
+        block_edge=point.block_edge,
+        dtype=point.dtype,
+        grid=point.grid,
+        block=point.block,
+        dynamic_smem=point.dynamic_smem,
+        resources=compiled.resources,
+        arch=compiled.arch,
+        timing=timing,
+        gflops=gflops(point.flops, timing.median_ms),
+        gbytes_per_s=gbytes_per_s(point.min_bytes, timing.median_ms),
+        error=error,
+        tolerance=tolerance,
+        flush_l2=flush_l2,
+        device=info.to_dict(),
+        host=host_record(),
+    )
+    if base_timing is not None:
+        result.baseline_name = prepared.baseline_name
+        result.baseline_timing = base_timing
+        result.baseline_gflops = gflops(point.flops, base_timing.median_ms)
+        result.ratio_to_baseline = result.gflops / result.baseline_gflops
+    result.warnings = timing_warnings(timing)
+    return result
+
+
+def timing_warnings(timing: Timing) -> list[str]:
+    found = []
+    if timing.spread > WIDE_SPREAD:
+        found.append(f"wide spread: max/min = {timing.spread:.2f} over {timing.reps} repetitions")
+    if timing.median_ms < SHORT_KERNEL_MS:
+        found.append(f"short kernel ({timing.median_ms * 1e3:.1f} us): launch overhead is a large part of it")
+    return found
+
+
+def _verified(error: float, tolerance: float, point: Point, when: str) -> float:
+    if not error <= tolerance:  # written this way so that NaN fails
+        raise VerificationError(
+            f"{point.spec.id} gave a wrong result on {point.shape} (block edge {point.block_edge}, {point.dtype}, "
+            f"{when}): relative error {error:.3g}, tolerance {tolerance:.3g}.",
+            "No timing is reported for a wrong result; please report this with the command you ran.",
+        )
+    return error
+
+
+def _l2_flusher(cp: Any, info: gpu.DeviceInfo) -> Any:
+    """Writing a buffer twice the L2's size between repetitions evicts the inputs."""
+    scratch = cp.empty(max(2 * info.l2_bytes, 1 << 20) // 4, dtype=cp.int32)
+    state = {"value": 0}
+
+    def flush() -> None:
+        state["value"] += 1
+        scratch.fill(state["value"])
+
+    return flush

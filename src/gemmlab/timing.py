@@ -1,0 +1,44 @@
+"""Statistics over repeated timings; pure, so it is tested without a GPU."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+# A max/min spread above this marks the timing as noisy (see RunResult.warnings).
+WIDE_SPREAD = 1.5
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    reps: int
+
+    @classmethod
+    def of(cls, samples_ms: list[float]) -> Timing:
+        if not samples_ms:
+            raise ValueError("no timing samples")
+        return cls(statistics.median(samples_ms), min(samples_ms), max(samples_ms), len(samples_ms))
+
+    @property
+    def spread(self) -> float:
+        return self.max_ms / self.min_ms if self.min_ms > 0 else float("inf")
+
+
+def planned_reps(first_ms: float, reps: int, max_seconds: float, min_reps: int = 3) -> int:
+    """Repetitions to run after a first timed launch of ``first_ms``: ``reps``,
+    cut so that the whole series stays near ``max_seconds`` (never below ``min_reps``)."""
+    if first_ms <= 0:
+        return reps
+    affordable = int(max_seconds * 1e3 / first_ms)
+    return max(min_reps, min(reps, affordable))
+
+
+def gflops(flops: int, ms: float) -> float:
+    return flops / (ms * 1e-3) / 1e9
+
+
+def gbytes_per_s(nbytes: int, ms: float) -> float:
+    return nbytes / (ms * 1e-3) / 1e9

@@ -1,0 +1,76 @@
+"""Every catalogue kernel, every block edge, several shapes: verified on the GPU."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gemmlab import catalogue
+from gemmlab.catalogue import Shape
+from gemmlab.errors import ConstraintError, VerificationError
+from gemmlab.sanitize import check, small_shapes
+
+pytestmark = pytest.mark.gpu
+
+CASES = [
+    (spec.id, edge, shape)
+    for spec in catalogue.CATALOGUE
+    for edge in (spec.block_edges or (0,))
+    for shape in small_shapes(spec, edge)
+]
+
+
+def test_every_kernel_has_three_shapes() -> None:
+    for spec in catalogue.CATALOGUE:
+        for edge in spec.block_edges or (0,):
+            shapes = small_shapes(spec, edge)
+            assert len(shapes) >= 2, (spec.id, edge)
+            assert any(s.is_square for s in shapes)
+            assert any(not s.is_square for s in shapes)
+
+
+@pytest.mark.parametrize(("kernel_id", "edge", "shape"), CASES, ids=[f"{k}-b{e}-{s}" for k, e, s in CASES])
+def test_kernel_verifies(kernel_id: str, edge: int, shape: Shape) -> None:
+    from gemmlab.run import run
+
+    result = run(kernel_id, shape, edge, reps=2, warmup=1, baseline=False)
+    assert result.error <= result.tolerance
+    if result.dtype == "int32":
+        assert result.error == 0.0
+    assert result.timing.median_ms > 0
+    assert result.gflops > 0
+
+
+def test_large_square_against_cublas() -> None:
+    from gemmlab.run import run
+
+    result = run("tiled", Shape.square(1024), 32, reps=5)
+    assert result.error < 1e-5
+    assert result.baseline_gflops and result.baseline_gflops > 0
+    assert 0 < result.ratio_to_baseline < 2
+
+
+def test_wrong_result_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel launched on too small a grid leaves part of C poisoned: no figure."""
+    from gemmlab import run as run_module
+
+    spec = catalogue.get("naive")
+    half_grid = lambda s, b: (s.n // b // 2, s.m // b, 1)
+    broken = dataclasses.replace(spec, grid=half_grid)
+    monkeypatch.setitem(catalogue._BY_ID, "naive", broken)
+    with pytest.raises(VerificationError, match="wrong result"):
+        run_module.run("naive", Shape.square(64), 16, reps=1, baseline=False)
+
+
+def test_constraint_refused_before_launch() -> None:
+    from gemmlab.run import run
+
+    with pytest.raises(ConstraintError, match="not a multiple"):
+        run("tiled", Shape.square(1000), 16)
+
+
+def test_memcheck_clean_on_every_kernel() -> None:
+    report = check(tool="memcheck")
+    assert report.points >= len(catalogue.CATALOGUE)
+    assert report.clean, report.output[-4000:]
