@@ -183,7 +183,9 @@ class KernelSpec:
         if problems:
             alt = self.any_size_alternative
             fix = f"Pick a size that meets it, or use `{alt}`, which takes any M, N, K." if alt != self.id else ""
-            raise ConstraintError(f"{self.id} cannot run {shape} (block edge {block_edge}): {'; '.join(problems)}.", fix)
+            raise ConstraintError(
+                f"{self.id} cannot run {shape} (block edge {block_edge}): {'; '.join(problems)}.", fix
+            )
 
 
 def _edge(b: int) -> int:

@@ -55,7 +55,9 @@ def _json_default(obj: Any) -> Any:
 
 def parse_shape(size: int | None, m: int | None, n: int | None, k: int | None) -> Shape:
     if size is not None and any(v is not None for v in (m, n, k)):
-        raise GemmlabError("Give either --size or --m/--n/--k, not both.", "Example: --size 1024, or --m 512 --n 256 --k 128.")
+        raise GemmlabError(
+            "Give either --size or --m/--n/--k, not both.", "Example: --size 1024, or --m 512 --n 256 --k 128."
+        )
     if size is not None:
         return Shape.square(size)
     if None in (m, n, k):

@@ -55,9 +55,7 @@ class CompiledKernel:
 
 
 _ENTRY = re.compile(r"Compiling entry function '(?P<name>[^']+)' for '(?P<arch>[^']+)'")
-_FRAME = re.compile(
-    r"(?P<stack>\d+) bytes stack frame, (?P<st>\d+) bytes spill stores, (?P<ld>\d+) bytes spill loads"
-)
+_FRAME = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<st>\d+) bytes spill stores, (?P<ld>\d+) bytes spill loads")
 _USED = re.compile(r"Used (?P<regs>\d+) registers")
 _SMEM = re.compile(r"(?P<smem>\d+) bytes smem")
 _BARRIERS = re.compile(r"used (?P<bar>\d+) barriers")
@@ -120,7 +118,7 @@ def cache_dir() -> Path:
 def nvrtc_version() -> str:
     from cuda.bindings import nvrtc
 
-    err, major, minor = nvrtc.nvrtcVersion()
+    _status, major, minor = nvrtc.nvrtcVersion()
     return f"{major}.{minor}"
 
 
@@ -136,7 +134,9 @@ def _options(arch: str, name: str, extra_defines: tuple[str, ...] = ()):
     )
 
 
-def compile_kernel(spec: KernelSpec, block_edge: int, dtype: str, arch: str, *, use_cache: bool = True) -> CompiledKernel:
+def compile_kernel(
+    spec: KernelSpec, block_edge: int, dtype: str, arch: str, *, use_cache: bool = True
+) -> CompiledKernel:
     """Compile one instantiation of ``spec`` to a cubin for ``arch``."""
     from cuda.core import Program
 

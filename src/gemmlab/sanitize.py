@@ -78,7 +78,7 @@ def parse_summary(tool: str, output: str) -> int:
     if not m:
         return -1
     if tool == "racecheck":
-        r = _RACE_ERRORS.search(output[m.start():])
+        r = _RACE_ERRORS.search(output[m.start() :])
         return int(r.group(1)) + int(r.group(2)) if r else int(m.group(2))
     return int(m.group(2))
 
