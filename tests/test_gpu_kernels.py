@@ -73,4 +73,4 @@ def test_constraint_refused_before_launch() -> None:
 def test_memcheck_clean_on_every_kernel() -> None:
     report = check(tool="memcheck")
     assert report.points >= len(catalogue.CATALOGUE)
-    assert report.clean, report.output[-4000:]
+    assert report.clean, report.findings()

@@ -8,7 +8,6 @@ by the source text, the options, the architecture and the NVRTC version.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import re
@@ -162,10 +161,9 @@ def compile_kernel(
             )
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache entry is simply rebuilt
-    log = io.StringIO()
     try:
         program = Program(source, "c++", options)
-        obj = program.compile("cubin", name_expressions=(expr,), logs=log)
+        obj = program.compile("cubin", name_expressions=(expr,))
     except Exception as exc:  # NVRTC errors carry the compiler log in the message
         raise CompileError(
             f"NVRTC could not compile {spec.id} ({expr}) for {arch}: {exc}".strip(),
@@ -173,14 +171,30 @@ def compile_kernel(
         ) from None
     mangled = obj.symbol_mapping[expr]
     mangled = mangled.decode() if isinstance(mangled, bytes) else mangled
-    text = log.getvalue()
-    usage = parse_ptxas_log(text).get(mangled)
+    text = _program_log(program)
+    entries = parse_ptxas_log(text)
+    # One program holds one entry, so a lone report is ours even if the names differ.
+    usage = entries.get(mangled) or (next(iter(entries.values())) if len(entries) == 1 else None)
     if usage is None:
-        raise CompileError(f"ptxas reported nothing for {mangled} ({spec.id}).", "This is a bug in gemmlab.")
+        raise CompileError(
+            f"ptxas reported no resource usage for {spec.id} ({expr}): NVRTC took the cubin from the CUDA "
+            "compute cache, so ptxas did not run.",
+            "Start Python with CUDA_CACHE_DISABLE=1 set (gemmlab sets it when imported before CuPy or NVRTC).",
+        )
     compiled = CompiledKernel(spec.id, expr, mangled, arch, bytes(obj.code), usage, text)
     if use_cache:
         _store(meta_path, cubin_path, compiled)
     return compiled
+
+
+def _program_log(program) -> str:
+    """NVRTC's log, read from the program handle (the log of the ptxas run)."""
+    from cuda.bindings import nvrtc
+
+    _status, size = nvrtc.nvrtcGetProgramLogSize(program.handle)
+    buf = b" " * size
+    nvrtc.nvrtcGetProgramLog(program.handle, buf)
+    return buf.rstrip(b"\x00 ").decode(errors="replace")
 
 
 def _store(meta_path: Path, cubin_path: Path, compiled: CompiledKernel) -> None:

@@ -32,7 +32,10 @@ class Prepared:
     error: Callable[[], float]
     baseline: Callable[[], None] | None  # the library routine for the same work
     baseline_name: str | None
-    output: Any
+    # Every device array the kernel reads or writes. The launch arguments are raw
+    # pointers, so without these references CuPy's pool could hand the memory to
+    # the next temporary while the kernel still uses it.
+    buffers: tuple[Any, ...]
 
 
 def random_matrix(cp: Any, rng: Any, rows: int, cols: int, dtype: str) -> Any:
@@ -77,7 +80,7 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
         error=lambda: relative_error(cp, c, ref),
         baseline=baseline,
         baseline_name="cuBLAS (CuPy matmul)" if baseline else None,
-        output=c,
+        buffers=(a, b, c, ref),
     )
 
 
