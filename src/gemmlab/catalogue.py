@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from gemmlab.errors import ConstraintError, UnknownName
+from gemmlab.problems import MATMUL, Problem
 
 Dim3 = tuple[int, int, int]
 
@@ -130,7 +131,7 @@ class KernelSpec:
     square_only: bool = False
     any_size_alternative: str = "tiled_any_size"
     max_edge: int = 32  # block edge x block edge threads must fit in 1024
-    problem: str = "matmul"
+    problem: Problem = MATMUL
     templated_on_edge: bool = True
 
     @property
@@ -209,7 +210,7 @@ TILE_CGMA: Callable[[Shape, int], float] = lambda s, b: float(b)
 MAX_THREADS = 1024
 MAX_STATIC_SMEM_ELEMS_F32 = 48 * 1024 // 4
 
-CATALOGUE: tuple[KernelSpec, ...] = (
+DOC_MATMUL: tuple[KernelSpec, ...] = (
     KernelSpec(
         id="single_block",
         source="doc/01_single_block.cu",
@@ -396,7 +397,15 @@ CATALOGUE: tuple[KernelSpec, ...] = (
     ),
 )
 
+
+def _all_kernels() -> tuple[KernelSpec, ...]:
+    """Every family of kernels; each family lives in its own module."""
+    return DOC_MATMUL
+
+
+CATALOGUE: tuple[KernelSpec, ...] = _all_kernels()
 _BY_ID = {spec.id: spec for spec in CATALOGUE}
+assert len(_BY_ID) == len(CATALOGUE), "duplicate kernel id in the catalogue"
 
 
 def kernel_ids() -> list[str]:

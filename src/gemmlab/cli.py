@@ -218,5 +218,5 @@ def main() -> None:
     app()
 
 
-if __name__ == "__main__":
-    main()
+# Feature commands register themselves on `app` (see gemmlab/commands/).
+from gemmlab.commands import occupancy as _occupancy  # noqa: E402, F401

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gemmlab.catalogue import Point
+if TYPE_CHECKING:
+    from gemmlab.catalogue import Point
 
 # ||C - C_ref|| / ||C_ref|| bounds per dtype. float32 with float32 accumulation
 # over K terms lands near sqrt(K) * 2^-24 relative error (about 1e-6 at K = 16384);
@@ -98,5 +99,18 @@ def _i32(value: int) -> Any:
     return np.int32(value)
 
 
-PREPARE = {"matmul": prepare_matmul}
-DEVICE_BYTES = {"matmul": matmul_device_bytes}
+@dataclass(frozen=True)
+class Problem:
+    """A kind of work: how to set it up on the device and how it is measured.
+
+    ``metric`` names the headline figure: "gflops" for compute kernels, "gbs"
+    (GB/s of bytes read + written) for memory-bound ones.
+    """
+
+    name: str
+    prepare: Callable[[Any, Point, Any], Prepared]
+    device_bytes: Callable[[Point], int]
+    metric: str = "gflops"
+
+
+MATMUL = Problem("matmul", prepare_matmul, matmul_device_bytes)

@@ -15,7 +15,7 @@ from gemmlab.catalogue import Point, Shape
 from gemmlab.compile import CompiledKernel, Resources, compile_kernel
 from gemmlab.environment import host_record
 from gemmlab.errors import DeviceLimitError, VerificationError
-from gemmlab.problems import DEVICE_BYTES, PREPARE, TOLERANCE
+from gemmlab.problems import TOLERANCE
 from gemmlab.timing import WIDE_SPREAD, Timing, gbytes_per_s, gflops, planned_reps
 
 # Leave this much device memory free for CuPy's pool, cuBLAS workspace and the driver.
@@ -42,9 +42,11 @@ class RunResult:
     gbytes_per_s: float  # the minimum bytes (inputs once, output once) over the time
     error: float
     tolerance: float
+    metric: str = "gflops"  # the headline figure: "gflops", or "gbs" for memory-bound kernels
     baseline_name: str | None = None
     baseline_timing: Timing | None = None
     baseline_gflops: float | None = None
+    baseline_gbytes_per_s: float | None = None
     ratio_to_baseline: float | None = None
     flush_l2: bool = False
     device: dict = field(default_factory=dict)
@@ -96,7 +98,7 @@ def check_device_limits(point: Point, compiled: CompiledKernel, info: gpu.Device
             "threads); a block may use 65536.",
             "Use a smaller block edge.",
         )
-    need = DEVICE_BYTES[point.spec.problem](point) + MEMORY_HEADROOM
+    need = point.spec.problem.device_bytes(point) + MEMORY_HEADROOM
     if need > info.free_bytes:
         raise DeviceLimitError(
             f"{point.shape} needs about {need / 2**30:.1f} GiB of device memory (inputs, output and the "
@@ -158,7 +160,7 @@ def run(
         cp_stream = cp.cuda.Stream(non_blocking=True)
         with cp_stream:
             rng = cp.random.default_rng(seed)
-            prepared = PREPARE[point.spec.problem](cp, point, rng)
+            prepared = point.spec.problem.prepare(cp, point, rng)
             kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
             config = LaunchConfig(grid=point.grid, block=point.block, shmem_size=point.dynamic_smem)
             launch = _Launcher(kernel, config, Stream.from_handle(cp_stream.ptr), prepared.args)
@@ -200,6 +202,7 @@ def run(
         gbytes_per_s=gbytes_per_s(point.min_bytes, timing.median_ms),
         error=error,
         tolerance=tolerance,
+        metric=point.spec.problem.metric,
         flush_l2=flush_l2,
         device=info.to_dict(),
         host=host_record(),
@@ -208,7 +211,9 @@ def run(
         result.baseline_name = prepared.baseline_name
         result.baseline_timing = base_timing
         result.baseline_gflops = gflops(point.flops, base_timing.median_ms)
-        result.ratio_to_baseline = result.gflops / result.baseline_gflops
+        result.baseline_gbytes_per_s = gbytes_per_s(point.min_bytes, base_timing.median_ms)
+        # Same work on both sides, so the speed ratio is the inverse time ratio.
+        result.ratio_to_baseline = base_timing.median_ms / timing.median_ms
     result.warnings = timing_warnings(timing)
     return result
 
