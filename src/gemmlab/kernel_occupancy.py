@@ -6,8 +6,9 @@ ptxas, and run the calculator of :mod:`gemmlab.occupancy`.
 from __future__ import annotations
 
 from gemmlab import catalogue
-from gemmlab.catalogue import Shape
+from gemmlab.catalogue import DTYPE_ITEMSIZE, Shape
 from gemmlab.compile import compile_kernel, normalise_arch
+from gemmlab.errors import ConstraintError
 from gemmlab.occupancy import OccupancyResult, parse_cc, theoretical_occupancy
 
 # Kernels whose geometry depends on the size (one thread per row of C, ...)
@@ -44,15 +45,18 @@ def kernel_occupancy(
     edges = (block_edges or list(spec.block_edges)) if spec.takes_block_edge else [0]
     columns = []
     for edge in edges:
-        point = catalogue.point(kernel_id, shape, edge if spec.takes_block_edge else None, kind)
-        res = compile_kernel(spec, point.block_edge, kind, arch).resources
+        # Only the block's geometry matters here, so the shape constraints
+        # (divisibility) are not checked; the block edge range is.
+        if spec.takes_block_edge and not 1 <= edge <= spec.max_edge:
+            raise ConstraintError(f"The block edge {edge} is outside 1..{spec.max_edge}.", "Choose a smaller edge.")
+        res = compile_kernel(spec, edge, kind, arch).resources
         result = theoretical_occupancy(
             cc,
-            spec.threads_per_block(shape, point.block_edge),
+            spec.threads_per_block(shape, edge),
             res.registers,
             res.smem_bytes,
-            dynamic_smem=point.dynamic_smem,
+            dynamic_smem=spec.dynamic_smem_elems(shape, edge) * DTYPE_ITEMSIZE[kind],
             carveout=carveout,
         )
-        columns.append((column_label(spec, point.block_edge, shape), result))
+        columns.append((column_label(spec, edge, shape), result))
     return columns
