@@ -197,17 +197,21 @@ def result_table(r: Any) -> Table:
     table = Table(title=f"{r.kernel}  {r.shape}  block edge {r.block_edge or '-'}  {r.dtype}  on {r.device['name']}")
     table.add_column("figure")
     table.add_column("value", justify="right")
+    memory_bound = r.metric == "gbs"
+    headline = ("GB/s (read + written)", f"{r.gbytes_per_s:,.1f}") if memory_bound else ("GFLOPS", f"{r.gflops:,.1f}")
+    error = "exact" if r.error == 0 else f"{r.error:.2e}"
     rows = [
         ("time (median) [ms]", f"{t.median_ms:.4f}"),
         ("time min / max [ms]", f"{t.min_ms:.4f} / {t.max_ms:.4f}"),
         ("repetitions", str(t.reps)),
-        ("GFLOPS", f"{r.gflops:,.1f}"),
-        ("rel. error vs float64", f"{r.error:.2e} (tolerance {r.tolerance:.0e})"),
+        headline,
+        ("rel. error vs float64", f"{error} (tolerance {r.tolerance:.0e})"),
         ("grid x block", f"{r.grid} x {r.block}"),
         ("registers / static smem", f"{r.resources.registers} / {r.resources.smem_bytes} B"),
     ]
-    if r.baseline_gflops:
-        rows += [(f"{r.baseline_name} GFLOPS", f"{r.baseline_gflops:,.1f}"),
+    if r.baseline_timing is not None:
+        lib = r.baseline_gbytes_per_s if memory_bound else r.baseline_gflops
+        rows += [(f"{r.baseline_name} {headline[0]}", f"{lib:,.1f}"),
                  ("ratio to library", f"{r.ratio_to_baseline:.1%}")]  # fmt: skip
     for row in rows:
         table.add_row(*row)

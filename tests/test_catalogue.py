@@ -1,0 +1,120 @@
+"""The catalogue is consistent and refuses what a kernel cannot take, by name."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gemmlab import catalogue
+from gemmlab.catalogue import Shape
+from gemmlab.errors import ConstraintError, UnknownName
+
+SPEC_MATMUL_IDS = {
+    "single_block", "naive", "naive_uncoalesced", "tiled", "tiled_prefetch_reg", "tiled_prefetch_smem",
+    "tiled_2x2", "tiled_any_size", "col_buffered", "row_buffered", "blocked_x4", "naive_i32", "tiled_i32",
+}  # fmt: skip
+
+
+def test_every_spec_matmul_kernel_is_there() -> None:
+    assert SPEC_MATMUL_IDS <= set(catalogue.kernel_ids())
+
+
+def test_ids_unique_and_sources_exist() -> None:
+    ids = catalogue.kernel_ids()
+    assert len(ids) == len(set(ids))
+    for spec in catalogue.CATALOGUE:
+        text = spec.source_text()
+        assert f"{spec.function}(" in text, spec.id
+        assert text.lstrip().startswith("//"), f"{spec.source} should open with a comment saying what it teaches"
+
+
+@pytest.mark.parametrize(
+    ("kernel_id", "edges"),
+    [("single_block", (8, 16, 22)), ("tiled", (8, 16, 22)), ("tiled_2x2", (8, 16)), ("naive_i32", (1, 2, 4, 8, 16, 32)),
+     ("tiled_i32", (1, 2, 4, 8, 16, 32)), ("blocked_x4", (4, 8, 16, 32)), ("tiled_any_size", (8, 16, 32))],
+)  # fmt: skip
+def test_documented_block_edges(kernel_id: str, edges: tuple[int, ...]) -> None:
+    assert set(edges) <= set(catalogue.get(kernel_id).block_edges)
+
+
+@pytest.mark.parametrize("spec", catalogue.CATALOGUE, ids=lambda s: s.id)
+def test_grid_covers_output_exactly_on_accepted_shapes(spec: catalogue.KernelSpec) -> None:
+    """Threads x outputs per thread must cover C (any-size kernels may overhang)."""
+    if spec.problem.name != "matmul":
+        pytest.skip("matmul kernels only")
+    for edge in spec.block_edges or (0,):
+        shape = Shape(4 * max(edge, 8) * 2, 2 * max(edge, 8) * 2, 8 * max(edge, 1))
+        if spec.violations(shape, edge, spec.dtypes[0]):
+            continue
+        gx, gy, gz = spec.grid(shape, edge)
+        bx, by, bz = spec.block(shape, edge)
+        threads = gx * gy * gz * bx * by * bz
+        if spec.id == "single_block":
+            assert (gx, gy) == (1, 1)
+            continue
+        per_thread = {"tiled_2x2": 4, "blocked_x4": 4}.get(spec.id, 1)
+        assert threads * per_thread >= shape.m * shape.n, spec.id
+        if spec.id != "tiled_any_size":
+            assert threads * per_thread == shape.m * shape.n, spec.id
+
+
+def test_unknown_kernel_suggests_close_names() -> None:
+    with pytest.raises(UnknownName, match="Did you mean tiled"):
+        catalogue.get("tild")
+
+
+def test_size_not_multiple_names_constraint_and_alternative() -> None:
+    with pytest.raises(ConstraintError) as info:
+        catalogue.point("tiled", Shape.square(1000), 16)
+    text = str(info.value)
+    assert "M = 1000 is not a multiple of the block edge (16)" in text
+    assert "tiled_any_size" in text
+
+
+def test_any_size_kernel_takes_odd_shapes() -> None:
+    p = catalogue.point("tiled_any_size", Shape(1023, 1, 1025), 32)
+    assert p.grid == (1, math.ceil(1023 / 32), 1)
+
+
+@pytest.mark.parametrize("bad", [0, -5])
+def test_non_positive_sizes_refused(bad: int) -> None:
+    with pytest.raises(ConstraintError, match="positive"):
+        catalogue.point("naive", Shape(bad, 64, 64), 16)
+
+
+def test_block_edge_over_device_limit() -> None:
+    with pytest.raises(ConstraintError, match="outside 1..32"):
+        catalogue.point("naive", Shape.square(66), 33)
+
+
+def test_wrong_dtype_named() -> None:
+    with pytest.raises(ConstraintError, match="no int32 version"):
+        catalogue.point("tiled", Shape.square(64), 16, "int32")
+    with pytest.raises(UnknownName, match="Unknown dtype"):
+        catalogue.point("tiled", Shape.square(64), 16, "float17")
+
+
+def test_buffered_kernels_limit_threads() -> None:
+    with pytest.raises(ConstraintError, match="1024 threads"):
+        catalogue.point("row_buffered", Shape(64, 2048, 64))
+    assert catalogue.point("col_buffered", Shape(1024, 3000, 64)).block == (1024, 1, 1)
+
+
+def test_grid_y_limit() -> None:
+    with pytest.raises(ConstraintError, match="65535"):
+        catalogue.point("naive_i32", Shape(70000, 4, 4), 1)
+
+
+def test_index_range_limit() -> None:
+    with pytest.raises(ConstraintError, match="32-bit indexing"):
+        catalogue.point("tiled_any_size", Shape(50000, 50000, 16), 16)
+
+
+def test_models() -> None:
+    p = catalogue.point("tiled", Shape(64, 32, 16), 16)
+    assert p.flops == 2 * 64 * 32 * 16
+    assert p.min_bytes == (64 * 16 + 16 * 32 + 64 * 32) * 4
+    assert catalogue.get("tiled").cgma(p.shape, 16) == 16
+    assert catalogue.get("naive").cgma(p.shape, 16) == 1
+    assert catalogue.get("tiled_2x2").cgma(p.shape, 8) == 16

@@ -1,0 +1,118 @@
+"""The CLI answers bad input with one line and a non-zero exit code, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from gemmlab import gpu
+from gemmlab.cli import app
+from gemmlab.errors import NoGPUError
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def assert_clean_error(result, code: int, *needles: str) -> None:
+    text = result.output
+    assert result.exit_code == code, text
+    assert "Traceback" not in text
+    for needle in needles:
+        assert needle in text, text
+
+
+def test_kernels_json_fields() -> None:
+    result = invoke("kernels", "--json")
+    assert result.exit_code == 0
+    rows = json.loads(result.stdout)
+    assert {"id", "source_doc", "block_edges", "dtypes"} <= set(rows[0])
+    assert any(r["id"] == "tiled" for r in rows)
+
+
+def test_compile_json_without_gpu() -> None:
+    result = invoke("compile", "tiled", "naive", "--arch", "sm_90a", "--json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert {"kernel", "block_edge", "arch", "registers", "smem_bytes", "spill_bytes"} <= set(rows[0])
+    assert {r["kernel"] for r in rows} == {"tiled", "naive"}
+    assert all(r["arch"] == "sm_90a" and r["spill_bytes"] == 0 for r in rows)
+
+
+def test_unknown_kernel() -> None:
+    assert_clean_error(invoke("run", "tild", "--size", "64"), 2, "Unknown kernel 'tild'", "tiled")
+
+
+def test_size_the_kernel_cannot_take() -> None:
+    assert_clean_error(invoke("run", "tiled", "--size", "1000", "--block", "16"), 2, "not a multiple", "tiled_any_size")
+
+
+def test_missing_size() -> None:
+    assert_clean_error(invoke("run", "tiled"), 2, "A size is needed")
+    assert_clean_error(invoke("run", "tiled", "--size", "64", "--m", "3"), 2, "not both")
+
+
+def test_negative_size() -> None:
+    assert_clean_error(invoke("run", "tiled", "--m", "-4", "--n", "8", "--k", "8"), 2, "positive")
+
+
+def test_block_edge_over_limit() -> None:
+    assert_clean_error(invoke("run", "naive", "--size", "64", "--block", "64"), 2, "outside 1..32")
+
+
+def test_bad_arch() -> None:
+    assert_clean_error(invoke("compile", "tiled", "--arch", "hopper"), 2, "not a GPU architecture")
+
+
+def test_no_gpu_message_names_what_still_works(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_gpu():
+        raise NoGPUError("No usable NVIDIA driver or GPU on this machine (test).", gpu.NO_GPU_FIX)
+
+    monkeypatch.setattr(gpu, "_cupy", no_gpu)
+    for args in (("run", "tiled", "--size", "64"), ("devices",)):
+        assert_clean_error(invoke(*args), 3, "No usable NVIDIA driver", "gemmlab compile --arch")
+
+
+def test_real_process_without_gpu() -> None:
+    """On a machine with no GPU (CI), the installed entry point says so plainly."""
+    try:
+        gpu.cupy()
+        pytest.skip("this machine has a GPU")
+    except NoGPUError:
+        pass
+    proc = subprocess.run([sys.executable, "-m", "gemmlab", "run", "naive", "--size", "64"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 3
+    assert "Traceback" not in proc.stderr
+    assert "work without a GPU" in proc.stderr
+
+
+def test_occupancy_raw_json() -> None:
+    result = invoke("occupancy", "--cc", "9.0", "--threads", "256", "--regs", "32", "--smem", "4096", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    for key in ("active_blocks", "active_warps", "active_threads", "occupancy", "warps_per_block",
+                "regs_per_block", "smem_per_block", "limits", "limiting_factors"):  # fmt: skip
+        assert key in data
+    assert set(data["limits"]) == {"warps", "registers", "shared_memory", "blocks"}
+
+
+def test_occupancy_kernel_table() -> None:
+    result = invoke("occupancy", "tiled", "--arch", "sm_90", "--block", "8", "--block", "16")
+    assert result.exit_code == 0, result.output
+    assert "8x8" in result.output and "16x16" in result.output and "Limiting factor" in result.output
+
+
+def test_occupancy_raw_needs_threads() -> None:
+    assert_clean_error(invoke("occupancy", "--cc", "9.0"), 2, "needs --cc and --threads")
+
+
+def test_occupancy_over_limit() -> None:
+    result = invoke("occupancy", "--cc", "9.0", "--threads", "2048")
+    assert result.exit_code == 2 and "Traceback" not in result.output
