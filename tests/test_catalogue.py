@@ -84,7 +84,7 @@ def test_non_positive_sizes_refused(bad: int) -> None:
 
 
 def test_block_edge_over_device_limit() -> None:
-    with pytest.raises(ConstraintError, match="outside 1..32"):
+    with pytest.raises(ConstraintError, match=r"outside 1\.\.32"):
         catalogue.point("naive", Shape.square(66), 33)
 
 
