@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -11,7 +12,10 @@ from pathlib import Path
 
 @functools.cache
 def git_revision() -> str | None:
-    """The checkout's revision when gemmlab runs from a git tree, else None."""
+    """The checkout's revision when gemmlab runs from a git tree, else None.
+    GEMMLAB_GIT_REVISION overrides it (for copies of a tree without .git)."""
+    if os.environ.get("GEMMLAB_GIT_REVISION"):
+        return os.environ["GEMMLAB_GIT_REVISION"]
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(
