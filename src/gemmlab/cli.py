@@ -223,4 +223,5 @@ def main() -> None:
 
 
 # Feature commands register themselves on `app` (see gemmlab/commands/).
+from gemmlab.commands import check as _check  # noqa: E402, F401
 from gemmlab.commands import occupancy as _occupancy  # noqa: E402, F401

@@ -20,8 +20,10 @@ from gemmlab.timing import WIDE_SPREAD, Timing, gbytes_per_s, gflops, planned_re
 
 # Leave this much device memory free for CuPy's pool, cuBLAS workspace and the driver.
 MEMORY_HEADROOM = 512 * 2**20
-# Below this median a kernel's time is of the order of launch overhead.
+# Below this median a kernel's time is of the order of launch overhead; it is
+# then timed again by replaying a CUDA graph of GRAPH_LAUNCHES launches.
 SHORT_KERNEL_MS = 0.02
+GRAPH_LAUNCHES = 50
 
 
 @dataclass
@@ -49,6 +51,7 @@ class RunResult:
     baseline_gbytes_per_s: float | None = None
     ratio_to_baseline: float | None = None
     flush_l2: bool = False
+    sm_clock_after_mhz: float | None = None  # read through NVML right after the timed launches
     device: dict = field(default_factory=dict)
     host: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -124,7 +127,25 @@ def _time(cp: Any, stream: Any, fn: Any, reps: int, flush: Any | None) -> list[f
 def _timed_series(cp: Any, stream: Any, fn: Any, reps: int, max_seconds: float, flush: Any | None) -> Timing:
     first = _time(cp, stream, fn, 1, flush)
     more = planned_reps(first[0], reps, max_seconds) - 1
-    return Timing.of(first + _time(cp, stream, fn, more, flush) if more > 0 else first)
+    timing = Timing.of(first + _time(cp, stream, fn, more, flush) if more > 0 else first)
+    if timing.median_ms < SHORT_KERNEL_MS and flush is None:
+        # Events around one launch of a few microseconds measure the launch as
+        # much as the kernel; a graph of back-to-back launches removes the gaps.
+        graph = _captured(stream, fn, GRAPH_LAUNCHES)
+        samples = _time(cp, stream, lambda: graph.launch(stream), reps, None)
+        timing = Timing.of([t / GRAPH_LAUNCHES for t in samples], GRAPH_LAUNCHES)
+    return timing
+
+
+def _captured(stream: Any, fn: Any, count: int) -> Any:
+    """A CUDA graph of ``count`` calls of ``fn`` recorded on ``stream``."""
+    stream.begin_capture()
+    try:
+        for _ in range(count):
+            fn()
+    finally:
+        graph = stream.end_capture()
+    return graph
 
 
 def run(
@@ -174,6 +195,8 @@ def run(
             error = _verified(prepared.error(), tolerance, point, "first launch")
 
             timing = _timed_series(cp, cp_stream, launch, reps, max_seconds, flush)
+            sm_clock_mhz = gpu.current_sm_clock_mhz(device_index)
+            clock_events = gpu.clock_slowdown_reasons(device_index)
             prepared.poison()
             launch()
             cp_stream.synchronize()
@@ -214,16 +237,25 @@ def run(
         result.baseline_gbytes_per_s = gbytes_per_s(point.min_bytes, base_timing.median_ms)
         # Same work on both sides, so the speed ratio is the inverse time ratio.
         result.ratio_to_baseline = base_timing.median_ms / timing.median_ms
-    result.warnings = timing_warnings(timing)
+    result.sm_clock_after_mhz = sm_clock_mhz
+    result.warnings = timing_warnings(timing, clock_events)
     return result
 
 
-def timing_warnings(timing: Timing) -> list[str]:
+def timing_warnings(timing: Timing, clock_events: list[str] | None = None) -> list[str]:
+    """Reasons not to trust a figure fully; stored and shown with the result."""
     found = []
     if timing.spread > WIDE_SPREAD:
         found.append(f"wide spread: max/min = {timing.spread:.2f} over {timing.reps} repetitions")
-    if timing.median_ms < SHORT_KERNEL_MS:
+    if timing.graph_launches:
+        found.append(
+            f"short kernel ({timing.median_ms * 1e3:.1f} us): timed by replaying a CUDA graph of "
+            f"{timing.graph_launches} launches, so back-to-back launches overlap their ramp-up and drain"
+        )
+    elif timing.median_ms < SHORT_KERNEL_MS:
         found.append(f"short kernel ({timing.median_ms * 1e3:.1f} us): launch overhead is a large part of it")
+    if clock_events:
+        found.append(f"clocks held back during the run: {', '.join(clock_events)}")
     return found
 
 

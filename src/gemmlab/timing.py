@@ -15,12 +15,15 @@ class Timing:
     min_ms: float
     max_ms: float
     reps: int
+    # 0: each repetition is one launch between two events. N > 0: each
+    # repetition replays a CUDA graph of N launches and the figures are per launch.
+    graph_launches: int = 0
 
     @classmethod
-    def of(cls, samples_ms: list[float]) -> Timing:
+    def of(cls, samples_ms: list[float], graph_launches: int = 0) -> Timing:
         if not samples_ms:
             raise ValueError("no timing samples")
-        return cls(statistics.median(samples_ms), min(samples_ms), max(samples_ms), len(samples_ms))
+        return cls(statistics.median(samples_ms), min(samples_ms), max(samples_ms), len(samples_ms), graph_launches)
 
     @property
     def spread(self) -> float:

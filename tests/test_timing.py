@@ -1,0 +1,42 @@
+"""Timing statistics and the warnings that flag figures not to trust fully."""
+
+from __future__ import annotations
+
+import pytest
+
+from gemmlab.run import timing_warnings
+from gemmlab.timing import Timing, gbytes_per_s, gflops, planned_reps
+
+
+def test_median_min_max() -> None:
+    t = Timing.of([3.0, 1.0, 2.0, 10.0])
+    assert (t.median_ms, t.min_ms, t.max_ms, t.reps) == (2.5, 1.0, 10.0, 4)
+    assert t.spread == 10.0
+
+
+def test_no_samples() -> None:
+    with pytest.raises(ValueError):
+        Timing.of([])
+
+
+@pytest.mark.parametrize(
+    ("first_ms", "reps", "budget_s", "want"),
+    [(0.1, 20, 10, 20), (1000.0, 20, 10, 10), (5000.0, 20, 10, 3), (0.0, 7, 1, 7)],
+)
+def test_planned_reps(first_ms: float, reps: int, budget_s: float, want: int) -> None:
+    assert planned_reps(first_ms, reps, budget_s) == want
+
+
+def test_rates() -> None:
+    assert gflops(2 * 1024**3, 1.0) == pytest.approx(2 * 1024**3 / 1e-3 / 1e9)
+    assert gbytes_per_s(128_000_000, 1.0) == pytest.approx(128.0)
+
+
+def test_warnings() -> None:
+    steady = Timing.of([1.0, 1.01, 1.02])
+    assert timing_warnings(steady) == []
+    noisy = Timing.of([1.0, 2.0, 1.1])
+    assert any("wide spread" in w for w in timing_warnings(noisy))
+    short = Timing.of([0.004, 0.004], graph_launches=50)
+    assert any("CUDA graph of 50 launches" in w for w in timing_warnings(short))
+    assert any("power cap" in w for w in timing_warnings(steady, ["software power cap"]))
