@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from gemmlab.errors import NoGPUError
 
@@ -134,13 +135,51 @@ def _try(fn):
         return None
 
 
-def current_sm_clock_mhz(index: int = 0) -> float | None:
-    """The SM clock right now, through NVML when it is installed."""
+@functools.cache
+def _nvml_handle(index: int) -> Any:
+    """NVML's handle for GPU ``index``, or None without NVML (nvidia-ml-py) or permission."""
     try:
         import pynvml
 
         pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
-    except Exception:
+        return pynvml.nvmlDeviceGetHandleByIndex(index)
+    except Exception:  # no NVML, or not permitted
         return None
+
+
+def current_sm_clock_mhz(index: int = 0) -> float | None:
+    """The SM clock right now, through NVML when it is installed."""
+    handle = _nvml_handle(index)
+    if handle is None:
+        return None
+    import pynvml
+
+    return _try(lambda: float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)))
+
+
+# NVML's clock-event reason bits that mean the GPU ran slower than it could
+# (nvml.h, nvmlClocksEventReason*); idle, application clocks and sync boost are
+# left out because they are not a slowdown of a busy GPU.
+SLOWDOWN_REASONS = {
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "power brake",
+}
+
+
+def clock_slowdown_reasons(index: int = 0) -> list[str] | None:
+    """Why the clocks are held back right now (empty: they are not); None if unreadable."""
+    handle = _nvml_handle(index)
+    if handle is None:
+        return None
+    import pynvml
+
+    read = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+    )
+    bits = _try(lambda: read(handle)) if read else None
+    if bits is None:
+        return None
+    return [name for bit, name in SLOWDOWN_REASONS.items() if bits & bit]
