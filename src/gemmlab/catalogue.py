@@ -400,7 +400,9 @@ DOC_MATMUL: tuple[KernelSpec, ...] = (
 
 def _all_kernels() -> tuple[KernelSpec, ...]:
     """Every family of kernels; each family lives in its own module."""
-    return DOC_MATMUL
+    from gemmlab.memory import MEMORY_KERNELS
+
+    return DOC_MATMUL + MEMORY_KERNELS
 
 
 CATALOGUE: tuple[KernelSpec, ...] = _all_kernels()
