@@ -1,0 +1,63 @@
+"""Nsight Compute on the GPU: the counters of naive and tiled agree with their structure.
+
+Skipped without a GPU (conftest) or without ncu. The expectations are derived
+in tests/test_profile.py from the block edge and the warp size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gemmlab.catalogue import Shape
+from gemmlab.errors import ProfilerError
+from gemmlab.profile import find_ncu, profile_point
+from test_profile import expected_cgma, expected_requests
+
+pytestmark = pytest.mark.gpu
+N = 256
+
+
+def _ncu_missing() -> str | None:
+    try:
+        find_ncu()
+    except ProfilerError as exc:
+        return exc.cause
+    return None
+
+
+needs_ncu = pytest.mark.skipif(_ncu_missing() is not None, reason=f"needs Nsight Compute: {_ncu_missing()}")
+
+
+@needs_ncu
+@pytest.mark.parametrize("kernel_id", ["naive", "tiled"])
+@pytest.mark.parametrize("edge", [8, 16, 32])
+def test_flops_and_cgma_match_the_structure(kernel_id: str, edge: int) -> None:
+    r = profile_point(kernel_id, Shape.square(N), edge)
+    assert r.flops_measured == 2 * N**3
+    assert r.cgma_measured == pytest.approx(expected_cgma(kernel_id, N, edge), rel=0.02)
+    loads, stores = expected_requests(kernel_id, N, edge)
+    assert r.global_ld_requests == pytest.approx(loads, rel=0.02)
+    assert r.global_st_requests == pytest.approx(stores, rel=0.02)
+    assert r.error is not None and r.error <= 1e-5
+    assert 0 < r.achieved_occupancy <= r.theoretical_occupancy + 1e-9
+    assert r.gips and r.gips > 0
+
+
+@needs_ncu
+def test_int32_counts_at_least_one_integer_instruction_per_multiply_add() -> None:
+    r = profile_point("naive_i32", Shape.square(N), 16)
+    assert r.flops_measured >= N**3
+    loads, stores = expected_requests("naive_i32", N, 16)
+    assert r.global_ld_requests == pytest.approx(loads, rel=0.02)
+    assert r.global_st_requests == pytest.approx(stores, rel=0.02)
+    assert r.error == 0.0
+
+
+def test_measured_ceilings_are_plausible() -> None:
+    from gemmlab.roofline import measure_ceilings
+
+    compute, bandwidth = measure_ceilings(gemm_size=4096, copy_bytes=2**28, reps=5)
+    assert math.isfinite(compute) and compute > 1_000  # any GPU since Pascal does over 1 TFLOP/s in SGEMM
+    assert math.isfinite(bandwidth) and bandwidth > 100

@@ -1,0 +1,426 @@
+"""The profiler without a GPU: formulas, ncu's raw CSV, its failure messages, the
+command line, the CLI table and the roofline plot.
+
+Real captures from an H200 go in tests/fixtures/ncu/ as h200_<kernel>_<edge>.csv
+(N = 256, made by benchmarks/scripts/capture_ncu_fixtures.sh); the tests over
+them run for every such file present.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gemmlab import catalogue, profile
+from gemmlab.catalogue import Shape
+from gemmlab.cli import app
+from gemmlab.errors import ProfilerError, VerificationError
+from gemmlab.roofline import attainable_gflops, point_coordinates, ridge_point, roofline_plot
+
+FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
+SYNTHETIC = FIXTURES / "synthetic_raw.csv"
+H200_CAPTURES = sorted(FIXTURES.glob("h200_*.csv"))
+CAPTURE_N = 256
+WARP = 32
+NAIVE_MANGLED = "_Z5naiveIfLi16EEvPKT_S2_PS0_iii"
+
+
+# --- what the kernels' structure says the counters must be ----------------------
+
+
+def expected_requests(kernel_id: str, n: int, edge: int) -> tuple[int, int]:
+    """Global load and store requests of naive / tiled on a square n, block edge ``edge``.
+
+    A request is one warp-wide memory instruction, however many rows of the
+    block the warp spans: with edge 16 a warp covers two rows, so its load of A
+    carries two addresses, and it is still one request. Per k-step (naive) or
+    per tile (tiled) every thread issues one load of A and one of B, so a warp
+    issues 2 requests; at the end each thread stores one element of C, one
+    request per warp.
+    """
+    spec = catalogue.get(kernel_id)
+    threads = spec.threads_per_block(Shape.square(n), edge)
+    warps_per_block = -(-threads // WARP)
+    gx, gy, gz = spec.grid(Shape.square(n), edge)
+    warps = gx * gy * gz * warps_per_block
+    steps = n if spec.function == "naive" else n // edge
+    return warps * 2 * steps, warps
+
+
+def expected_cgma(kernel_id: str, n: int, edge: int) -> float:
+    loads, stores = expected_requests(kernel_id, n, edge)
+    return 2 * n**3 / (loads + stores)
+
+
+def test_structural_cgma_tends_to_warp_size_times_the_document_cgma() -> None:
+    """Per request a warp moves 32 threads' accesses: measured CGMA = 32 x analytic, less the stores."""
+    for kernel_id, edge in (("naive", 8), ("naive", 16), ("naive", 32), ("tiled", 8), ("tiled", 16), ("tiled", 32)):
+        analytic = catalogue.get(kernel_id).cgma(Shape.square(8192), edge)
+        assert expected_cgma(kernel_id, 8192, edge) == pytest.approx(WARP * analytic, rel=0.005)
+    # At N = 256 the stores weigh in: naive 64K / (2K + 1), tiled 64K / (2K/b + 1).
+    assert expected_cgma("naive", 256, 16) == pytest.approx(64 * 256 / 513)
+    assert expected_cgma("tiled", 256, 16) == pytest.approx(64 * 256 / 33)
+
+
+# --- formulas --------------------------------------------------------------------
+
+
+def test_flops_count_an_fma_as_two() -> None:
+    assert profile.flops_executed(10, 20, 30) == 90
+
+
+def test_gips_is_warp_instructions_per_nanosecond() -> None:
+    assert profile.gips(2_000_000, 1_000_000) == pytest.approx(2.0)  # 2e6 inst in 1 ms = 2 GIPS
+
+
+def test_cgma_counts_loads_and_stores() -> None:
+    assert profile.cgma(640, 9, 1) == 64
+    assert profile.cgma(640, 0, 0) is None
+
+
+def test_ratio_and_intensity_refuse_a_zero_denominator() -> None:
+    assert profile.ratio(1, 0) is None
+    assert profile.ratio(None, 2) is None
+    assert profile.arithmetic_intensity(100, 50) == 2
+
+
+def test_limiting_factors_name_every_tied_minimum() -> None:
+    limits = {"registers": 8, "shared memory": 32, "warps": 8, "blocks": 32}
+    assert profile.limiting_factors(limits) == ["registers", "warps"]
+    assert profile.limiting_factors({"registers": None}) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("1,234,567", 1234567.0), ("12.5", 12.5), ("0", 0.0), ("n/a", None), ("", None), (" 2,048 ", 2048.0)],
+)
+def test_parse_number(text: str, value: float | None) -> None:
+    assert profile.parse_number(text) == value
+
+
+def test_unit_factor_brings_values_to_base_units() -> None:
+    assert profile.unit_factor("nsecond") == 1
+    assert profile.unit_factor("usecond") == 1e3
+    assert profile.unit_factor("msecond") == 1e6
+    assert profile.unit_factor("Mbyte") == 1e6
+    assert profile.unit_factor("byte") == 1
+    assert profile.unit_factor("%") == 1
+
+
+# --- the raw CSV page --------------------------------------------------------------
+
+
+def test_synthetic_fixture_is_marked_as_such() -> None:
+    assert SYNTHETIC.read_text().startswith("SYNTHETIC")
+
+
+def test_parse_skips_prof_lines_program_output_and_the_units_row() -> None:
+    page = profile.parse_raw_csv(SYNTHETIC.read_text())
+    assert len(page.launches) == 1
+    assert page.units[profile.TIME] == "nsecond"
+    metrics = page.metrics()
+    assert set(profile.METRICS) <= set(metrics)
+    assert metrics[profile.TIME] == 41216
+    assert metrics[profile.FFMA] == 256**3
+    assert metrics[profile.GLOBAL_LD_REQUESTS] == 1_048_576
+
+
+def test_parse_converts_scaled_units() -> None:
+    text = (
+        '"ID","Kernel Name","gpu__time_duration.sum","dram__bytes_read.sum"\n'
+        '"","","usecond","Kbyte"\n'
+        '"0","k","41.5","1,024"\n'
+    )
+    metrics = profile.parse_raw_csv(text).metrics()
+    assert metrics[profile.TIME] == pytest.approx(41_500)
+    assert metrics[profile.DRAM_READ] == pytest.approx(1_024_000)
+
+
+def test_parse_without_a_page_finds_no_launch() -> None:
+    assert profile.parse_raw_csv("==PROF== Disconnected\n").launches == []
+
+
+def naive_point() -> catalogue.Point:
+    return catalogue.point("naive", Shape.square(CAPTURE_N), 16)
+
+
+def test_result_from_the_synthetic_capture() -> None:
+    r = profile.result_from_output(naive_point(), SYNTHETIC.read_text(), ["ncu"])
+    assert r.flops_measured == 2 * 256**3 == r.flops_model
+    assert r.flops_ratio == 1
+    assert r.time_ms == pytest.approx(0.041216)
+    assert r.gflops == pytest.approx(2 * 256**3 / 41216)
+    assert r.gips == pytest.approx(2_686_976 / 41216)
+    assert r.global_requests == r.global_ld_requests + r.global_st_requests
+    assert r.cgma_measured == pytest.approx(expected_cgma("naive", 256, 16))
+    assert r.cgma_analytic == 1.0
+    assert r.ld_sectors_per_request == 2  # both rows of a warp read the same 64 bytes of B
+    assert r.dram_bytes == r.dram_bytes_read + r.dram_bytes_written
+    assert r.arithmetic_intensity == pytest.approx(2 * 256**3 / r.dram_bytes)
+    assert r.limiting_factors == ["registers", "warps"]
+    assert r.device == "NVIDIA H200 (synthetic)"
+    assert r.cc == "9.0"
+    assert r.error == pytest.approx(1.2e-7)
+    assert r.ncu_command == ["ncu"]
+    json.dumps(r.to_dict())  # plain values only
+
+
+def test_the_result_fills_the_store_columns() -> None:
+    store = pytest.importorskip("gemmlab.store")
+    d = profile.result_from_output(naive_point(), SYNTHETIC.read_text()).to_dict()
+    assert set(store.PROFILE_FIELDS) <= set(d)
+
+
+def test_int32_kernels_count_integer_instructions() -> None:
+    point = catalogue.point("naive_i32", Shape.square(CAPTURE_N), 16)
+    metrics = profile.parse_raw_csv(SYNTHETIC.read_text()).metrics()
+    r = profile.result_from_metrics(point, metrics)
+    assert r.flops_measured == metrics[profile.INTEGER]
+    assert "integer" in r.ops_counter
+
+
+def test_a_missing_counter_is_named() -> None:
+    metrics = profile.parse_raw_csv(SYNTHETIC.read_text()).metrics()
+    metrics[profile.FFMA] = None
+    with pytest.raises(ProfilerError, match="ffma"):
+        profile.result_from_metrics(naive_point(), metrics)
+
+
+# --- real captures (activate when tests/fixtures/ncu/h200_*.csv exist) ------------
+
+
+def _capture_point(path: Path) -> catalogue.Point:
+    m = re.fullmatch(r"h200_(?P<kernel>.+)_(?P<edge>\d+)\.csv", path.name)
+    assert m, f"{path.name} is not named h200_<kernel>_<edge>.csv"
+    return catalogue.point(m["kernel"], Shape.square(CAPTURE_N), int(m["edge"]))
+
+
+@pytest.mark.skipif(not H200_CAPTURES, reason="no real ncu captures (tests/fixtures/ncu/h200_*.csv) yet")
+@pytest.mark.parametrize("path", H200_CAPTURES, ids=[p.stem for p in H200_CAPTURES])
+def test_real_capture_matches_the_kernel_structure(path: Path) -> None:
+    point = _capture_point(path)
+    r = profile.result_from_output(point, path.read_text())
+    loads, stores = expected_requests(point.spec.id, CAPTURE_N, point.block_edge)
+    assert r.global_ld_requests == pytest.approx(loads, rel=0.02)
+    assert r.global_st_requests == pytest.approx(stores, rel=0.02)
+    assert r.time_ms > 0 and r.inst_executed > 0
+    assert 0 < r.achieved_occupancy <= r.theoretical_occupancy + 1e-9 <= 100 + 1e-9
+    if point.dtype == "int32":
+        # At least one integer instruction (IMAD) per multiply-add; index arithmetic adds more.
+        assert r.flops_measured >= CAPTURE_N**3
+    else:
+        assert r.flops_measured == 2 * CAPTURE_N**3
+        assert r.cgma_measured == pytest.approx(expected_cgma(point.spec.id, CAPTURE_N, point.block_edge), rel=0.02)
+
+
+# --- ncu's failures -------------------------------------------------------------
+
+PERMISSION_DENIED = """==PROF== Connected to process 812 (/usr/bin/python3.12)
+==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the \
+target device 0. For instructions on enabling permissions and to get more information see \
+https://developer.nvidia.com/ERR_NVGPUCTRPERM
+==PROF== Disconnected from process 812
+==WARNING== No kernels were profiled.
+"""
+
+
+@pytest.mark.parametrize(
+    ("output", "needle"),
+    [
+        (PERMISSION_DENIED, "ERR_NVGPUCTRPERM"),
+        ("==ERROR== Profiling is not supported on this device\n", "not supported on this device"),
+        ("==ERROR== Failed to initialize the profiler: LibraryNotLoaded\n", "could not start its profiler"),
+        ("==ERROR== Failed to find metric sm__bogus.sum\n", "sm__bogus.sum"),
+        ("==ERROR== Option '--bogus' is only supported for the details page.\n", "Option '--bogus'"),
+    ],
+)
+def test_ncu_failures_become_profiler_errors(output: str, needle: str) -> None:
+    error = profile.ncu_failure(output, 1)
+    assert isinstance(error, ProfilerError)
+    assert needle in str(error)
+
+
+@pytest.mark.parametrize("output", [PERMISSION_DENIED, "==ERROR== Profiling is not supported on this device\n"])
+def test_counter_failures_say_what_still_works(output: str) -> None:
+    text = str(profile.ncu_failure(output, 1))
+    for command in ("gemmlab run", "gemmlab sweep", "gemmlab reproduce", "gemmlab compile", "gemmlab occupancy"):
+        assert command in text
+
+
+def test_the_childs_own_error_comes_back_as_its_class() -> None:
+    line = profile.CHILD_ERROR + json.dumps({"type": "VerificationError", "cause": "wrong result", "fix": "report"})
+    error = profile.ncu_failure(f"==PROF== Connected\n{line}\n==ERROR== The application returned an error code (4).", 4)
+    assert isinstance(error, VerificationError)
+    assert str(error) == "wrong result report"
+
+
+def test_an_empty_run_and_an_unknown_exit_are_errors() -> None:
+    assert "profiled no launch" in str(profile.ncu_failure("==WARNING== No kernels were profiled.\n", 0))
+    assert "status 9" in str(profile.ncu_failure("something broke\n", 9))
+    assert profile.ncu_failure(SYNTHETIC.read_text(), 0) is None
+
+
+# --- finding ncu ------------------------------------------------------------------
+
+
+def test_missing_ncu_says_how_to_install_and_what_still_works(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(profile, "NCU_SEARCH_GLOBS", (str(tmp_path / "nowhere" / "*" / "ncu"),))
+    with pytest.raises(ProfilerError) as info:
+        profile.find_ncu()
+    text = str(info.value)
+    assert "ncu" in text and "Install" in text and "nsight-compute" in text.lower()
+    for command in ("gemmlab run", "gemmlab sweep", "gemmlab reproduce", "gemmlab compile", "gemmlab occupancy"):
+        assert command in text
+
+
+def test_ncu_is_found_in_an_install_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    for version in ("2024.1.0", "2025.3.1"):
+        folder = tmp_path / "nsight-compute" / version
+        folder.mkdir(parents=True)
+        (folder / "ncu").write_text("#!/bin/sh\n")
+        (folder / "ncu").chmod(0o755)
+    monkeypatch.setattr(profile, "NCU_SEARCH_GLOBS", (str(tmp_path / "nsight-compute" / "*" / "ncu"),))
+    assert profile.find_ncu() == str(tmp_path / "nsight-compute" / "2025.3.1" / "ncu")
+
+
+# --- the command line ncu runs ----------------------------------------------------
+
+
+def test_ncu_command_profiles_one_named_launch() -> None:
+    cmd = profile.ncu_command("/opt/ncu", NAIVE_MANGLED, naive_point(), python="/usr/bin/python3")
+    assert cmd[0] == "/opt/ncu"
+
+    def option(name: str) -> str:
+        return cmd[cmd.index(name) + 1]
+
+    assert option("--clock-control") == "none"
+    assert option("--metrics").split(",") == list(profile.METRICS)
+    assert option("--kernel-name-base") == "mangled"
+    assert option("--kernel-name") == NAIVE_MANGLED
+    assert option("--launch-skip") == str(profile.PROFILED_LAUNCH) == "1"
+    assert option("--launch-count") == "1"
+    assert option("--page") == "raw"
+    assert option("--print-units") == "base"
+    assert "--csv" in cmd
+    assert cmd[-9:] == ["/usr/bin/python3", "-m", "gemmlab.profile", "naive", "16", "256", "256", "256", "float32"]
+
+
+def test_mangled_name_tells_tiled_from_tiled_2x2() -> None:
+    names = {
+        profile.mangled_name(catalogue.point(kid, Shape.square(256), edge))
+        for kid, edge in (("tiled", 16), ("tiled_2x2", 16), ("tiled", 8), ("naive", 16), ("naive_i32", 16))
+    }
+    assert len(names) == 5
+    assert profile.mangled_name(naive_point()) == NAIVE_MANGLED
+
+
+def test_ncu_runs_with_a_dot_as_decimal_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
+    env = profile.ncu_environment()
+    assert "LC_ALL" not in env and env["LC_NUMERIC"] == "C"
+
+
+def fake_ncu(monkeypatch: pytest.MonkeyPatch, stdout: str, returncode: int = 0) -> list[list[str]]:
+    """Stand in for ncu: record the command, print ``stdout``."""
+    seen: list[list[str]] = []
+
+    def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+        seen.append(cmd)
+        return subprocess.CompletedProcess(cmd, returncode, stdout=stdout, stderr="")
+
+    monkeypatch.setattr(profile, "find_ncu", lambda: "/fake/ncu")
+    monkeypatch.setattr(profile.subprocess, "run", run)
+    return seen
+
+
+def test_profile_point_end_to_end_with_a_stand_in_ncu(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = fake_ncu(monkeypatch, SYNTHETIC.read_text())
+    r = profile.profile_point("naive", Shape.square(256), 16)
+    assert seen[0][0] == "/fake/ncu" and NAIVE_MANGLED in seen[0]
+    assert r.flops_measured == 2 * 256**3
+    assert r.ncu_command == seen[0]
+
+
+def test_profile_point_permission_denied(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_ncu(monkeypatch, PERMISSION_DENIED, returncode=1)
+    with pytest.raises(ProfilerError, match="ERR_NVGPUCTRPERM"):
+        profile.profile_point("naive", Shape.square(256), 16)
+
+
+def test_profile_point_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+        raise subprocess.TimeoutExpired(cmd, 1)
+
+    monkeypatch.setattr(profile, "find_ncu", lambda: "/fake/ncu")
+    monkeypatch.setattr(profile.subprocess, "run", run)
+    with pytest.raises(ProfilerError, match="within 1 s"):
+        profile.profile_point("naive", Shape.square(256), 16, timeout=1)
+
+
+# --- the CLI ----------------------------------------------------------------------
+
+runner = CliRunner()
+
+
+def test_cli_profile_table_and_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_ncu(monkeypatch, SYNTHETIC.read_text())
+    table = runner.invoke(app, ["profile", "naive", "--size", "256", "--block", "16"], terminal_width=200)
+    assert table.exit_code == 0, table.output
+    for needle in ("GIPS", "CGMA", "33,554,432", "occupancy", "registers, warps", "NVIDIA H200 (synthetic)"):
+        assert needle in table.output
+    as_json = runner.invoke(app, ["profile", "naive", "--size", "256", "--block", "16", "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    data = json.loads(as_json.stdout)
+    assert data["flops_measured"] == 2 * 256**3 and data["cgma_analytic"] == 1.0
+
+
+def test_cli_profile_without_ncu_is_one_clean_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(profile, "NCU_SEARCH_GLOBS", ())
+    result = runner.invoke(app, ["profile", "naive", "--size", "256"])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output and "ncu" in result.output
+
+
+def test_cli_profile_checks_the_shape_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = fake_ncu(monkeypatch, SYNTHETIC.read_text())
+    result = runner.invoke(app, ["profile", "tiled", "--size", "100", "--block", "16"])
+    assert result.exit_code == 2 and "not a multiple" in result.output
+    assert seen == []
+
+
+# --- the roofline -----------------------------------------------------------------
+
+
+def test_ridge_and_roof() -> None:
+    assert ridge_point(50_000, 4_000) == 12.5
+    assert attainable_gflops(1.0, 50_000, 4_000) == 4_000
+    assert attainable_gflops(100.0, 50_000, 4_000) == 50_000
+
+
+def test_point_coordinates_from_a_profile_and_from_raw_counts() -> None:
+    d = profile.result_from_output(naive_point(), SYNTHETIC.read_text()).to_dict()
+    label, intensity, gflops = point_coordinates(d)
+    assert label == "naive"
+    assert intensity == d["arithmetic_intensity"] and gflops == d["gflops"]
+    label, intensity, gflops = point_coordinates({"label": "x", "flops": 2e9, "dram_bytes": 1e9, "time_ms": 1.0})
+    assert (label, intensity, gflops) == ("x", 2.0, pytest.approx(2000.0))
+
+
+def test_roofline_plot_writes_a_png(tmp_path: Path) -> None:
+    d = profile.result_from_output(naive_point(), SYNTHETIC.read_text()).to_dict()
+    points = [
+        d,
+        {"label": "tiled", "flops": 2e9, "dram_bytes": 1e8, "time_ms": 0.1},
+        {"label": "empty", "gflops": None},
+    ]
+    out = roofline_plot(points, 50_000.0, 4_000.0, tmp_path / "plots" / "roofline.png", "Roofline, synthetic")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert roofline_plot([], 50_000.0, 4_000.0, tmp_path / "empty.png", "ceilings only").exists()
