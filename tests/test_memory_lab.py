@@ -29,7 +29,7 @@ PER_THREAD = {"copy_vec4": (4, 1), "vecadd_vec4": (4, 1)}
 
 def test_the_lab_is_in_the_catalogue() -> None:
     assert [s.id for s in MEMORY_KERNELS] == IDS
-    assert catalogue.kernel_ids()[-len(IDS) :] == IDS
+    assert set(IDS) <= set(catalogue.kernel_ids())
     for spec in MEMORY_KERNELS:
         assert catalogue.get(spec.id) is spec
         assert spec.problem.metric == "gbs"
