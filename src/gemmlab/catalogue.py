@@ -8,6 +8,7 @@ Adding a kernel means writing one ``.cu`` file under ``kernels/`` and one
 from __future__ import annotations
 
 import difflib
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,14 +134,21 @@ class KernelSpec:
     max_edge: int = 32  # block edge x block edge threads must fit in 1024
     problem: Problem = MATMUL
     templated_on_edge: bool = True
+    # Further template arguments (tile sizes, threads, stages, ...), appended in
+    # order after the dtype and the block edge (after the dtype alone when
+    # templated_on_edge is False). One catalogue entry is one instantiation.
+    template_extra: tuple[int, ...] = ()
 
     @property
     def takes_block_edge(self) -> bool:
         return bool(self.block_edges)
 
     def template_args(self, dtype: str, block_edge: int) -> str:
-        ctype = DTYPE_CTYPES[dtype]
-        return f"{ctype}, {block_edge}" if self.templated_on_edge else ctype
+        args = [DTYPE_CTYPES[dtype]]
+        if self.templated_on_edge:
+            args.append(str(block_edge))
+        args.extend(str(v) for v in self.template_extra)
+        return ", ".join(args)
 
     def name_expression(self, dtype: str, block_edge: int) -> str:
         return f"{self.function}<{self.template_args(dtype, block_edge)}>"
@@ -398,11 +406,26 @@ DOC_MATMUL: tuple[KernelSpec, ...] = (
 )
 
 
-def _all_kernels() -> tuple[KernelSpec, ...]:
-    """Every family of kernels; each family lives in its own module."""
-    from gemmlab.memory import MEMORY_KERNELS
+# The kernel families beyond the documents: (module, the tuple of specs it exports).
+_FAMILY_MODULES = (("gemmlab.memory", "MEMORY_KERNELS"), ("gemmlab.sgemm", "SGEMM_KERNELS"))
 
-    return DOC_MATMUL + MEMORY_KERNELS
+
+def _all_kernels() -> tuple[KernelSpec, ...]:
+    """Every family of kernels; each family lives in its own module.
+
+    A family whose module is absent (a partial checkout) is left out; an error
+    inside a module that is there still raises.
+    """
+    found = DOC_MATMUL
+    for module, name in _FAMILY_MODULES:
+        try:
+            family = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        found += getattr(family, name)
+    return found
 
 
 CATALOGUE: tuple[KernelSpec, ...] = _all_kernels()

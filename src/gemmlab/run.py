@@ -124,11 +124,13 @@ def _time(cp: Any, stream: Any, fn: Any, reps: int, flush: Any | None) -> list[f
     return samples
 
 
-def _timed_series(cp: Any, stream: Any, fn: Any, reps: int, max_seconds: float, flush: Any | None) -> Timing:
+def _timed_series(
+    cp: Any, stream: Any, fn: Any, reps: int, max_seconds: float, flush: Any | None, graph_ok: bool = True
+) -> Timing:
     first = _time(cp, stream, fn, 1, flush)
     more = planned_reps(first[0], reps, max_seconds) - 1
     timing = Timing.of(first + _time(cp, stream, fn, more, flush) if more > 0 else first)
-    if timing.median_ms < SHORT_KERNEL_MS and flush is None:
+    if graph_ok and timing.median_ms < SHORT_KERNEL_MS and flush is None:
         # Events around one launch of a few microseconds measure the launch as
         # much as the kernel; a graph of back-to-back launches removes the gaps.
         graph = _captured(stream, fn, GRAPH_LAUNCHES)
@@ -206,7 +208,8 @@ def run(
             if baseline and prepared.baseline is not None:
                 prepared.baseline()
                 cp_stream.synchronize()
-                base_timing = _timed_series(cp, cp_stream, prepared.baseline, reps, max_seconds, flush)
+                # Library calls stay out of graphs: CuPy refuses cuBLAS calls during stream capture.
+                base_timing = _timed_series(cp, cp_stream, prepared.baseline, reps, max_seconds, flush, graph_ok=False)
 
     result = RunResult(
         kernel=point.spec.id,

@@ -1,0 +1,179 @@
+"""`gemmlab sweep` and `gemmlab reproduce`: many points into the results database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gemmlab.catalogue import Shape
+from gemmlab.cli import app, console, err_console, friendly
+from gemmlab.errors import GemmlabError
+from gemmlab.store import DEFAULT_PATH, Store
+from gemmlab.sweep import SweepSummary
+
+DEFAULT_REPORT_DIR = Path("gemmlab-report")
+EXIT_FAILED = 4
+EXIT_INTERRUPTED = 130
+
+DbOption = Annotated[Path, typer.Option("--db", help="Results database (SQLite), created on first use.")]
+ForceOption = Annotated[bool, typer.Option("--force", help="Run points again even if they are stored.")]
+
+
+def parse_ints(text: str, what: str) -> list[int]:
+    """'256,512' -> [256, 512], with a clear error for anything else."""
+    try:
+        values = [int(part) for part in text.replace(" ", "").split(",") if part]
+    except ValueError:
+        raise GemmlabError(f"--{what} takes whole numbers separated by commas, not '{text}'.",
+                           f"Example: --{what} 256,512,1024.") from None  # fmt: skip
+    if not values or min(values) < 1:
+        raise GemmlabError(f"--{what} needs positive whole numbers (got '{text}').", f"Example: --{what} 256,512.")
+    return values
+
+
+@app.command("sweep")
+@friendly
+def sweep_cmd(
+    kernels: Annotated[str, typer.Option(help="Kernel ids, comma-separated (catalogue ids or cpu_naive, ...).")],
+    sizes: Annotated[str, typer.Option(help="Square sizes N, comma-separated.")],
+    blocks: Annotated[
+        str | None, typer.Option(help="Block edges, comma-separated (default: each kernel's documented edges).")
+    ] = None,
+    dtype: Annotated[str | None, typer.Option(help="float32, int32, ... (default: each kernel's first).")] = None,
+    db: DbOption = DEFAULT_PATH,
+    force: ForceOption = False,
+    reps: Annotated[int, typer.Option(min=1, help="Timed repetitions per point.")] = 20,
+    max_seconds: Annotated[
+        float, typer.Option(min=0.0, help="Cap on each point's timed series [s] (at least 3 repetitions).")
+    ] = 2.0,
+) -> None:
+    """Run kernels x sizes x block edges and store every point; a second run resumes where the first stopped."""
+    from gemmlab.sweep import plan, sweep
+
+    kernel_ids = [k for k in kernels.replace(" ", "").split(",") if k]
+    shapes = [Shape.square(n) for n in parse_ints(sizes, "sizes")]
+    edges = parse_ints(blocks, "blocks") if blocks else None
+    points, refused = plan(kernel_ids, shapes, edges, dtype, reps=reps)
+    for label, why in refused:
+        err_console.print(f"[dim]skipped: {label}: {why}[/]", highlight=False)
+    with Store.open(db) as store:
+        summary = sweep(points, store, force=force, max_seconds=max_seconds, console=err_console)
+    _print_summary(summary)
+    console.print(f"results in {db}", highlight=False)
+    _exit_for(summary.interrupted, bool(summary.failed))
+
+
+@app.command()
+@friendly
+def reproduce(
+    experiment_names: Annotated[
+        list[str] | None, typer.Argument(metavar="[EXPERIMENT]...", help="Experiments to run (default: all).")
+    ] = None,
+    db: DbOption = DEFAULT_PATH,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the report.")] = DEFAULT_REPORT_DIR,
+    list_only: Annotated[bool, typer.Option("--list", help="List the experiments and exit.")] = False,
+    force: ForceOption = False,
+    profile: Annotated[
+        bool, typer.Option("--profile", help="Also profile every GPU point with Nsight Compute (slow).")
+    ] = False,
+    sizes: Annotated[
+        str | None, typer.Option(help="Replace every experiment's sizes, e.g. 256 for a quick check.")
+    ] = None,
+) -> None:
+    """Re-run the source documents' experiments on this machine and write the report beside their figures."""
+    from gemmlab import experiments
+
+    chosen = experiments.select(experiment_names)
+    if list_only:
+        _print_experiments(chosen)
+        return
+    size_list = parse_ints(sizes, "sizes") if sizes else None
+
+    def announce(experiment: experiments.Experiment, n_points: int) -> None:
+        console.rule(f"{experiment.name}: {experiment.title} ({n_points} points)")
+
+    with Store.open(db) as store:
+        outcomes = experiments.reproduce([e.name for e in chosen], store, sizes=size_list, force=force,
+                                         on_start=announce)  # fmt: skip
+        failed = False
+        for outcome in outcomes:
+            name = outcome.experiment.name
+            if outcome.status == "not built yet":
+                console.print(f"{name}: not built yet ({', '.join(outcome.missing)} not in the catalogue); skipped.")
+                continue
+            console.print(f"[bold]{name}[/]", highlight=False)
+            for label, why in outcome.left_out:
+                console.print(f"  [dim]left out: {label}: {why}[/]", highlight=False)
+            if outcome.summary is not None:
+                _print_summary(outcome.summary, indent="  ")
+                failed = failed or bool(outcome.summary.failed)
+        if outcomes and outcomes[-1].status == "interrupted":
+            _exit_for(True, failed)
+        measured = [o.experiment.name for o in outcomes if o.status == "done"]
+        if profile and measured:
+            _profile(store, measured, force)
+    if measured:
+        _write_report(db, out, measured)
+    _exit_for(False, failed)
+
+
+def _profile(store: Store, names: list[str], force: bool) -> None:
+    try:
+        from gemmlab.profile import profile_point
+    except ModuleNotFoundError as exc:
+        if exc.name != "gemmlab.profile":
+            raise
+        err_console.print("--profile: the profiler module is not built yet; the results are stored without it.")
+        return
+    from gemmlab.experiments import profile_experiment
+
+    for name in names:
+        console.print(f"profiling {name} with Nsight Compute...", highlight=False)
+        summary = profile_experiment(store, name, profile_point, force=force)
+        console.print(f"  {summary.profiled} profiled, {summary.already} already profiled", highlight=False)
+        for label, what in summary.failed:
+            err_console.print(f"  [yellow]not profiled[/]: {label}: {what}", highlight=False)
+
+
+def _write_report(db: Path, out: Path, names: list[str]) -> None:
+    try:
+        from gemmlab.report import write_report
+    except ModuleNotFoundError as exc:
+        if exc.name != "gemmlab.report":
+            raise
+        console.print(f"The report is not built yet; the results are in {db}.", highlight=False)
+        return
+    index = write_report(db, out, names)
+    console.print(f"report: {index}", highlight=False)
+
+
+def _print_summary(summary: SweepSummary, indent: str = "") -> None:
+    for line in summary.lines():
+        style = "red" if line.startswith("FAILED") else "yellow" if line.startswith("interrupted") else None
+        text = f"[{style}]{line}[/]" if style else line
+        (err_console if style else console).print(indent + text, highlight=False, soft_wrap=True)
+
+
+def _exit_for(interrupted: bool, failed: bool) -> None:
+    if interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _print_experiments(chosen: list) -> None:
+    for e in chosen:
+        missing = e.missing_kernels()
+        status = f"not built yet: {', '.join(missing)} not in the catalogue" if missing else f"{len(e.points())} points"
+        console.print(f"[bold]{e.name}[/]  ({status})", highlight=False)
+        console.print(f"  {e.title}", highlight=False)
+        console.print(f"  from: {e.source_doc}", highlight=False)
+        edges = " ".join(map(str, e.block_edges)) or "-"
+        console.print(
+            f"  kernels: {', '.join(e.kernels)}; sizes: {' '.join(map(str, e.sizes))}; block edges: {edges}",
+            highlight=False,
+        )
+        for note in e.notes:
+            console.print(f"  [dim]{note}[/]", highlight=False)

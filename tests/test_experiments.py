@@ -1,0 +1,203 @@
+"""The documents' experiments as points, and `reproduce` with a fake runner."""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import partial
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gemmlab import experiments
+from gemmlab.catalogue import Shape
+from gemmlab.errors import GemmlabError, ProfilerError, UnknownName
+from gemmlab.experiments import Experiment, Series, profile_experiment, reproduce
+from gemmlab.store import Store
+from gemmlab.sweep import SLOW_REPS
+from test_sweep import RUN_INFO, fake_runner
+
+# Points per experiment at the documents' sizes.
+EXPECTED_POINTS = {
+    "poznan-group1": 3 * 3 * 3,
+    "poznan-group2": 4 * 5 * 2,
+    "int32-lab": 2 * 4 * 6 + 3,  # + cpu_blocked (int32) at 256, 512, 1024
+    "brno-transpose": 2 * (1 + 5 * 2),  # vecadd, then 5 tiled/untiled kernels x 2 tiles, at 2 sizes
+    "arequipa-any-size": 3 * 3,
+    # GPU: naive_uncoalesced 4, col/row_buffered 3 each, tiled 4 x 6, blocked_x4 4 x 4; CPU: naive 3, others 4 + 4
+    "kursk-cpu-gpu": 4 + 3 + 3 + 24 + 16 + 3 + 4 + 4,
+}
+
+
+def test_the_six_experiments() -> None:
+    assert experiments.names() == list(EXPECTED_POINTS)
+    for e in experiments.EXPERIMENTS:
+        assert e.title and e.source_doc and e.kernels and e.sizes
+
+
+@pytest.mark.parametrize("name", list(EXPECTED_POINTS))
+def test_point_counts(name: str) -> None:
+    experiment = experiments.get(name)
+    if experiment.missing_kernels():
+        pytest.skip(f"{', '.join(experiment.missing_kernels())} not in the catalogue yet")
+    found = experiment.points()
+    assert len(found) == EXPECTED_POINTS[name]
+    assert len({(p.kernel, p.shape, p.block_edge, p.dtype, p.variant) for p in found}) == len(found)
+
+
+def test_kursk_leaves_out_what_cannot_run_and_says_why() -> None:
+    found, left_out = experiments.get("kursk-cpu-gpu").plan()
+    reasons = dict(left_out)
+    assert "1024 threads" in reasons["col_buffered 2048 float32 e2e"]
+    assert "1024 threads" in reasons["row_buffered 2048 float32 e2e"]
+    assert "minutes" in reasons["cpu_naive 2048"]
+    gpu = [p for p in found if not p.kernel.startswith("cpu_")]
+    assert gpu and all(p.variant == "e2e" for p in gpu)
+    assert {p.block_edge for p in gpu if p.kernel == "tiled"} == {1, 2, 4, 8, 16, 32}
+    assert {p.block_edge for p in gpu if p.kernel == "blocked_x4"} == {4, 8, 16, 32}
+    assert Counter(p.kernel for p in found if p.kernel.startswith("cpu_")) == {
+        "cpu_naive": 3, "cpu_blocked": 4, "cpu_blas": 4,
+    }  # fmt: skip
+
+
+def test_constraint_skipping() -> None:
+    e = Experiment("t", "t", "t", (Series(("tiled", "tiled_2x2"), (128, 176), (16, 22)),))
+    found, left_out = e.plan()
+    labels = {p.label for p in found}
+    assert {"tiled 128 b16 float32", "tiled 176 b16 float32", "tiled 176 b22 float32"} <= labels
+    left = dict(left_out)
+    assert "not a multiple of the block edge (22)" in left["tiled 128 b22 float32"]
+    # tiled_2x2 needs twice the edge: 176 is a multiple of 44 but not of 32.
+    assert "twice the block edge (32)" in left["tiled_2x2 176 b16 float32"]
+    assert "tiled_2x2 176 b22 float32" in labels
+    assert e.block_edges == (16, 22) and e.sizes == (128, 176)
+
+
+def test_slow_int32_points_are_planned_short() -> None:
+    found = experiments.get("int32-lab").points()
+    by_label = {p.label: p for p in found}
+    assert by_label["naive_i32 4096 b1 int32"].reps == SLOW_REPS
+    assert by_label["tiled_i32 4096 b1 int32"].warmup == 1
+    assert by_label["tiled_i32 4096 b32 int32"].reps == experiments.REPRODUCE_REPS
+    assert by_label["cpu_blocked 1024 int32"].dtype == "int32"
+
+
+def test_brno_shapes() -> None:
+    experiment = experiments.get("brno-transpose")
+    assert experiments.matrix_or_vector("vecadd", 4000) == Shape(1, 16_000_000, 1)
+    assert experiments.matrix_or_vector("transpose_tiled", 4000) == Shape(4000, 4000, 1)
+    if not experiment.missing_kernels():
+        shapes = {p.shape for p in experiment.points()}
+        assert Shape(4000, 4000, 1) in shapes and Shape(16384, 16384, 1) in shapes
+
+
+def test_sizes_can_be_replaced() -> None:
+    found = experiments.get("poznan-group1").points(sizes=[176])
+    assert len(found) == 9 and {p.shape for p in found} == {Shape.square(176)}
+    kursk, left_out = experiments.get("kursk-cpu-gpu").plan(sizes=[2048])
+    assert not any(p.kernel == "cpu_naive" for p in kursk) and "cpu_naive 2048" in dict(left_out)
+
+
+def test_unknown_experiment_suggests_close_names() -> None:
+    with pytest.raises(UnknownName, match="Did you mean poznan-group1"):
+        experiments.get("poznan-grup1")
+    with pytest.raises(UnknownName):
+        experiments.select(["poznan-group1", "nope"])
+    assert len(experiments.select(None)) == 6
+
+
+def test_an_experiment_with_missing_kernels_is_not_built_yet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    future = Experiment("future", "t", "t", (Series(("tiled", "warp_specialised"), (128,), (16,)),))
+    assert future.missing_kernels() == ["warp_specialised"]
+    monkeypatch.setitem(experiments._BY_NAME, "future", future)
+    with Store.open(tmp_path / "r.sqlite") as store:
+        (outcome,) = reproduce(["future"], store, runner=fake_runner, progress=False, run_info=RUN_INFO)
+        assert store.rows() == []
+    assert outcome.status == "not built yet" and outcome.missing == ["warp_specialised"]
+
+
+def test_reproduce_two_experiments_and_resume(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "r.sqlite") as store:
+        started = []
+        record = lambda e, n: started.append((e.name, n))
+        outcomes = reproduce(["poznan-group1", "kursk-cpu-gpu"], store, sizes=[256], runner=fake_runner,
+                             progress=False, run_info=RUN_INFO, on_start=record)  # fmt: skip
+        assert [o.status for o in outcomes] == ["done", "done"]
+        assert started == [("poznan-group1", 6), ("kursk-cpu-gpu", 16)]  # edge 22 is refused at 256
+        kursk_rows = store.rows("kursk-cpu-gpu")
+        assert len(store.rows("poznan-group1")) == 6
+        # 13 GPU points (1 + 1 + 1 + 6 tiled + 4 blocked_x4) x (pinned, pageable) + 3 CPU points
+        assert len(kursk_rows) == 13 * 2 + 3
+        again = reproduce(["poznan-group1"], store, sizes=[256], runner=fake_runner, progress=False)
+    assert again[0].summary is not None and len(again[0].summary.skipped_existing) == 6
+
+
+def test_reproduce_stops_after_an_interrupted_experiment(tmp_path: Path) -> None:
+    runner = partial(fake_runner, interrupt_at=176)
+    with Store.open(tmp_path / "r.sqlite") as store:
+        outcomes = reproduce(["poznan-group1", "arequipa-any-size"], store, runner=runner, progress=False,
+                             run_info=RUN_INFO)  # fmt: skip
+    assert [o.status for o in outcomes] == ["interrupted"]
+
+
+def fake_profile(kernel: str, shape: Shape, block_edge: int, dtype: str) -> dict:
+    return {"gips": 1.5, "cgma_measured": float(block_edge or 1), "inst_executed": 1e6, "kernel": kernel}
+
+
+def test_profile_fills_every_row_of_a_point(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "r.sqlite") as store:
+        reproduce(["kursk-cpu-gpu"], store, sizes=[256], runner=fake_runner, progress=False, run_info=RUN_INFO)
+        summary = profile_experiment(store, "kursk-cpu-gpu", fake_profile)
+        assert summary.profiled == 13 and not summary.failed
+        rows = store.rows("kursk-cpu-gpu")
+        assert all(r["gips"] == 1.5 for r in rows if not r["kernel"].startswith("cpu_"))
+        assert all(r["gips"] is None for r in rows if r["kernel"].startswith("cpu_"))
+        assert profile_experiment(store, "kursk-cpu-gpu", fake_profile).already == 13
+
+
+def test_profile_failures(tmp_path: Path) -> None:
+    calls = []
+
+    def flaky(kernel: str, shape: Shape, block_edge: int, dtype: str) -> dict:
+        calls.append(kernel)
+        if block_edge == 8:
+            raise GemmlabError("ncu timed out", "")
+        return fake_profile(kernel, shape, block_edge, dtype)
+
+    def broken(*args: object) -> dict:
+        raise ProfilerError("ncu is not installed", "install it")
+
+    with Store.open(tmp_path / "r.sqlite") as store:
+        reproduce(["poznan-group1"], store, sizes=[176], runner=fake_runner, progress=False, run_info=RUN_INFO)
+        summary = profile_experiment(store, "poznan-group1", flaky)
+        assert summary.profiled == 6 and len(summary.failed) == 3
+        with pytest.raises(ProfilerError):
+            profile_experiment(store, "poznan-group1", broken, force=True)
+
+
+def test_cli_reproduce_list_and_unknown() -> None:
+    from gemmlab.cli import app
+
+    listed = CliRunner().invoke(app, ["reproduce", "--list"])
+    assert listed.exit_code == 0 and "kursk-cpu-gpu" in listed.output and "points" in listed.output
+    unknown = CliRunner().invoke(app, ["reproduce", "kursk"])
+    assert unknown.exit_code == 2 and "Did you mean kursk-cpu-gpu" in unknown.output
+
+
+def test_cli_reproduce_with_a_fake_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from gemmlab import sweep as sweep_module
+    from gemmlab.cli import app
+
+    monkeypatch.setattr(sweep_module, "measure_point", fake_runner)
+    monkeypatch.setitem(sys.modules, "gemmlab.report", None)  # as if the report were not written yet
+    monkeypatch.setitem(sys.modules, "gemmlab.profile", None)
+    db = tmp_path / "r.sqlite"
+    args = ["reproduce", "arequipa-any-size", "--sizes", "1000", "--db", str(db), "--out", str(tmp_path / "rep")]
+    result = CliRunner().invoke(app, [*args, "--profile"])
+    assert result.exit_code == 0, result.output
+    assert "3 measured and stored" in result.output
+    assert "report is not built yet" in result.output and "profiler module is not built yet" in result.output
+    with Store.open(db) as store:
+        assert len(store.rows("arequipa-any-size")) == 3
