@@ -15,6 +15,7 @@ from gemmlab.sanitize import small_shapes
 
 IDS = [
     "vecadd", "copy", "transpose_naive", "copy_tiled", "transpose_tiled", "transpose_tiled_padded",
+    "transpose_tiled_diagonal",
     "copy_vec4", "vecadd_vec4", "transpose_tiled_vec4",
 ]  # fmt: skip
 BUILDS = [

@@ -284,6 +284,11 @@ MEMORY_KERNELS: tuple[KernelSpec, ...] = (
         "transpose_tiled_padded", "memory/06_transpose_tiled_padded.cu", TRANSPOSE,
         "transpose_tiled with a [TILE][TILE+1] tile: the padding column removes the bank conflicts",
     ),
+    _tiled(
+        "transpose_tiled_diagonal", "memory/08_transpose_tiled_diagonal.cu", TRANSPOSE,
+        "transpose_tiled_padded with blocks renumbered along diagonals against DRAM partition camping",
+        MODERN,
+    ),
     _one_dim(
         "copy_vec4", "memory/07_vec4.cu", COPY,
         "copy with 16-byte loads and stores (float4 / double2), 4 elements per thread, any length",
