@@ -190,8 +190,17 @@ class KernelSpec:
         """Raise :class:`ConstraintError` naming every broken requirement."""
         problems = self.violations(shape, block_edge, dtype)
         if problems:
+            # The advice follows what was broken: a dtype, a block edge, or the shape.
+            fixes = []
+            if dtype not in self.dtypes:
+                fixes.append(f"Use --dtype {' or '.join(self.dtypes)}.")
+            bad_edge = self.takes_block_edge and not 1 <= block_edge <= self.max_edge
+            if bad_edge:
+                fixes.append(f"Use a block edge from 1 to {self.max_edge}.")
             alt = self.any_size_alternative
-            fix = f"Pick a size that meets it, or use `{alt}`, which takes any M, N, K." if alt != self.id else ""
+            if len(problems) > len(fixes) and alt != self.id:
+                fixes.append(f"Pick a size that meets it, or use `{alt}`, which takes any M, N, K.")
+            fix = " ".join(fixes)
             raise ConstraintError(
                 f"{self.id} cannot run {shape} (block edge {block_edge}): {'; '.join(problems)}.", fix
             )

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from gemmlab import catalogue
@@ -34,7 +35,8 @@ def friendly(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except GemmlabError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            # escape(): a message quotes what the user typed, which may look like markup ('[/x]').
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             err_console.print("interrupted; results stored so far are kept.")
@@ -57,6 +59,12 @@ def parse_shape(size: int | None, m: int | None, n: int | None, k: int | None, n
     if size is not None and any(v is not None for v in (m, n, k)):
         raise GemmlabError(
             "Give either --size or --m/--n/--k, not both.", "Example: --size 1024, or --m 512 --n 256 --k 128."
+        )
+    given = {"--size": size, "--m": m, "--n": n, "--k": k}
+    if bad := [f"{flag} {value}" for flag, value in given.items() if value is not None and value < 1]:
+        raise GemmlabError(
+            f"Sizes must be positive whole numbers (got {', '.join(bad)}).",
+            "Example: --size 1024, or --m 512 --n 256 --k 128.",
         )
     if size is not None:
         return Shape.square(size)

@@ -1223,6 +1223,11 @@ def _staging_dir(out: Path) -> tuple[Path, Path | None]:
                 f"{out} already holds files that are not a gemmlab report.",
                 "Give --out a new or empty directory; gemmlab replaces only reports it wrote.",
             )
+    nearest = next((p for p in out.parents if p.exists()), None)
+    if nearest is not None and not nearest.is_dir():
+        # mkdir would only say "File exists"; name the file that is in the way.
+        raise GemmlabError(f"Cannot write the report to {out}: {nearest} is a file, not a directory.",
+                           "Choose a directory you can write to with --out.")  # fmt: skip
     created = next((p for p in reversed(out.parents) if not p.exists()), None)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,13 @@ from gemmlab.catalogue import Shape
 from gemmlab.errors import GemmlabError
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+# Where compute-sanitizer lives when it is not on PATH: the toolkit's bin
+# folder and the standalone package's folders.
+SANITIZER_SEARCH_DIRS: tuple[str, ...] = (
+    "/usr/local/cuda/bin",
+    "/opt/nvidia/compute-sanitizer",
+    "/usr/local/cuda/compute-sanitizer",
+)
 _SUMMARY = re.compile(r"(ERROR|RACECHECK) SUMMARY: (\d+) (errors|hazards)")
 _RACE_ERRORS = re.compile(r"\((\d+) errors?, (\d+) warnings?\)")
 
@@ -50,7 +57,7 @@ def find_sanitizer() -> str:
     found = shutil.which("compute-sanitizer")
     if found:
         return found
-    for root in ("/usr/local/cuda/bin", "/opt/nvidia/compute-sanitizer", "/usr/local/cuda/compute-sanitizer"):
+    for root in SANITIZER_SEARCH_DIRS:
         candidate = os.path.join(root, "compute-sanitizer")
         if os.access(candidate, os.X_OK):
             return candidate

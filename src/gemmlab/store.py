@@ -199,17 +199,20 @@ class Store:
     # -- opening -------------------------------------------------------------
 
     @classmethod
-    def open(
-        cls, path: str | Path = DEFAULT_PATH, *, timeout: float = DEFAULT_TIMEOUT_S, readonly: bool = False
-    ) -> Store:
+    def open(cls, path: str | Path = DEFAULT_PATH, *, timeout: float | None = None, readonly: bool = False) -> Store:
         """Open (and on first use create) the database at ``path``, migrating it
         to :data:`SCHEMA_VERSION`. ``readonly`` opens an existing file for
-        reading only (no migration: columns it lacks read as None)."""
+        reading only (no migration: columns it lacks read as None). ``timeout``
+        defaults to :data:`DEFAULT_TIMEOUT_S`, read at each call."""
         path = Path(path)
+        timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
         if readonly:
             if not path.is_file():
                 raise StoreError(f"There is no results database at {path}.", "Run `gemmlab reproduce` or give --db.")
-            uri = f"{path.resolve().as_uri()}?mode=ro"
+            # Opened for writing but refusing every write (query_only, see _prepare):
+            # a mode=ro connection leaves behind the -wal and -shm files that reading
+            # a WAL file creates, while the last read-write connection removes them.
+            uri = f"{path.resolve().as_uri()}?mode=rw"
         else:
             _check_writable(path)
             uri = path.resolve().as_uri()
@@ -228,6 +231,8 @@ class Store:
     def _prepare(self, readonly: bool) -> None:
         with self._guard():
             self._conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+            if readonly:
+                self._conn.execute("PRAGMA query_only = ON")
             # The first read of the file: a file that is not a database fails here,
             # before anything has been written to it.
             version = self.schema_version

@@ -50,12 +50,17 @@ def sweep_cmd(
     ] = 2.0,
 ) -> None:
     """Run kernels x sizes x block edges and store every point; a second run resumes where the first stopped."""
+    from gemmlab import cpu, gpu
     from gemmlab.sweep import plan, sweep
 
     kernel_ids = [k for k in kernels.replace(" ", "").split(",") if k]
     shapes = [Shape.square(n) for n in parse_ints(sizes, "sizes")]
     edges = parse_ints(blocks, "blocks") if blocks else None
     points, refused = plan(kernel_ids, shapes, edges, dtype, reps=reps)
+    if any(not cpu.is_cpu_kernel(p.kernel) for p in points):
+        # Without a GPU every GPU point would fail alike: say so before the
+        # database is created or any CPU point is measured.
+        gpu.cupy()
     for label, why in refused:
         err_console.print(f"[dim]skipped: {label}: {why}[/]", highlight=False)
     with Store.open(db) as store:
