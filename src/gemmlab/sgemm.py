@@ -1,0 +1,520 @@
+"""The FP32 ladder beyond the documents: SGEMM from a coalesced naive kernel to
+a multistage cp.async pipeline, one idea per rung (docs/sgemm-ladder.md).
+
+Every rung computes C = alpha * A.B + beta * C in float32 with FP32 FFMA (no
+tensor cores), row-major (A is M x K, B is K x N), for any M, N, K, and takes
+the same arguments: ``(a, b, c_in, c_out, m, n, k, alpha, beta)``. The C that
+beta scales is a separate, read-only input, so every launch (warm-up, timed,
+checked) computes the same output, and the runner's NaN poison in ``c_out``
+still catches any output a kernel leaves unwritten.
+
+A rung's tile sizes are template parameters. ``SGEMM_KERNELS`` holds one
+catalogue entry per rung at its default configuration, chosen for H100/H200
+(sm_90: 132 SMs, 228 KB of shared memory and 64K registers per SM).
+``configs(kernel_id)`` lists the configurations a rung accepts within the
+thread, shared-memory and register limits, and ``variant(kernel_id, config)``
+returns the catalogue entry for one of them: what a tuner enumerates.
+
+Analytic CGMA here counts global-memory access instructions of one thread: a
+16-byte load is one access, as it is one request in Nsight Compute's
+``l1tex__t_requests`` (the measured CGMA), although it moves 4 floats.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gemmlab.catalogue import MAX_GRID_YZ, Constraint, Dim3, KernelSpec, Shape
+from gemmlab.errors import ConstraintError, UnknownName
+from gemmlab.problems import Prepared, Problem, poison, random_matrix, relative_error
+
+if TYPE_CHECKING:
+    from gemmlab.catalogue import Point
+
+Config = dict[str, int]
+
+SOURCE_DOC = "gemmlab FP32 ladder (beyond the documents)"
+# Non-trivial scalars: alpha != 1 and beta != 0 exercise both halves of the
+# epilogue; both are exact in binary, so the float64 reference sees the same values.
+ALPHA = 1.5
+BETA = -0.75
+# Static shared memory a block may declare without cuFuncSetAttribute (all CCs >= 2.0).
+MAX_STATIC_SMEM = 48 * 1024
+MAX_THREADS = 1024
+MAX_THREADS_PER_SM = 2048  # sm_80 and sm_90
+REGS_PER_SM = 65536
+MAX_REGS_PER_THREAD = 255
+# Registers a thread needs beyond its accumulators and operand fragments
+# (indices, addresses, loop counters, predicates): a rough allowance, checked
+# by compiling every configuration in tests/test_sgemm.py.
+REG_OVERHEAD = 40
+# Swizzles of the A tile (a_swizzle in the .cu files) need these BK.
+SWIZZLE_BK = (4, 8, 16, 32)
+# More accumulators than this (a 64 x 64 warp tile on 4 warps holds 128 per
+# thread) take ptxas to 200-255 registers: one block per SM and a step from spilling.
+MAX_ACCUMULATORS = 64
+# The search space of the warp-tiled rungs: BM, BN, BK, WM, WN.
+WARP_TILES = ((128,), (128,), (8, 16), (32, 64), (32, 64))
+
+
+# --- the problem: inputs, reference, library baseline -----------------------
+
+
+def baseline_name() -> str:
+    """What the cuBLAS baseline computes. CuPy's matmul runs float32 through
+    cuBLAS with its default compute type (CUBLAS_COMPUTE_32F: FP32 FFMA, no
+    tensor cores) unless CUPY_TF32=1 is set, which lets cuBLAS use TF32 tensor
+    cores on compute capability 8.0 and later (CuPy's "Environment variables"
+    page). A TF32 baseline would not be a fair FP32 comparison, so it says so.
+    The figure agrees: about 51 TFLOP/s on an H200 at N = 4096, 76% of the
+    FFMA peak at the boost clock, where TF32 tensor cores would be several
+    times faster.
+    """
+    if os.environ.get("CUPY_TF32", "0").strip() not in ("", "0"):
+        return "cuBLAS TF32 (CuPy matmul with CUPY_TF32 set; not FP32)"
+    return "cuBLAS SGEMM (CuPy matmul)"
+
+
+def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
+    s = point.shape
+    a = random_matrix(cp, rng, s.m, s.k, "float32")
+    b = random_matrix(cp, rng, s.k, s.n, "float32")
+    c_in = random_matrix(cp, rng, s.m, s.n, "float32")
+    c_out = cp.empty((s.m, s.n), dtype=cp.float32)
+    # float64 on the same device (cuBLAS DGEMM); the float32 inputs are exact in float64.
+    ref = ALPHA * (a.astype(cp.float64) @ b.astype(cp.float64)) + BETA * c_in.astype(cp.float64)
+    lib_out = cp.empty_like(c_out)
+
+    def baseline() -> None:
+        # The GEMM part only: the alpha/beta update adds 3 M N flops against 2 M N K.
+        cp.matmul(a, b, out=lib_out)
+
+    return Prepared(
+        args=(
+            a.data.ptr,
+            b.data.ptr,
+            c_in.data.ptr,
+            c_out.data.ptr,
+            np.int32(s.m),
+            np.int32(s.n),
+            np.int32(s.k),
+            np.float32(ALPHA),
+            np.float32(BETA),
+        ),
+        poison=lambda: poison(cp, c_out),
+        error=lambda: relative_error(cp, c_out, ref),
+        baseline=baseline,
+        baseline_name=baseline_name(),
+        buffers=(a, b, c_in, c_out, ref, lib_out),
+    )
+
+
+def sgemm_device_bytes(point: Point) -> int:
+    """Device memory prepare_sgemm needs at its peak: A, B, C_in, C_out and the
+    library's output in float32; float64 copies of A, B and C_in, the product
+    and the reference."""
+    s = point.shape
+    elems = s.m * s.k + s.k * s.n + 3 * s.m * s.n
+    return elems * (4 + 8)
+
+
+SGEMM = Problem("sgemm", prepare_sgemm, sgemm_device_bytes)
+
+
+# --- the rungs ----------------------------------------------------------------
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _tile_cgma(rows: int, cols: int, a_per_access: int, b_per_access: int) -> float:
+    """FLOPs per global access of a thread in a block that computes a rows x cols
+    tile of C: per step of K the block reads rows elements of A and cols of B
+    (a_per_access and b_per_access elements per access) for 2 rows cols FLOPs;
+    every thread has the same share of both."""
+    return 2 * rows * cols / (rows / a_per_access + cols / b_per_access)
+
+
+def _needs(condition: bool, message: str) -> list[str]:
+    return [] if condition else [message]
+
+
+def _blocktile_rules(c: Config, threads: int, vec: int) -> list[str]:
+    """Rules of the block-tiled kernels' loads: every thread moves the same
+    number of vec-element pieces of each tile."""
+    bm, bn, bk = c["BM"], c["BN"], c["BK"]
+    return _needs(
+        (bm * bk) % (vec * threads) == 0 and (bk * bn) % (vec * threads) == 0,
+        f"the {bm}x{bk} A tile and the {bk}x{bn} B tile must split evenly into {threads} threads' "
+        f"pieces of {vec} element{'s' if vec > 1 else ''}",
+    )
+
+
+def _thread_tile_rules(c: Config) -> list[str]:
+    return _needs(c["BM"] % c["TM"] == 0 and c["BN"] % c["TN"] == 0, "thread tiles (TM x TN) must tile the block tile")
+
+
+def _vector_rules(c: Config) -> list[str]:
+    return _needs(
+        c["BK"] % 4 == 0 and c["BN"] % 4 == 0 and c.get("TM", 4) % 4 == 0 and c.get("TN", 4) % 4 == 0,
+        "BK, BN, TM and TN must be multiples of 4 (whole float4s)",
+    )
+
+
+def _swizzle_rules(c: Config) -> list[str]:
+    return _needs(c["BK"] in SWIZZLE_BK, f"BK must be one of {SWIZZLE_BK} (the A-tile swizzle)") + _needs(
+        c["BM"] % 32 == 0, "BM must be a multiple of 32 (the A-tile swizzle)"
+    )
+
+
+def _warp_rules(c: Config) -> list[str]:
+    return _needs(
+        c["BM"] % c["WM"] == 0 and c["BN"] % c["WN"] == 0, "warp tiles (WM x WN) must tile the block tile"
+    ) + _needs(c["WM"] % 16 == 0 and c["WN"] % 32 == 0, "WM must be a multiple of 16 and WN of 32")
+
+
+def _warp_threads(c: Config) -> int:
+    return (c["BM"] // c["WM"]) * (c["BN"] // c["WN"]) * 32
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One kernel of the ladder: its template parameters and what follows from them."""
+
+    id: str
+    source: str  # file under kernels/sgemm/
+    summary: str
+    params: tuple[str, ...]  # the template parameters after the dtype, in order
+    default: tuple[int, ...]
+    choices: tuple[tuple[int, ...], ...]  # per parameter, what configs() enumerates
+    threads: Callable[[Config], int]
+    tile: Callable[[Config], tuple[int, int]]  # rows x columns of C per block
+    outputs: Callable[[Config], int]  # outputs (accumulators) per thread
+    fragments: Callable[[Config], int]  # operand registers per thread in the inner loop
+    smem_bytes: Callable[[Config], int]  # static shared memory per block
+    cgma: Callable[[Config], float]
+    rules: Callable[[Config], list[str]] = lambda c: []
+    square_block: bool = False  # block (x, y) = tile's (columns, rows); else (threads, 1, 1)
+
+    def config(self, values: tuple[int, ...] | None = None) -> Config:
+        return dict(zip(self.params, values or self.default, strict=True))
+
+    def violations(self, c: Config) -> list[str]:
+        """Every limit or kernel requirement the configuration breaks."""
+        threads = self.threads(c)
+        min_blocks = c.get("MIN_BLOCKS", 1)
+        found = _needs(threads % 32 == 0 and 32 <= threads <= MAX_THREADS,
+                       f"{threads} threads per block: must be a multiple of 32 from 32 to {MAX_THREADS}")  # fmt: skip
+        found += _needs(
+            self.smem_bytes(c) <= MAX_STATIC_SMEM,
+            f"{self.smem_bytes(c)} bytes of static shared memory, over {MAX_STATIC_SMEM}",
+        )
+        found += _needs(
+            1 <= min_blocks and threads * min_blocks <= MAX_THREADS_PER_SM,
+            f"MIN_BLOCKS = {min_blocks} blocks of {threads} threads do not fit an SM ({MAX_THREADS_PER_SM})",
+        )
+        found += _needs(
+            self.outputs(c) <= MAX_ACCUMULATORS,
+            f"{self.outputs(c)} outputs per thread, over {MAX_ACCUMULATORS} (registers)",
+        )
+        budget = min(MAX_REGS_PER_THREAD, REGS_PER_SM // max(1, threads * min_blocks))
+        need = self.outputs(c) + self.fragments(c) + REG_OVERHEAD
+        found += _needs(
+            need <= budget,
+            f"about {need} registers per thread needed ({self.outputs(c)} accumulators), "
+            f"{budget} allowed for {min_blocks} block(s) of {threads} threads per SM",
+        )
+        return found + self.rules(c)
+
+
+def _spec(rung: Rung, c: Config) -> KernelSpec:
+    rows, cols = rung.tile(c)
+    threads = rung.threads(c)
+    block: Dim3 = (cols, rows, 1) if rung.square_block else (threads, 1, 1)
+    cgma = rung.cgma(c)
+    # Grouped rungs (GROUP_M) launch GROUP_M blocks along x per column of tiles,
+    # one grid row per GROUP_M rows of tiles (see 10_swizzle_l2.cu).
+    group = c.get("GROUP_M", 1)
+    grid = lambda s, b: (_cdiv(s.n, cols) * group, _cdiv(_cdiv(s.m, rows), group), 1)
+    return KernelSpec(
+        id=rung.id,
+        source=f"sgemm/{rung.source}",
+        function=rung.id,
+        source_doc=SOURCE_DOC,
+        summary=rung.summary,
+        dtypes=("float32",),
+        block_edges=(),
+        grid=grid,
+        block=lambda s, b: block,
+        constraints=(_grid_rows_fit(rows * group),),
+        # Inputs once, C read once (beta != 0) and written once.
+        min_elems_moved=lambda s: s.m * s.k + s.k * s.n + 2 * s.m * s.n,
+        cgma=lambda s, b: cgma,
+        any_size_alternative="sgemm_swizzle_l2",
+        problem=SGEMM,
+        templated_on_edge=False,
+        template_extra=tuple(c[p] for p in rung.params),
+    )
+
+
+def _grid_rows_fit(rows: int) -> Constraint:
+    """gridDim.y (blocks along M) may not exceed 65535."""
+
+    def check(shape: Shape, block_edge: int) -> str | None:
+        blocks = _cdiv(shape.m, rows)
+        if blocks > MAX_GRID_YZ:
+            return f"M = {shape.m} needs {blocks} blocks of {rows} rows in grid y, over the limit of {MAX_GRID_YZ}"
+        return None
+
+    return Constraint(f"at most {MAX_GRID_YZ} blocks of {rows} rows along M", check)
+
+
+def _warp_rung(rung_id: str, source: str, summary: str, extra: tuple[str, ...], default: tuple[int, ...],
+               choices: tuple[tuple[int, ...], ...], stages: Callable[[Config], int],
+               a_per_access: int) -> Rung:  # fmt: skip
+    """sgemm_warptile and the rungs built on it: (BM, BN, BK, WM, WN, *extra, MIN_BLOCKS)."""
+    return Rung(
+        id=rung_id,
+        source=source,
+        summary=summary,
+        params=("BM", "BN", "BK", "WM", "WN", *extra, "MIN_BLOCKS"),
+        default=default,
+        choices=choices,
+        threads=_warp_threads,
+        tile=lambda c: (c["BM"], c["BN"]),
+        outputs=lambda c: c["WM"] * c["WN"] // 32,
+        fragments=lambda c: c["WM"] // 4 + c["WN"] // 8,
+        smem_bytes=lambda c: 4 * stages(c) * c["BK"] * (c["BM"] + c["BN"]),
+        # B arrives in 16-byte pieces; A in 16-byte loads (warptile) or 4-byte copies (cp.async rungs).
+        cgma=lambda c: _tile_cgma(c["BM"], c["BN"], a_per_access, 4),
+        rules=lambda c: (
+            _warp_rules(c)
+            + _swizzle_rules(c)
+            + _vector_rules(c)
+            + _blocktile_rules(c, _warp_threads(c), 4)
+            + _needs(c.get("STAGES", 2) >= 2, "STAGES must be at least 2")
+            + _needs(c.get("GROUP_M", 1) >= 1, "GROUP_M must be at least 1")
+        ),
+    )
+
+
+def _thread_tile_threads(c: Config) -> int:
+    return (c["BM"] // c["TM"]) * (c["BN"] // c["TN"])
+
+
+def _vector_rung(rung_id: str, source: str, summary: str, swizzled: bool) -> Rung:
+    """sgemm_vectorized and sgemm_swizzled: (BM, BN, BK, TM, TN, MIN_BLOCKS)."""
+    return Rung(
+        id=rung_id,
+        source=source,
+        summary=summary,
+        params=("BM", "BN", "BK", "TM", "TN", "MIN_BLOCKS"),
+        default=(128, 128, 8, 8, 8, 2),
+        choices=((64, 128), (128,), (8, 16), (8,), (4, 8), (1, 2)),
+        threads=_thread_tile_threads,
+        tile=lambda c: (c["BM"], c["BN"]),
+        outputs=lambda c: c["TM"] * c["TN"],
+        fragments=lambda c: c["TM"] + c["TN"],
+        smem_bytes=lambda c: 4 * c["BK"] * (c["BM"] + c["BN"]),
+        cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 4, 4),
+        rules=lambda c: (
+            _thread_tile_rules(c)
+            + _vector_rules(c)
+            + _blocktile_rules(c, _thread_tile_threads(c), 4)
+            + (_swizzle_rules(c) if swizzled else [])
+        ),
+    )
+
+
+RUNGS: tuple[Rung, ...] = (
+    Rung(
+        id="sgemm_coalesced",
+        source="01_coalesced.cu",
+        summary="one output per thread, threadIdx.x along a row of C (coalesced B and C), any size",
+        params=("BX", "BY"),
+        default=(32, 32),
+        choices=((32,), (8, 16, 32)),
+        threads=lambda c: c["BX"] * c["BY"],
+        tile=lambda c: (c["BY"], c["BX"]),
+        outputs=lambda c: 1,
+        fragments=lambda c: 2,
+        smem_bytes=lambda c: 0,
+        cgma=lambda c: 1.0,
+        square_block=True,
+    ),
+    Rung(
+        id="sgemm_smem",
+        source="02_smem.cu",
+        summary="TILE x TILE tiles of A and B in shared memory, zero-filled at the edges",
+        params=("TILE",),
+        default=(32,),
+        choices=((16, 32),),
+        threads=lambda c: c["TILE"] ** 2,
+        tile=lambda c: (c["TILE"], c["TILE"]),
+        outputs=lambda c: 1,
+        fragments=lambda c: 2,
+        smem_bytes=lambda c: 2 * 4 * c["TILE"] ** 2,
+        cgma=lambda c: float(c["TILE"]),
+        square_block=True,
+    ),
+    Rung(
+        id="sgemm_1d_blocktile",
+        source="03_1d_blocktile.cu",
+        summary="BM x BN block tile; each thread TM outputs down a column of C",
+        params=("BM", "BN", "BK", "TM"),
+        default=(64, 64, 8, 8),
+        choices=((64, 128), (64,), (8,), (8, 16)),
+        threads=lambda c: c["BM"] * c["BN"] // c["TM"],
+        tile=lambda c: (c["BM"], c["BN"]),
+        outputs=lambda c: c["TM"],
+        fragments=lambda c: 2,
+        smem_bytes=lambda c: 4 * c["BK"] * (c["BM"] + c["BN"]),
+        cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 1, 1),
+        rules=lambda c: (
+            _needs(c["BM"] % c["TM"] == 0, "TM must divide BM") + _blocktile_rules(c, c["BM"] * c["BN"] // c["TM"], 1)
+        ),
+    ),
+    Rung(
+        id="sgemm_2d_blocktile",
+        source="04_2d_blocktile.cu",
+        summary="BM x BN block tile; each thread a TM x TN outer product; scalar loads, any size and alignment",
+        params=("BM", "BN", "BK", "TM", "TN"),
+        default=(128, 128, 8, 8, 8),
+        # BK = 16 compiles too, but at 64 x 64 tiles ptxas needs 254 of its 255 registers.
+        choices=((64, 128), (64, 128), (8,), (8,), (8,)),
+        threads=_thread_tile_threads,
+        tile=lambda c: (c["BM"], c["BN"]),
+        outputs=lambda c: c["TM"] * c["TN"],
+        fragments=lambda c: c["TM"] + c["TN"],
+        smem_bytes=lambda c: 4 * c["BK"] * (c["BM"] + c["BN"]),
+        cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 1, 1),
+        rules=lambda c: _thread_tile_rules(c) + _blocktile_rules(c, _thread_tile_threads(c), 1),
+    ),
+    _vector_rung(
+        "sgemm_vectorized",
+        "05_vectorized.cu",
+        "2-D block tile with float4 loads and stores; A tile stored transposed",
+        swizzled=False,
+    ),
+    _vector_rung(
+        "sgemm_swizzled",
+        "06_swizzled.cu",
+        "sgemm_vectorized with an XOR-swizzled A tile and split B fragments: no bank conflicts",
+        swizzled=True,
+    ),
+    _warp_rung(
+        "sgemm_warptile",
+        "07_warptile.cu",
+        "block tile -> warp tile (WM x WN) -> 4 x 4 thread micro-tiles",
+        extra=(),
+        default=(128, 128, 16, 32, 64, 2),
+        choices=(*WARP_TILES, (1, 2)),
+        stages=lambda c: 1,
+        a_per_access=4,
+    ),
+    _warp_rung(
+        "sgemm_double_buffer",
+        "08_double_buffer.cu",
+        "sgemm_warptile fed by cp.async into two shared-memory stages",
+        extra=(),
+        default=(128, 128, 16, 32, 64, 2),
+        choices=(*WARP_TILES, (1, 2)),
+        stages=lambda c: 2,
+        a_per_access=1,
+    ),
+    _warp_rung(
+        "sgemm_multistage",
+        "09_multistage.cu",
+        "sgemm_double_buffer with a ring of STAGES cp.async stages",
+        extra=("STAGES",),
+        default=(128, 128, 16, 32, 64, 3, 2),
+        choices=(*WARP_TILES, (3, 4), (1, 2)),
+        stages=lambda c: c["STAGES"],
+        a_per_access=1,
+    ),
+    _warp_rung(
+        "sgemm_swizzle_l2",
+        "10_swizzle_l2.cu",
+        "sgemm_multistage with blocks ordered in groups of GROUP_M tile rows for L2 reuse",
+        extra=("STAGES", "GROUP_M"),
+        default=(128, 128, 16, 32, 64, 3, 8, 2),
+        # The tile of sgemm_multistage's default; only the order of the blocks varies.
+        choices=((128,), (128,), (16,), (32,), (64,), (3,), (4, 8, 16), (2,)),
+        stages=lambda c: c["STAGES"],
+        a_per_access=1,
+    ),
+)
+
+_RUNGS = {r.id: r for r in RUNGS}
+SGEMM_KERNELS: tuple[KernelSpec, ...] = tuple(_spec(r, r.config()) for r in RUNGS)
+
+
+def rung(kernel_id: str) -> Rung:
+    try:
+        return _RUNGS[kernel_id]
+    except KeyError:
+        raise UnknownName(
+            f"'{kernel_id}' is not a kernel of the FP32 ladder.", f"The ladder's kernels: {', '.join(_RUNGS)}."
+        ) from None
+
+
+def default_config(kernel_id: str) -> Config:
+    return rung(kernel_id).config()
+
+
+def config_of(spec: KernelSpec) -> Config:
+    """The configuration a ladder entry (default or variant) was built with."""
+    return rung(spec.id).config(spec.template_extra)
+
+
+def configs(kernel_id: str) -> list[Config]:
+    """Every configuration in the rung's search space that meets the thread,
+    shared-memory and register limits and the kernel's own requirements; the
+    default first."""
+    r = rung(kernel_id)
+    found = [r.config()]
+    for values in itertools.product(*r.choices):
+        c = r.config(values)
+        if c not in found and not r.violations(c):
+            found.append(c)
+    return found
+
+
+def variant(kernel_id: str, config: Config) -> KernelSpec:
+    """The catalogue entry of ``kernel_id`` built with ``config`` (parameters
+    not given keep their defaults). Raises ConstraintError for a configuration
+    the kernel cannot take, naming every reason."""
+    r = rung(kernel_id)
+    unknown = set(config) - set(r.params)
+    if unknown:
+        raise UnknownName(
+            f"{kernel_id} has no parameter {', '.join(sorted(unknown))}.", f"Its parameters: {', '.join(r.params)}."
+        )
+    c = {**r.config(), **config}
+    problems = r.violations(c)
+    if problems:
+        raise ConstraintError(
+            f"{kernel_id} cannot take {c}: {'; '.join(problems)}.",
+            f"configs('{kernel_id}') lists the configurations it takes.",
+        )
+    return _spec(r, c)
+
+
+def outputs_per_thread(spec: KernelSpec) -> int:
+    return rung(spec.id).outputs(config_of(spec))
+
+
+def threads_per_block(spec: KernelSpec) -> int:
+    return rung(spec.id).threads(config_of(spec))
+
+
+def block_tile(spec: KernelSpec) -> tuple[int, int]:
+    """Rows x columns of C one block computes."""
+    return rung(spec.id).tile(config_of(spec))

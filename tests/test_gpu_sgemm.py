@@ -1,0 +1,102 @@
+"""The FP32 ladder on the GPU: every rung verified against float64 on odd,
+aligned and large shapes, every configuration of the search space on two
+shapes, in-place C, and compute-sanitizer's memcheck and racecheck."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gemmlab import catalogue, sgemm
+from gemmlab.catalogue import Shape
+from gemmlab.problems import Prepared
+from gemmlab.sanitize import check
+
+pytestmark = pytest.mark.gpu
+
+LADDER = [spec.id for spec in sgemm.SGEMM_KERNELS]
+SHAPES = [
+    Shape(1, 1, 1),
+    Shape(17, 33, 65),
+    Shape(127, 129, 131),
+    Shape(100, 132, 130),  # rows of B and C align to 16 bytes, rows of A do not
+    Shape(100, 130, 132),  # rows of A align, rows of B and C do not
+    Shape.square(256),
+    Shape.square(1000),
+    Shape.square(4096),
+]
+CASES = [(kid, s) for kid in LADDER for s in SHAPES]
+CONFIG_CASES = [
+    (kid, c, s) for kid in LADDER for c in sgemm.configs(kid) for s in (Shape(127, 129, 131), Shape.square(256))
+]
+
+
+@pytest.mark.parametrize(("kernel_id", "shape"), CASES, ids=[f"{k}-{s}" for k, s in CASES])
+def test_rung_verifies(kernel_id: str, shape: Shape) -> None:
+    from gemmlab.run import run
+
+    result = run(kernel_id, shape, reps=2, warmup=1, baseline=False)
+    assert result.error < 1e-5
+    assert result.gflops > 0
+
+
+@pytest.mark.parametrize(
+    ("kernel_id", "config", "shape"),
+    CONFIG_CASES,
+    ids=[f"{k}-{tuple(c.values())}-{s}" for k, c, s in CONFIG_CASES],
+)
+def test_every_config_verifies(monkeypatch: pytest.MonkeyPatch, kernel_id: str, config: dict, shape: Shape) -> None:
+    from gemmlab.run import run
+
+    monkeypatch.setitem(catalogue._BY_ID, kernel_id, sgemm.variant(kernel_id, config))
+    result = run(kernel_id, shape, reps=1, warmup=1, baseline=False)
+    assert result.error < 1e-5
+
+
+def _in_place(cp, point, rng) -> Prepared:
+    """sgemm's problem with c_in and c_out the same buffer; "poison" restores C."""
+    prepared = sgemm.prepare_sgemm(cp, point, rng)
+    _a, _b, c0, c, _ref, _lib = prepared.buffers
+    args = (*prepared.args[:2], c.data.ptr, c.data.ptr, *prepared.args[4:])
+    return dataclasses.replace(prepared, args=args, poison=lambda: cp.copyto(c, c0))
+
+
+@pytest.mark.parametrize("kernel_id", LADDER)
+def test_in_place_c(monkeypatch: pytest.MonkeyPatch, kernel_id: str) -> None:
+    """c_in == c_out (BLAS's in-place update) gives the same result: each element
+    is read once, by the thread that then writes it."""
+    from gemmlab.run import run
+
+    spec = catalogue.get(kernel_id)
+    problem = dataclasses.replace(sgemm.SGEMM, prepare=_in_place)
+    monkeypatch.setitem(catalogue._BY_ID, kernel_id, dataclasses.replace(spec, problem=problem))
+    result = run(kernel_id, Shape(127, 129, 131), reps=1, warmup=1, baseline=False)
+    assert result.error < 1e-5
+
+
+def test_unwritten_output_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grid one block-row short leaves NaN in C: the run is refused."""
+    from gemmlab.errors import VerificationError
+    from gemmlab.run import run
+
+    spec = catalogue.get("sgemm_multistage")
+    short = dataclasses.replace(spec, grid=lambda s, b: (-(-s.n // 128), max(1, -(-s.m // 128) - 1), 1))
+    monkeypatch.setitem(catalogue._BY_ID, "sgemm_multistage", short)
+    with pytest.raises(VerificationError):
+        run("sgemm_multistage", Shape.square(512), reps=1, warmup=1, baseline=False)
+
+
+def test_against_cublas_at_4096() -> None:
+    from gemmlab.run import run
+
+    result = run("sgemm_multistage", Shape.square(4096), reps=5)
+    assert result.baseline_name == "cuBLAS SGEMM (CuPy matmul)"
+    assert result.ratio_to_baseline is not None and result.ratio_to_baseline > 0.3
+
+
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
+def test_sanitizer_clean(tool: str) -> None:
+    report = check(LADDER, tool)
+    assert report.points >= len(LADDER)
+    assert report.clean, report.findings()

@@ -1,0 +1,168 @@
+"""The FP32 ladder without a GPU: every rung and every configuration compiles
+without spills, the launch geometry covers C for any shape, and the search
+space (configs / variant) refuses what a kernel cannot take, by name."""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from gemmlab import catalogue, sgemm
+from gemmlab.catalogue import Shape
+from gemmlab.compile import compile_kernel
+from gemmlab.errors import ConstraintError, UnknownName
+
+LADDER = [
+    "sgemm_coalesced", "sgemm_smem", "sgemm_1d_blocktile", "sgemm_2d_blocktile", "sgemm_vectorized",
+    "sgemm_swizzled", "sgemm_warptile", "sgemm_double_buffer", "sgemm_multistage", "sgemm_swizzle_l2",
+]  # fmt: skip
+ARCHS = ("sm_90", "sm_80")
+ODD_SHAPES = [Shape(1, 1, 1), Shape(17, 33, 65), Shape(127, 129, 131), Shape(1000, 1000, 1000), Shape(4097, 4095, 3),
+              Shape(8192, 8192, 1024), Shape(4096, 1024, 8192)]  # fmt: skip
+EVERY_CONFIG = [(kid, c) for kid in LADDER for c in sgemm.configs(kid)]
+
+
+def test_ladder_is_in_the_catalogue_in_order() -> None:
+    ids = catalogue.kernel_ids()
+    assert [i for i in ids if i.startswith("sgemm_")] == LADDER
+    for kid in LADDER:
+        spec = catalogue.get(kid)
+        assert spec.problem is sgemm.SGEMM
+        assert spec.dtypes == ("float32",)
+        assert not spec.takes_block_edge and not spec.templated_on_edge
+        text = spec.source_text()
+        assert text.startswith(f"// {kid}:"), "each file opens with the idea it adds"
+        assert f"{spec.function}(" in text
+
+
+def test_template_arguments_follow_the_dtype() -> None:
+    spec = catalogue.get("sgemm_multistage")
+    assert spec.name_expression("float32", 0) == "sgemm_multistage<float, 128, 128, 16, 32, 64, 3, 2>"
+    # The documents' kernels are unchanged by the extra field.
+    assert catalogue.get("tiled").name_expression("float32", 16) == "tiled<float, 16>"
+    assert catalogue.get("col_buffered").name_expression("float32", 0) == "col_buffered<float>"
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("kernel_id", LADDER)
+def test_default_compiles_without_spills(kernel_id: str, arch: str) -> None:
+    spec = catalogue.get(kernel_id)
+    res = compile_kernel(spec, 0, "float32", arch, use_cache=False).resources
+    assert res.spill_bytes == 0 and res.stack_bytes == 0, res
+    c = sgemm.config_of(spec)
+    r = sgemm.rung(kernel_id)
+    # The static shared memory the model predicts is what ptxas allocated.
+    assert res.smem_bytes == r.smem_bytes(c)
+    threads = r.threads(c)
+    assert res.registers <= min(255, 65536 // (threads * c.get("MIN_BLOCKS", 1)))
+
+
+def test_every_config_compiles_without_spills() -> None:
+    """All of configs() for both architectures (compiled two at a time)."""
+
+    def build(job: tuple[str, dict, str]) -> tuple[str, dict, str, object]:
+        kid, c, arch = job
+        return kid, c, arch, compile_kernel(sgemm.variant(kid, c), 0, "float32", arch, use_cache=False).resources
+
+    jobs = [(kid, c, arch) for kid, c in EVERY_CONFIG for arch in ARCHS]
+    with ThreadPoolExecutor(2) as pool:
+        built = list(pool.map(build, jobs))
+    bad = [(kid, c, arch, res) for kid, c, arch, res in built if res.spill_bytes or res.stack_bytes]
+    assert not bad
+    for kid, c, _arch, res in built:
+        threads = sgemm.rung(kid).threads(c)
+        assert res.registers * threads <= 65536, (kid, c)
+        assert res.smem_bytes <= sgemm.MAX_STATIC_SMEM
+
+
+@pytest.mark.parametrize(
+    ("kernel_id", "config"), EVERY_CONFIG, ids=[f"{k}-{tuple(c.values())}" for k, c in EVERY_CONFIG]
+)
+def test_grid_covers_c_for_any_shape(kernel_id: str, config: dict) -> None:
+    spec = sgemm.variant(kernel_id, config)
+    rows, cols = sgemm.block_tile(spec)
+    threads = sgemm.threads_per_block(spec)
+    for shape in ODD_SHAPES:
+        assert not spec.violations(shape, 0, "float32"), (kernel_id, shape)
+        gx, gy, gz = spec.grid(shape, 0)
+        bx, by, bz = spec.block(shape, 0)
+        assert bx * by * bz == threads and gz == 1
+        tiles_m, tiles_n = math.ceil(shape.m / rows), math.ceil(shape.n / cols)
+        group = config.get("GROUP_M", 1)
+        # Block (x, y) computes tile row y * group + x % group, tile column x // group.
+        assert (gx, gy) == (tiles_n * group, math.ceil(tiles_m / group))
+        covered = {(y * group + x % group, x // group) for x in range(min(gx, 3 * group)) for y in range(gy)}
+        assert {(i, j) for i in range(tiles_m) for j in range(min(tiles_n, 3))} <= covered
+        # Every thread's outputs, over the whole grid, cover C (overhanging at the edges).
+        assert threads * sgemm.outputs_per_thread(spec) == rows * cols
+
+
+def test_configs_start_with_the_default_and_respect_limits() -> None:
+    for kid in LADDER:
+        found = sgemm.configs(kid)
+        assert found[0] == sgemm.default_config(kid)
+        assert len({tuple(c.items()) for c in found}) == len(found)
+        r = sgemm.rung(kid)
+        for c in found:
+            assert not r.violations(c)
+            assert 32 <= r.threads(c) <= 1024 and r.threads(c) % 32 == 0
+            assert r.smem_bytes(c) <= 48 * 1024
+            assert r.outputs(c) <= sgemm.MAX_ACCUMULATORS
+
+
+def test_variant_keeps_defaults_and_changes_geometry() -> None:
+    spec = sgemm.variant("sgemm_2d_blocktile", {"BM": 64, "BN": 64})
+    assert spec.template_extra == (64, 64, 8, 8, 8)
+    assert spec.block(Shape.square(100), 0) == (64, 1, 1)
+    assert spec.grid(Shape(100, 300, 7), 0) == (5, 2, 1)
+    assert sgemm.config_of(spec) == {"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 8}
+
+
+def test_variant_refuses_what_the_kernel_cannot_take() -> None:
+    with pytest.raises(ConstraintError, match="shared memory"):
+        sgemm.variant("sgemm_multistage", {"BK": 16, "STAGES": 4})  # 64 KB
+    with pytest.raises(ConstraintError, match="warp tiles"):
+        sgemm.variant("sgemm_warptile", {"WM": 48})
+    with pytest.raises(ConstraintError, match="registers"):
+        sgemm.variant("sgemm_warptile", {"WM": 64, "WN": 64})  # 128 accumulators per thread
+    with pytest.raises(ConstraintError, match="swizzle"):
+        sgemm.variant("sgemm_swizzled", {"BK": 12})
+    with pytest.raises(UnknownName, match="no parameter TILE"):
+        sgemm.variant("sgemm_warptile", {"TILE": 32})
+    with pytest.raises(UnknownName, match="not a kernel of the FP32 ladder"):
+        sgemm.configs("tiled")
+
+
+def test_grid_y_limit_names_the_one_dimensional_rung() -> None:
+    tall = Shape(65536 * 32 + 1, 1, 1)  # more rows of 32 than gridDim.y takes
+    with pytest.raises(ConstraintError) as info:
+        catalogue.point("sgemm_coalesced", tall)
+    assert "grid y" in str(info.value) and "sgemm_swizzle_l2" in str(info.value)
+    assert catalogue.point("sgemm_swizzle_l2", tall).grid == (8, math.ceil(tall.m / 128 / 8), 1)
+
+
+def test_cgma_models() -> None:
+    cgma = {kid: catalogue.get(kid).cgma(Shape.square(4096), 0) for kid in LADDER}
+    assert cgma["sgemm_coalesced"] == 1.0
+    assert cgma["sgemm_smem"] == 32.0
+    assert cgma["sgemm_1d_blocktile"] == 64.0  # 64 x 64 tile, one element per access
+    assert cgma["sgemm_2d_blocktile"] == 128.0
+    assert cgma["sgemm_vectorized"] == 512.0  # float4 accesses
+    assert cgma["sgemm_warptile"] == 512.0
+    assert cgma["sgemm_double_buffer"] == pytest.approx(204.8)  # A in 4-byte copies, B in 16-byte
+
+
+def test_baseline_is_named_for_what_it_computes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUPY_TF32", raising=False)
+    assert sgemm.baseline_name() == "cuBLAS SGEMM (CuPy matmul)"
+    monkeypatch.setenv("CUPY_TF32", "1")
+    assert "TF32" in sgemm.baseline_name() and "not FP32" in sgemm.baseline_name()
+
+
+def test_device_bytes_cover_inputs_outputs_and_reference() -> None:
+    p = catalogue.point("sgemm_multistage", Shape(100, 200, 300))
+    elems = 100 * 300 + 300 * 200 + 3 * 100 * 200
+    assert sgemm.SGEMM.device_bytes(p) == elems * 12
+    assert p.min_bytes == (100 * 300 + 300 * 200 + 2 * 100 * 200) * 4
