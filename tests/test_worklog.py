@@ -1,0 +1,27 @@
+"""The SGEMM worklog's measured tables are the stored benchmark, not a copy by hand."""
+
+from __future__ import annotations
+
+import json
+
+from gemmlab import worklog
+
+
+def test_doc_matches_newest_stored_benchmark() -> None:
+    path = worklog.newest_benchmark()
+    bench = json.loads(path.read_text())
+    doc = worklog.DOC.read_text()
+    expected = worklog.render(doc, bench, str(path.relative_to(worklog.REPO)))
+    assert doc == expected, "docs/sgemm-ladder.md is stale: run `PYTHONPATH=src python3 -m gemmlab.worklog`"
+
+
+def test_every_rung_measured_at_4096_with_cublas_ratio() -> None:
+    bench = json.loads(worklog.newest_benchmark().read_text())
+    at_4096 = {r["kernel"]: r for r in bench["results"] if r["m"] == r["n"] == r["k"] == 4096}
+    from gemmlab.sgemm import SGEMM_KERNELS
+
+    assert {s.id for s in SGEMM_KERNELS} <= set(at_4096)
+    for r in at_4096.values():
+        assert r["error"] <= r["tolerance"]
+        assert 0 < r["ratio_to_baseline"] < 2
+    assert all(not s["tensor_core"] for s in bench["sass"].values())
