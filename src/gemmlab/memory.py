@@ -33,8 +33,13 @@ if TYPE_CHECKING:
 BRNO = "Brno 2014 lecture (GTX 280)"
 MODERN = "gemmlab, for current GPUs (not in the documents)"
 FLOATS = ("float32", "float64")
-# Tile edges of the tiled kernels and block edges of the one-element-per-thread ones.
-TILE_EDGES = (16, 32)
+# Tile edges of the tiled kernels and block edges of the one-element-per-thread
+# ones. 64 is not the lecture's: on an H200 a 64 x 64 tile moved by 64 x 8
+# threads takes the padded transpose from 84% to 92% of the copy ceiling at
+# 16384 x 16384 (benchmarks/results/2026-11-21_h200_transpose-explore.json).
+TILE_EDGES = (16, 32, 64)
+# One thread per element: a B x B block holds at most 1024 threads.
+SQUARE_BLOCK_EDGES = (16, 32)
 # Threads per block of the 1-D kernels.
 THREADS_1D = 256
 # Elements each thread of a *_vec4 kernel moves (ELEMS_PER_THREAD in 07_vec4.cu).
@@ -42,10 +47,12 @@ VEC4_ELEMS = 4
 
 
 def thread_rows(tile: int) -> int:
-    """Rows of threads in a tiled block: TILE x TILE/4, the lecture's 32 x 8
-    (each thread moves 4 rows of its tile). The kernels take it as their ROWS
-    template parameter, so this is the one place that chooses it."""
-    return tile // 4
+    """Rows of threads in a tiled block: at most 8, so TILE x 8 for the
+    lecture's 32 x 32 tile (each thread moves 4 rows) and 64 x 8 for a 64-tile
+    (8 rows each: more loads in flight per thread, which is what the 64-tile
+    gains); 16 x 4 for a 16-tile. The kernels take it as their ROWS template
+    parameter, so this is the one place that chooses it."""
+    return min(8, tile // 4)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -194,7 +201,7 @@ def _one_per_thread(kernel_id: str, source: str, problem: Problem, summary: str)
         source_doc=BRNO,
         summary=summary,
         dtypes=FLOATS,
-        block_edges=TILE_EDGES,
+        block_edges=SQUARE_BLOCK_EDGES,
         grid=_tile_grid,
         block=_SQUARE_BLOCK,
         constraints=(_ROWS_FIT,),
@@ -225,7 +232,7 @@ def _tiled(kernel_id: str, source: str, problem: Problem, summary: str, source_d
         min_elems_moved=_MATRIX_ELEMS,
         cgma=_NO_CGMA,
         any_size_alternative=kernel_id,
-        max_edge=32,
+        max_edge=max(TILE_EDGES),
         problem=problem,
     )
 
