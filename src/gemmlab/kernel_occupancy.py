@@ -11,6 +11,18 @@ from gemmlab.compile import compile_kernel, normalise_arch
 from gemmlab.errors import ConstraintError
 from gemmlab.occupancy import OccupancyResult, parse_cc, theoretical_occupancy
 
+# NVRTC 13 targets sm_75 and newer. For an older compute capability (the 2014
+# report's GT 240 is 1.2) the table takes the resource counts of an sm_75
+# compile under the older generation's rules.
+OLDEST_NVRTC_ARCH = "sm_75"
+
+
+def compile_arch_for(cc: str) -> str:
+    """The architecture to compile for when the rules of ``cc`` are wanted."""
+    major, minor = parse_cc(cc)
+    return OLDEST_NVRTC_ARCH if (major, minor) < (7, 5) else f"sm_{major}{minor}"
+
+
 # Kernels whose geometry depends on the size (one thread per row of C, ...)
 # are shown at this size unless another is given.
 DEFAULT_SHAPE = Shape.square(1024)

@@ -1101,11 +1101,6 @@ DEFAULT_LAYOUT = Layout("Results", (plot_vs_size, plot_compare_largest))
 # Theoretical occupancy
 
 
-# NVRTC 13 compiles for sm_75 and newer; an older GPU's table uses the
-# resource counts of an sm_75 compile under its own rules.
-OLDEST_NVRTC_CC = (7, 5)
-
-
 @dataclass
 class OccupancyBlock:
     title: str
@@ -1115,19 +1110,18 @@ class OccupancyBlock:
 
 
 def _occupancy_for(kernel: str, cc: str, edges: list[int] | None, label: str) -> OccupancyBlock:
-    from gemmlab.kernel_occupancy import kernel_occupancy
+    from gemmlab.kernel_occupancy import OLDEST_NVRTC_ARCH, compile_arch_for, kernel_occupancy
     from gemmlab.occupancy import occupancy_table, parse_cc
 
     block = OccupancyBlock(label)
     try:
         major, minor = parse_cc(cc)
-        too_old = (major, minor) < OLDEST_NVRTC_CC
-        arch = "sm_75" if too_old else f"sm_{major}{minor}"
+        arch = compile_arch_for(cc)
         columns = kernel_occupancy(kernel, arch, edges, cc=f"{major}.{minor}")
         block.columns = [name for name, _ in columns] + ["device limit"]
         block.rows = occupancy_table(columns)
-        if too_old:
-            block.note = f"Registers and shared memory from an sm_75 compile, under the rules of {major}.{minor}."
+        if arch == OLDEST_NVRTC_ARCH and (major, minor) < (7, 5):
+            block.note = f"Registers and shared memory from an {arch} compile, under the rules of {major}.{minor}."
     except (GemmlabError, ImportError) as exc:
         # ImportError: the CUDA Python packages that hold NVRTC are missing.
         block.note = f"No occupancy table: {exc}"

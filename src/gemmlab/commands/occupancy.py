@@ -9,9 +9,7 @@ from rich.table import Table
 
 from gemmlab.cli import app, console, emit_json, friendly
 from gemmlab.errors import GemmlabError
-from gemmlab.occupancy import OccupancyResult, occupancy_table, parse_cc, theoretical_occupancy
-
-OLDEST_NVRTC_ARCH = "sm_75"
+from gemmlab.occupancy import OccupancyResult, occupancy_table, theoretical_occupancy
 
 
 @app.command()
@@ -45,11 +43,9 @@ def occupancy(
         title = f"Occupancy, compute capability {cc}"
     else:
         from gemmlab.catalogue import Shape
-        from gemmlab.kernel_occupancy import kernel_occupancy
+        from gemmlab.kernel_occupancy import compile_arch_for, kernel_occupancy
 
-        # NVRTC 13 targets sm_75 and newer; older compute capabilities take
-        # the resource counts of an sm_75 compile.
-        target = arch or (OLDEST_NVRTC_ARCH if cc and parse_cc(cc) < (7, 5) else None) or _current_arch()
+        target = arch or (compile_arch_for(cc) if cc else _current_arch())
         columns = kernel_occupancy(kernel_id, target, block, Shape.square(size), carveout=carveout, cc=cc)
         title = f"Occupancy of {kernel_id}, {target} compile" + (f", rules of compute capability {cc}" if cc else "")
     if as_json:
