@@ -958,9 +958,11 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
             for (size, edge), p in pub.items():
                 ours = s.value(metric, size, edge)
                 if ours is None and edge is None:
-                    # The document did not state the block: match our only edge at this size.
-                    edges = [e for e in s.edges() if (size, e) in s.cells]
-                    ours = s.value(metric, size, edges[0]) if len(edges) == 1 else None
+                    # The document did not state the block: match our best edge at this size
+                    # (the documents report their best configuration).
+                    values = [v for e in s.edges() if (size, e) in s.cells and (v := s.value(metric, size, e))]
+                    best = max if metric.higher_is_better else min
+                    ours = best(values) if values else None
                 if ours is not None and ours > 0 and p > 0:
                     points.setdefault(s.label, []).append((p, ours))
                     devices.append(dev)
@@ -1004,11 +1006,15 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
         labels,
         title="kernel",
         loc="outside lower center",
-        ncols=min(4, len(labels)),
+        # Two legend columns per panel column keep the legend inside the figure.
+        ncols=min(2 * ncols, len(labels)),
         fontsize="small",
     )
     fig.suptitle(f"{section.experiment}: ours against the published figures")
-    caption = "Each point is one kernel, size and block edge measured both by the document and by us"
+    caption = (
+        "Each point is one kernel, size and block edge measured both by the document and by us "
+        "(where the document gives no block edge, our best edge at that size)"
+    )
     return [_save(fig, out, "published_vs_ours.png", caption)]
 
 
@@ -1039,6 +1045,67 @@ def _diagonals(ax: Any, lo: float, hi: float) -> None:
                 ha="center",
                 va="bottom",
             )
+
+
+def roofline_ceilings(section: Section) -> tuple[float, float] | None:
+    """(GFLOP/s, GB/s) measured on the section's GPU by its latest run that has them
+    (`--profile` measures them: cuBLAS SGEMM and a device-to-device copy)."""
+    found = [
+        (str(r.get("date") or ""), peak, bandwidth)
+        for r in section.rows
+        if (peak := _number(r.get("peak_gflops_measured"))) and (bandwidth := _number(r.get("bandwidth_gbs_measured")))
+    ]
+    if not found:
+        return None
+    _, peak, bandwidth = max(found)
+    return peak, bandwidth
+
+
+def roofline_points(section: Section) -> list[Row]:
+    """One point per profiled GPU point: the FLOP model 2·M·N·K over the DRAM
+    bytes Nsight Compute counted, and the GFLOPS of the timed runs. Memory-bound
+    kernels (GB/s rows) do no arithmetic and are left out; the pinned and
+    pageable rows of an end-to-end point share the kernel, so they give one point."""
+    points: dict[tuple, Row] = {}
+    for s in section.series:
+        if is_cpu_kernel(s.kernel):
+            continue
+        for ((m, n, k), edge), row in s.cells.items():
+            dram_bytes, achieved = _number(row.get("dram_bytes")), GFLOPS.value(row)
+            if dram_bytes and achieved:
+                points.setdefault((s.kernel_label, m, n, k, edge), {
+                    "label": s.kernel_label, "arithmetic_intensity": 2 * m * n * k / dram_bytes, "gflops": achieved,
+                    "m": m, "n": n, "k": k, "block_edge": edge,
+                })  # fmt: skip
+    return list(points.values())
+
+
+# Beyond this many points the per-point labels (block edge, size) hide the markers.
+ROOFLINE_ANNOTATED = 16
+
+
+def plot_roofline(section: Section, out: Path) -> list[Plot]:
+    """Achieved GFLOPS against arithmetic intensity under the two measured
+    ceilings, a marker per kernel; drawn where the section has profiler DRAM
+    bytes and its run measured the ceilings."""
+    from gemmlab.roofline import roofline_plot
+
+    ceilings = roofline_ceilings(section)
+    points = roofline_points(section)
+    if ceilings is None or not points:
+        return []
+    peak, bandwidth = ceilings
+    title = f"{section.experiment}: roofline on {section.gpu_name}"
+    roofline_plot(points, peak, bandwidth, out / "roofline.png", title, annotate=len(points) <= ROOFLINE_ANNOTATED,
+                  dpi=DPI)  # fmt: skip
+    caption = (
+        "Roofline: achieved GFLOPS against arithmetic intensity (2·M·N·K FLOPs per byte of DRAM traffic that "
+        f"Nsight Compute counted, L2 flushed), a marker per kernel, under the ceilings measured on this GPU: "
+        f"cuBLAS SGEMM {peak:,.0f} GFLOP/s and a device-to-device copy {bandwidth:,.0f} GB/s"
+    )
+    if any(r.get("dtype") == "int32" for r in section.rows):
+        caption += "; int32 kernels count operations, against the float32 ceiling"
+    return [Plot("roofline.png", caption)]
 
 
 # --------------------------------------------------------------------------
@@ -1264,7 +1331,8 @@ def _render(sections: list[Section], root: Path, occupancy: bool) -> None:
         tables = metric_tables(section)
         for t in tables:
             (sdir / f"{t.file_stem}.csv").write_text(t.to_csv(), encoding="utf-8")
-        plots = [p for fn in section.layout.plots for p in fn(section, sdir)]
+        # Every section gets a roofline where it has the data for one.
+        plots = [p for fn in (*section.layout.plots, plot_roofline) for p in fn(section, sdir)]
         blocks = occupancy_blocks(section) if occupancy else []
         (sdir / "tables.md").write_text(_markdown(section, tables), encoding="utf-8")
         if section.notes.texts:
