@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from typer.testing import CliRunner
 from gemmlab import experiments
 from gemmlab.catalogue import Shape
 from gemmlab.errors import GemmlabError, ProfilerError, UnknownName
-from gemmlab.experiments import Experiment, Series, profile_experiment, reproduce
+from gemmlab.experiments import PROFILER_GIVE_UP, Experiment, Profiler, Series, profile_experiment, reproduce
 from gemmlab.store import Store
 from gemmlab.sweep import SLOW_REPS
 from test_sweep import RUN_INFO, fake_runner
@@ -141,7 +142,12 @@ def test_reproduce_stops_after_an_interrupted_experiment(tmp_path: Path) -> None
 
 
 def fake_profile(kernel: str, shape: Shape, block_edge: int, dtype: str) -> dict:
-    return {"gips": 1.5, "cgma_measured": float(block_edge or 1), "inst_executed": 1e6, "kernel": kernel}
+    return {"gips": 1.5, "cgma_measured": float(block_edge or 1), "inst_executed": 1e6, "kernel": kernel,
+            "dram_bytes": 4.0 * 3 * shape.m * shape.n}  # fmt: skip
+
+
+def broken_profile(*args: object) -> dict:
+    raise ProfilerError("ncu is not installed.", "Install it.")
 
 
 def test_profile_fills_every_row_of_a_point(tmp_path: Path) -> None:
@@ -164,15 +170,47 @@ def test_profile_failures(tmp_path: Path) -> None:
             raise GemmlabError("ncu timed out", "")
         return fake_profile(kernel, shape, block_edge, dtype)
 
-    def broken(*args: object) -> dict:
-        raise ProfilerError("ncu is not installed", "install it")
-
     with Store.open(tmp_path / "r.sqlite") as store:
         reproduce(["poznan-group1"], store, sizes=[176], runner=fake_runner, progress=False, run_info=RUN_INFO)
         summary = profile_experiment(store, "poznan-group1", flaky)
-        assert summary.profiled == 6 and len(summary.failed) == 3
-        with pytest.raises(ProfilerError):
-            profile_experiment(store, "poznan-group1", broken, force=True)
+        assert summary.profiled == 6 and len(summary.failed) == 3 and summary.stopped is None
+        # A broken profiler fails every point alike: it stops, the timings stay.
+        stopped = profile_experiment(store, "poznan-group1", broken_profile, force=True)
+        assert len(store.rows("poznan-group1")) == 9
+    assert stopped.profiled == 0 and len(stopped.failed) == PROFILER_GIVE_UP
+    assert stopped.stopped == "ncu is not installed. Install it."
+    lines = stopped.lines()
+    assert lines[0] == "0 profiled, 0 already profiled" and len(lines) == 2
+    assert lines[1].startswith(f"profiling stopped after {PROFILER_GIVE_UP} points failed alike: ncu is not installed")
+    assert "timings are stored" in lines[1]
+
+
+def test_a_stopped_profiler_stays_stopped(tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    def counting(*args: object) -> dict:
+        calls.append(str(args[0]))
+        return broken_profile()
+
+    with Store.open(tmp_path / "r.sqlite") as store:
+        reproduce(["poznan-group1", "arequipa-any-size"], store, sizes=[176], runner=fake_runner, progress=False,
+                  run_info=RUN_INFO)  # fmt: skip
+        profiler = Profiler(counting)
+        profiler.profile(store, store.rows("poznan-group1"))
+        later = profiler.profile(store, store.rows("arequipa-any-size"))
+    assert len(calls) == PROFILER_GIVE_UP and later.profiled == 0 and not later.failed
+    assert profiler.summary.stopped and len(profiler.summary.failed) == PROFILER_GIVE_UP
+
+
+def test_the_profiler_gives_old_runs_the_ceilings_of_this_one(tmp_path: Path) -> None:
+    ceilings = {"peak_gflops_measured": 50_000.0, "bandwidth_gbs_measured": 4_000.0}
+    with Store.open(tmp_path / "r.sqlite") as store:
+        reproduce(["arequipa-any-size"], store, sizes=[1000], runner=fake_runner, progress=False, run_info=RUN_INFO)
+        profiler = Profiler(fake_profile, ceilings=ceilings, gpu_name=RUN_INFO["gpu_name"])
+        assert profiler.profile(store, store.rows("arequipa-any-size")).profiled == 3
+        rows = store.rows("arequipa-any-size")
+    assert all(r["peak_gflops_measured"] == 50_000.0 and r["bandwidth_gbs_measured"] == 4_000.0 for r in rows)
+    assert all(r["dram_bytes"] for r in rows)
 
 
 def test_cli_reproduce_list_and_unknown() -> None:
@@ -184,20 +222,152 @@ def test_cli_reproduce_list_and_unknown() -> None:
     assert unknown.exit_code == 2 and "Did you mean kursk-cpu-gpu" in unknown.output
 
 
-def test_cli_reproduce_with_a_fake_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
+CEILINGS = (50_000.0, 4_000.0)
 
+
+def fake_profiling(monkeypatch: pytest.MonkeyPatch, profile_point: Callable[..., dict] = fake_profile) -> list[str]:
+    """Every GPU point runs through fake_runner on RUN_INFO's GPU and profiles through
+    ``profile_point``; ncu is 'found' and the ceilings are CEILINGS. Returns the kernels
+    profiled, in order."""
+    from gemmlab import profile, roofline
     from gemmlab import sweep as sweep_module
-    from gemmlab.cli import app
+
+    profiled: list[str] = []
+
+    def recording(kernel: str, *args: object) -> dict:
+        profiled.append(kernel)
+        return profile_point(kernel, *args)
 
     monkeypatch.setattr(sweep_module, "measure_point", fake_runner)
+    monkeypatch.setattr(sweep_module, "run_record", lambda: dict(RUN_INFO))
+    monkeypatch.setattr(profile, "find_ncu", lambda: "/fake/ncu")
+    monkeypatch.setattr(profile, "profile_point", recording)
+    monkeypatch.setattr(roofline, "measure_ceilings", lambda: CEILINGS)
+    return profiled
+
+
+def no_ncu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmlab import profile
+
+    def missing() -> str:
+        raise profile.missing_ncu_error()
+
+    monkeypatch.setattr(profile, "find_ncu", missing)
+
+
+def test_cli_reproduce_profile_then_the_roofline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmlab.cli import app
+
+    profiled = fake_profiling(monkeypatch)
+    db, out = tmp_path / "r.sqlite", tmp_path / "rep"
+    args = ["reproduce", "arequipa-any-size", "--sizes", "1000", "--db", str(db), "--out", str(out), "--profile"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "3 measured and stored" in result.output and "3 profiled, 0 already profiled" in result.output
+    assert "50,000 GFLOP/s, 4,000 GB/s" in result.output
+    assert profiled == ["tiled_any_size"] * 3
+    with Store.open(db) as store:
+        rows = store.rows("arequipa-any-size")
+        (run,) = store.runs()
+    assert len(rows) == 3 and all(r["gips"] == 1.5 and r["dram_bytes"] for r in rows)
+    assert (run["peak_gflops_measured"], run["bandwidth_gbs_measured"]) == CEILINGS
+    roofline = out / "arequipa-any-size" / "roofline.png"
+    assert (
+        roofline.read_bytes().startswith(b"\x89PNG")
+        and "arequipa-any-size/roofline.png" in (out / "index.html").read_text()
+    )
+    again = CliRunner().invoke(app, args)  # resumed: measured and profiled already
+    assert again.exit_code == 0 and "0 profiled, 3 already profiled" in again.output
+
+
+def test_cli_reproduce_profile_without_ncu_keeps_the_timings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from gemmlab.cli import app
+
+    fake_profiling(monkeypatch)
+    no_ncu(monkeypatch)
     monkeypatch.setitem(sys.modules, "gemmlab.report", None)  # as if the report were not written yet
-    monkeypatch.setitem(sys.modules, "gemmlab.profile", None)
     db = tmp_path / "r.sqlite"
     args = ["reproduce", "arequipa-any-size", "--sizes", "1000", "--db", str(db), "--out", str(tmp_path / "rep")]
     result = CliRunner().invoke(app, [*args, "--profile"])
-    assert result.exit_code == 0, result.output
-    assert "3 measured and stored" in result.output
-    assert "report is not built yet" in result.output and "profiler module is not built yet" in result.output
+    assert result.exit_code == ProfilerError.exit_code, result.output  # nothing could be profiled
+    assert "3 measured and stored" in result.output and "report is not built yet" in result.output
+    assert "Nsight Compute (ncu) was not found" in result.output and "Profiling is off" in result.output
+    assert "Traceback" not in result.output
     with Store.open(db) as store:
         assert len(store.rows("arequipa-any-size")) == 3
+    assert CliRunner().invoke(app, args).exit_code == 0  # without --profile nothing is missing
+
+
+def test_cli_sweep_profiles_each_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmlab import gpu
+    from gemmlab.cli import app
+
+    profiled = fake_profiling(monkeypatch)
+    monkeypatch.setattr(gpu, "cupy", lambda: None)
+    db = tmp_path / "r.sqlite"
+    args = ["sweep", "--kernels", "tiled,cpu_blas", "--sizes", "64,128", "--blocks", "16", "--db", str(db)]
+    plain = CliRunner().invoke(app, [*args, "--sizes", "64"])
+    assert plain.exit_code == 0, plain.output
+    assert profiled == []  # no --profile, no profiler
+    result = CliRunner().invoke(app, [*args, "--profile"])
+    assert result.exit_code == 0, result.output
+    # 64 was stored by the plain sweep and is profiled now; 128 right after it is measured; CPU points never.
+    assert "2 measured and stored, 2 already stored" in result.output
+    assert "2 profiled, 0 already profiled" in result.output
+    assert profiled == ["tiled", "tiled"]
+    with Store.open(db) as store:
+        rows = store.rows(None)
+        runs = store.runs()
+    tiled = [r for r in rows if r["kernel"] == "tiled"]
+    assert len(tiled) == 2 and all(r["gips"] == 1.5 for r in tiled)
+    assert all(r["gips"] is None for r in rows if r["kernel"] == "cpu_blas")
+    # This run's ceilings; the plain sweep's run gets them too (same GPU), so its point sits under the roofline.
+    assert [(r["peak_gflops_measured"], r["bandwidth_gbs_measured"]) for r in runs] == [CEILINGS, CEILINGS]
+
+
+def test_cli_sweep_profile_failures_keep_the_timings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmlab import gpu
+    from gemmlab.cli import app
+
+    profiled = fake_profiling(monkeypatch, broken_profile)
+    monkeypatch.setattr(gpu, "cupy", lambda: None)
+    db = tmp_path / "r.sqlite"
+    args = ["sweep", "--kernels", "tiled", "--sizes", "64,128,256,512,1024", "--blocks", "16", "--db", str(db)]
+    result = CliRunner().invoke(app, [*args, "--profile"], terminal_width=400)
+    assert result.exit_code == ProfilerError.exit_code, result.output
+    assert len(profiled) == PROFILER_GIVE_UP  # then it stops; the sweep goes on
+    assert "5 measured and stored" in result.output and "0 profiled" in result.output
+    assert f"profiling stopped after {PROFILER_GIVE_UP} points failed alike: ncu is not installed" in result.output
+    assert "The timings are stored" in result.output
+    with Store.open(db) as store:
+        assert len(store.rows(None)) == 5
+
+    # Some points profiled, others not: the command succeeds.
+    def flaky(kernel: str, shape: Shape, *args: object) -> dict:
+        if shape.m == 64:
+            raise GemmlabError("ncu timed out.", "")
+        return fake_profile(kernel, shape, *args)  # type: ignore[arg-type]
+
+    fake_profiling(monkeypatch, flaky)
+    partly = CliRunner().invoke(app, [*args, "--profile"], terminal_width=400)
+    assert partly.exit_code == 0, partly.output
+    assert "4 profiled" in partly.output and "not profiled: tiled 64 b16 float32: ncu timed out." in partly.output
+
+
+def test_cli_sweep_profile_without_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmlab import gpu
+    from gemmlab.cli import app
+
+    profiled = fake_profiling(monkeypatch)
+    no_ncu(monkeypatch)
+    monkeypatch.setattr(gpu, "cupy", lambda: None)
+    db = tmp_path / "r.sqlite"
+    result = CliRunner().invoke(app, ["sweep", "--kernels", "tiled", "--sizes", "64", "--blocks", "16", "--db",
+                                      str(db), "--profile"])  # fmt: skip
+    assert result.exit_code == ProfilerError.exit_code, result.output
+    assert "1 measured and stored" in result.output and "Profiling is off" in result.output and not profiled
+    cpu_only = CliRunner().invoke(app, ["sweep", "--kernels", "cpu_blas", "--sizes", "32", "--db", str(db),
+                                        "--max-seconds", "0.1", "--profile"])  # fmt: skip
+    assert cpu_only.exit_code == 0 and "nothing to profile" in cpu_only.output

@@ -7,6 +7,7 @@ in tests/test_profile.py from the block edge and the warp size.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,27 @@ def test_measured_ceilings_are_plausible() -> None:
     compute, bandwidth = measure_ceilings(gemm_size=4096, copy_bytes=2**28, reps=5)
     assert math.isfinite(compute) and compute > 1_000  # any GPU since Pascal does over 1 TFLOP/s in SGEMM
     assert math.isfinite(bandwidth) and bandwidth > 100
+
+
+@needs_ncu
+def test_sweep_profile_stores_metrics_and_ceilings_and_the_report_draws_the_roofline(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gemmlab.cli import app
+    from gemmlab.report import write_report
+    from gemmlab.store import Store
+
+    db = tmp_path / "r.sqlite"
+    args = ["sweep", "--kernels", "naive,tiled", "--sizes", str(N), "--blocks", "16", "--db", str(db), "--profile"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "2 profiled, 0 already profiled" in result.output
+    with Store.open(db) as store:
+        rows = store.rows(None)
+    assert len(rows) == 2
+    for r in rows:
+        assert r["gips"] > 0 and r["dram_bytes"] > 0 and r["cgma_measured"] > 0 and r["profile_json"]
+        assert r["peak_gflops_measured"] > 1_000 and r["bandwidth_gbs_measured"] > 100
+    index = write_report(db, tmp_path / "report", occupancy=False)
+    assert (index.parent / "no-experiment" / "roofline.png").read_bytes().startswith(b"\x89PNG")
+    assert "no-experiment/roofline.png" in index.read_text()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gemmlab import report
+from gemmlab.cpu import is_cpu_kernel
 from gemmlab.errors import CompileError, GemmlabError, UnknownName
 from gemmlab.report import MetricTable, Section
 
@@ -274,6 +275,81 @@ def test_every_plot_is_a_png(written: Path) -> None:
             data = (written / experiment / name).read_bytes()
             assert data.startswith(PNG_SIGNATURE), name
             assert len(data) > 1024, name
+
+
+CEILINGS = {"peak_gflops_measured": 51_000.0, "bandwidth_gbs_measured": 4_200.0}
+
+
+def profiled_rows(experiment: str, ceilings: dict | None = CEILINGS) -> list[dict]:
+    """The fixture's rows of ``experiment``; those with profiler figures (gips, cgma)
+    also get ncu's DRAM bytes (three matrices' worth), and every row the run's ceilings."""
+    out = []
+    for r in load_rows():
+        if r["experiment"] != experiment:
+            continue
+        row = {**r, **(ceilings or {})}
+        if row.get("gips") is not None and not is_cpu_kernel(row["kernel"]):
+            row["dram_bytes"] = 3.0 * 4 * row["n"] ** 2
+        out.append(row)
+    return out
+
+
+def test_roofline_points_and_ceilings() -> None:
+    (section,) = report.build_sections(profiled_rows("poznan-group1"))
+    assert report.roofline_ceilings(section) == (51_000.0, 4_200.0)
+    points = report.roofline_points(section)
+    profiled = [r for r in section.rows if r.get("dram_bytes")]
+    assert len(points) == len(profiled) == 18 and {p["label"] for p in points} == {"naive", "tiled"}
+    naive = next(p for p in points if (p["label"], p["n"], p["block_edge"]) == ("naive", 352, 16))
+    row = find_row(section.rows, "poznan-group1", "naive", 352, 16)
+    assert naive["arithmetic_intensity"] == pytest.approx(2 * 352**3 / (12 * 352**2))  # 2·M·N·K / DRAM bytes
+    assert naive["gflops"] == row["gflops"]
+    # The latest run's ceilings win where runs differ.
+    older = [{**r, "date": "2000-01-01", "peak_gflops_measured": 1.0} for r in section.rows[:2]]
+    (mixed,) = report.build_sections(older + profiled_rows("poznan-group1"))
+    assert report.roofline_ceilings(mixed) == (51_000.0, 4_200.0)
+
+
+def test_roofline_points_leave_out_cpu_memory_and_duplicate_host_memory_rows() -> None:
+    kursk = [{**r, "dram_bytes": 1e6, **CEILINGS} for r in load_rows() if r["experiment"] == "kursk-cpu-gpu"]
+    (section,) = report.build_sections(kursk)
+    points = report.roofline_points(section)
+    gpu_points = {(r["kernel"], r["n"], r["block_edge"]) for r in kursk if not is_cpu_kernel(r["kernel"])}
+    assert len(points) == len(gpu_points)  # pinned and pageable rows share one point
+    assert not any(p["label"].startswith("cpu_") for p in points)
+    brno = [{**r, "dram_bytes": 1e6, **CEILINGS} for r in load_rows() if r["experiment"] == "brno-transpose"]
+    assert report.roofline_points(report.build_sections(brno)[0]) == []  # GB/s kernels do no arithmetic
+
+
+def test_roofline_plot_with_profiler_data_and_ceilings(tmp_path: Path) -> None:
+    rows = profiled_rows("poznan-group1")
+    out = tmp_path / "out"
+    report.write_report(rows, out, occupancy=False)
+    png = out / "poznan-group1" / "roofline.png"
+    data = png.read_bytes()
+    assert data.startswith(PNG_SIGNATURE) and len(data) > 1024
+    assert {p.name for p in png.parent.glob("*.png")} == EXPECTED_PLOTS["poznan-group1"] | {"roofline.png"}
+    parser = _Links()
+    parser.feed((out / "index.html").read_text())
+    assert "poznan-group1/roofline.png" in parser.links
+    text = (out / "index.html").read_text()
+    assert "2·M·N·K FLOPs per byte of DRAM traffic" in text and "51,000 GFLOP/s" in text
+    # The profiler's tables sit beside the roofline.
+    section = report.build_sections(rows)[0]
+    assert {"gips", "cgma_measured", "cgma_analytic"} <= {t.metric.key for t in report.metric_tables(section)}
+    assert "GIPS (warp instructions executed per second)" in text and "CGMA, measured" in text
+
+
+@pytest.mark.parametrize("what", ["no DRAM bytes", "no ceilings"])
+def test_no_roofline_without_profiler_data_or_ceilings(tmp_path: Path, what: str) -> None:
+    if what == "no ceilings":
+        rows = profiled_rows("poznan-group1", ceilings=None)
+    else:
+        rows = [{**r, **CEILINGS} for r in load_rows() if r["experiment"] == "poznan-group1"]
+    out = tmp_path / "out"
+    report.write_report(rows, out, occupancy=False)
+    assert not (out / "poznan-group1" / "roofline.png").exists()
+    assert "roofline" not in (out / "index.html").read_text()
 
 
 def test_tables_are_written_as_csv_and_markdown(written: Path) -> None:

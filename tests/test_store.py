@@ -14,7 +14,16 @@ from gemmlab.catalogue import Shape
 from gemmlab.compile import Resources
 from gemmlab.errors import StoreError
 from gemmlab.run import RunResult
-from gemmlab.store import MIGRATIONS, PROFILE_FIELDS, RUN_FIELDS_IN_ROWS, SCHEMA_VERSION, Store, point_key, result_row
+from gemmlab.store import (
+    CEILING_FIELDS,
+    MIGRATIONS,
+    PROFILE_FIELDS,
+    RUN_FIELDS_IN_ROWS,
+    SCHEMA_VERSION,
+    Store,
+    point_key,
+    result_row,
+)
 from gemmlab.timing import Timing
 
 RUN = {"gpu_name": "Test GPU", "cc": "9.0", "driver_version": "13.0", "command_line": "pytest"}
@@ -137,7 +146,7 @@ def test_migration_from_v1(tmp_path: Path) -> None:
         (old,) = store.rows("e")  # an old file reads without migrating: missing columns are None
         assert store.schema_version == 1 and old["gips"] is None
     with Store.open(db) as store:
-        assert store.schema_version == 2
+        assert store.schema_version == SCHEMA_VERSION
         (row,) = store.rows("e")
         assert (row["kernel"], row["gflops"], row["gpu_name"], row["gips"]) == ("naive", 52.4, "Old", None)
         store.update_profile(row["id"], {"gips": 3.0, "achieved_occupancy": 80.0})
@@ -148,6 +157,69 @@ def test_migration_from_v1(tmp_path: Path) -> None:
     columns = {r[1] for r in conn.execute("PRAGMA table_info(results)")}
     conn.close()
     assert set(PROFILE_FIELDS) | {"profile_json"} <= columns
+
+
+def make_v2_file(path: Path) -> None:
+    """A database exactly as the v2 schema wrote it: one run, one profiled result."""
+    make_v1_file(path)
+    conn = sqlite3.connect(path)
+    for statement in MIGRATIONS[1]:
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("UPDATE results SET gips = ?, dram_bytes = ?, profile_json = ?", (4.5, 49152.0, '{"gips": 4.5}'))
+    conn.commit()
+    conn.close()
+
+
+def test_migration_from_v2_adds_the_ceilings_to_runs(tmp_path: Path) -> None:
+    db = tmp_path / "v2.sqlite"
+    make_v2_file(db)
+    with Store.open(db, readonly=True) as store:
+        (old,) = store.rows("e")  # the runs table lacks the ceilings: they read as None
+        assert store.schema_version == 2
+    assert old["gips"] == 4.5 and old["dram_bytes"] == 49152.0 and old["profile_json"] == {"gips": 4.5}
+    assert all(old[key] is None for key in CEILING_FIELDS) and old["gpu_name"] == "Old" and old["date"]
+    with Store.open(db) as store:
+        assert store.schema_version == SCHEMA_VERSION == 3
+        (row,) = store.rows("e")
+        assert row["gips"] == 4.5 and all(row[key] is None for key in CEILING_FIELDS)
+        ceilings = {"peak_gflops_measured": 51_000.0, "bandwidth_gbs_measured": 4_100.0}
+        store.add_result(store.start_run({**RUN, **ceilings}), "e", run_result())
+        new = next(r for r in store.rows("e") if r["kernel"] == "tiled")
+        assert {key: new[key] for key in CEILING_FIELDS} == ceilings
+        assert store.runs()[-1]["peak_gflops_measured"] == 51_000.0
+        assert store.integrity_check() == "ok"
+    conn = sqlite3.connect(db)
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+    conn.close()
+    assert set(CEILING_FIELDS) <= columns
+
+
+def test_fill_ceilings_only_where_missing_and_on_the_same_gpu(tmp_path: Path) -> None:
+    measured = {"peak_gflops_measured": 51_000.0, "bandwidth_gbs_measured": 4_100.0}
+    with Store.open(tmp_path / "r.sqlite") as store:
+        same = store.start_run(RUN)
+        other = store.start_run({**RUN, "gpu_name": "Other GPU"})
+        own = store.start_run({**RUN, "peak_gflops_measured": 1.0, "bandwidth_gbs_measured": 2.0})
+        store.fill_ceilings([same, other, own], "Test GPU", measured)
+        store.fill_ceilings([same], "Test GPU", {"peak_gflops_measured": 9.0})  # half a pair is not stored
+        runs = {r["id"]: r for r in store.runs()}
+    assert (runs[same]["peak_gflops_measured"], runs[same]["bandwidth_gbs_measured"]) == (51_000.0, 4_100.0)
+    assert runs[other]["peak_gflops_measured"] is None
+    assert (runs[own]["peak_gflops_measured"], runs[own]["bandwidth_gbs_measured"]) == (1.0, 2.0)
+
+
+def test_point_rows(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "r.sqlite") as store:
+        run_id = store.start_run(RUN)
+        store.add_result(run_id, None, run_result(size=128))
+        store.add_result(run_id, None, run_result(size=256))
+        store.add_result(run_id, "x", run_result(size=128))
+        key = point_key("tiled", 128, 128, 128, 16, "float32")
+        (adhoc,) = store.point_rows(None, [key])
+        (named,) = store.point_rows("x", [key, point_key("tiled", 256, 256, 256, 16, "float32")])
+    assert adhoc["experiment"] is None and named["experiment"] == "x" and adhoc["id"] != named["id"]
+    assert adhoc["gpu_name"] == "Test GPU" and adhoc["profile_json"] is None
 
 
 def test_newer_schema_is_refused_untouched(tmp_path: Path) -> None:

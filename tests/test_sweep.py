@@ -259,6 +259,20 @@ def test_progress_bar_shows_point_and_figure(tmp_path: Path) -> None:
     assert "FAILED" in text
 
 
+def test_after_point_gets_each_stored_points_rows(tmp_path: Path) -> None:
+    seen: list[tuple[str, list[str]]] = []
+    record = lambda p, rows: seen.append((p.label, sorted(r["variant"] for r in rows)))
+    e2e = SweepPoint("tiled", Shape.square(64), 16, "float32", "e2e")
+    with Store.open(tmp_path / "r.sqlite") as store:
+        sweep([points(1, 1)[0]], store, "k", runner=fake_runner, progress=False, run_info=RUN_INFO)
+        runner = partial(fake_runner, refuse=(32,))
+        sweep([*points(1, 2), e2e], store, "k", runner=runner, progress=False, run_info=RUN_INFO, after_point=record)
+        ids = {r["id"] for r in store.rows("k")}
+    # Stored before, refused (nothing stored: not called), measured now with a row per host memory.
+    assert seen == [("tiled 16 b16 float32", [""]), ("tiled 64 b16 float32 e2e", ["pageable", "pinned"])]
+    assert len(ids) == 3
+
+
 def test_plan_lists_what_a_kernel_cannot_take() -> None:
     found, refused = plan(["tiled", "col_buffered", "cpu_blas"], [Shape.square(128), Shape.square(2048)], [16, 22])
     labels = [p.label for p in found]

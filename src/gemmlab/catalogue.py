@@ -492,9 +492,19 @@ class Point:
         return self.spec.min_elems_moved(self.shape) * self.itemsize
 
 
-def point(kernel_id: str, shape: Shape, block_edge: int | None = None, dtype: str | None = None) -> Point:
-    """Resolve defaults and check every constraint; raise a clear error otherwise."""
-    spec = get(kernel_id)
+def point(
+    kernel_id: str,
+    shape: Shape,
+    block_edge: int | None = None,
+    dtype: str | None = None,
+    *,
+    spec: KernelSpec | None = None,
+) -> Point:
+    """Resolve defaults and check every constraint; raise a clear error otherwise.
+
+    ``spec``: an entry to use instead of the catalogue's (a tuned configuration,
+    see :func:`gemmlab.sgemm.variant`)."""
+    spec = spec or get(kernel_id)
     if dtype is None:
         dtype = spec.dtypes[0]
     elif dtype not in DTYPE_CTYPES:

@@ -6,6 +6,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -16,6 +17,8 @@ from rich.table import Table
 from gemmlab import catalogue
 from gemmlab.catalogue import Shape
 from gemmlab.errors import GemmlabError
+from gemmlab.store import DEFAULT_PATH
+from gemmlab.tune import config_label, stored_tuned_spec
 
 app = typer.Typer(
     add_completion=False,
@@ -187,23 +190,34 @@ def run(
     reps: Annotated[int, typer.Option(min=1, help="Timed repetitions.")] = 20,
     flush_l2: Annotated[bool, typer.Option("--flush-l2", help="Evict the L2 cache before each repetition.")] = False,
     seed: Annotated[int | None, typer.Option(help="Random seed (default: fresh inputs).")] = None,
+    db: Annotated[
+        Path, typer.Option("--db", help="Results database to read tuned configurations from.")
+    ] = DEFAULT_PATH,
+    no_tuned: Annotated[
+        bool, typer.Option("--no-tuned", help="Use the catalogue's default configuration, not the tuned one.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Run one kernel: verify it against a float64 reference, time it, compare with cuBLAS."""
+    """Run one kernel: verify it against a float64 reference, time it, compare with cuBLAS.
+
+    A kernel tuned on this GPU (`gemmlab tune`) runs with its stored configuration for the size's class.
+    """
     from gemmlab.run import run as run_kernel
 
     needs_k = catalogue.get(kernel_id).problem.name == "matmul"
     shape = parse_shape(size, m, n, k, needs_k)
-    result = run_kernel(kernel_id, shape, block, dtype, reps=reps, flush_l2=flush_l2, seed=seed)
+    spec = None if no_tuned else stored_tuned_spec(kernel_id, shape, db)
+    result = run_kernel(kernel_id, shape, block, dtype, reps=reps, flush_l2=flush_l2, seed=seed, spec=spec)
+    config_source = ("tuned" if spec else "catalogue default") if result.config else None
     if as_json:
-        emit_json(result.to_dict())
+        emit_json({**result.to_dict(), "config_source": config_source})
         return
-    console.print(result_table(result))
+    console.print(result_table(result, config_source))
     for w in result.warnings:
         err_console.print(f"[yellow]warning:[/] {w}")
 
 
-def result_table(r: Any) -> Table:
+def result_table(r: Any, config_source: str | None = None) -> Table:
     t = r.timing
     table = Table(title=f"{r.kernel}  {r.shape}  block edge {r.block_edge or '-'}  {r.dtype}  on {r.device['name']}")
     table.add_column("figure")
@@ -220,6 +234,8 @@ def result_table(r: Any) -> Table:
         ("grid x block", f"{r.grid} x {r.block}"),
         ("registers / static smem", f"{r.resources.registers} / {r.resources.smem_bytes} B"),
     ]
+    if r.config:
+        rows.append((f"configuration ({config_source})" if config_source else "configuration", config_label(r.config)))
     if r.baseline_timing is not None:
         lib = r.baseline_gbytes_per_s if memory_bound else r.baseline_gflops
         rows += [(f"{r.baseline_name} {headline[0]}", f"{lib:,.1f}"),
@@ -239,3 +255,4 @@ from gemmlab.commands import occupancy as _occupancy  # noqa: E402, F401
 from gemmlab.commands import profile as _profile  # noqa: E402, F401
 from gemmlab.commands import report as _report  # noqa: E402, F401
 from gemmlab.commands import sweep as _sweep  # noqa: E402, F401
+from gemmlab.commands import tune as _tune  # noqa: E402, F401

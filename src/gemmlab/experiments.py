@@ -295,47 +295,93 @@ def reproduce(
 class ProfileSummary:
     profiled: int = 0
     already: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (point, what went wrong)
+    stopped: str | None = None  # the profiler error that ended profiling
+
+    def lines(self) -> list[str]:
+        """The summary in words, one line each."""
+        out = [f"{self.profiled} profiled, {self.already} already profiled"]
+        out += [f"not profiled: {point}: {what}" for point, what in self.failed if what != self.stopped]
+        if self.stopped:
+            alike = sum(what == self.stopped for _, what in self.failed)
+            out.append(
+                f"profiling stopped after {alike} points failed alike: {self.stopped} "
+                "The timings are stored; run the same command with --profile again to profile them."
+            )
+        return out
+
+
+class Profiler:
+    """Profiles stored GPU points and attaches the metrics to their rows: the one
+    code path of `reproduce --profile` (an experiment's rows at a time) and
+    `sweep --profile` (each point's rows as soon as they are stored).
+
+    ``profile_point(kernel_id, shape, block_edge, dtype)`` returns a dict of
+    metrics (or an object with ``to_dict()``), see ``Store.update_profile``.
+    The pinned and pageable rows of an end-to-end point share the kernel, so
+    they share the profile. Points already profiled are skipped unless
+    ``force``. A point whose profile fails is listed and skipped; after
+    PROFILER_GIVE_UP profiler errors in a row (a missing or broken profiler
+    fails every point the same way) profiling stops for good, and
+    ``summary.stopped`` says why. ``ceilings`` (the ``peak_gflops_measured``
+    and ``bandwidth_gbs_measured`` of this run, on GPU ``gpu_name``) go to the
+    runs of profiled rows that have none (see ``Store.fill_ceilings``).
+    """
+
+    def __init__(
+        self,
+        profile_point: Callable[..., object],
+        *,
+        force: bool = False,
+        ceilings: dict | None = None,
+        gpu_name: str | None = None,
+    ) -> None:
+        self.profile_point = profile_point
+        self.force = force
+        self.ceilings = ceilings or {}
+        self.gpu_name = gpu_name
+        self.summary = ProfileSummary()
+        self._failures_in_a_row = 0
+
+    def profile(self, store: Store, rows: list[dict]) -> ProfileSummary:
+        """Profile the GPU points of ``rows`` (stored rows); returns what this call did,
+        which is also added to ``summary``."""
+        groups: dict[tuple, list[dict]] = {}
+        for row in rows:
+            if not cpu.is_cpu_kernel(row["kernel"]):
+                key = (row["kernel"], row["m"], row["n"], row["k"], row["block_edge"], row["dtype"])
+                groups.setdefault(key, []).append(row)
+        done = ProfileSummary()
+        for (kernel, m, n, k, edge, dtype), point_rows in groups.items():
+            if self.summary.stopped:
+                break
+            if not self.force and all(r["profile_json"] is not None for r in point_rows):
+                done.already += 1
+                continue
+            try:
+                metrics = self.profile_point(kernel, Shape(m, n, k), edge, dtype)
+            except NoGPUError:
+                raise
+            except GemmlabError as exc:
+                done.failed.append((f"{kernel} {Shape(m, n, k)} b{edge} {dtype}", str(exc)))
+                self._failures_in_a_row += 1
+                if isinstance(exc, ProfilerError) and self._failures_in_a_row >= PROFILER_GIVE_UP:
+                    self.summary.stopped = done.stopped = str(exc)
+                continue
+            self._failures_in_a_row = 0
+            data = metrics.to_dict() if hasattr(metrics, "to_dict") else dict(metrics)  # type: ignore[call-overload]
+            for row in point_rows:
+                store.update_profile(row["id"], data)
+            store.fill_ceilings(sorted({r["run_id"] for r in point_rows}), self.gpu_name, self.ceilings)
+            done.profiled += 1
+        self.summary.profiled += done.profiled
+        self.summary.already += done.already
+        self.summary.failed += done.failed
+        return done
 
 
 def profile_experiment(
     store: Store, experiment: str, profile_point: Callable[..., object], *, force: bool = False
 ) -> ProfileSummary:
-    """Profile every stored GPU point of ``experiment`` once and attach the
-    metrics to its rows (the pinned and pageable rows of an end-to-end point
-    share the kernel, so they share the profile). Rows already profiled are
-    skipped unless ``force``.
-
-    ``profile_point(kernel_id, shape, block_edge, dtype)`` returns a dict of
-    metrics (or an object with ``to_dict()``), see ``Store.update_profile``.
-    """
-    groups: dict[tuple, list[dict]] = {}
-    for row in store.rows(experiment):
-        if cpu.is_cpu_kernel(row["kernel"]):
-            continue
-        groups.setdefault((row["kernel"], row["m"], row["n"], row["k"], row["block_edge"], row["dtype"]), []).append(
-            row
-        )
-    summary = ProfileSummary()
-    failures_in_a_row = 0
-    for (kernel, m, n, k, edge, dtype), rows in groups.items():
-        if not force and all(r["profile_json"] is not None for r in rows):
-            summary.already += 1
-            continue
-        try:
-            metrics = profile_point(kernel, Shape(m, n, k), edge, dtype)
-        except NoGPUError:
-            raise
-        except GemmlabError as exc:
-            summary.failed.append((f"{kernel} {Shape(m, n, k)} b{edge} {dtype}", str(exc)))
-            failures_in_a_row += 1
-            # A missing or broken profiler fails every point the same way.
-            if isinstance(exc, ProfilerError) and failures_in_a_row >= PROFILER_GIVE_UP:
-                raise
-            continue
-        failures_in_a_row = 0
-        data = metrics.to_dict() if hasattr(metrics, "to_dict") else dict(metrics)  # type: ignore[call-overload]
-        for row in rows:
-            store.update_profile(row["id"], data)
-        summary.profiled += 1
-    return summary
+    """Profile every stored GPU point of ``experiment`` once (see :class:`Profiler`)."""
+    return Profiler(profile_point, force=force).profile(store, store.rows(experiment))

@@ -69,12 +69,16 @@ def roofline_plot(
     bandwidth_gbs: float,
     out_png: Path,
     title: str,
+    *,
+    annotate: bool = True,
+    dpi: int = 150,
 ) -> Path:
     """Draw the two ceilings and one marker style per kernel (legend) into ``out_png``.
 
     Points without a positive intensity or rate (nothing to place on a log
-    axis) are left out. Uses matplotlib's object interface with the Agg canvas,
-    so it never touches pyplot's global state or needs a display.
+    axis) are left out. ``annotate`` labels each point with its block edge and
+    size. Uses matplotlib's object interface with the Agg canvas, so it never
+    touches pyplot's global state or needs a display.
     """
     from matplotlib.figure import Figure
 
@@ -105,7 +109,7 @@ def roofline_plot(
             styles[label] = next(markers)
         ax.plot(intensity, gflops, linestyle="", marker=styles[label], markersize=7, label=label if first else None,
                 color=f"C{list(styles).index(label) % 10}")  # fmt: skip
-        if note:
+        if note and annotate:
             ax.annotate(note, (intensity, gflops), textcoords="offset points", xytext=(5, 4), fontsize=7)
 
     ax.set_xscale("log")
@@ -114,8 +118,8 @@ def roofline_plot(
     top = max([compute_gflops] + [g for _, _, g, _ in placed])
     bottom = min([bandwidth_gbs * lo] + [g for _, _, g, _ in placed])
     ax.set_ylim(bottom / 2, top * 2)
-    ax.set_xlabel("arithmetic intensity [FLOP / byte of DRAM traffic]")
-    ax.set_ylabel("performance [GFLOP/s]")
+    ax.set_xlabel("arithmetic intensity [FLOP / byte of DRAM traffic], FLOPs = 2·M·N·K")
+    ax.set_ylabel("achieved GFLOP/s (2·M·N·K / time)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     if placed:
@@ -123,7 +127,7 @@ def roofline_plot(
     fig.tight_layout()
     out_png = Path(out_png)
     out_png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_png, dpi=150)
+    fig.savefig(out_png, dpi=dpi)
     return out_png
 
 

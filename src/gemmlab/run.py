@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gemmlab import catalogue, gpu
-from gemmlab.catalogue import Point, Shape
+from gemmlab.catalogue import KernelSpec, Point, Shape
 from gemmlab.compile import CompiledKernel, Resources, compile_kernel
 from gemmlab.environment import host_record
 from gemmlab.errors import DeviceLimitError, VerificationError
@@ -52,6 +52,8 @@ class RunResult:
     ratio_to_baseline: float | None = None
     flush_l2: bool = False
     sm_clock_after_mhz: float | None = None  # read through NVML right after the timed launches
+    # The named template parameters of a tunable kernel (the FP32 ladder's), as launched; else None.
+    config: dict | None = None
     device: dict = field(default_factory=dict)
     host: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -163,13 +165,16 @@ def run(
     baseline: bool = True,
     seed: int | None = None,
     device_index: int = 0,
+    spec: KernelSpec | None = None,
 ) -> RunResult:
     """Run ``kernel_id`` once on ``shape`` and return its verified, timed result.
 
+    ``spec``: the entry to run instead of the catalogue's, e.g. a tuned
+    configuration (:func:`gemmlab.sgemm.variant`, :func:`gemmlab.tune.tuned_spec`).
     Raises ConstraintError / DeviceLimitError before touching the GPU when the
     point cannot run, NoGPUError with no GPU, VerificationError on a wrong result.
     """
-    point = catalogue.point(kernel_id, shape, block_edge, dtype)
+    point = catalogue.point(kernel_id, shape, block_edge, dtype, spec=spec)
     cp = gpu.cupy()
     info = gpu.describe(device_index)
     compiled = compile_kernel(point.spec, point.block_edge, point.dtype, info.arch)
@@ -230,6 +235,7 @@ def run(
         tolerance=tolerance,
         metric=point.spec.problem.metric,
         flush_l2=flush_l2,
+        config=_template_config(point.spec),
         device=info.to_dict(),
         host=host_record(),
     )
@@ -270,6 +276,15 @@ def _verified(error: float, tolerance: float, point: Point, when: str) -> float:
             "No timing is reported for a wrong result; please report this with the command you ran.",
         )
     return error
+
+
+def _template_config(spec: KernelSpec) -> dict | None:
+    """The template parameters by name; only the FP32 ladder's kernels have them."""
+    if not spec.template_extra:
+        return None
+    from gemmlab.sgemm import config_of
+
+    return config_of(spec)
 
 
 def _l2_flusher(cp: Any, info: gpu.DeviceInfo) -> Any:

@@ -4,7 +4,10 @@ Layout
 ------
 ``runs``: one row per sweep or reproduce invocation: where and when the
 numbers were measured (GPU, clocks, driver, CUDA and NVRTC versions, gemmlab
-version and git revision, CPU, host, command line).
+version and git revision, CPU, host, command line), and with ``--profile`` the
+device's two roofline ceilings as measured (``peak_gflops_measured``: cuBLAS
+SGEMM; ``bandwidth_gbs_measured``: a device-to-device copy; see
+:func:`gemmlab.roofline.measure_ceilings`).
 
 ``results``: one row per measured point, unique per (experiment, point_key).
 ``point_key`` is ``kernel|m|n|k|block_edge|dtype|variant`` (see
@@ -125,12 +128,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE results ADD COLUMN dram_bytes REAL",
         "ALTER TABLE results ADD COLUMN profile_json TEXT",
     ),
+    # v3: the roofline's ceilings, measured once per run with --profile.
+    (
+        "ALTER TABLE runs ADD COLUMN peak_gflops_measured REAL",
+        "ALTER TABLE runs ADD COLUMN bandwidth_gbs_measured REAL",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
+CEILING_FIELDS = ("peak_gflops_measured", "bandwidth_gbs_measured")
 RUN_FIELDS = (
     "started", "gemmlab_version", "git_revision", "gpu_name", "cc", "sm_clock_mhz", "memory_clock_mhz",
     "driver_version", "runtime_version", "nvrtc_version", "cpu", "host_name", "python", "command_line",
+    *CEILING_FIELDS,
 )  # fmt: skip
 PROFILE_FIELDS = (
     "gips", "inst_executed", "flops_measured", "global_requests", "cgma_measured", "cgma_analytic",
@@ -333,6 +343,25 @@ class Store:
             if cursor.rowcount == 0:
                 raise StoreError(f"{self.path} has no result with id {result_id}.", "List the ids with Store.rows().")
 
+    def fill_ceilings(self, run_ids: list[int], gpu_name: str | None, ceilings: dict) -> None:
+        """Give runs that have no ceilings yet the ones measured now on the same GPU.
+
+        A run measured without --profile has none; when a later run profiles
+        its points (they were stored already, so no new run holds them), its
+        ceilings are what places those points under the roofline. Runs of
+        another GPU and runs that have their own are left as they are.
+        """
+        if not run_ids or not gpu_name or any(ceilings.get(key) is None for key in CEILING_FIELDS):
+            return
+        assignments = ", ".join(f"{key} = ?" for key in CEILING_FIELDS)
+        unset = " AND ".join(f"{key} IS NULL" for key in CEILING_FIELDS)
+        marks = ", ".join("?" for _ in run_ids)
+        with self._transaction() as conn:
+            conn.execute(
+                f"UPDATE runs SET {assignments} WHERE id IN ({marks}) AND gpu_name = ? AND {unset}",
+                (*(ceilings[key] for key in CEILING_FIELDS), *run_ids, gpu_name),
+            )
+
     # -- reading -------------------------------------------------------------
 
     def has_point(self, experiment: str | None, key: str) -> bool:
@@ -351,20 +380,31 @@ class Store:
         None); every column of the current schema is present (None when a
         read-only older file lacks it).
         """
-        run_columns = ", ".join(f"runs.{'started AS date' if f == 'date' else f}" for f in RUN_FIELDS_IN_ROWS)
-        query = f"SELECT results.*, {run_columns} FROM results JOIN runs ON runs.id = results.run_id"
-        params: tuple = ()
-        if experiment is not None:
-            query += " WHERE results.experiment = ?"
-            params = (experiment,)
-        query += " ORDER BY results.experiment, results.kernel, results.dtype, results.variant, results.block_edge,"
-        query += " results.m, results.n, results.k"
+        if experiment is None:
+            return self._select("", ())
+        return self._select("WHERE results.experiment = ?", (experiment,))
+
+    def point_rows(self, experiment: str | None, keys: list[str]) -> list[dict]:
+        """The stored rows of these point keys in ``experiment`` (None: the rows
+        stored without one), as :meth:`rows` returns them."""
+        marks = ", ".join("?" for _ in keys)
+        where = f"WHERE COALESCE(results.experiment, '') = COALESCE(?, '') AND results.point_key IN ({marks})"
+        return self._select(where, (experiment, *keys))
+
+    def _select(self, where: str, params: tuple) -> list[dict]:
         with self._guard():
+            # A read-only older file may lack run columns that later versions added.
+            present = {r[1] for r in self._conn.execute("PRAGMA table_info(runs)")}
+            run_columns = [f for f in RUN_FIELDS_IN_ROWS if ("started" if f == "date" else f) in present]
+            selected = ", ".join(f"runs.{'started AS date' if f == 'date' else f}" for f in run_columns)
+            query = f"SELECT results.*, {selected} FROM results JOIN runs ON runs.id = results.run_id {where}"
+            query += " ORDER BY results.experiment, results.kernel, results.dtype, results.variant,"
+            query += " results.block_edge, results.m, results.n, results.k"
             cursor = self._conn.execute(query, params)
             names = [d[0] for d in cursor.description]
             found = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
         for row in found:
-            for key in (*PROFILE_FIELDS, "profile_json"):
+            for key in (*PROFILE_FIELDS, "profile_json", *RUN_FIELDS_IN_ROWS):
                 row.setdefault(key, None)
             row["warnings"] = json.loads(row["warnings"]) if row.get("warnings") else []
             row["profile_json"] = json.loads(row["profile_json"]) if row["profile_json"] else None
@@ -414,6 +454,20 @@ class Store:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def execute(self, sql: str, params: tuple = ()) -> list[dict]:
+        """Run one SQL statement and return the rows it yields, as dicts.
+
+        The hook for tables a module keeps outside :data:`MIGRATIONS` (the
+        tuner's ``tuned`` and ``tuned_candidates``, created with ``CREATE TABLE
+        IF NOT EXISTS`` in :mod:`gemmlab.tune`). One statement is atomic on its
+        own, so a write needs no transaction around it; a read-only store
+        refuses writes with StoreError.
+        """
+        with self._guard():
+            cursor = self._conn.execute(sql, params)
+            names = [d[0] for d in cursor.description or ()]
+            return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 
 
 def _check_writable(path: Path) -> None:

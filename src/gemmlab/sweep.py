@@ -13,6 +13,10 @@ list of them (an end-to-end point gives one row per kind of host memory).
 The default, :func:`measure_point`, sends catalogue kernels to
 :func:`gemmlab.run.run`, ``cpu_*`` ids to :mod:`gemmlab.cpu`, and
 ``variant="e2e"`` to :mod:`gemmlab.endtoend`.
+
+``after_point(point, rows)``, where given, follows every point that is in the
+store (measured now or before) with its rows as :meth:`Store.rows` gives them:
+`sweep --profile` profiles each point there (:class:`gemmlab.experiments.Profiler`).
 """
 
 from __future__ import annotations
@@ -252,6 +256,7 @@ def sweep(
     max_seconds: float = 2.0,
     run_info: dict | None = None,
     console: Any = None,
+    after_point: Callable[[SweepPoint, list[dict]], None] | None = None,
 ) -> SweepSummary:
     """Run and store every point not stored yet; see the module's docstring.
 
@@ -272,6 +277,8 @@ def sweep(
                 bar.start(p.label)
             if not force and all(store.has_point(experiment, key) for key in p.keys()):
                 summary.skipped_existing.append(p.label)
+                if after_point:
+                    after_point(p, store.point_rows(experiment, p.keys()))
                 if bar:
                     bar.advance("already stored")
                 continue
@@ -300,6 +307,8 @@ def sweep(
                 run_id = store.start_run(run_info if run_info is not None else run_record())
             store.add_results(run_id, experiment, rows)
             summary.done.append(p.label)
+            if after_point:
+                after_point(p, store.point_rows(experiment, p.keys()))
             if bar:
                 bar.advance(headline(rows[0]))
     except KeyboardInterrupt:

@@ -3,22 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from gemmlab.catalogue import Shape
 from gemmlab.cli import app, console, err_console, friendly
-from gemmlab.errors import GemmlabError
-from gemmlab.store import DEFAULT_PATH, Store
-from gemmlab.sweep import SweepSummary
+from gemmlab.errors import GemmlabError, NoGPUError, ProfilerError
+from gemmlab.store import CEILING_FIELDS, DEFAULT_PATH, Store
+from gemmlab.sweep import SweepPoint, SweepSummary
+
+if TYPE_CHECKING:
+    from gemmlab.experiments import Profiler
 
 DEFAULT_REPORT_DIR = Path("gemmlab-report")
 EXIT_FAILED = 4
+# --profile was asked for and not one point could be profiled (the timings are stored).
+EXIT_NOT_PROFILED = ProfilerError.exit_code
 EXIT_INTERRUPTED = 130
 
 DbOption = Annotated[Path, typer.Option("--db", help="Results database (SQLite), created on first use.")]
 ForceOption = Annotated[bool, typer.Option("--force", help="Run points again even if they are stored.")]
+ProfileOption = Annotated[
+    bool,
+    typer.Option(
+        "--profile",
+        help="Also profile every GPU point with Nsight Compute (slow) and measure the roofline's ceilings.",
+    ),
+]
 
 
 def parse_ints(text: str, what: str) -> list[int]:
@@ -48,26 +61,40 @@ def sweep_cmd(
     max_seconds: Annotated[
         float, typer.Option(min=0.0, help="Cap on each point's timed series [s] (at least 3 repetitions).")
     ] = 2.0,
+    profile: ProfileOption = False,
 ) -> None:
     """Run kernels x sizes x block edges and store every point; a second run resumes where the first stopped."""
     from gemmlab import cpu, gpu
-    from gemmlab.sweep import plan, sweep
+    from gemmlab.sweep import plan, run_record, sweep
 
     kernel_ids = [k for k in kernels.replace(" ", "").split(",") if k]
     shapes = [Shape.square(n) for n in parse_ints(sizes, "sizes")]
     edges = parse_ints(blocks, "blocks") if blocks else None
     points, refused = plan(kernel_ids, shapes, edges, dtype, reps=reps)
-    if any(not cpu.is_cpu_kernel(p.kernel) for p in points):
+    on_gpu = any(not cpu.is_cpu_kernel(p.kernel) for p in points)
+    if on_gpu:
         # Without a GPU every GPU point would fail alike: say so before the
         # database is created or any CPU point is measured.
         gpu.cupy()
     for label, why in refused:
         err_console.print(f"[dim]skipped: {label}: {why}[/]", highlight=False)
+    if profile and not on_gpu:
+        console.print("--profile: nothing to profile (CPU baselines only).", highlight=False)
     with Store.open(db) as store:
-        summary = sweep(points, store, force=force, max_seconds=max_seconds, console=err_console)
+        run_info = run_record() if profile and on_gpu else None
+        profiler = _profiler(force, run_info) if run_info is not None else None
+
+        def profile_stored(point: SweepPoint, rows: list[dict]) -> None:
+            if profiler is not None:
+                profiler.profile(store, rows)
+
+        summary = sweep(points, store, force=force, max_seconds=max_seconds, console=err_console,
+                        run_info=run_info, after_point=profile_stored if profiler else None)  # fmt: skip
     _print_summary(summary)
+    if profiler:
+        _print_profile_summary(profiler)
     console.print(f"results in {db}", highlight=False)
-    _exit_for(summary.interrupted, bool(summary.failed))
+    _exit_for(summary.interrupted, bool(summary.failed), not_profiled=profile and on_gpu and _none_profiled(profiler))
 
 
 @app.command()
@@ -80,15 +107,14 @@ def reproduce(
     out: Annotated[Path, typer.Option("--out", help="Folder for the report.")] = DEFAULT_REPORT_DIR,
     list_only: Annotated[bool, typer.Option("--list", help="List the experiments and exit.")] = False,
     force: ForceOption = False,
-    profile: Annotated[
-        bool, typer.Option("--profile", help="Also profile every GPU point with Nsight Compute (slow).")
-    ] = False,
+    profile: ProfileOption = False,
     sizes: Annotated[
         str | None, typer.Option(help="Replace every experiment's sizes, e.g. 256 for a quick check.")
     ] = None,
 ) -> None:
     """Re-run the source documents' experiments on this machine and write the report beside their figures."""
     from gemmlab import experiments
+    from gemmlab.sweep import run_record
 
     chosen = experiments.select(experiment_names)
     if list_only:
@@ -100,8 +126,10 @@ def reproduce(
         console.rule(f"{experiment.name}: {experiment.title} ({n_points} points)")
 
     with Store.open(db) as store:
+        run_info = run_record()  # once: every experiment of this call shares the description
+        profiler = _profiler(force, run_info) if profile else None
         outcomes = experiments.reproduce([e.name for e in chosen], store, sizes=size_list, force=force,
-                                         on_start=announce)  # fmt: skip
+                                         run_info=run_info, on_start=announce)  # fmt: skip
         failed = False
         for outcome in outcomes:
             name = outcome.experiment.name
@@ -117,29 +145,56 @@ def reproduce(
         if outcomes and outcomes[-1].status == "interrupted":
             _exit_for(True, failed)
         measured = [o.experiment.name for o in outcomes if o.status == "done"]
-        if profile and measured:
-            _profile(store, measured, force)
+        if profiler:
+            for name in measured:
+                if profiler.summary.stopped:
+                    break
+                console.print(f"profiling {name} with Nsight Compute...", highlight=False)
+                profiler.profile(store, store.rows(name))
+            _print_profile_summary(profiler)
     if measured:
         _write_report(db, out, measured)
-    _exit_for(False, failed)
+    _exit_for(False, failed, not_profiled=profile and bool(measured) and _none_profiled(profiler))
 
 
-def _profile(store: Store, names: list[str], force: bool) -> None:
+def _profiler(force: bool, run_info: dict) -> Profiler | None:
+    """The profiler of this run, with the device's ceilings measured into ``run_info``;
+    None, after saying why, when Nsight Compute is missing (the timings go on)."""
+    from gemmlab import profile, roofline
+    from gemmlab.experiments import Profiler
+
     try:
-        from gemmlab.profile import profile_point
-    except ModuleNotFoundError as exc:
-        if exc.name != "gemmlab.profile":
-            raise
-        err_console.print("--profile: the profiler module is not built yet; the results are stored without it.")
-        return
-    from gemmlab.experiments import profile_experiment
+        profile.find_ncu()
+    except ProfilerError as exc:
+        err_console.print(f"[yellow]--profile[/]: {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err_console.print("Profiling is off; the timings are measured and stored without it.", highlight=False)
+        return None
+    console.print("measuring the roofline's ceilings (cuBLAS SGEMM, device-to-device copy)...", highlight=False)
+    try:
+        peak, bandwidth = roofline.measure_ceilings()
+    except NoGPUError:
+        raise
+    except Exception as exc:  # an optional figure: its failure (out of memory, say) must not cost the run
+        err_console.print(f"[yellow]no ceilings[/]: {escape(str(exc) or type(exc).__name__)}; the report will have "
+                          "no roofline plot.", highlight=False, soft_wrap=True)  # fmt: skip
+    else:
+        run_info.update(peak_gflops_measured=peak, bandwidth_gbs_measured=bandwidth)
+        console.print(f"  {peak:,.0f} GFLOP/s, {bandwidth:,.0f} GB/s", highlight=False)
+    ceilings = {key: run_info.get(key) for key in CEILING_FIELDS}
+    return Profiler(profile.profile_point, force=force, ceilings=ceilings, gpu_name=run_info.get("gpu_name"))
 
-    for name in names:
-        console.print(f"profiling {name} with Nsight Compute...", highlight=False)
-        summary = profile_experiment(store, name, profile_point, force=force)
-        console.print(f"  {summary.profiled} profiled, {summary.already} already profiled", highlight=False)
-        for label, what in summary.failed:
-            err_console.print(f"  [yellow]not profiled[/]: {label}: {what}", highlight=False)
+
+def _none_profiled(profiler: Profiler | None) -> bool:
+    """Nothing could be profiled: no profiler, or not one point profiled now or before."""
+    return profiler is None or profiler.summary.profiled + profiler.summary.already == 0
+
+
+def _print_profile_summary(profiler: Profiler) -> None:
+    for line in profiler.summary.lines():
+        if line.startswith(("not profiled", "profiling stopped")):
+            err_console.print(f"  [yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
+        else:
+            console.print(f"  {line}", highlight=False)
 
 
 def _write_report(db: Path, out: Path, names: list[str]) -> None:
@@ -161,11 +216,13 @@ def _print_summary(summary: SweepSummary, indent: str = "") -> None:
         (err_console if style else console).print(indent + text, highlight=False, soft_wrap=True)
 
 
-def _exit_for(interrupted: bool, failed: bool) -> None:
+def _exit_for(interrupted: bool, failed: bool, not_profiled: bool = False) -> None:
     if interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     if failed:
         raise typer.Exit(EXIT_FAILED)
+    if not_profiled:
+        raise typer.Exit(EXIT_NOT_PROFILED)
 
 
 def _print_experiments(chosen: list) -> None:

@@ -1,0 +1,482 @@
+"""Autotuning the FP32 ladder: on this GPU, try every configuration a rung
+accepts (:func:`gemmlab.sgemm.configs`) and keep the fastest one that verifies,
+per size class.
+
+The search
+----------
+Each candidate is a catalogue entry of its own (:func:`gemmlab.sgemm.variant`)
+and goes through the runner like any kernel: compiled with NVRTC, checked
+against the device's limits, verified against the float64 reference after the
+warm-up and again after the timed launches, and timed (median of ``reps`` CUDA
+event timings, at least :data:`MIN_REPS`). A candidate that does not compile,
+exceeds the device's limits or cannot take the shape is *skipped*; one whose
+result is wrong is *rejected*. Neither can be chosen. cuBLAS is timed once per
+shape, with the first candidate that verifies there, for the ratio.
+
+Candidates are taken configuration by configuration, each at every shape asked
+for, the catalogue's default first: a search cut short by the time budget has
+compared the same configurations (all but perhaps the last) in every size
+class, the default among them.
+
+Size classes
+------------
+One configuration is kept per (GPU, kernel, size class). The class comes from
+the largest of M, N and K (:func:`size_class`): ``small`` up to 1024,
+``medium`` up to 4096, ``large`` beyond. The best configuration moves with
+the size: at 1024 a 128 x 128 tile gives 64 blocks for an H100's 132 SMs, so
+what keeps the few blocks busy matters; at 4096 and beyond every
+configuration fills the GPU many times over and the work of one block
+decides. Shapes of one call that fall into the same class are
+scored together: a configuration must verify at all of them, and the
+geometric mean of its GFLOPS ranks it.
+
+The database
+------------
+Two tables in the results database, created here with ``CREATE TABLE IF NOT
+EXISTS`` (outside :data:`gemmlab.store.MIGRATIONS`, through
+:meth:`gemmlab.store.Store.execute`):
+
+- ``tuned_candidates``: one row per (GPU, kernel, shape, configuration)
+  tried, written the moment it is known: ``status`` is ``ok`` (with
+  ``median_ms``, ``gflops``, ``error`` and, for the first candidate of a
+  shape, ``baseline_gflops`` of cuBLAS), ``rejected`` or ``skipped`` (with the
+  ``reason``). A second run skips every stored candidate, so a search stopped
+  by Ctrl-C or a killed process resumes where it was; ``force`` measures
+  again. A candidate that meets an unexpected error is not stored, so it is
+  tried again.
+- ``tuned``: the chosen configuration per (GPU, kernel, size class), with its
+  GFLOPS, its ratio to cuBLAS, the default configuration's GFLOPS and the
+  shapes it was chosen on. ``gemmlab run`` reads it (:func:`tuned_spec`).
+
+Rows are keyed by the GPU's name (``gpu_name``, as in ``runs``), with its
+compute capability (``cc``) beside it. Configurations are JSON objects in the
+order of the kernel's template parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gemmlab import sgemm
+from gemmlab.catalogue import KernelSpec, Shape
+from gemmlab.environment import now_utc
+from gemmlab.errors import (
+    CompileError,
+    ConstraintError,
+    DeviceLimitError,
+    GemmlabError,
+    NoGPUError,
+    StoreError,
+    VerificationError,
+)
+from gemmlab.store import Store
+
+# The upper bound of each size class on max(M, N, K); anything above is "large".
+SIZE_CLASS_LIMITS = (("small", 1024), ("medium", 4096))
+LARGE = "large"
+DEFAULT_SIZES = (1024, 4096, 8192)  # one of each class
+# The median of fewer timings is not worth ranking configurations on.
+MIN_REPS = 10
+
+OK, REJECTED, SKIPPED = "ok", "rejected", "skipped"
+
+CANDIDATES_TABLE = """CREATE TABLE IF NOT EXISTS tuned_candidates (
+    id INTEGER PRIMARY KEY,
+    gpu_name TEXT NOT NULL,
+    cc TEXT NOT NULL,
+    kernel TEXT NOT NULL,
+    size_class TEXT NOT NULL,
+    m INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    k INTEGER NOT NULL,
+    config TEXT NOT NULL,
+    status TEXT NOT NULL,
+    median_ms REAL,
+    gflops REAL,
+    baseline_gflops REAL,
+    error REAL,
+    reason TEXT,
+    date TEXT NOT NULL,
+    UNIQUE (gpu_name, kernel, m, n, k, config)
+)"""
+TUNED_TABLE = """CREATE TABLE IF NOT EXISTS tuned (
+    gpu_name TEXT NOT NULL,
+    cc TEXT NOT NULL,
+    kernel TEXT NOT NULL,
+    size_class TEXT NOT NULL,
+    config TEXT NOT NULL,
+    gflops REAL NOT NULL,
+    ratio_to_cublas REAL,
+    default_gflops REAL,
+    shapes TEXT NOT NULL,
+    date TEXT NOT NULL,
+    PRIMARY KEY (gpu_name, kernel, size_class)
+)"""
+
+# runner(spec, shape, *, reps, warmup, max_seconds, baseline) -> RunResult (see measure_candidate)
+Runner = Callable[..., Any]
+
+
+def size_class(shape: Shape) -> str:
+    """'small', 'medium' or 'large', from the largest of M, N and K (see the module's docstring)."""
+    edge = max(shape.m, shape.n, shape.k)
+    return next((name for name, limit in SIZE_CLASS_LIMITS if edge <= limit), LARGE)
+
+
+def config_label(config: dict) -> str:
+    return " ".join(f"{name}={value}" for name, value in config.items())
+
+
+def config_json(kernel_id: str, config: dict) -> str:
+    """The stored form of a configuration: every parameter, in template order.
+    A configuration the kernel cannot take raises ConstraintError."""
+    return json.dumps(sgemm.config_of(sgemm.variant(kernel_id, config)))
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """The configuration chosen for one size class."""
+
+    kernel: str
+    size_class: str
+    config: dict
+    gflops: float  # geometric mean over the shapes
+    ratio_to_cublas: float | None
+    default_gflops: float | None  # the catalogue default's, on the same shapes
+    shapes: tuple[Shape, ...]
+
+    @property
+    def gain_over_default(self) -> float | None:
+        return self.gflops / self.default_gflops if self.default_gflops else None
+
+
+@dataclass
+class TuneSummary:
+    kernel: str
+    gpu_name: str
+    cc: str
+    total: int = 0  # configurations x shapes
+    measured: list[str] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (candidate, why)
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    best: dict[str, Tuned] = field(default_factory=dict)  # by size class
+    unchosen: list[str] = field(default_factory=list)  # size classes with no verified configuration
+    interrupted: bool = False
+    out_of_budget: bool = False
+
+    @property
+    def not_run(self) -> int:
+        done = len(self.measured) + len(self.already) + len(self.skipped) + len(self.rejected) + len(self.failed)
+        return self.total - done
+
+    def lines(self) -> list[str]:
+        """The summary in words, one line each."""
+        out = [f"{self.kernel} on {self.gpu_name}: {len(self.measured)} candidates measured and stored, "
+               f"{len(self.already)} already stored"]  # fmt: skip
+        out += [f"skipped: {label}: {why}" for label, why in self.skipped]
+        out += [f"REJECTED (wrong result): {label}: {why}" for label, why in self.rejected]
+        out += [f"FAILED: {label}: {what}" for label, what in self.failed]
+        if self.out_of_budget:
+            out.append(f"time budget spent: {self.not_run} candidates not run; the best is chosen among the others "
+                       "(run again to go on: stored candidates are skipped).")  # fmt: skip
+        if self.interrupted:
+            out.append(f"interrupted: {self.not_run} candidates not run and nothing chosen; "
+                       "run the same command again to resume (stored candidates are skipped).")  # fmt: skip
+        out += [f"no verified configuration for {name} sizes" for name in self.unchosen]
+        return out
+
+
+def current_device() -> tuple[str, str]:
+    """(name, compute capability) of GPU 0: what tuned configurations are filed under."""
+    from gemmlab import gpu
+
+    info = gpu.describe(0)
+    return info.name, f"{info.cc[0]}.{info.cc[1]}"
+
+
+def measure_candidate(
+    spec: KernelSpec, shape: Shape, *, reps: int, warmup: int, max_seconds: float, baseline: bool
+) -> Any:
+    """The default runner: :func:`gemmlab.run.run` on the candidate's own entry."""
+    from gemmlab.run import run
+
+    return run(spec.id, shape, spec=spec, reps=reps, warmup=warmup, max_seconds=max_seconds, baseline=baseline)
+
+
+def ensure_tables(store: Store) -> None:
+    store.execute(CANDIDATES_TABLE)
+    store.execute(TUNED_TABLE)
+
+
+def tune(
+    kernel_id: str,
+    sizes: Sequence[int | Shape],
+    store: Store,
+    *,
+    budget_seconds: float | None = None,
+    force: bool = False,
+    reps: int = 20,
+    warmup: int = 2,
+    max_seconds: float = 5.0,
+    configs: Sequence[dict] | None = None,
+    runner: Runner | None = None,
+    device: tuple[str, str] | None = None,
+    progress: bool = True,
+    console: Any = None,
+) -> TuneSummary:
+    """Search ``kernel_id``'s configurations at ``sizes`` (square N, or Shapes)
+    on this GPU and store the best per size class; see the module's docstring.
+
+    ``budget_seconds``: stop starting candidates once this much time is spent
+    (stored candidates cost nothing). ``configs``: the candidates (default:
+    :func:`gemmlab.sgemm.configs`). ``max_seconds`` caps one candidate's timed
+    series: the runner times fewer than ``reps`` only launches longer than
+    ``max_seconds / reps``, and fewer than MIN_REPS only launches over
+    ``max_seconds / MIN_REPS`` (0.5 s at the defaults, far above any rung
+    at 8192). ``runner`` defaults to :func:`measure_candidate`; ``device``
+    (name, compute capability) to GPU 0's. Ctrl-C stops after storing what is
+    measured, chooses nothing, and the same call resumes.
+    """
+    sgemm.rung(kernel_id)  # UnknownName for a kernel outside the ladder
+    if reps < MIN_REPS:
+        raise GemmlabError(f"Tuning needs at least {MIN_REPS} timed repetitions (got {reps}).",
+                           f"Use --reps {MIN_REPS} or more.")  # fmt: skip
+    shapes = list(dict.fromkeys(s if isinstance(s, Shape) else Shape.square(s) for s in sizes))
+    if not shapes or min(min(s.m, s.n, s.k) for s in shapes) < 1:
+        raise GemmlabError("Tuning needs positive sizes.", "Example: --sizes 1024,4096.")
+    gpu_name, cc = device or current_device()
+    runner = runner or measure_candidate
+    candidates = [config_json(kernel_id, c) for c in (configs or sgemm.configs(kernel_id))]
+    ensure_tables(store)
+
+    todo = [(c, s) for c in dict.fromkeys(candidates) for s in shapes]
+    stored = set() if force else _stored(store, gpu_name, kernel_id)
+    pending = [(c, s) for c, s in todo if (c, s) not in stored]
+    summary = TuneSummary(kernel_id, gpu_name, cc, total=len(todo))
+    summary.already = [_label(c, s) for c, s in todo if (c, s) in stored]
+    best_seen = _best_seen(store, gpu_name, kernel_id) if not force else {}
+    timed_cublas: set[Shape] = set()
+
+    def record(config: str, shape: Shape, status: str, **values: Any) -> None:
+        row = {"gpu_name": gpu_name, "cc": cc, "kernel": kernel_id, "size_class": size_class(shape), "m": shape.m,
+               "n": shape.n, "k": shape.k, "config": config, "status": status, "date": now_utc(), **values}  # fmt: skip
+        marks = ", ".join("?" for _ in row)
+        store.execute(f"INSERT OR REPLACE INTO tuned_candidates ({', '.join(row)}) VALUES ({marks})",
+                      tuple(row.values()))  # fmt: skip
+
+    bar = _Progress(len(pending), budget_seconds, console) if progress else None
+    start = time.monotonic()
+    try:
+        for config, shape in pending:
+            if budget_seconds is not None and time.monotonic() - start >= budget_seconds:
+                summary.out_of_budget = True
+                break
+            label = _label(config, shape)
+            if bar:
+                bar.start(label)
+            spec = sgemm.variant(kernel_id, json.loads(config))
+            try:
+                result = runner(spec, shape, reps=reps, warmup=warmup, max_seconds=max_seconds,
+                                baseline=shape not in timed_cublas)  # fmt: skip
+            except (NoGPUError, StoreError):
+                raise  # the same for every candidate that follows
+            except VerificationError as exc:
+                record(config, shape, REJECTED, reason=exc.cause)
+                summary.rejected.append((label, exc.cause))
+                if bar:
+                    bar.advance("rejected", note=f"[red]rejected[/] (wrong result): {label}: {exc.cause}")
+                continue
+            except (CompileError, DeviceLimitError, ConstraintError) as exc:
+                record(config, shape, SKIPPED, reason=exc.cause)
+                summary.skipped.append((label, exc.cause))
+                if bar:
+                    bar.advance("skipped", note=f"[dim]skipped: {label}: {exc.cause}[/]")
+                continue
+            except Exception as exc:
+                what = str(exc) if isinstance(exc, GemmlabError) else (
+                    f"internal error, please report it: {type(exc).__name__}: {exc}"
+                )  # fmt: skip
+                summary.failed.append((label, what))
+                if bar:
+                    bar.advance("FAILED", note=f"[red]FAILED[/]: {label}: {what}")
+                continue
+            if result.baseline_gflops is not None:
+                timed_cublas.add(shape)
+            record(config, shape, OK, median_ms=result.timing.median_ms, gflops=result.gflops,
+                   baseline_gflops=result.baseline_gflops, error=result.error)  # fmt: skip
+            summary.measured.append(label)
+            best_seen[shape] = max(best_seen.get(shape, 0.0), result.gflops)
+            if bar:
+                bar.advance(f"{result.gflops / 1e3:.1f} TFLOP/s", best=best_seen[shape] / 1e3)
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    finally:
+        if bar:
+            bar.stop()
+    if not summary.interrupted:
+        _choose(store, summary, shapes, default=config_json(kernel_id, sgemm.default_config(kernel_id)))
+    return summary
+
+
+def best_config(rows: Sequence[dict], shapes: Sequence[Shape]) -> tuple[str, float] | None:
+    """The configuration with the highest geometric-mean GFLOPS over ``shapes``
+    among those with a verified row (``status`` ok) at every one of them, and
+    that mean; None if no configuration has all. Ties go to the first seen."""
+    scores = _scores(rows, shapes)
+    if not scores:
+        return None
+    config = max(scores, key=lambda c: scores[c])
+    return config, scores[config]
+
+
+def tuned_spec(kernel_id: str, shape: Shape, store: Store, device_name: str) -> KernelSpec | None:
+    """The entry of ``kernel_id`` tuned on ``device_name`` for ``shape``'s size
+    class, or None when none is stored. A stored configuration this gemmlab's
+    kernel no longer accepts is ignored (None)."""
+    if not store.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tuned'"):
+        return None
+    found = store.execute(
+        "SELECT config FROM tuned WHERE gpu_name = ? AND kernel = ? AND size_class = ?",
+        (device_name, kernel_id, size_class(shape)),
+    )
+    if not found:
+        return None
+    try:
+        return sgemm.variant(kernel_id, json.loads(found[0]["config"]))
+    except (GemmlabError, ValueError):
+        return None
+
+
+def stored_tuned_spec(kernel_id: str, shape: Shape, db: str | Path) -> KernelSpec | None:
+    """What `gemmlab run` uses: the tuned entry for this GPU from ``db``; None
+    for a kernel outside the ladder or when ``db`` does not exist (nothing is
+    created: the file is opened read-only)."""
+    if kernel_id not in {spec.id for spec in sgemm.SGEMM_KERNELS} or not Path(db).is_file():
+        return None
+    with Store.open(db, readonly=True) as store:
+        return tuned_spec(kernel_id, shape, store, current_device()[0])
+
+
+# -- plumbing -------------------------------------------------------------------
+
+
+def _label(config: str, shape: Shape) -> str:
+    return f"{shape} {config_label(json.loads(config))}"
+
+
+def _stored(store: Store, gpu_name: str, kernel_id: str) -> set[tuple[str, Shape]]:
+    rows = store.execute("SELECT config, m, n, k FROM tuned_candidates WHERE gpu_name = ? AND kernel = ?",
+                         (gpu_name, kernel_id))  # fmt: skip
+    return {(r["config"], Shape(r["m"], r["n"], r["k"])) for r in rows}
+
+
+def _ok_rows(store: Store, gpu_name: str, kernel_id: str) -> list[dict]:
+    return store.execute(
+        "SELECT config, m, n, k, gflops, baseline_gflops, status FROM tuned_candidates "
+        "WHERE gpu_name = ? AND kernel = ? AND status = ? ORDER BY id",
+        (gpu_name, kernel_id, OK),
+    )
+
+
+def _best_seen(store: Store, gpu_name: str, kernel_id: str) -> dict[Shape, float]:
+    found: dict[Shape, float] = {}
+    for r in _ok_rows(store, gpu_name, kernel_id):
+        shape = Shape(r["m"], r["n"], r["k"])
+        found[shape] = max(found.get(shape, 0.0), r["gflops"])
+    return found
+
+
+def _scores(rows: Sequence[dict], shapes: Sequence[Shape]) -> dict[str, float]:
+    """Geometric-mean GFLOPS per configuration verified at every shape."""
+    per_config: dict[str, dict[Shape, float]] = {}
+    for r in rows:
+        shape = Shape(r["m"], r["n"], r["k"])
+        if r["status"] == OK and shape in shapes:
+            per_config.setdefault(r["config"], {})[shape] = r["gflops"]
+    return {c: _geomean(list(g.values())) for c, g in per_config.items() if len(g) == len(set(shapes))}
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if all(v > 0 for v in values) else 0.0
+
+
+def _choose(store: Store, summary: TuneSummary, shapes: list[Shape], default: str) -> None:
+    """Pick and store the best configuration of each size class among the stored candidates."""
+    rows = _ok_rows(store, summary.gpu_name, summary.kernel)
+    # cuBLAS per shape: the latest figure stored (any configuration timed it beside itself).
+    cublas = {Shape(r["m"], r["n"], r["k"]): r["baseline_gflops"] for r in rows if r["baseline_gflops"]}
+    for name in dict.fromkeys(size_class(s) for s in shapes):
+        group = [s for s in shapes if size_class(s) == name]
+        chosen = best_config(rows, group)
+        if chosen is None:
+            summary.unchosen.append(name)
+            continue
+        config, gflops = chosen
+        ratio = None
+        if all(s in cublas for s in group):
+            ratio = _geomean([_gflops_at(rows, config, s) / cublas[s] for s in group])
+        tuned = Tuned(summary.kernel, name, json.loads(config), gflops, ratio,
+                      _scores(rows, group).get(default), tuple(group))  # fmt: skip
+        summary.best[name] = tuned
+        store.execute(
+            "INSERT OR REPLACE INTO tuned (gpu_name, cc, kernel, size_class, config, gflops, ratio_to_cublas, "
+            "default_gflops, shapes, date) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (summary.gpu_name, summary.cc, summary.kernel, name, config, gflops, ratio, tuned.default_gflops,
+             json.dumps([[s.m, s.n, s.k] for s in group]), now_utc()),
+        )  # fmt: skip
+
+
+def _gflops_at(rows: Sequence[dict], config: str, shape: Shape) -> float:
+    return next(r["gflops"] for r in rows if r["config"] == config and Shape(r["m"], r["n"], r["k"]) == shape)
+
+
+class _Progress:
+    """A rich progress bar: the candidate, its TFLOP/s, the best so far at its
+    shape, and the time left (the budget's, when it runs out first)."""
+
+    def __init__(self, total: int, budget_seconds: float | None, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[figure]}"),
+            TextColumn("{task.fields[left]}"),
+            console=console or Console(stderr=True),
+        )
+        self._task = self._progress.add_task("", total=total, figure="", left="")
+        self._total = total
+        self._done = 0
+        self._budget = budget_seconds
+        self._start = time.monotonic()
+        self._progress.start()
+
+    def start(self, label: str) -> None:
+        self._progress.update(self._task, description=label)
+
+    def advance(self, figure: str, best: float | None = None, note: str | None = None) -> None:
+        if note:
+            self._progress.console.print(note, highlight=False)
+        self._done += 1
+        text = f"last: {figure}" + (f", best: {best:.1f} TFLOP/s" if best else "")
+        self._progress.update(self._task, advance=1, figure=text, left=self._left())
+
+    def _left(self) -> str:
+        spent = time.monotonic() - self._start
+        left = spent / self._done * (self._total - self._done)
+        if self._budget is not None and self._budget - spent < left:
+            return f"budget: {max(0.0, self._budget - spent):.0f} s left"
+        return f"about {left:.0f} s left"
+
+    def stop(self) -> None:
+        self._progress.stop()

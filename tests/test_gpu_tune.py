@@ -1,0 +1,38 @@
+"""The tuner on the GPU: a short search of sgemm_warptile at 1024 stores a
+configuration that verifies and is not slower than the catalogue's default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gemmlab import sgemm
+from gemmlab.catalogue import Shape
+from gemmlab.store import Store
+from gemmlab.tune import current_device, tune, tuned_spec
+
+pytestmark = pytest.mark.gpu
+
+KERNEL = "sgemm_warptile"
+SHAPE = Shape.square(1024)
+# Two runs of one kernel at 1024 (about 0.05 ms a launch) differ by a few per
+# cent; the tuned configuration may only lose by more than that if it is worse.
+NOISE = 0.9
+
+
+def test_tuned_warptile_verifies_and_keeps_up(tmp_path: Path) -> None:
+    from gemmlab.run import run
+
+    with Store.open(tmp_path / "tune.sqlite") as store:
+        summary = tune(KERNEL, [SHAPE], store, budget_seconds=20, progress=False)
+        assert not summary.rejected and not summary.failed, summary.lines()
+        assert "small" in summary.best, summary.lines()
+        spec = tuned_spec(KERNEL, SHAPE, store, current_device()[0])
+    assert spec is not None and sgemm.config_of(spec) == summary.best["small"].config
+
+    tuned = run(KERNEL, SHAPE, spec=spec, reps=50, baseline=False)
+    default = run(KERNEL, SHAPE, reps=50, baseline=False)
+    assert tuned.error < 1e-5 and tuned.config == summary.best["small"].config
+    assert default.config == sgemm.default_config(KERNEL)
+    assert tuned.gflops >= NOISE * default.gflops, (tuned.config, tuned.gflops, default.gflops)
