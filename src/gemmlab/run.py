@@ -152,38 +152,34 @@ def _captured(stream: Any, fn: Any, count: int) -> Any:
     return graph
 
 
-def run(
-    kernel_id: str,
-    shape: Shape,
-    block_edge: int | None = None,
-    dtype: str | None = None,
+@dataclass
+class _Measured:
+    timing: Timing
+    error: float
+    tolerance: float
+    sm_clock_mhz: float | None
+    clock_events: list[str] | None
+    baseline_timing: Timing | None
+    baseline_name: str | None
+
+
+def _measure(
+    cp: Any,
+    point: Point,
+    compiled: CompiledKernel,
+    info: gpu.DeviceInfo,
+    device_index: int,
     *,
-    reps: int = 20,
-    warmup: int = 2,
-    max_seconds: float = 10.0,
-    flush_l2: bool = False,
-    baseline: bool = True,
-    seed: int | None = None,
-    device_index: int = 0,
-    spec: KernelSpec | None = None,
-) -> RunResult:
-    """Run ``kernel_id`` once on ``shape`` and return its verified, timed result.
+    reps: int,
+    warmup: int,
+    max_seconds: float,
+    flush_l2: bool,
+    baseline: bool,
+    seed: int | None,
+) -> _Measured:
+    """Allocate, poison, launch, verify and time; every device buffer dies with this call."""
+    from cuda.core import LaunchConfig, ObjectCode, Stream
 
-    ``spec``: the entry to run instead of the catalogue's, e.g. a tuned
-    configuration (:func:`gemmlab.sgemm.variant`, :func:`gemmlab.tune.tuned_spec`).
-    Raises ConstraintError / DeviceLimitError before touching the GPU when the
-    point cannot run, NoGPUError with no GPU, VerificationError on a wrong result.
-    """
-    point = catalogue.point(kernel_id, shape, block_edge, dtype, spec=spec)
-    cp = gpu.cupy()
-    info = gpu.describe(device_index)
-    compiled = compile_kernel(point.spec, point.block_edge, point.dtype, info.arch)
-    check_device_limits(point, compiled, info)
-
-    from cuda.core import Device, LaunchConfig, ObjectCode, Stream
-
-    device = Device(device_index)
-    device.set_current()
     with cp.cuda.Device(device_index):
         cp_stream = cp.cuda.Stream(non_blocking=True)
         with cp_stream:
@@ -215,6 +211,51 @@ def run(
                 cp_stream.synchronize()
                 # Library calls stay out of graphs: CuPy refuses cuBLAS calls during stream capture.
                 base_timing = _timed_series(cp, cp_stream, prepared.baseline, reps, max_seconds, flush, graph_ok=False)
+    return _Measured(timing, error, tolerance, sm_clock_mhz, clock_events, base_timing, prepared.baseline_name)
+
+
+def run(
+    kernel_id: str,
+    shape: Shape,
+    block_edge: int | None = None,
+    dtype: str | None = None,
+    *,
+    reps: int = 20,
+    warmup: int = 2,
+    max_seconds: float = 10.0,
+    flush_l2: bool = False,
+    baseline: bool = True,
+    seed: int | None = None,
+    device_index: int = 0,
+    spec: KernelSpec | None = None,
+) -> RunResult:
+    """Run ``kernel_id`` once on ``shape`` and return its verified, timed result.
+
+    ``spec``: the entry to run instead of the catalogue's, e.g. a tuned
+    configuration (:func:`gemmlab.sgemm.variant`, :func:`gemmlab.tune.tuned_spec`).
+    Raises ConstraintError / DeviceLimitError before touching the GPU when the
+    point cannot run, NoGPUError with no GPU, VerificationError on a wrong result.
+    """
+    point = catalogue.point(kernel_id, shape, block_edge, dtype, spec=spec)
+    cp = gpu.cupy()
+    info = gpu.describe(device_index)
+    compiled = compile_kernel(point.spec, point.block_edge, point.dtype, info.arch)
+    check_device_limits(point, compiled, info)
+
+    from cuda.core import Device
+
+    Device(device_index).set_current()
+    try:
+        m = _measure(
+            cp, point, compiled, info, device_index,
+            reps=reps, warmup=warmup, max_seconds=max_seconds, flush_l2=flush_l2, baseline=baseline, seed=seed,
+        )  # fmt: skip
+    finally:
+        # CuPy's pool keeps freed blocks for reuse; over a sweep of many sizes
+        # they pile up, and the next point's free-memory check (which asks the
+        # driver) would see a full GPU. The buffers died with _measure: give
+        # their memory back.
+        cp.get_default_memory_pool().free_all_blocks()
 
     result = RunResult(
         kernel=point.spec.id,
@@ -228,26 +269,27 @@ def run(
         dynamic_smem=point.dynamic_smem,
         resources=compiled.resources,
         arch=compiled.arch,
-        timing=timing,
-        gflops=gflops(point.flops, timing.median_ms),
-        gbytes_per_s=gbytes_per_s(point.min_bytes, timing.median_ms),
-        error=error,
-        tolerance=tolerance,
+        timing=m.timing,
+        gflops=gflops(point.flops, m.timing.median_ms),
+        gbytes_per_s=gbytes_per_s(point.min_bytes, m.timing.median_ms),
+        error=m.error,
+        tolerance=m.tolerance,
         metric=point.spec.problem.metric,
         flush_l2=flush_l2,
         config=_template_config(point.spec),
         device=info.to_dict(),
         host=host_record(),
     )
-    if base_timing is not None:
-        result.baseline_name = prepared.baseline_name
-        result.baseline_timing = base_timing
-        result.baseline_gflops = gflops(point.flops, base_timing.median_ms)
-        result.baseline_gbytes_per_s = gbytes_per_s(point.min_bytes, base_timing.median_ms)
+    base = m.baseline_timing
+    if base is not None:
+        result.baseline_name = m.baseline_name
+        result.baseline_timing = base
+        result.baseline_gflops = gflops(point.flops, base.median_ms)
+        result.baseline_gbytes_per_s = gbytes_per_s(point.min_bytes, base.median_ms)
         # Same work on both sides, so the speed ratio is the inverse time ratio.
-        result.ratio_to_baseline = base_timing.median_ms / timing.median_ms
-    result.sm_clock_after_mhz = sm_clock_mhz
-    result.warnings = timing_warnings(timing, clock_events)
+        result.ratio_to_baseline = base.median_ms / m.timing.median_ms
+    result.sm_clock_after_mhz = m.sm_clock_mhz
+    result.warnings = timing_warnings(m.timing, m.clock_events)
     return result
 
 
