@@ -113,10 +113,8 @@ def check(kernel_ids: list[str] | None = None, tool: str = "memcheck", timeout: 
     cmd = [find_sanitizer(), "--tool", tool, "--print-limit", "20", "--report-api-errors", "no"]
     if tool == "racecheck":
         cmd += ["--racecheck-report", "all"]
-    if tool == "initcheck":
-        # CuPy's memory pool hands out blocks it has not written; only our own
-        # kernels' reads matter, and those read inputs the runner filled.
-        cmd += ["--track-unused-memory", "no"]
+    # initcheck runs with its defaults: unused-memory tracking is off unless
+    # asked for (`--track-unused-memory` is a flag, with no value to pass).
     cmd += [sys.executable, "-m", "gemmlab.sanitize", *points]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     output = proc.stdout + proc.stderr
