@@ -10,20 +10,20 @@ differ, and ``GEMMLAB_WRITE_DOCS=1`` rewrites the file instead.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import sqlite3
 import stat
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import ExitStack, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from gemmlab import gpu, profile, sanitize, store
-from gemmlab.cli import app
+from gemmlab.cli import run_cli
 from gemmlab.errors import NoGPUError
 from gemmlab.store import Store
 
@@ -32,7 +32,6 @@ WRITE_DOCS = os.environ.get("GEMMLAB_WRITE_DOCS") == "1"
 
 # The error line is printed with soft_wrap, so it stays whole at any width; a
 # wide terminal all the same, so that a long line is never the reason a case fails.
-TERMINAL = {"COLUMNS": "400"}
 
 
 @dataclass
@@ -179,6 +178,11 @@ SWEEP_CPU = ("sweep", "--kernels", "cpu_naive", "--sizes", "64")
 
 CASES: list[Case] = [
     Case("unknown kernel", "misspelt a kernel id", ("run", "tild", "--size", "64"), 2, "Did you mean tiled"),
+    Case("unknown command", "misspelt a command", ("rnu", "tiled"), 2, "No such command"),
+    Case("unknown option", "gave an option that does not exist", ("run", "tiled", "--sise", "64"), 2,
+         "No such option"),
+    Case("size that is not a number", "gave letters for a size", ("run", "tiled", "--size", "abc"), 2,
+         "Invalid value for '--size'"),
     Case("unknown experiment", "misspelt an experiment", ("reproduce", "poznan-grup1"), 2,
          "Did you mean poznan-group1"),
     Case("size the kernel cannot take", "asked `tiled` for a size that is not a multiple of its block edge",
@@ -260,15 +264,19 @@ def play(case: Case, tmp: Path, mp: pytest.MonkeyPatch) -> str:
         case.setup(Scene(tmp, mp, later))
         mp.chdir(tmp)
         before = snapshot(tmp)
-        result = CliRunner().invoke(app, list(case.argv), env=TERMINAL)
+        # The real entry point (not CliRunner's standalone mode), so that
+        # click's own usage errors go through gemmlab's one-line report too.
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = run_cli(list(case.argv))
         after = snapshot(tmp)
     command = "gemmlab " + " ".join(case.argv)
-    assert result.exception is None or isinstance(result.exception, SystemExit), f"{command}: {result.exception!r}"
-    assert "Traceback" not in result.output, result.output
-    assert result.exit_code == case.code, f"{command}: exit {result.exit_code}\n{result.output}"
-    assert result.stdout == "", f"{command} printed to stdout: {result.stdout!r}"
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), f"{command}: not one error line: {result.stderr!r}"
+    stdout, stderr = out.getvalue(), err.getvalue()
+    assert "Traceback" not in stdout + stderr, stdout + stderr
+    assert code == case.code, f"{command}: exit {code}\n{stdout}{stderr}"
+    assert stdout == "", f"{command} printed to stdout: {stdout!r}"
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), f"{command}: not one error line: {stderr!r}"
     assert case.needle in lines[0], lines[0]
     assert after == before, f"{command} changed files: {sorted(set(after) ^ set(before)) or 'contents or modes'}"
     return _without_tmp(lines[0], tmp)

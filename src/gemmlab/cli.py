@@ -245,8 +245,51 @@ def result_table(r: Any, config_source: str | None = None) -> Table:
     return table
 
 
+def _usage_errors() -> tuple[type[Exception], ...]:
+    """Click's usage-error class: typer >= 0.2x carries its own copy of click."""
+    found: list[type[Exception]] = []
+    try:
+        from typer._click.exceptions import UsageError as vendored
+
+        found.append(vendored)
+    except ImportError:
+        pass
+    try:
+        from click import UsageError
+
+        found.append(UsageError)
+    except ImportError:
+        pass
+    return tuple(found)
+
+
+def run_cli(args: list[str]) -> int:
+    """Run the command line ``args`` and return its exit code. Click's own
+    usage errors (an option that does not exist, `--size abc`) are printed as
+    one line like every other error, instead of a framed panel; no arguments
+    still show the help."""
+    try:
+        code = app(args, prog_name="gemmlab", standalone_mode=False)
+    except _usage_errors() as exc:
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            sys.stdout.write(ctx.get_help() + "\n")
+            return 0
+        where = f"`{ctx.command_path} --help`" if ctx is not None else "`gemmlab --help`"
+        message = exc.format_message().rstrip()
+        if not message.endswith((".", "?", "!")):
+            message += "."
+        err_console.print(f"[bold red]error:[/] {escape(message)} See {where}.", soft_wrap=True)
+        return 2
+    except (KeyboardInterrupt, typer.Abort):
+        err_console.print("interrupted; results stored so far are kept.")
+        return 130
+    return code if isinstance(code, int) else 0
+
+
 def main() -> None:
-    app()
+    """The `gemmlab` entry point."""
+    sys.exit(run_cli(sys.argv[1:]))
 
 
 # Feature commands register themselves on `app` (see gemmlab/commands/).
