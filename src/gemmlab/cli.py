@@ -78,6 +78,16 @@ def parse_shape(size: int | None, m: int | None, n: int | None, k: int | None, n
     return Shape(m, n, k)  # type: ignore[arg-type]
 
 
+# Options shared by the commands that take one point (run, profile, ...).
+KernelArg = Annotated[str, typer.Argument(help="A catalogue id (see `gemmlab kernels`).")]
+SizeOpt = Annotated[int | None, typer.Option(help="Square size N (M = N = K).")]
+MOpt = Annotated[int | None, typer.Option("--m", help="Rows of A and C.")]
+NOpt = Annotated[int | None, typer.Option("--n", help="Columns of B and C.")]
+KOpt = Annotated[int | None, typer.Option("--k", help="Columns of A, rows of B.")]
+BlockOpt = Annotated[int | None, typer.Option(help="Block edge (default: the kernel's largest documented).")]
+DtypeOpt = Annotated[str | None, typer.Option(help="float32, int32, ... (default: the kernel's first).")]
+
+
 @app.command()
 @friendly
 def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
@@ -180,13 +190,13 @@ def compile_cmd(
 @app.command()
 @friendly
 def run(
-    kernel_id: Annotated[str, typer.Argument(help="A catalogue id (see `gemmlab kernels`).")],
-    size: Annotated[int | None, typer.Option(help="Square size N (M = N = K).")] = None,
-    m: Annotated[int | None, typer.Option("--m", help="Rows of A and C.")] = None,
-    n: Annotated[int | None, typer.Option("--n", help="Columns of B and C.")] = None,
-    k: Annotated[int | None, typer.Option("--k", help="Columns of A, rows of B.")] = None,
-    block: Annotated[int | None, typer.Option(help="Block edge (default: the kernel's largest documented).")] = None,
-    dtype: Annotated[str | None, typer.Option(help="float32, int32, ... (default: the kernel's first).")] = None,
+    kernel_id: KernelArg,
+    size: SizeOpt = None,
+    m: MOpt = None,
+    n: NOpt = None,
+    k: KOpt = None,
+    block: BlockOpt = None,
+    dtype: DtypeOpt = None,
     reps: Annotated[int, typer.Option(min=1, help="Timed repetitions.")] = 20,
     flush_l2: Annotated[bool, typer.Option("--flush-l2", help="Evict the L2 cache before each repetition.")] = False,
     seed: Annotated[int | None, typer.Option(help="Random seed (default: fresh inputs).")] = None,

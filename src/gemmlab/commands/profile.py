@@ -8,20 +8,33 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gemmlab.cli import app, console, emit_json, friendly, parse_shape
+from gemmlab.cli import (
+    BlockOpt,
+    DtypeOpt,
+    KernelArg,
+    KOpt,
+    MOpt,
+    NOpt,
+    SizeOpt,
+    app,
+    console,
+    emit_json,
+    friendly,
+    parse_shape,
+)
 from gemmlab.profile import DEFAULT_TIMEOUT_S, ProfileResult
 
 
 @app.command("profile")
 @friendly
 def profile_cmd(
-    kernel_id: Annotated[str, typer.Argument(help="A catalogue id (see `gemmlab kernels`).")],
-    size: Annotated[int | None, typer.Option(help="Square size N (M = N = K).")] = None,
-    m: Annotated[int | None, typer.Option("--m", help="Rows of A and C.")] = None,
-    n: Annotated[int | None, typer.Option("--n", help="Columns of B and C.")] = None,
-    k: Annotated[int | None, typer.Option("--k", help="Columns of A, rows of B.")] = None,
-    block: Annotated[int | None, typer.Option(help="Block edge (default: the kernel's largest documented).")] = None,
-    dtype: Annotated[str | None, typer.Option(help="float32, int32, ... (default: the kernel's first).")] = None,
+    kernel_id: KernelArg,
+    size: SizeOpt = None,
+    m: MOpt = None,
+    n: NOpt = None,
+    k: KOpt = None,
+    block: BlockOpt = None,
+    dtype: DtypeOpt = None,
     timeout: Annotated[float, typer.Option(min=1, help="Seconds Nsight Compute may take.")] = DEFAULT_TIMEOUT_S,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
