@@ -7,14 +7,13 @@ Adding a kernel means writing one ``.cu`` file under ``kernels/`` and one
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 
-from gemmlab.errors import ConstraintError, UnknownName
+from gemmlab.errors import ConstraintError, UnknownName, unknown_name
 from gemmlab.problems import MATMUL, Problem
 
 Dim3 = tuple[int, int, int]
@@ -451,11 +450,7 @@ def get(kernel_id: str) -> KernelSpec:
     try:
         return _BY_ID[kernel_id]
     except KeyError:
-        close = difflib.get_close_matches(kernel_id, _BY_ID, n=3, cutoff=0.5)
-        hint = f"Did you mean {', '.join(close)}? " if close else ""
-        raise UnknownName(
-            f"Unknown kernel '{kernel_id}'.", f"{hint}`gemmlab kernels` lists all {len(_BY_ID)}."
-        ) from None
+        raise unknown_name("kernel", kernel_id, _BY_ID, f"`gemmlab kernels` lists all {len(_BY_ID)}.") from None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,9 @@ catch :class:`GemmlabError` (or a subclass) and read ``cause`` and ``fix``.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class GemmlabError(Exception):
     """Base class: a problem the user can fix, described as cause + fix."""
@@ -52,3 +55,15 @@ class StoreError(GemmlabError):
 
 class ProfilerError(GemmlabError):
     """Nsight Compute is missing or cannot read the GPU's counters."""
+
+
+def unknown_name(kind: str, name: str, known: Iterable[str], listing: str, cutoff: float = 0.5) -> UnknownName:
+    """The error for a name that is not in ``known``, suggesting the closest ones.
+
+    ``kind`` is what was looked up ("kernel", "experiment"); ``listing`` is the
+    command that shows every name.
+    """
+    known = list(known)
+    close = difflib.get_close_matches(name, known, n=3, cutoff=cutoff)
+    hint = f"Did you mean {', '.join(close)}? " if close else ""
+    return UnknownName(f"Unknown {kind} '{name}'.", f"{hint}{listing}")

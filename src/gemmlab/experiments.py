@@ -26,13 +26,12 @@ cpu_naive at 1024 (3.8 s a call).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from gemmlab import catalogue, cpu
 from gemmlab.catalogue import Shape
-from gemmlab.errors import GemmlabError, NoGPUError, ProfilerError, UnknownName
+from gemmlab.errors import GemmlabError, NoGPUError, ProfilerError, UnknownName, unknown_name
 from gemmlab.store import Store
 from gemmlab.sweep import E2E, SweepPoint, SweepSummary, plan, sweep
 
@@ -227,11 +226,8 @@ def get(name: str) -> Experiment:
     try:
         return _BY_NAME[name]
     except KeyError:
-        close = difflib.get_close_matches(name, _BY_NAME, n=3, cutoff=0.4)
-        hint = f"Did you mean {', '.join(close)}? " if close else ""
-        raise UnknownName(
-            f"Unknown experiment '{name}'.", f"{hint}`gemmlab reproduce --list` shows all {len(_BY_NAME)}."
-        ) from None
+        listing = f"`gemmlab reproduce --list` shows all {len(_BY_NAME)}."
+        raise unknown_name("experiment", name, _BY_NAME, listing, cutoff=0.4) from None
 
 
 def select(requested: Sequence[str] | None) -> list[Experiment]:
