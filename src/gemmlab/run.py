@@ -20,6 +20,9 @@ from gemmlab.timing import WIDE_SPREAD, Timing, gbytes_per_s, gflops, planned_re
 
 # Leave this much device memory free for CuPy's pool, cuBLAS workspace and the driver.
 MEMORY_HEADROOM = 512 * 2**20
+# Shared memory (static + dynamic) a block may use without the kernel opting in
+# to more, on every architecture; check_device_limits checks the opt-in maximum.
+DEFAULT_SMEM_PER_BLOCK = 48 * 1024
 # Below this median a kernel's time is of the order of launch overhead; it is
 # then timed again by replaying a CUDA graph of GRAPH_LAUNCHES launches.
 SHORT_KERNEL_MS = 0.02
@@ -112,6 +115,33 @@ def check_device_limits(point: Point, compiled: CompiledKernel, info: gpu.Device
         )
 
 
+def allow_dynamic_smem(kernel: Any, static_bytes: int, dynamic_bytes: int, device_index: int) -> None:
+    """Let ``kernel`` (a cuda.core Kernel) launch with ``dynamic_bytes`` of dynamic
+    shared memory when static + dynamic is over the 48 KB a launch gets by default:
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, which the driver requires
+    before such a launch. cuda.core loads cubins through the library API, so the
+    handle is a CUkernel (cuKernelSetAttribute, per device); a CUfunction handle
+    takes cuFuncSetAttribute. Raises DeviceLimitError when the driver refuses."""
+    if dynamic_bytes <= 0 or static_bytes + dynamic_bytes <= DEFAULT_SMEM_PER_BLOCK:
+        return
+    from cuda.bindings import driver
+
+    attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    handle = kernel.handle
+    if isinstance(handle, driver.CUfunction):
+        (status,) = driver.cuFuncSetAttribute(handle, attribute, dynamic_bytes)
+    else:
+        status, device = driver.cuDeviceGet(device_index)
+        if status == driver.CUresult.CUDA_SUCCESS:
+            (status,) = driver.cuKernelSetAttribute(attribute, dynamic_bytes, driver.CUkernel(int(handle)), device)
+    if status != driver.CUresult.CUDA_SUCCESS:
+        raise DeviceLimitError(
+            f"the driver refused {dynamic_bytes} bytes of dynamic shared memory (+ {static_bytes} static) for "
+            f"this kernel: {status.name}.",
+            "Use a configuration with less shared memory (fewer stages or a smaller tile).",
+        )
+
+
 def _time(cp: Any, stream: Any, fn: Any, reps: int, flush: Any | None) -> list[float]:
     samples = []
     start, end = cp.cuda.Event(), cp.cuda.Event()
@@ -186,6 +216,7 @@ def _measure(
             rng = cp.random.default_rng(seed)
             prepared = point.spec.problem.prepare(cp, point, rng)
             kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
+            allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, device_index)
             config = LaunchConfig(grid=point.grid, block=point.block, shmem_size=point.dynamic_smem)
             launch = _Launcher(kernel, config, Stream.from_handle(cp_stream.ptr), prepared.args)
             flush = _l2_flusher(cp, info) if flush_l2 else None

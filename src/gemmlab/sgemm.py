@@ -46,6 +46,11 @@ ALPHA = 1.5
 BETA = -0.75
 # Static shared memory a block may declare without cuFuncSetAttribute (all CCs >= 2.0).
 MAX_STATIC_SMEM = 48 * 1024
+# Dynamic shared memory a block may use once the kernel opts in
+# (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, set by gemmlab.run): the
+# sm_90 limit (227 KB); gemmlab.run.check_device_limits refuses more than a
+# smaller GPU allows (163 KB on sm_80) before any launch.
+MAX_DYNAMIC_SMEM = 227 * 1024
 MAX_THREADS = 1024
 MAX_THREADS_PER_SM = 2048  # sm_80 and sm_90
 REGS_PER_SM = 65536
@@ -193,7 +198,7 @@ class Rung:
     summary: str
     params: tuple[str, ...]  # the template parameters after the dtype, in order
     default: tuple[int, ...]
-    choices: tuple[tuple[int, ...], ...]  # per parameter, what configs() enumerates
+    choices: tuple[tuple[int, ...], ...]  # per parameter, what configs() enumerates (unless search is given)
     threads: Callable[[Config], int]
     tile: Callable[[Config], tuple[int, int]]  # rows x columns of C per block
     outputs: Callable[[Config], int]  # outputs (accumulators) per thread
@@ -202,6 +207,12 @@ class Rung:
     cgma: Callable[[Config], float]
     rules: Callable[[Config], list[str]] = lambda c: []
     square_block: bool = False  # block (x, y) = tile's (columns, rows); else (threads, 1, 1)
+    # The most accumulators a thread may hold (a rung built for one block per SM takes more).
+    max_accumulators: int = MAX_ACCUMULATORS
+    # smem_bytes is the launch's dynamic shared memory (up to MAX_DYNAMIC_SMEM), not static.
+    dynamic_smem: bool = False
+    # The configurations configs() tries, when not the product of choices.
+    search: tuple[tuple[int, ...], ...] = ()
 
     def config(self, values: tuple[int, ...] | None = None) -> Config:
         return dict(zip(self.params, values or self.default, strict=True))
@@ -212,17 +223,18 @@ class Rung:
         min_blocks = c.get("MIN_BLOCKS", 1)
         found = _needs(threads % 32 == 0 and 32 <= threads <= MAX_THREADS,
                        f"{threads} threads per block: must be a multiple of 32 from 32 to {MAX_THREADS}")  # fmt: skip
+        smem_kind, smem_limit = ("dynamic", MAX_DYNAMIC_SMEM) if self.dynamic_smem else ("static", MAX_STATIC_SMEM)
         found += _needs(
-            self.smem_bytes(c) <= MAX_STATIC_SMEM,
-            f"{self.smem_bytes(c)} bytes of static shared memory, over {MAX_STATIC_SMEM}",
+            self.smem_bytes(c) <= smem_limit,
+            f"{self.smem_bytes(c)} bytes of {smem_kind} shared memory, over {smem_limit}",
         )
         found += _needs(
             1 <= min_blocks and threads * min_blocks <= MAX_THREADS_PER_SM,
             f"MIN_BLOCKS = {min_blocks} blocks of {threads} threads do not fit an SM ({MAX_THREADS_PER_SM})",
         )
         found += _needs(
-            self.outputs(c) <= MAX_ACCUMULATORS,
-            f"{self.outputs(c)} outputs per thread, over {MAX_ACCUMULATORS} (registers)",
+            self.outputs(c) <= self.max_accumulators,
+            f"{self.outputs(c)} outputs per thread, over {self.max_accumulators} (registers)",
         )
         budget = min(MAX_REGS_PER_THREAD, REGS_PER_SM // max(1, threads * min_blocks))
         need = self.outputs(c) + self.fragments(c) + REG_OVERHEAD
@@ -243,6 +255,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     # one grid row per GROUP_M rows of tiles (see 10_swizzle_l2.cu).
     group = c.get("GROUP_M", 1)
     grid = lambda s, b: (_cdiv(s.n, cols) * group, _cdiv(_cdiv(s.m, rows), group), 1)
+    dynamic_elems = rung.smem_bytes(c) // 4 if rung.dynamic_smem else 0
     return KernelSpec(
         id=rung.id,
         source=f"sgemm/{rung.source}",
@@ -254,6 +267,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         grid=grid,
         block=lambda s, b: block,
         constraints=(_grid_rows_fit(rows * group),),
+        dynamic_smem_elems=lambda s, b: dynamic_elems,
         # Inputs once, C read once (beta != 0) and written once.
         min_elems_moved=lambda s: s.m * s.k + s.k * s.n + 2 * s.m * s.n,
         cgma=lambda s, b: cgma,
@@ -452,7 +466,57 @@ RUNGS: tuple[Rung, ...] = (
     ),
 )
 
-_RUNGS = {r.id: r for r in RUNGS}
+
+def _large_tile_rules(c: Config) -> list[str]:
+    return (
+        _warp_rules(c)
+        + _swizzle_rules(c)
+        + _vector_rules(c)
+        + _blocktile_rules(c, _warp_threads(c), 4)
+        + _needs(c["STAGES"] >= 2, "STAGES must be at least 2")
+        + _needs(c["BK"] % 2 == 0, "BK must be even (the two fragment buffers alternate)")
+    )
+
+
+# Rungs written after the newest stored benchmark (benchmarks/results/*_sgemm.json,
+# which docs/sgemm-ladder.md and tests/test_worklog.py hold the catalogue to).
+# rung(), configs() and variant() know them, and gemmlab.run.run(kernel_id,
+# shape, spec=variant(kernel_id, {})) runs them (benchmarks/scripts/sgemm_next.py);
+# they move into RUNGS, and with it into the catalogue, in the change that stores
+# a benchmark measuring them.
+CANDIDATE_RUNGS: tuple[Rung, ...] = (
+    Rung(
+        id="sgemm_large_tile",
+        source="11_large_tile.cu",
+        summary="one block per SM (MIN_BLOCKS = 1): 128 x 256 block tile, 16 x 8 outputs per thread, "
+        "next k-slice's fragments loaded while the current one is used",
+        params=("BM", "BN", "BK", "WM", "WN", "STAGES", "MIN_BLOCKS"),
+        default=(128, 256, 16, 64, 64, 3, 1),
+        choices=((128, 256), (128, 256), (8, 16), (32, 64), (64, 128), (2, 3, 4), (1,)),
+        # Each differs from the default in one thing: the tile's orientation, the
+        # ring's depth (2 and 3 stages of BK = 16 fit in 48 KB without the opt-in,
+        # as do 4 of BK = 8), and the warp's shape (8 x 16 per thread).
+        search=(
+            (256, 128, 16, 64, 64, 3, 1),
+            (128, 256, 16, 64, 64, 2, 1),
+            (128, 256, 16, 64, 64, 4, 1),
+            (128, 256, 8, 64, 64, 4, 1),
+            (128, 256, 16, 32, 128, 3, 1),
+        ),
+        threads=_warp_threads,
+        tile=lambda c: (c["BM"], c["BN"]),
+        outputs=lambda c: c["WM"] * c["WN"] // 32,
+        # Two buffers of fragments: the slice in use and the next one.
+        fragments=lambda c: 2 * (c["WM"] // 4 + c["WN"] // 8),
+        smem_bytes=lambda c: 4 * c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]),
+        cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 1, 4),
+        rules=_large_tile_rules,
+        max_accumulators=128,
+        dynamic_smem=True,
+    ),
+)
+
+_RUNGS = {r.id: r for r in (*RUNGS, *CANDIDATE_RUNGS)}
 SGEMM_KERNELS: tuple[KernelSpec, ...] = tuple(_spec(r, r.config()) for r in RUNGS)
 
 
@@ -480,7 +544,7 @@ def configs(kernel_id: str) -> list[Config]:
     default first."""
     r = rung(kernel_id)
     found = [r.config()]
-    for values in itertools.product(*r.choices):
+    for values in r.search or itertools.product(*r.choices):
         c = r.config(values)
         if c not in found and not r.violations(c):
             found.append(c)
