@@ -252,7 +252,10 @@ class Store:
                     f"to v{SCHEMA_VERSION}).",
                     "Upgrade gemmlab, or give --db another file; this one is left as it is.",
                 )
-            if version == 0 and self._tables():
+            # Tables with no version may also be another gemmlab creating this
+            # file right now (it writes its tables and the version in one
+            # commit): read the version again before calling the file foreign.
+            if version == 0 and self._tables() and self.schema_version == 0:
                 raise StoreError(
                     f"{self.path} is an SQLite database, but not one of gemmlab's (it has tables of its own).",
                     "Give --db another path; gemmlab does not write into other programs' databases.",
