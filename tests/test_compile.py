@@ -68,3 +68,12 @@ def test_normalise_arch(given: str, want: str) -> None:
 def test_bad_arch() -> None:
     with pytest.raises(UnknownName, match="not a GPU architecture"):
         normalise_arch("hopper")
+
+
+def test_local_headers_are_inlined_into_the_source() -> None:
+    """The cp.async rungs share one header; NVRTC gets one self-contained text."""
+    text = catalogue.get("sgemm_multistage").source_text()
+    assert '#include "' not in text
+    assert "void cp_async16(" in text
+    assert text.count("void cp_async16(") == 1
+    assert "sgemm_multistage(" in text

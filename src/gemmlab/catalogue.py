@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import math
+import posixpath
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -153,7 +155,8 @@ class KernelSpec:
         return f"{self.function}<{self.template_args(dtype, block_edge)}>"
 
     def source_text(self) -> str:
-        return resources.files("gemmlab").joinpath("kernels", self.source).read_text()
+        """The kernel's CUDA source with its local headers inlined."""
+        return kernel_source(self.source)
 
     def default_block_edge(self) -> int:
         return max(self.block_edges) if self.block_edges else 0
@@ -203,6 +206,30 @@ class KernelSpec:
             raise ConstraintError(
                 f"{self.id} cannot run {shape} (block edge {block_edge}): {'; '.join(problems)}.", fix
             )
+
+
+_LOCAL_INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.MULTILINE)
+
+
+def kernel_source(relative: str, _seen: frozenset[str] = frozenset()) -> str:
+    """The text of ``kernels/<relative>`` with every ``#include "file"`` (a path
+    relative to that file) replaced by the file's own text; a file is never
+    inlined into itself, directly or through another.
+
+    NVRTC gets one self-contained string, so what a kernel shares with its
+    neighbours lives in one header and the compile cache, keyed by this text,
+    sees a change to the header as well.
+    """
+    folder = posixpath.dirname(relative)
+    text = resources.files("gemmlab").joinpath("kernels", relative).read_text()
+
+    def inline(match: re.Match) -> str:
+        name = posixpath.normpath(posixpath.join(folder, match.group(1)))
+        if name in _seen:
+            return ""
+        return kernel_source(name, _seen | {relative, name})
+
+    return _LOCAL_INCLUDE.sub(inline, text)
 
 
 def _edge(b: int) -> int:

@@ -1,0 +1,158 @@
+// Shared by the cp.async rungs (sgemm_double_buffer, sgemm_multistage,
+// sgemm_swizzle_l2): the cp.async wrappers, the guarded alpha/beta store, the
+// swizzle of the transposed A tile, the tile loader and the warp-tile compute.
+// Each rung's own file holds only its pipeline (or block order), so a diff
+// between neighbours still shows one idea. gemmlab inlines this file into the
+// rung's source before NVRTC sees it (KernelSpec.source_text), so it is part of
+// the compile-cache key.
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// cp.async needs compute capability 8.0. Compiled for an older GPU, the same
+// helpers copy synchronously (through a register), which keeps the kernel
+// correct there, without the overlap.
+
+// Copy 4 bytes global -> shared, or write 4 zero bytes when !valid (src is then not read).
+__device__ __forceinline__ void cp_async4(void* dst, const void* src, bool valid) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_address(dst)), "l"(src),
+                 "r"(valid ? 4 : 0) : "memory");
+#else
+    *static_cast<float*>(dst) = valid ? *static_cast<const float*>(src) : 0.f;
+#endif
+}
+
+// Copy 16 bytes global -> shared (both 16-byte aligned), or zero-fill when !valid.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(dst)), "l"(src),
+                 "r"(valid ? 16 : 0) : "memory");
+#else
+    *static_cast<float4*>(dst) = valid ? *static_cast<const float4*>(src) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+}
+
+// Close the group of copies issued so far by this thread.
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Wait until at most PENDING of this thread's groups are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+#endif
+}
+
+// c_out[row][col .. col+3] = alpha * v + beta * c_in[row][col .. col+3], the
+// parts inside the m x n matrix only; c_in is not read when beta == 0.
+__device__ __forceinline__ void store4(const float* c_in, float* c_out, int row, int col, int m, int n,
+                                       float4 v, float alpha, float beta, bool vec) {
+    if (row >= m || col >= n) {
+        return;
+    }
+    const int idx = row * n + col;
+    float r[4] = {alpha * v.x, alpha * v.y, alpha * v.z, alpha * v.w};
+    if (vec) {
+        if (beta != 0.f) {
+            const float4 old = *reinterpret_cast<const float4*>(c_in + idx);
+            r[0] += beta * old.x;
+            r[1] += beta * old.y;
+            r[2] += beta * old.z;
+            r[3] += beta * old.w;
+        }
+        *reinterpret_cast<float4*>(c_out + idx) = make_float4(r[0], r[1], r[2], r[3]);
+        return;
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        if (col + q < n) {
+            c_out[idx + q] = beta == 0.f ? r[q] : r[q] + beta * c_in[idx + q];
+        }
+    }
+}
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
+}
+
+// The XOR that spreads a float4 load's column groups over distinct banks (see
+// sgemm_swizzled). Needs BK in {4, 8, 16, 32} and BM a multiple of 32, so
+// that the result stays a multiple of 4 and inside the row.
+template <int BK>
+__device__ __forceinline__ int a_swizzle(int c) {
+    static_assert(BK == 4 || BK == 8 || BK == 16 || BK == 32, "a_swizzle needs BK in {4, 8, 16, 32}");
+    return (c / 4) * (128 / BK);
+}
+
+// Issue the copies of the BM x BK tile of A at (row0, k0) into a_tile (BK x BM,
+// transposed and swizzled) and of the BK x BN tile of B at (k0, col0) into
+// b_tile. Every thread copies A_VECS / THREADS groups of 4 elements of A and
+// B_VECS / THREADS of B.
+template <int BM, int BN, int BK, int THREADS>
+__device__ __forceinline__ void load_tiles(float (*a_tile)[BM], float (*b_tile)[BN], const float* __restrict__ a,
+                                           const float* __restrict__ b, int row0, int col0, int k0, int m,
+                                           int n, int k, bool b_vec, int tid) {
+    constexpr int A_VECS = BM * BK / 4, B_VECS = BK * BN / 4;
+#pragma unroll
+    for (int p = 0; p < A_VECS / THREADS; ++p) {
+        const int f = tid + p * THREADS;
+        const int r = f / (BK / 4), c = (f % (BK / 4)) * 4;
+        const int row = row0 + r, rs = r ^ a_swizzle<BK>(c);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const bool valid = row < m && k0 + c + q < k;
+            cp_async4(&a_tile[c + q][rs], a + (valid ? row * k + k0 + c + q : 0), valid);
+        }
+    }
+#pragma unroll
+    for (int p = 0; p < B_VECS / THREADS; ++p) {
+        const int f = tid + p * THREADS;
+        const int r = f / (BN / 4), c = (f % (BN / 4)) * 4;
+        const int row = k0 + r, col = col0 + c;
+        if (b_vec) {
+            const bool valid = row < k && col < n;  // n % 4 == 0: the whole float4 is inside
+            cp_async16(&b_tile[r][c], b + (valid ? row * n + col : 0), valid);
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const bool valid = row < k && col + q < n;
+                cp_async4(&b_tile[r][c + q], b + (valid ? row * n + col + q : 0), valid);
+            }
+        }
+    }
+}
+
+// One tile's worth of FFMAs: acc += a_tile^T . b_tile over the warp's tile.
+template <int BM, int BN, int BK, int M_SUB, int N_SUB>
+__device__ __forceinline__ void compute_tile(const float (*a_tile)[BM], const float (*b_tile)[BN],
+                                             float (&acc)[M_SUB * 4][N_SUB * 4], int wrow, int wcol, int lrow,
+                                             int lcol) {
+    float a_frag[M_SUB * 4], b_frag[N_SUB * 4];
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+#pragma unroll
+        for (int s = 0; s < M_SUB; ++s) {
+            const int r = (wrow + s * 16 + lrow) ^ a_swizzle<BK>(kk);
+            const float4 v = *reinterpret_cast<const float4*>(&a_tile[kk][r]);
+            a_frag[4 * s] = v.x, a_frag[4 * s + 1] = v.y, a_frag[4 * s + 2] = v.z, a_frag[4 * s + 3] = v.w;
+        }
+#pragma unroll
+        for (int s = 0; s < N_SUB; ++s) {
+            const float4 v = *reinterpret_cast<const float4*>(&b_tile[kk][wcol + s * 32 + lcol]);
+            b_frag[4 * s] = v.x, b_frag[4 * s + 1] = v.y, b_frag[4 * s + 2] = v.z, b_frag[4 * s + 3] = v.w;
+        }
+#pragma unroll
+        for (int i = 0; i < M_SUB * 4; ++i) {
+#pragma unroll
+            for (int j = 0; j < N_SUB * 4; ++j) {
+                acc[i][j] += a_frag[i] * b_frag[j];
+            }
+        }
+    }
+}
