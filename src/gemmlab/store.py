@@ -39,6 +39,7 @@ import os
 import socket
 import sqlite3
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -262,11 +263,26 @@ class Store:
                 )
             if readonly:
                 return
-            if self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._switch_to_wal()
             self._conn.execute("PRAGMA foreign_keys = ON")
             if version < SCHEMA_VERSION:
                 self._migrate()
+
+    def _switch_to_wal(self) -> None:
+        """Put the file in WAL mode. When two processes do this to a new file at
+        once, SQLite can answer "locked" at once instead of waiting for
+        busy_timeout (the switch needs the file to itself), so retry until the
+        timeout; anything else is raised as it is."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                if self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self._conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _migrate(self) -> None:
         with self._transaction() as conn:
