@@ -1,5 +1,6 @@
 // Shared by the cp.async rungs (sgemm_double_buffer, sgemm_multistage,
-// sgemm_swizzle_l2): the cp.async wrappers, the guarded alpha/beta store, the
+// sgemm_swizzle_l2, and the candidate sgemm_large_tile, which uses all but
+// compute_tile): the cp.async wrappers, the guarded alpha/beta store, the
 // swizzle of the transposed A tile, the tile loader and the warp-tile compute.
 // Each rung's own file holds only its pipeline (or block order), so a diff
 // between neighbours still shows one idea. gemmlab inlines this file into the
@@ -49,37 +50,7 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
-// c_out[row][col .. col+3] = alpha * v + beta * c_in[row][col .. col+3], the
-// parts inside the m x n matrix only; c_in is not read when beta == 0.
-__device__ __forceinline__ void store4(const float* c_in, float* c_out, int row, int col, int m, int n,
-                                       float4 v, float alpha, float beta, bool vec) {
-    if (row >= m || col >= n) {
-        return;
-    }
-    const int idx = row * n + col;
-    float r[4] = {alpha * v.x, alpha * v.y, alpha * v.z, alpha * v.w};
-    if (vec) {
-        if (beta != 0.f) {
-            const float4 old = *reinterpret_cast<const float4*>(c_in + idx);
-            r[0] += beta * old.x;
-            r[1] += beta * old.y;
-            r[2] += beta * old.z;
-            r[3] += beta * old.w;
-        }
-        *reinterpret_cast<float4*>(c_out + idx) = make_float4(r[0], r[1], r[2], r[3]);
-        return;
-    }
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        if (col + q < n) {
-            c_out[idx + q] = beta == 0.f ? r[q] : r[q] + beta * c_in[idx + q];
-        }
-    }
-}
-
-__device__ __forceinline__ bool aligned16(const void* p) {
-    return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
-}
+#include "vec4_io.cuh"
 
 // The XOR that spreads a float4 load's column groups over distinct banks (see
 // sgemm_swizzled). Needs BK in {4, 8, 16, 32} and BM a multiple of 32, so
