@@ -56,6 +56,9 @@ def test_size_the_kernel_cannot_take() -> None:
 def test_missing_size() -> None:
     assert_clean_error(invoke("run", "tiled"), 2, "A size is needed")
     assert_clean_error(invoke("run", "tiled", "--size", "64", "--m", "3"), 2, "not both")
+    # Every product needs K, not only the documents' matmul (K = 1 was once taken silently).
+    for kernel_id in ("sgemm_multistage", "tc_persistent"):
+        assert_clean_error(invoke("run", kernel_id, "--m", "64", "--n", "64"), 2, "A size is needed")
 
 
 def test_negative_size() -> None:

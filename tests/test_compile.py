@@ -26,6 +26,8 @@ def test_parse_ptxas_log() -> None:
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 @pytest.mark.parametrize("spec", catalogue.CATALOGUE, ids=lambda s: s.id)
 def test_every_kernel_compiles_without_spills(spec: catalogue.KernelSpec, arch: str) -> None:
+    if spec.archs and arch not in spec.archs:
+        pytest.skip(f"{spec.id} is built for {', '.join(spec.archs)} only (tests/test_tensor.py checks the refusal)")
     for edge in spec.block_edges or (0,):
         for dtype in spec.dtypes:
             compiled = compile_kernel(spec, edge, dtype, arch)

@@ -18,7 +18,7 @@ from gemmlab.catalogue import KernelSpec, Shape
 from gemmlab.cli import app
 from gemmlab.compile import Resources
 from gemmlab.errors import CompileError, GemmlabError, StoreError, UnknownName, VerificationError
-from gemmlab.run import RunResult, _template_config
+from gemmlab.run import RunResult
 from gemmlab.store import Store
 from gemmlab.timing import Timing, gflops
 
@@ -309,9 +309,9 @@ def test_a_tuned_spec_goes_through_point_and_names_its_config() -> None:
     variant = sgemm.variant(KERNEL, FASTEST_GOOD)
     point = catalogue.point(KERNEL, Shape.square(1024), spec=variant)
     assert point.spec is variant
-    assert _template_config(variant) == FASTEST_GOOD
-    assert _template_config(catalogue.get(KERNEL)) == sgemm.default_config(KERNEL)
-    assert _template_config(catalogue.get("tiled")) is None
+    assert variant.config == FASTEST_GOOD
+    assert catalogue.get(KERNEL).config == sgemm.default_config(KERNEL)
+    assert catalogue.get("tiled").config is None
 
 
 # -- the command line -------------------------------------------------------------

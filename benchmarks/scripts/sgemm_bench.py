@@ -17,15 +17,8 @@ from __future__ import annotations
 
 import argparse
 import collections
-import glob
 import json
-import os
-import re
-import shutil
-import subprocess
 import sys
-import sysconfig
-import tempfile
 import time
 
 from gemmlab import gpu
@@ -33,61 +26,15 @@ from gemmlab.catalogue import Shape
 from gemmlab.compile import compile_kernel
 from gemmlab.errors import GemmlabError
 from gemmlab.run import run
+from gemmlab.sass import find_tool, sass_opcodes, tensor_core_ops, total
 from gemmlab.sgemm import SGEMM_KERNELS, config_of
 
 SHAPES = [Shape.square(n) for n in (2048, 4096, 8192, 4095, 4097)] + [Shape(8192, 8192, 1024), Shape(4096, 1024, 8192)]
 QUICK_SHAPES = [Shape.square(4096)]
-# A SASS line: "/*0a70*/   @!P0 FFMA R1, R2, R3, R4 ;". Lines predicated on !PT never run.
-_SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?P<pred>@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_.]*)")
-
-
-def find_tool(name: str) -> str | None:
-    """A CUDA binary on PATH, in /usr/local/cuda, or in an nvidia-* wheel."""
-    found = shutil.which(name)
-    if found:
-        return found
-    roots = ["/usr/local/cuda/bin", sysconfig.get_paths()["purelib"] + "/nvidia/*/bin"]
-    for root in roots:
-        for candidate in glob.glob(os.path.join(root, name)):
-            if os.access(candidate, os.X_OK):
-                return candidate
-    return None
-
-
-def sass_opcodes(cubin: bytes, cuobjdump: str) -> collections.Counter:
-    """Executed-or-not opcode counts of a cubin's SASS (static, not dynamic, counts)."""
-    env = dict(os.environ)
-    nvdisasm = find_tool("nvdisasm")
-    if nvdisasm:  # cuobjdump calls nvdisasm to print SASS
-        env.setdefault("NVDISASM_PATH", os.path.dirname(nvdisasm))
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        out = subprocess.run([cuobjdump, "--dump-sass", f.name], capture_output=True, text=True, env=env, check=True)
-    ops: collections.Counter = collections.Counter()
-    for line in out.stdout.splitlines():
-        m = _SASS_LINE.match(line)
-        if m and (m["pred"] or "").strip() != "@!PT":
-            ops[m["op"]] += 1
-    return ops
-
-
 def sass_summary(ops: collections.Counter) -> dict:
-    def total(prefix: str) -> int:
-        return sum(v for k, v in ops.items() if k.split(".")[0] == prefix)
-
-    # Tensor-core instructions end in MMA (HMMA, HGMMA, IMMA, DMMA, UTCHMMA, ...);
-    # HFMA2.MMA is a plain move idiom and is not one of them.
-    tensor = {k: v for k, v in ops.items() if k.split(".")[0].endswith("MMA")}
     return {
-        "ffma": total("FFMA"),
-        "lds": total("LDS"),
-        "sts": total("STS"),
-        "ldg": total("LDG"),
-        "ldgsts": total("LDGSTS"),
-        "stg": total("STG"),
-        "bar": total("BAR"),
-        "tensor_core": tensor,
+        **{name.lower(): total(ops, name) for name in ("FFMA", "LDS", "STS", "LDG", "LDGSTS", "STG", "BAR")},
+        "tensor_core": tensor_core_ops(ops),
         "opcodes": dict(ops.most_common()),
     }
 
@@ -103,7 +50,7 @@ def dump_sass(arch: str) -> dict:
           f"{'LDGSTS':>6s} {'BAR':>3s}  tensor-core")  # fmt: skip
     for spec in SGEMM_KERNELS:
         compiled = compile_kernel(spec, 0, "float32", arch)
-        summary = sass_summary(sass_opcodes(compiled.cubin, cuobjdump))
+        summary = sass_summary(sass_opcodes(compiled.cubin))
         summary.update(config=config_of(spec), registers=compiled.resources.registers,
                        smem_bytes=compiled.resources.smem_bytes)  # fmt: skip
         found[spec.id] = summary

@@ -15,13 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 
-from gemmlab.errors import ConstraintError, UnknownName, unknown_name
+from gemmlab.errors import ConstraintError, DeviceLimitError, UnknownName, unknown_name
 from gemmlab.problems import MATMUL, Problem
 
 Dim3 = tuple[int, int, int]
 
-DTYPE_CTYPES = {"float32": "float", "float64": "double", "int32": "int"}
-DTYPE_ITEMSIZE = {"float32": 4, "float64": 8, "int32": 4}
+# The tensor-core types name tag structs of kernels/tensor/tc_common.cuh: bf16
+# and fp16 are stored as 16-bit patterns, tf32 as ordinary float32.
+DTYPE_CTYPES = {
+    "float32": "float", "float64": "double", "int32": "int",
+    "bfloat16": "gl_bf16", "float16": "gl_fp16", "tf32": "gl_tf32",
+}  # fmt: skip
+DTYPE_ITEMSIZE = {"float32": 4, "float64": 8, "int32": 4, "bfloat16": 2, "float16": 2, "tf32": 4}
 
 # Kernels index with 32-bit ints; keep every matrix below 2^31 elements.
 MAX_INDEX = 2**31 - 1
@@ -139,6 +144,70 @@ class KernelSpec:
     # order after the dtype and the block edge (after the dtype alone when
     # templated_on_edge is False). One catalogue entry is one instantiation.
     template_extra: tuple[int, ...] = ()
+    # Their names, in the same order (a tunable kernel's configuration).
+    template_params: tuple[str, ...] = ()
+    # Dynamic shared memory in bytes, when it is not dynamic_smem_elems
+    # elements of the dtype (stages plus barriers, say); gets the dtype too.
+    dynamic_smem_bytes: Callable[[Shape, int, str], int] | None = None
+    # The only architectures the kernel compiles for, when it uses
+    # architecture-specific instructions (wgmma, setmaxnreg: ("sm_90a",)).
+    archs: tuple[str, ...] = ()
+    # The oldest compute capability it runs on (mma.sync with bf16, cp.async: (8, 0)).
+    min_cc: tuple[int, int] = (0, 0)
+    # When non-zero: K x the element size must be a multiple of this many bytes
+    # (rows of A and B copied in 16-byte pieces, or described by a TMA tensor map).
+    k_bytes_multiple: int = 0
+    # Blocks per cluster (x, y, z), for kernels launched in thread-block clusters.
+    cluster: Dim3 | None = None
+    # A persistent kernel's grid counts its blocks' work (tiles, say); the
+    # runner launches at most as many blocks (or clusters) as the device holds
+    # at once, and the kernel's blocks loop over the rest. A block that only
+    # starts when another ends would otherwise do its whole share late.
+    persistent: bool = False
+    # SASS opcodes the kernel claims to use (HMMA, HGMMA, UTMALDG, ...): the
+    # harness checks its cubin for each.
+    sass: tuple[str, ...] = ()
+
+    @property
+    def config(self) -> dict[str, int] | None:
+        """The named template parameters, or None for a kernel without them."""
+        if not self.template_params:
+            return None
+        return dict(zip(self.template_params, self.template_extra, strict=True))
+
+    def compile_arch(self, device_arch: str) -> str:
+        """The architecture to compile for on a GPU (or target) ``device_arch``
+        (sm_XY, or its sm_XYa variant), or DeviceLimitError when the kernel
+        cannot run there."""
+        plain = device_arch.rstrip("af")
+        if self.archs:
+            for arch in self.archs:
+                if arch.rstrip("af") == plain:
+                    return arch
+            raise DeviceLimitError(
+                f"{self.id} uses instructions of {' and '.join(self.archs)} only; the target is {device_arch}.",
+                "Use a kernel without architecture-specific instructions (`gemmlab kernels` lists them).",
+            )
+        digits = plain[3:]
+        if digits.isdigit() and (int(digits[:-1]), int(digits[-1])) < self.min_cc:
+            raise DeviceLimitError(
+                f"{self.id} needs compute capability {self.min_cc[0]}.{self.min_cc[1]} or newer; the target is "
+                f"{device_arch}.",
+                "Use a kernel for older GPUs (`gemmlab kernels` lists them).",
+            )
+        return device_arch
+
+    @property
+    def needs(self) -> list[str]:
+        """Every requirement, in words: shape constraints, K's row pieces, architectures."""
+        found = [c.description for c in self.constraints]
+        if self.k_bytes_multiple:
+            found.append(f"K x element size a multiple of {self.k_bytes_multiple} bytes")
+        if self.archs:
+            found.append(f"{' or '.join(self.archs)} only")
+        elif self.min_cc > (0, 0):
+            found.append(f"compute capability {self.min_cc[0]}.{self.min_cc[1]}+")
+        return found
 
     @property
     def takes_block_edge(self) -> bool:
@@ -186,6 +255,13 @@ class KernelSpec:
             if n_elems > MAX_INDEX:
                 found.append(f"{what} has {n_elems} elements, over the 2^31 - 1 that 32-bit indexing allows")
         found.extend(v for c in self.constraints if (v := c.violation(shape, block_edge)))
+        if self.k_bytes_multiple and dtype in DTYPE_ITEMSIZE:
+            per_piece = max(1, self.k_bytes_multiple // DTYPE_ITEMSIZE[dtype])
+            if shape.k % per_piece:
+                found.append(
+                    f"K = {shape.k} is not a multiple of {per_piece}: rows of A and B ({dtype}) must be whole "
+                    f"{self.k_bytes_multiple}-byte pieces"
+                )
         return found
 
     def check(self, shape: Shape, block_edge: int, dtype: str) -> None:
@@ -442,7 +518,11 @@ DOC_MATMUL: tuple[KernelSpec, ...] = (
 
 
 # The kernel families beyond the documents: (module, the tuple of specs it exports).
-_FAMILY_MODULES = (("gemmlab.memory", "MEMORY_KERNELS"), ("gemmlab.sgemm", "SGEMM_KERNELS"))
+_FAMILY_MODULES = (
+    ("gemmlab.memory", "MEMORY_KERNELS"),
+    ("gemmlab.sgemm", "SGEMM_KERNELS"),
+    ("gemmlab.tensor", "TENSOR_KERNELS"),
+)
 
 
 def _all_kernels() -> tuple[KernelSpec, ...]:
@@ -503,6 +583,8 @@ class Point:
 
     @property
     def dynamic_smem(self) -> int:
+        if self.spec.dynamic_smem_bytes is not None:
+            return self.spec.dynamic_smem_bytes(self.shape, self.block_edge, self.dtype)
         return self.spec.dynamic_smem_elems(self.shape, self.block_edge) * self.itemsize
 
     @property

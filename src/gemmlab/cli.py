@@ -126,7 +126,7 @@ def kernels(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
             "source": s.source,
             "block_edges": list(s.block_edges),
             "dtypes": list(s.dtypes),
-            "constraints": [c.description for c in s.constraints],
+            "constraints": s.needs,
         }
         for s in catalogue.CATALOGUE
     ]
@@ -164,6 +164,8 @@ def compile_cmd(
     specs = [catalogue.get(k) for k in kernel_ids] if kernel_ids else list(catalogue.CATALOGUE)
     rows = []
     for spec in specs:
+        if not kernel_ids and spec.archs and target.rstrip("af") not in [a.rstrip("af") for a in spec.archs]:
+            continue  # all kernels: those for another architecture only are left out
         kind = dtype or spec.dtypes[0]
         if kind not in spec.dtypes:
             raise GemmlabError(f"{spec.id} has no {kind} version.", f"It takes {', '.join(spec.dtypes)}.")
@@ -171,8 +173,9 @@ def compile_cmd(
         for edge in edges:
             if spec.takes_block_edge and not 1 <= edge <= spec.max_edge:
                 raise GemmlabError(f"Block edge {edge} is outside 1..{spec.max_edge}.", "Choose a smaller edge.")
-            res = compile_kernel(spec, edge, kind, target).resources
-            rows.append({"kernel": spec.id, "block_edge": edge, "dtype": kind, "arch": target,
+            spec_arch = spec.compile_arch(target)
+            res = compile_kernel(spec, edge, kind, spec_arch).resources
+            rows.append({"kernel": spec.id, "block_edge": edge, "dtype": kind, "arch": spec_arch,
                          "registers": res.registers, "smem_bytes": res.smem_bytes, "stack_bytes": res.stack_bytes,
                          "spill_bytes": res.spill_bytes, "barriers": res.barriers})  # fmt: skip
     if as_json:
@@ -214,7 +217,8 @@ def run(
     """
     from gemmlab.run import run as run_kernel
 
-    needs_k = catalogue.get(kernel_id).problem.name == "matmul"
+    # Every product needs K (matmul, the FP32 ladder, the tensor cores); the memory lab's kernels do not.
+    needs_k = catalogue.get(kernel_id).problem.metric != "gbs"
     shape = parse_shape(size, m, n, k, needs_k)
     spec = None if no_tuned else stored_tuned_spec(kernel_id, shape, db)
     result = run_kernel(kernel_id, shape, block, dtype, reps=reps, flush_l2=flush_l2, seed=seed, spec=spec)

@@ -26,6 +26,17 @@ FP32_LANES_PER_SM = {
 }  # fmt: skip
 
 
+# Dense tensor-core FLOPs per SM per clock, by compute capability and input
+# type (FP32 accumulation): 4 tensor cores per SM, each 512 (sm_90) or 256
+# (sm_80) FP16 multiply-adds per clock, tf32 at half that. They reproduce the
+# datasheets: A100 312 TFLOP/s BF16 = 108 SMs x 2048 x 1.41 GHz; H100 SXM 989
+# = 132 x 4096 x 1.83 GHz.
+TENSOR_FLOPS_PER_SM_CLOCK = {
+    (8, 0): {"bfloat16": 2048, "float16": 2048, "tf32": 1024},
+    (9, 0): {"bfloat16": 4096, "float16": 4096, "tf32": 2048},
+}
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     index: int
@@ -54,6 +65,15 @@ class DeviceInfo:
         if lanes is None or not self.sm_clock_mhz:
             return None
         return 2 * lanes * self.sm_count * self.sm_clock_mhz / 1e3  # one FMA = 2 FLOPs
+
+    def peak_tensor_gflops(self, dtype: str, clock_mhz: float | None = None) -> float | None:
+        """Dense tensor-core peak for ``dtype`` at ``clock_mhz`` (default: the
+        boost clock), or None where the rate is not known."""
+        rate = TENSOR_FLOPS_PER_SM_CLOCK.get(self.cc, {}).get(dtype)
+        clock = clock_mhz or self.sm_clock_mhz
+        if rate is None or not clock:
+            return None
+        return rate * self.sm_count * clock / 1e3
 
     @property
     def peak_bandwidth_gbs(self) -> float | None:

@@ -6,7 +6,7 @@ ptxas, and run the calculator of :mod:`gemmlab.occupancy`.
 from __future__ import annotations
 
 from gemmlab import catalogue
-from gemmlab.catalogue import DTYPE_ITEMSIZE, Shape
+from gemmlab.catalogue import Shape
 from gemmlab.compile import compile_kernel, normalise_arch
 from gemmlab.errors import ConstraintError
 from gemmlab.occupancy import OccupancyResult, parse_cc, theoretical_occupancy
@@ -61,13 +61,13 @@ def kernel_occupancy(
         # (divisibility) are not checked; the block edge range is.
         if spec.takes_block_edge and not 1 <= edge <= spec.max_edge:
             raise ConstraintError(f"The block edge {edge} is outside 1..{spec.max_edge}.", "Choose a smaller edge.")
-        res = compile_kernel(spec, edge, kind, arch).resources
+        res = compile_kernel(spec, edge, kind, spec.compile_arch(arch)).resources
         result = theoretical_occupancy(
             cc,
             spec.threads_per_block(shape, edge),
             res.registers,
             res.smem_bytes,
-            dynamic_smem=spec.dynamic_smem_elems(shape, edge) * DTYPE_ITEMSIZE[kind],
+            dynamic_smem=catalogue.Point(spec, shape, edge, kind).dynamic_smem,
             carveout=carveout,
         )
         columns.append((column_label(spec, edge, shape), result))

@@ -142,6 +142,66 @@ def allow_dynamic_smem(kernel: Any, static_bytes: int, dynamic_bytes: int, devic
         )
 
 
+def launch_config(config_type: Any, point: Point, grid: tuple[int, int, int]) -> Any:
+    """cuda.core's LaunchConfig for ``point`` on ``grid`` (in blocks). With
+    clusters, cuda.core counts the grid in clusters, while a KernelSpec's grid
+    (what the kernel sees as gridDim) counts blocks."""
+    cluster = point.spec.cluster
+    if cluster is None:
+        return config_type(grid=grid, block=point.block, shmem_size=point.dynamic_smem)
+    clusters = tuple(g // c for g, c in zip(grid, cluster, strict=True))
+    return config_type(grid=clusters, cluster=cluster, block=point.block, shmem_size=point.dynamic_smem)
+
+
+def _function(kernel: Any) -> Any:
+    """The CUfunction of a cuda.core kernel (loaded as a CUkernel through the
+    library API, or already a CUfunction) in the current context."""
+    from cuda.bindings import driver
+
+    handle = kernel.handle
+    if isinstance(handle, driver.CUfunction):
+        return handle
+    status, function = driver.cuKernelGetFunction(driver.CUkernel(int(handle)))
+    if status != driver.CUresult.CUDA_SUCCESS:
+        raise DeviceLimitError(f"the driver gave no function for this kernel: {status.name}.", "Report this.")
+    return function
+
+
+def resident_grid(kernel: Any, point: Point, info: gpu.DeviceInfo) -> tuple[int, int, int]:
+    """A persistent kernel's grid: its work units (point.grid's x), but no
+    more blocks than the GPU runs at once, as the driver's occupancy
+    calculator counts them (whole clusters for a clustered kernel: a cluster
+    needs its blocks on SMs of one GPC, so fewer may fit than SMs / size)."""
+    from cuda.bindings import driver
+
+    function = _function(kernel)
+    threads = point.spec.threads_per_block(point.shape, point.block_edge)
+    cluster = point.spec.cluster
+    if cluster is None:
+        status, per_sm = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, point.dynamic_smem)
+        resident, what = per_sm * info.sm_count, "blocks"
+    else:
+        config = driver.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = point.grid
+        config.blockDimX, config.blockDimY, config.blockDimZ = point.block
+        config.sharedMemBytes = point.dynamic_smem
+        attribute = driver.CUlaunchAttribute()
+        attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attribute.value.clusterDim.x, attribute.value.clusterDim.y, attribute.value.clusterDim.z = cluster
+        config.attrs = [attribute]
+        config.numAttrs = 1
+        status, clusters = driver.cuOccupancyMaxActiveClusters(function, config)
+        resident, what = clusters * cluster[0] * cluster[1] * cluster[2], "clustered blocks"
+    if status != driver.CUresult.CUDA_SUCCESS or resident < 1:
+        raise DeviceLimitError(
+            f"{point.spec.id} fits no {what} on {info.name} ({status.name}): {threads} threads and "
+            f"{point.dynamic_smem} bytes of shared memory per block.",
+            "Use a configuration with fewer stages or a smaller tile.",
+        )
+    x, y, z = point.grid
+    return (min(x, resident), y, z)
+
+
 def _time(cp: Any, stream: Any, fn: Any, reps: int, flush: Any | None) -> list[float]:
     samples = []
     start, end = cp.cuda.Event(), cp.cuda.Event()
@@ -191,6 +251,7 @@ class _Measured:
     clock_events: list[str] | None
     baseline_timing: Timing | None
     baseline_name: str | None
+    grid: tuple[int, int, int]
 
 
 def _measure(
@@ -217,7 +278,8 @@ def _measure(
             prepared = point.spec.problem.prepare(cp, point, rng)
             kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
             allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, device_index)
-            config = LaunchConfig(grid=point.grid, block=point.block, shmem_size=point.dynamic_smem)
+            grid = resident_grid(kernel, point, info) if point.spec.persistent else point.grid
+            config = launch_config(LaunchConfig, point, grid)
             launch = _Launcher(kernel, config, Stream.from_handle(cp_stream.ptr), prepared.args)
             flush = _l2_flusher(cp, info) if flush_l2 else None
 
@@ -242,7 +304,7 @@ def _measure(
                 cp_stream.synchronize()
                 # Library calls stay out of graphs: CuPy refuses cuBLAS calls during stream capture.
                 base_timing = _timed_series(cp, cp_stream, prepared.baseline, reps, max_seconds, flush, graph_ok=False)
-    return _Measured(timing, error, tolerance, sm_clock_mhz, clock_events, base_timing, prepared.baseline_name)
+    return _Measured(timing, error, tolerance, sm_clock_mhz, clock_events, base_timing, prepared.baseline_name, grid)
 
 
 def run(
@@ -270,7 +332,7 @@ def run(
     point = catalogue.point(kernel_id, shape, block_edge, dtype, spec=spec)
     cp = gpu.cupy()
     info = gpu.describe(device_index)
-    compiled = compile_kernel(point.spec, point.block_edge, point.dtype, info.arch)
+    compiled = compile_kernel(point.spec, point.block_edge, point.dtype, point.spec.compile_arch(info.arch))
     check_device_limits(point, compiled, info)
 
     from cuda.core import Device
@@ -295,7 +357,7 @@ def run(
         k=shape.k,
         block_edge=point.block_edge,
         dtype=point.dtype,
-        grid=point.grid,
+        grid=m.grid,
         block=point.block,
         dynamic_smem=point.dynamic_smem,
         resources=compiled.resources,
@@ -307,7 +369,7 @@ def run(
         tolerance=m.tolerance,
         metric=point.spec.problem.metric,
         flush_l2=flush_l2,
-        config=_template_config(point.spec),
+        config=point.spec.config,
         device=info.to_dict(),
         host=host_record(),
     )
@@ -349,15 +411,6 @@ def _verified(error: float, tolerance: float, point: Point, when: str) -> float:
             "No timing is reported for a wrong result; please report this with the command you ran.",
         )
     return error
-
-
-def _template_config(spec: KernelSpec) -> dict | None:
-    """The template parameters by name; only the FP32 ladder's kernels have them."""
-    if not spec.template_extra:
-        return None
-    from gemmlab.sgemm import config_of
-
-    return config_of(spec)
 
 
 def _l2_flusher(cp: Any, info: gpu.DeviceInfo) -> Any:

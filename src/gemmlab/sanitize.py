@@ -75,6 +75,8 @@ def small_shapes(spec: catalogue.KernelSpec, block_edge: int) -> list[Shape]:
         Shape(base * 3, base * 5, max(block_edge, 1) * 7),
         Shape(37, 53, 29),
         Shape(1, 33, 65),
+        # Odd M and N with K in whole 16-byte pieces (the tensor-core rungs).
+        Shape(37, 53, 136),
     ]
     return [s for s in candidates if not spec.violations(s, block_edge, spec.dtypes[0])]
 

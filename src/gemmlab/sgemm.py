@@ -275,6 +275,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         problem=SGEMM,
         templated_on_edge=False,
         template_extra=tuple(c[p] for p in rung.params),
+        template_params=rung.params,
     )
 
 

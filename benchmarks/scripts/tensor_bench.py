@@ -1,0 +1,106 @@
+"""The tensor-core ladder against cuBLAS in the same types, in one run.
+
+Every tc_ rung that runs on this GPU, for each of its element types, at
+N = 2048, 4096, 8192 and the rectangular 8192 x 8192 x 2048 and
+16384 x 4096 x 4096 (M x N x K), each verified and timed by the runner beside
+cublasGemmEx in the same run (median of >= 20 repetitions each); then the
+SASS of each rung's cubin: its tensor-core instructions and a check of the
+instructions it claims (KernelSpec.sass). Usage, on a GPU machine:
+
+    PYTHONPATH=src python3 benchmarks/scripts/tensor_bench.py OUT.json [--quick] [--kernels ID ...]
+
+--quick: N = 4096 only. OUT.json holds {"results": [RunResult.to_dict(), ...],
+"sass": {kernel: {dtype: {...}}}, "device": {...}}; a table goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from gemmlab import catalogue, gpu
+from gemmlab.catalogue import Shape
+from gemmlab.compile import compile_kernel
+from gemmlab.errors import GemmlabError
+from gemmlab.run import run
+from gemmlab.sass import missing_claims, sass_opcodes, tensor_core_ops, total
+from gemmlab.tensor import TENSOR_KERNELS
+
+SHAPES = [Shape.square(n) for n in (2048, 4096, 8192)] + [Shape(8192, 8192, 2048), Shape(16384, 4096, 4096)]
+QUICK_SHAPES = [Shape.square(4096)]
+
+
+def sass_report(specs: list[catalogue.KernelSpec], arch: str) -> dict:
+    found: dict = {}
+    print("\nSASS, static counts per kernel and type")
+    for spec in specs:
+        for dtype in spec.dtypes:
+            compiled = compile_kernel(spec, 0, dtype, spec.compile_arch(arch))
+            ops = sass_opcodes(compiled.cubin)
+            entry = {
+                "arch": compiled.arch,
+                "registers": compiled.resources.registers,
+                "tensor_core": tensor_core_ops(ops),
+                "claimed": list(spec.sass),
+                "missing": missing_claims(spec.sass, ops),
+                "ffma": total(ops, "FFMA"),
+                "utmaldg": total(ops, "UTMALDG"),
+                "ldsm": total(ops, "LDSM"),
+            }
+            found.setdefault(spec.id, {})[dtype] = entry
+            print(f"{spec.id:20s} {dtype:9s} {compiled.arch:7s} regs {entry['registers']:3d}  "
+                  f"{entry['tensor_core']}  missing: {entry['missing'] or 'none'}")  # fmt: skip
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", help="JSON file to write")
+    parser.add_argument("--quick", action="store_true", help="N = 4096 only")
+    parser.add_argument("--kernels", nargs="*", help="only these rungs")
+    parser.add_argument("--dtypes", nargs="*", help="only these element types")
+    args = parser.parse_args()
+    shapes = QUICK_SHAPES if args.quick else SHAPES
+    info = gpu.describe(0)
+    specs = [s for s in TENSOR_KERNELS if not args.kernels or s.id in args.kernels]
+    runnable = []
+    for spec in specs:
+        try:
+            spec.compile_arch(info.arch)
+            runnable.append(spec)
+        except GemmlabError as exc:
+            print(f"{spec.id}: {exc}", file=sys.stderr)
+    print(f"{info.name} ({info.arch}), {info.sm_count} SMs, boost {info.sm_clock_mhz} MHz")
+    print(f"{'kernel':20s} {'dtype':9s} {'shape':>16s} {'ms':>8s} {'TFLOP/s':>8s} {'cuBLAS':>8s} {'ratio':>7s} "
+          f"{'%peak':>6s} {'MHz':>5s} {'err':>8s}")  # fmt: skip
+    records = []
+    start = time.monotonic()
+    for spec in runnable:
+        for dtype in spec.dtypes:
+            if args.dtypes and dtype not in args.dtypes:
+                continue
+            for shape in shapes:
+                try:
+                    r = run(spec.id, shape, dtype=dtype, reps=20, max_seconds=5)
+                except GemmlabError as exc:
+                    print(f"{spec.id:20s} {dtype:9s} {shape!s:>16s} {exc}", file=sys.stderr, flush=True)
+                    continue
+                record = r.to_dict()
+                peak = info.peak_tensor_gflops(dtype, r.sm_clock_after_mhz)
+                record["peak_gflops_at_clock"] = peak
+                records.append(record)
+                ratio = f"{r.ratio_to_baseline:7.1%}" if r.ratio_to_baseline else "    n/a"
+                share = f"{r.gflops / peak:6.1%}" if peak else "   n/a"
+                print(f"{spec.id:20s} {dtype:9s} {f'{shape.m}x{shape.n}x{shape.k}':>16s} {r.timing.median_ms:8.3f} "
+                      f"{r.gflops / 1e3:8.1f} {(r.baseline_gflops or 0) / 1e3:8.1f} {ratio} {share} "
+                      f"{r.sm_clock_after_mhz or 0:5.0f} {r.error:8.1e}", flush=True)  # fmt: skip
+    print(f"({time.monotonic() - start:.0f} s)")
+    sass = sass_report(runnable, info.arch)
+    with open(args.out, "w") as fh:
+        json.dump({"device": info.to_dict(), "results": records, "sass": sass}, fh, indent=1, default=list)
+
+
+if __name__ == "__main__":
+    main()

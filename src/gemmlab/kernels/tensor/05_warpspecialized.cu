@@ -1,0 +1,79 @@
+// tc_warpspecialized: tc_wgmma split into a producer and consumers. One
+// warpgroup only issues TMA copies; BM / 64 consumer warpgroups only run
+// wgmma. Two barriers per stage replace the block-wide __syncthreads: `full`
+// (the copy engine's bytes have landed) and `empty` (every consumer is done
+// reading). The producer gives most of its registers to the consumers
+// (setmaxnreg), which lets each consumer hold a 64 x 256 accumulator slab.
+// Source: not from the documents. Launch: (BM / 64 + 1) x 128 threads, one
+// block per SM (the register hand-over needs the cap of __launch_bounds__(.., 1)),
+// one block per BM x BN tile of C; STAGES x (BM + BN) x 128 bytes of dynamic
+// shared memory + the barriers. Any M and N; K x element size a multiple of 16 bytes.
+// Should teach: a consumer never waits for another consumer, and keeps one
+// group of wgmma in flight while it releases the stage of the previous one,
+// so the matrix units see back-to-back work as long as the producer keeps
+// STAGES - 1 tiles ahead.
+// Predicted: close to cuBLAS at large sizes; the remaining gaps are the
+// launch of one block per tile (a prologue and an epilogue per block, with
+// the tensor cores idle during both) and the order tiles meet the L2.
+
+#include "hopper.cuh"
+
+template <typename T, int BM, int BN, int STAGES>
+__global__ void __launch_bounds__((BM / 64 + 1) * 128, 1)
+tc_warpspecialized(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                   float* __restrict__ c, int m, int n, int k) {
+    using S = typename T::storage;
+    constexpr int BK = TMA_ROW_BYTES / sizeof(S);
+    constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
+    constexpr int CONSUMERS = BM / 64;
+    static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
+    extern __shared__ __align__(1024) unsigned char smem[];
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
+    unsigned long long* empty = full + STAGES;
+
+    const int tid = threadIdx.x, group = tid / 128;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int tiles = (k + BK - 1) / BK;
+    auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
+
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], CONSUMERS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (group == 0) {
+        regs_release<PRODUCER_REGS>();
+        if (tid == 0) {
+            for (int t = 0; t < tiles; ++t) {
+                const int s = t % STAGES;
+                // Use u of stage s (u = t / STAGES) may start once use u - 1 was released.
+                if (t >= STAGES) mbar_wait(&empty[s], (t / STAGES - 1) % 2);
+                mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
+                tma_load(stage(s), &a_map, &full[s], row0, t * BK);
+                tma_load(stage(s) + A_BYTES, &b_map, &full[s], col0, t * BK);
+            }
+        }
+    } else {
+        regs_claim<CONSUMER_REGS>();
+        const int slab = group - 1;  // this consumer's 64 rows of the block tile
+        const int thread = tid % 128;
+        float acc[BN / 2] = {};
+        for (int t = 0; t < tiles; ++t) {
+            const int s = t % STAGES;
+            mbar_wait(&full[s], (t / STAGES) % 2);
+            wgmma_fence();
+            wgmma_slice<T, BN>(acc, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
+            wgmma_commit();
+            // Tile t's group may still run; tile t - 1's has finished: release its stage.
+            wgmma_wait<1>();
+            if (t > 0 && thread == 0) mbar_arrive(&empty[(t - 1) % STAGES]);
+        }
+        wgmma_wait<0>();
+        fence_registers(acc);
+        store_wgmma_tile<BN>(acc, c, m, n, row0 + slab * 64, col0, thread);
+    }
+}

@@ -1,0 +1,451 @@
+"""The tensor-core ladder: from WMMA fragments to Hopper's TMA + wgmma with
+warp specialisation, persistent blocks and clusters (docs/tensor-ladder.md).
+
+Every rung computes C = A . B^T, with A stored M x K and B stored N x K (both
+row-major, "K-major": the layout the tensor cores read without a transpose,
+and a linear layer's y = x . W^T), C in float32, accumulated in float32. The
+element types:
+
+- ``bfloat16`` and ``float16``: 16-bit inputs, FP32 accumulation;
+- ``tf32``: float32 inputs that the tensor cores read with a 10-bit mantissa.
+
+The cuBLAS baseline runs the same layout and types through ``cublasGemmEx``
+(compute type CUBLAS_COMPUTE_32F, or CUBLAS_COMPUTE_32F_FAST_TF32 for tf32),
+with the same float32 output.
+
+Rungs from tc_mma on take K with rows of whole 16-byte pieces (K a multiple
+of 8 for 16-bit types, of 4 for tf32): 16-byte copies and TMA tensor maps
+need 16-byte row strides. tc_wmma takes any K and is the fallback. The Hopper
+rungs get their operands as TMA tensor maps, built here for each run
+(``cuTensorMapEncodeTiled`` through cuda.core) and passed by value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gemmlab.catalogue import MAX_GRID_YZ, Constraint, Dim3, KernelSpec, Shape
+from gemmlab.errors import ConstraintError, UnknownName
+from gemmlab.problems import Prepared, Problem, poison, relative_error
+
+if TYPE_CHECKING:
+    from gemmlab.catalogue import Point
+
+Config = dict[str, int]
+
+SOURCE_DOC = "gemmlab tensor-core ladder (beyond the documents)"
+DTYPES_16 = ("bfloat16", "float16")
+DTYPES = (*DTYPES_16, "tf32")
+# One swizzled shared-memory row of the mma.sync and Hopper rungs: 128 bytes
+# of K (64 16-bit elements, 32 tf32).
+ROW_BYTES = 128
+MAX_DYNAMIC_SMEM = 227 * 1024  # sm_90's opt-in limit per block
+WARPGROUP = 128
+# cuda_runtime's cudaDataType values (library_types.h) for cublasGemmEx.
+CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14
+CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_GEMM_DEFAULT = 0, 1, -1
+
+
+# --- the problem: inputs, reference, library baseline -----------------------
+
+
+def _bf16_bits(cp: Any, x: Any) -> Any:
+    """float32 -> bfloat16 bit patterns (uint16), rounded to nearest even."""
+    bits = x.view(cp.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(cp.uint16)
+
+
+def _inputs(cp: Any, rng: Any, rows: int, cols: int, dtype: str) -> tuple[Any, Any]:
+    """A random rows x cols operand as the kernel reads it, and its exact
+    float64 value (what the stored bits mean), for the reference."""
+    x = rng.uniform(-1.0, 1.0, size=(rows, cols)).astype(cp.float32)
+    if dtype == "bfloat16":
+        stored = _bf16_bits(cp, x)
+        exact = (stored.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
+    elif dtype == "float16":
+        stored = x.astype(cp.float16)
+        exact = stored.astype(cp.float64)
+    else:  # tf32: float32 in memory; the rounding to tf32 is the kernel's, and the error budget's
+        stored = x
+        exact = x.astype(cp.float64)
+    return stored, exact
+
+
+def _tensor_map(array: Any, box_rows: int, dtype: str) -> Any:
+    """A TMA descriptor of a row-major 2-D array: boxes of box_rows rows x
+    128 bytes, written to shared memory with the 128-byte swizzle."""
+    from cuda.core import TensorMapDescriptorOptions  # noqa: F401  (cuda.core >= 1.2)
+    from cuda.core._tensor_map import TensorMapDataType, TensorMapSwizzle
+    from cuda.core.utils import StridedMemoryView
+
+    view = StridedMemoryView.from_cuda_array_interface(array, stream_ptr=-1)
+    data_type = TensorMapDataType.BFLOAT16 if dtype == "bfloat16" else None
+    return view.as_tensor_map(
+        box_dim=(box_rows, ROW_BYTES // array.itemsize), data_type=data_type, swizzle=TensorMapSwizzle.SWIZZLE_128B
+    )
+
+
+def cublas_gemm(cp: Any, a: Any, b: Any, c: Any, dtype: str) -> Callable[[], None]:
+    """C (M x N, float32) = A (M x K) . B (N x K)^T through cublasGemmEx, in
+    the kernels' types and layout. cuBLAS is column-major: it computes C^T
+    (N x M) = B . A^T, reading the row-major B (N x K) as a transposed K x N."""
+    from cupy_backends.cuda.libs import cublas
+
+    m, k = a.shape
+    n = b.shape[0]
+    in_type = {"bfloat16": CUDA_R_16BF, "float16": CUDA_R_16F, "tf32": CUDA_R_32F}[dtype]
+    compute = cublas.CUBLAS_COMPUTE_32F_FAST_TF32 if dtype == "tf32" else cublas.CUBLAS_COMPUTE_32F
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)  # host scalars, kept alive by the closure
+    handle = cp.cuda.device.get_cublas_handle()
+
+    def call() -> None:
+        cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
+        cublas.gemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, one.ctypes.data, b.data.ptr, in_type, k,
+                      a.data.ptr, in_type, k, zero.ctypes.data, c.data.ptr, CUDA_R_32F, n, compute,
+                      CUBLAS_GEMM_DEFAULT)  # fmt: skip
+
+    return call
+
+
+def baseline_name(dtype: str) -> str:
+    kind = "TF32 (CUBLAS_COMPUTE_32F_FAST_TF32)" if dtype == "tf32" else f"{dtype}, FP32 accumulation"
+    return f"cuBLAS GemmEx {kind}, float32 C"
+
+
+def prepare_tensor(cp: Any, point: Point, rng: Any, boxes: tuple[int, int] | None = None) -> Prepared:
+    """Inputs, output, reference and baseline for one point. ``boxes``: rows of
+    the TMA boxes of A and B, for the rungs that take tensor maps."""
+    s = point.shape
+    a, a_exact = _inputs(cp, rng, s.m, s.k, point.dtype)
+    b, b_exact = _inputs(cp, rng, s.n, s.k, point.dtype)
+    c = cp.empty((s.m, s.n), dtype=cp.float32)
+    # float64 on the same device (cuBLAS DGEMM), from the exact values of the stored inputs.
+    ref = a_exact @ b_exact.T
+    del a_exact, b_exact
+    lib_out = cp.empty_like(c)
+    if boxes is None:
+        operands: tuple[Any, ...] = (a.data.ptr, b.data.ptr)
+    else:
+        operands = (_tensor_map(a, boxes[0], point.dtype), _tensor_map(b, boxes[1], point.dtype))
+    return Prepared(
+        args=(*operands, c.data.ptr, np.int32(s.m), np.int32(s.n), np.int32(s.k)),
+        poison=lambda: poison(cp, c),
+        error=lambda: relative_error(cp, c, ref),
+        baseline=cublas_gemm(cp, a, b, lib_out, point.dtype),
+        baseline_name=baseline_name(point.dtype),
+        buffers=(a, b, c, ref, lib_out, *operands),
+    )
+
+
+def tensor_device_bytes(point: Point) -> int:
+    """Peak device memory of prepare_tensor: float32 staging of A and B, the
+    stored inputs, their float64 values, the reference, C and cuBLAS's C."""
+    s = point.shape
+    inputs = s.m * s.k + s.n * s.k
+    return inputs * (4 + point.itemsize + 8) + s.m * s.n * (8 + 4 + 4)
+
+
+TENSOR = Problem("tensor", prepare_tensor, tensor_device_bytes)
+
+
+# --- the rungs ----------------------------------------------------------------
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _needs(condition: bool, message: str) -> list[str]:
+    return [] if condition else [message]
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One kernel of the ladder: its template parameters and what follows from them."""
+
+    id: str
+    source: str  # file under kernels/tensor/
+    summary: str
+    dtypes: tuple[str, ...]
+    params: tuple[str, ...]  # template parameters after the element type, in order
+    default: tuple[int, ...]
+    search: tuple[tuple[int, ...], ...]  # the configurations configs() tries besides the default
+    threads: Callable[[Config], int]
+    smem_bytes: Callable[[Config], int]  # dynamic shared memory in bytes; 0 = static only
+    sass: tuple[str, ...]
+    rules: Callable[[Config], list[str]] = lambda c: []
+    min_cc: tuple[int, int] = (8, 0)
+    archs: tuple[str, ...] = ()
+    any_k: bool = False  # takes K with rows that are not whole 16-byte pieces
+    tma: bool = False  # operands are tensor maps (boxes of BM and BN / cluster rows)
+    persistent: bool = False  # blocks loop over tiles; as many blocks as the GPU holds at once
+    cluster: int = 1  # blocks per cluster, along M
+
+    def config(self, values: tuple[int, ...] | None = None) -> Config:
+        return dict(zip(self.params, values or self.default, strict=True))
+
+    def violations(self, c: Config) -> list[str]:
+        threads = self.threads(c)
+        found = _needs(threads % 32 == 0 and 32 <= threads <= 1024,
+                       f"{threads} threads per block: must be a multiple of 32 from 32 to 1024")  # fmt: skip
+        smem = self.smem_bytes(c)
+        found += _needs(smem <= MAX_DYNAMIC_SMEM, f"{smem} bytes of dynamic shared memory, over {MAX_DYNAMIC_SMEM}")
+        return found + self.rules(c)
+
+
+def _warp_threads(c: Config) -> int:
+    return (c["BM"] // c["WM"]) * (c["BN"] // c["WN"]) * 32
+
+
+def _warp_rules(c: Config) -> list[str]:
+    return _needs(c["BM"] % c["WM"] == 0 and c["BN"] % c["WN"] == 0, "warp tiles (WM x WN) must tile the block") + (
+        _needs(c["WM"] % 16 == 0 and c["WN"] % 16 == 0, "WM and WN must be multiples of 16")
+    )
+
+
+def _wgmma_rules(c: Config) -> list[str]:
+    return _needs(c["BM"] % 64 == 0 and c["BM"] <= 256, "BM must be 64, 128, 192 or 256 (64-row warpgroup slabs)") + (
+        _needs(c["BN"] in (128, 256), "BN must be 128 or 256 (the N of one wgmma)")
+    )
+
+
+def _specialised_rules(c: Config) -> list[str]:
+    # setmaxnreg: 40 registers for the producer, 232 for each consumer; the block's total must fit 64K.
+    consumers = c["BM"] // 64
+    return _wgmma_rules(c) + _needs(
+        (40 + 232 * consumers) * WARPGROUP <= 65536, f"{consumers} consumer warpgroups do not fit 64K registers"
+    )
+
+
+def _ring_bytes(c: Config, extra_barriers: int) -> int:
+    """STAGES x (BM + BN) swizzled rows of 128 bytes, then 8-byte mbarriers."""
+    return c["STAGES"] * (c["BM"] + c["BN"]) * ROW_BYTES + 8 * extra_barriers * c["STAGES"]
+
+
+HOPPER = dict(min_cc=(9, 0), archs=("sm_90a",), tma=True)
+
+RUNGS: tuple[Rung, ...] = (
+    Rung(
+        id="tc_wmma",
+        source="01_wmma.cu",
+        summary="WMMA fragments (16 x 16 x 16, tf32 16 x 16 x 8) from padded shared tiles; any M, N, K",
+        dtypes=DTYPES,
+        params=("BM", "BN", "BK", "WM", "WN"),
+        default=(128, 128, 32, 64, 32),
+        search=((128, 128, 16, 64, 32), (128, 128, 32, 32, 32)),
+        threads=_warp_threads,
+        smem_bytes=lambda c: 0,
+        sass=("HMMA",),
+        rules=lambda c: (
+            _warp_rules(c)
+            + _needs(c["BK"] % 16 == 0, "BK must be a multiple of 16")
+            # Static shared memory: padded rows of BK + 8 tf32 elements (the widest type).
+            + _needs((c["BM"] + c["BN"]) * (c["BK"] + 8) * 4 <= 48 * 1024, "the tf32 tiles must fit 48 KB")
+        ),
+        any_k=True,
+    ),
+    Rung(
+        id="tc_mma",
+        source="02_mma.cu",
+        summary="mma.sync m16n8k16 fed by ldmatrix.x4 from 128-byte-swizzled tiles; 16-byte loads",
+        dtypes=DTYPES_16,
+        params=("BM", "BN", "WM", "WN"),
+        default=(128, 128, 64, 32),
+        search=((128, 128, 32, 64), (64, 128, 32, 32), (128, 64, 32, 32)),
+        threads=_warp_threads,
+        smem_bytes=lambda c: 0,
+        sass=("HMMA", "LDSM"),
+        rules=_warp_rules,
+    ),
+    Rung(
+        id="tc_mma_pipeline",
+        source="03_mma_pipeline.cu",
+        summary="tc_mma fed by a ring of STAGES cp.async stages",
+        dtypes=DTYPES_16,
+        params=("BM", "BN", "WM", "WN", "STAGES"),
+        default=(128, 128, 64, 32, 3),
+        search=((128, 128, 64, 32, 4), (128, 256, 64, 64, 3), (128, 128, 32, 64, 3), (256, 128, 64, 64, 3)),
+        threads=_warp_threads,
+        smem_bytes=lambda c: _ring_bytes(c, 0),
+        sass=("HMMA", "LDSM", "LDGSTS"),
+        rules=lambda c: _warp_rules(c) + _needs(c["STAGES"] >= 2, "STAGES must be at least 2"),
+    ),
+    Rung(
+        id="tc_wgmma",
+        source="04_wgmma.cu",
+        summary="sm_90a: TMA tile loads on mbarriers, wgmma from shared memory; one barrier per tile",
+        dtypes=DTYPES,
+        params=("BM", "BN", "STAGES"),
+        default=(128, 128, 4),
+        search=((128, 256, 3), (128, 128, 5), (64, 256, 4)),
+        threads=lambda c: c["BM"] // 64 * WARPGROUP,
+        smem_bytes=lambda c: _ring_bytes(c, 1),
+        sass=("HGMMA", "UTMALDG"),
+        rules=lambda c: _wgmma_rules(c) + _needs(c["STAGES"] >= 1, "STAGES must be at least 1"),
+        **HOPPER,
+    ),
+    Rung(
+        id="tc_warpspecialized",
+        source="05_warpspecialized.cu",
+        summary="sm_90a: a TMA producer warpgroup, wgmma consumer warpgroups, full/empty barriers, setmaxnreg",
+        dtypes=DTYPES,
+        params=("BM", "BN", "STAGES"),
+        default=(128, 256, 4),
+        search=((128, 256, 3), (128, 128, 6), (256, 128, 4)),
+        threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+        smem_bytes=lambda c: _ring_bytes(c, 2),
+        sass=("HGMMA", "UTMALDG", "USETMAXREG"),
+        rules=lambda c: _specialised_rules(c) + _needs(c["STAGES"] >= 2, "STAGES must be at least 2"),
+        **HOPPER,
+    ),
+    Rung(
+        id="tc_persistent",
+        source="06_persistent.cu",
+        summary="sm_90a: tc_warpspecialized with one block per SM over tiles in GROUP_M-row groups (L2 order)",
+        dtypes=DTYPES,
+        params=("BM", "BN", "STAGES", "GROUP_M"),
+        default=(128, 256, 4, 8),
+        search=((128, 256, 4, 4), (128, 256, 4, 16), (128, 256, 3, 8), (256, 128, 4, 8)),
+        threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+        smem_bytes=lambda c: _ring_bytes(c, 2),
+        sass=("HGMMA", "UTMALDG", "USETMAXREG"),
+        rules=lambda c: (
+            _specialised_rules(c)
+            + _needs(c["STAGES"] >= 2, "STAGES must be at least 2")
+            + _needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
+        ),
+        persistent=True,
+        **HOPPER,
+    ),
+    Rung(
+        id="tc_cluster",
+        source="07_cluster.cu",
+        summary="sm_90a: tc_persistent in clusters of 2 blocks along M sharing B by TMA multicast",
+        dtypes=DTYPES,
+        params=("BM", "BN", "STAGES", "GROUP_M"),
+        default=(128, 256, 4, 8),
+        search=((128, 256, 4, 4), (128, 256, 4, 16), (128, 256, 3, 8)),
+        threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+        smem_bytes=lambda c: _ring_bytes(c, 2),
+        sass=("HGMMA", "UTMALDG", "USETMAXREG"),
+        rules=lambda c: (
+            _specialised_rules(c)
+            + _needs(c["STAGES"] >= 2, "STAGES must be at least 2")
+            + _needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
+        ),
+        persistent=True,
+        cluster=2,
+        **HOPPER,
+    ),
+)
+_RUNGS = {r.id: r for r in RUNGS}
+
+
+def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:
+    """One block per tile; persistent rungs: one per tile too, as the work to
+    share (the runner launches no more blocks than the GPU holds at once)."""
+    bm, bn = c["BM"], c["BN"]
+    if not rung.persistent:
+        return lambda s, b: (_cdiv(s.n, bn), _cdiv(s.m, bm), 1)
+    # A cluster's blocks share one tile column: the work comes in whole clusters.
+    return lambda s, b: (_cdiv(s.m, bm * rung.cluster) * _cdiv(s.n, bn) * rung.cluster, 1, 1)
+
+
+def _grid_rows_fit(rows: int) -> Constraint:
+    def check(shape: Shape, block_edge: int) -> str | None:
+        blocks = _cdiv(shape.m, rows)
+        if blocks > MAX_GRID_YZ:
+            return f"M = {shape.m} needs {blocks} blocks of {rows} rows in grid y, over the limit of {MAX_GRID_YZ}"
+        return None
+
+    return Constraint(f"at most {MAX_GRID_YZ} blocks of {rows} rows along M", check)
+
+
+def _spec(rung: Rung, c: Config) -> KernelSpec:
+    threads = rung.threads(c)
+    bm, bn = c["BM"], c["BN"]
+    constraints: tuple[Constraint, ...] = ()
+    if not rung.persistent:
+        constraints += (_grid_rows_fit(bm),)
+    problem = TENSOR
+    if rung.tma:
+        # TMA boxes: BM rows of A; BN rows of B, split between the blocks of a cluster.
+        problem = Problem("tensor", partial(prepare_tensor, boxes=(bm, bn // rung.cluster)), tensor_device_bytes)
+    return KernelSpec(
+        id=rung.id,
+        source=f"tensor/{rung.source}",
+        function=rung.id,
+        source_doc=SOURCE_DOC,
+        summary=rung.summary,
+        dtypes=rung.dtypes,
+        block_edges=(),
+        grid=_grid(rung, c),
+        block=lambda s, b: (threads, 1, 1),
+        constraints=constraints,
+        dynamic_smem_bytes=lambda s, b, dtype: rung.smem_bytes(c),
+        # 16-byte copies and TMA row strides: rows of A and B are whole 16-byte pieces.
+        k_bytes_multiple=0 if rung.any_k else 16,
+        # A and B once (element size), C written once in float32: counted in input elements.
+        min_elems_moved=lambda s: s.m * s.k + s.n * s.k + 2 * s.m * s.n,
+        # FLOPs per element of A or B brought on chip: a BM x BN tile reuses each one BN or BM times.
+        cgma=lambda s, b: 2 * bm * bn / (bm + bn),
+        any_size_alternative="tc_wmma",
+        problem=problem,
+        templated_on_edge=False,
+        template_extra=tuple(c[p] for p in rung.params),
+        template_params=rung.params,
+        archs=rung.archs,
+        min_cc=rung.min_cc,
+        cluster=(rung.cluster, 1, 1) if rung.cluster > 1 else None,
+        persistent=rung.persistent,
+        sass=rung.sass,
+    )
+
+
+TENSOR_KERNELS: tuple[KernelSpec, ...] = tuple(_spec(r, r.config()) for r in RUNGS)
+
+
+def rung(kernel_id: str) -> Rung:
+    try:
+        return _RUNGS[kernel_id]
+    except KeyError:
+        raise UnknownName(
+            f"'{kernel_id}' is not a kernel of the tensor-core ladder.",
+            f"The ladder's kernels: {', '.join(_RUNGS)}.",
+        ) from None
+
+
+def configs(kernel_id: str) -> list[Config]:
+    """The default and every searched configuration that meets the limits."""
+    r = rung(kernel_id)
+    found = [r.config()]
+    for values in r.search:
+        c = r.config(values)
+        if c not in found and not r.violations(c):
+            found.append(c)
+    return found
+
+
+def variant(kernel_id: str, config: Config) -> KernelSpec:
+    """The catalogue entry of ``kernel_id`` built with ``config`` (parameters
+    not given keep their defaults); ConstraintError names every reason a
+    configuration cannot be built."""
+    r = rung(kernel_id)
+    unknown = set(config) - set(r.params)
+    if unknown:
+        raise UnknownName(
+            f"{kernel_id} has no parameter {', '.join(sorted(unknown))}.", f"Its parameters: {', '.join(r.params)}."
+        )
+    c = {**r.config(), **config}
+    problems = r.violations(c)
+    if problems:
+        raise ConstraintError(
+            f"{kernel_id} cannot take {c}: {'; '.join(problems)}.",
+            f"configs('{kernel_id}') lists the configurations it takes.",
+        )
+    return _spec(r, c)

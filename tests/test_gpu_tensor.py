@@ -1,0 +1,89 @@
+"""The tensor-core ladder on the GPU: every rung, every element type, on
+shapes with ragged edges, multi-wave grids and odd cluster pairs, verified
+against the float64 reference; every searched configuration too; and the
+cuBLAS baseline in the same types."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gemmlab import catalogue, gpu, tensor
+from gemmlab.catalogue import Shape
+
+pytestmark = pytest.mark.gpu
+
+
+def _runs_here(spec: catalogue.KernelSpec) -> bool:
+    info = gpu.describe(0)
+    return not spec.archs or info.arch in [a.rstrip("af") for a in spec.archs]
+
+
+SHAPES = [
+    Shape(256, 256, 256),
+    Shape(300, 520, 136),  # ragged M and N, K not a multiple of the 64-deep stages
+    Shape(1, 33, 72),
+    Shape(384, 256, 64),  # three 128-row tiles: the cluster's second pair has one block off the matrix
+    Shape(4096, 2048, 128),  # 256 tiles of 128 x 256: persistent blocks take two or more
+]
+CASES = [(r.id, dtype, s) for r in tensor.RUNGS for dtype in r.dtypes for s in SHAPES]
+
+
+@pytest.mark.parametrize(("kernel_id", "dtype", "shape"), CASES, ids=[f"{k}-{d}-{s}" for k, d, s in CASES])
+def test_rung_verifies(kernel_id: str, dtype: str, shape: Shape) -> None:
+    from gemmlab.run import run
+
+    spec = catalogue.get(kernel_id)
+    if not _runs_here(spec):
+        pytest.skip(f"{kernel_id} needs {', '.join(spec.archs)}")
+    result = run(kernel_id, shape, dtype=dtype, reps=2, warmup=1, baseline=False)
+    assert 0 <= result.error <= result.tolerance
+    assert result.config == dict(zip(spec.template_params, spec.template_extra, strict=True))
+
+
+@pytest.mark.parametrize("kernel_id", [r.id for r in tensor.RUNGS])
+def test_every_searched_configuration_verifies(kernel_id: str) -> None:
+    from gemmlab.run import run
+
+    for config in tensor.configs(kernel_id):
+        spec = tensor.variant(kernel_id, config)
+        if not _runs_here(spec):
+            pytest.skip(f"{kernel_id} needs {', '.join(spec.archs)}")
+        result = run(kernel_id, Shape(520, 777, 200), dtype=spec.dtypes[0], reps=1, warmup=1, baseline=False,
+                     spec=spec)  # fmt: skip
+        assert result.error <= result.tolerance, config
+
+
+@pytest.mark.parametrize("kernel_id", ["tc_mma_pipeline", "tc_persistent", "tc_cluster"])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 700), n=st.integers(1, 700), k_pieces=st.integers(1, 60))
+def test_fuzzed_shapes_verify(kernel_id: str, m: int, n: int, k_pieces: int) -> None:
+    from gemmlab.run import run
+
+    spec = catalogue.get(kernel_id)
+    if not _runs_here(spec):
+        pytest.skip(f"{kernel_id} needs {', '.join(spec.archs)}")
+    result = run(kernel_id, Shape(m, n, 8 * k_pieces), dtype="bfloat16", reps=1, warmup=1, baseline=False)
+    assert result.error <= result.tolerance
+
+
+@pytest.mark.parametrize("dtype", tensor.DTYPES)
+def test_cublas_baseline_computes_the_same_product(dtype: str) -> None:
+    """The baseline is only a fair comparison if it does the same work: its
+    output, in the same layout, matches the float64 reference."""
+    from gemmlab.problems import TOLERANCE, relative_error
+    from gemmlab.run import run
+
+    cp = gpu.cupy()
+    point = catalogue.point("tc_wmma", Shape(300, 520, 136), dtype=dtype)
+    prepared = tensor.prepare_tensor(cp, point, cp.random.default_rng(7))
+    _a, _b, _c, ref, lib_out = prepared.buffers[:5]
+    lib_out.fill(cp.nan)
+    prepared.baseline()
+    cp.cuda.get_current_stream().synchronize()
+    assert relative_error(cp, lib_out, ref) <= TOLERANCE[dtype]
+
+    result = run("tc_wmma", Shape(512, 384, 256), dtype=dtype, reps=3)
+    assert result.baseline_name == tensor.baseline_name(dtype)
+    assert result.baseline_gflops and result.baseline_gflops > 0

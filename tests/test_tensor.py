@@ -1,0 +1,128 @@
+"""The tensor-core ladder without a GPU: every rung and searched configuration
+compiles for its architectures with no spills, its SASS holds the instructions
+it claims, and what it cannot take is refused in words."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gemmlab import catalogue, tensor
+from gemmlab.catalogue import Shape
+from gemmlab.compile import compile_kernel
+from gemmlab.errors import ConstraintError, DeviceLimitError, UnknownName
+from gemmlab.sass import find_tool, missing_claims, sass_opcodes, tensor_core_ops
+
+IDS = [r.id for r in tensor.RUNGS]
+NEEDS_CUOBJDUMP = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump is not installed")
+
+
+def _archs(spec: catalogue.KernelSpec) -> list[str]:
+    return list(spec.archs) or ["sm_80", "sm_90"]
+
+
+def test_rungs_are_in_the_catalogue_in_order() -> None:
+    ids = catalogue.kernel_ids()
+    assert [i for i in ids if i.startswith("tc_")] == IDS
+
+
+@pytest.mark.parametrize("kernel_id", IDS)
+def test_every_configuration_compiles_without_spills(kernel_id: str) -> None:
+    configs = tensor.configs(kernel_id)
+    assert len(configs) >= 2, "a search space to tune over"
+    for config in configs:
+        spec = tensor.variant(kernel_id, config)
+        for arch in _archs(spec):
+            for dtype in spec.dtypes:
+                res = compile_kernel(spec, 0, dtype, arch).resources
+                assert res.spill_bytes == 0 and res.stack_bytes == 0, (kernel_id, config, arch, dtype)
+                assert res.registers > 0
+
+
+@NEEDS_CUOBJDUMP
+@pytest.mark.parametrize("kernel_id", IDS)
+def test_sass_holds_the_claimed_instructions(kernel_id: str) -> None:
+    spec = catalogue.get(kernel_id)
+    assert spec.sass, "every rung names the instructions it stands for"
+    for dtype in spec.dtypes:
+        ops = sass_opcodes(compile_kernel(spec, 0, dtype, _archs(spec)[-1]).cubin)
+        assert not missing_claims(spec.sass, ops), (kernel_id, dtype, missing_claims(spec.sass, ops))
+        assert tensor_core_ops(ops)
+        # No FP32 FMA does the product's work: the few FFMAs allowed are index arithmetic.
+        assert sum(v for k, v in ops.items() if k.startswith("FFMA")) < 16, (kernel_id, dtype)
+
+
+@NEEDS_CUOBJDUMP
+def test_the_fp32_ladder_claims_differ() -> None:
+    """The harness's check can fail: an FP32 rung's SASS has no HMMA."""
+    ops = sass_opcodes(compile_kernel(catalogue.get("sgemm_multistage"), 0, "float32", "sm_90").cubin)
+    assert missing_claims(("HMMA",), ops) == ["HMMA"]
+    assert not tensor_core_ops(ops)
+
+
+def test_hopper_rungs_refuse_other_architectures() -> None:
+    spec = catalogue.get("tc_warpspecialized")
+    assert spec.compile_arch("sm_90") == "sm_90a"
+    assert spec.compile_arch("sm_90a") == "sm_90a"
+    with pytest.raises(DeviceLimitError, match="sm_90a only"):
+        spec.compile_arch("sm_80")
+    with pytest.raises(DeviceLimitError, match=r"8\.0 or newer"):
+        catalogue.get("tc_mma").compile_arch("sm_75")
+    assert catalogue.get("tc_mma").compile_arch("sm_86") == "sm_86"
+
+
+@pytest.mark.parametrize("kernel_id", IDS[1:])
+def test_k_must_be_whole_16_byte_pieces(kernel_id: str) -> None:
+    spec = catalogue.get(kernel_id)
+    for dtype in spec.dtypes:
+        per_piece = 16 // catalogue.DTYPE_ITEMSIZE[dtype]
+        assert not spec.violations(Shape(37, 53, 5 * per_piece), 0, dtype)
+        with pytest.raises(ConstraintError, match=f"not a multiple of {per_piece}") as err:
+            catalogue.point(kernel_id, Shape(37, 53, 5 * per_piece + 1), dtype=dtype)
+        assert "tc_wmma" in err.value.fix
+
+
+def test_wmma_takes_any_k_and_16_bit_rungs_refuse_tf32() -> None:
+    assert not catalogue.get("tc_wmma").violations(Shape(37, 53, 29), 0, "tf32")
+    with pytest.raises(ConstraintError, match="no tf32 version"):
+        catalogue.point("tc_mma", Shape(64, 64, 64), dtype="tf32")
+
+
+def test_bad_configurations_are_named() -> None:
+    with pytest.raises(ConstraintError, match="BN must be 128 or 256"):
+        tensor.variant("tc_wgmma", {"BN": 192})
+    with pytest.raises(ConstraintError, match="bytes of dynamic shared memory"):
+        tensor.variant("tc_warpspecialized", {"STAGES": 6})
+    with pytest.raises(UnknownName, match="no parameter"):
+        tensor.variant("tc_persistent", {"TILE": 3})
+
+
+def test_hopper_shared_memory_is_stages_plus_barriers() -> None:
+    spec = catalogue.get("tc_warpspecialized")  # 128 x 256 tiles, 4 stages
+    point = catalogue.point("tc_warpspecialized", Shape.square(4096), dtype="bfloat16")
+    assert point.dynamic_smem == 4 * (128 + 256) * 128 + 2 * 4 * 8
+    assert spec.threads_per_block(Shape.square(4096), 0) == 3 * 128
+
+
+def test_bf16_rounding_is_nearest_even() -> None:
+    one_ulp = 2.0**-7  # bf16 keeps 7 fraction bits
+    x = np.array([1.0, 1 + one_ulp / 2, 1 + 1.5 * one_ulp, -2.5, 1 + one_ulp / 4], dtype=np.float32)
+    bits = tensor._bf16_bits(np, x)
+    assert bits.dtype == np.uint16
+    assert [hex(b) for b in bits] == ["0x3f80", "0x3f80", "0x3f82", "0xc020", "0x3f80"]
+
+
+def test_cluster_rung_launches_whole_clusters() -> None:
+    spec = catalogue.get("tc_cluster")
+    assert spec.cluster == (2, 1, 1)
+    assert catalogue.get("tc_persistent").cluster is None
+
+
+def test_persistent_grids_count_tiles_and_whole_clusters() -> None:
+    """The runner caps these at what the GPU holds at once; the spec counts the work."""
+    shape = Shape(384, 1000, 64)  # 3 x 4 tiles of 128 x 256
+    assert catalogue.get("tc_persistent").grid(shape, 0) == (12, 1, 1)
+    assert catalogue.get("tc_persistent").persistent
+    # Clusters of two 128-row tiles: 2 pairs of rows x 4 columns, two blocks each.
+    assert catalogue.get("tc_cluster").grid(shape, 0) == (16, 1, 1)
+    assert catalogue.get("tc_warpspecialized").grid(shape, 0) == (4, 3, 1)
