@@ -40,3 +40,48 @@ def test_warnings() -> None:
     short = Timing.of([0.004, 0.004], graph_launches=50)
     assert any("CUDA graph of 50 launches" in w for w in timing_warnings(short))
     assert any("power cap" in w for w in timing_warnings(steady, ["software power cap"]))
+
+
+class _FakeClock:
+    """Stands in for CuPy's events: every timed call takes longer than the last,
+    as on a GPU slowing under its power cap."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.calls: list[str] = []
+
+    def call(self, name: str) -> None:
+        self.calls.append(name)
+        self.now += 1.0 + 0.1 * len(self.calls)
+
+    @property
+    def cuda(self):  # the subset of cupy.cuda that run._time uses
+        clock = self
+
+        class Event:
+            def record(self, stream) -> None:
+                self.at = clock.now
+
+            def synchronize(self) -> None:
+                pass
+
+        class Cuda:
+            pass
+
+        cuda = Cuda()
+        cuda.Event = Event
+        cuda.get_elapsed_time = lambda start, end: end.at - start.at
+        return cuda
+
+
+def test_kernel_and_library_are_timed_in_alternation() -> None:
+    from gemmlab.run import _paired_series
+
+    clock = _FakeClock()
+    kernel, library = (lambda: clock.call("k")), (lambda: clock.call("b"))
+    timing, base = _paired_series(clock, None, kernel, library, reps=5, max_seconds=10, flush=None)
+    assert clock.calls == ["k", "b", "b", "k", "k", "b", "b", "k", "k", "b"]
+    assert timing.reps == base.reps == 5
+    # Same work slowing at the same rate: alternation leaves the two medians close
+    # (one after the other they would differ by five calls' slow-down, 0.5 ms here).
+    assert abs(timing.median_ms - base.median_ms) <= 0.2

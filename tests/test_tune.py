@@ -1,7 +1,9 @@
 """The tuner with a fake runner (no GPU): the fastest verified configuration
 wins, wrong and uncompilable ones never do, every candidate is stored at once
 and skipped on the next run (resume after Ctrl-C), size classes, the budget,
-`gemmlab tune` and `gemmlab run` picking the tuned configuration."""
+both ladders and their element types kept apart, the tables of an older
+gemmlab brought forward, `gemmlab tune` and `gemmlab run` picking the tuned
+configuration."""
 
 from __future__ import annotations
 
@@ -13,11 +15,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gemmlab import catalogue, sgemm, tune
+from gemmlab import catalogue, sgemm, tensor, tune
 from gemmlab.catalogue import KernelSpec, Shape
 from gemmlab.cli import app
 from gemmlab.compile import Resources
-from gemmlab.errors import CompileError, GemmlabError, StoreError, UnknownName, VerificationError
+from gemmlab.errors import CompileError, ConstraintError, GemmlabError, StoreError, UnknownName, VerificationError
 from gemmlab.run import RunResult
 from gemmlab.store import Store
 from gemmlab.timing import Timing, gflops
@@ -33,7 +35,7 @@ BROKEN = CONFIGS[-2]
 FASTEST_GOOD = CONFIGS[-3]
 
 
-def speed(config: dict, shape: Shape) -> float:
+def speed(config: dict, shape: Shape, dtype: str = "float32") -> float:
     """GFLOPS of a configuration at a shape: 10,000 + 1,000 per place in the list."""
     return 10_000.0 + 1_000.0 * CONFIGS.index(config)
 
@@ -44,14 +46,16 @@ class FakeRunner:
 
     def __init__(self, interrupt_after: int | None = None, sleep: float = 0.0, speeds=speed) -> None:
         self.calls: list[tuple[dict, Shape, bool]] = []
+        self.dtypes: list[str] = []
         self.interrupt_after = interrupt_after
         self.sleep = sleep
         self.speeds = speeds
 
-    def __call__(self, spec: KernelSpec, shape: Shape, *, reps: int, warmup: int, max_seconds: float,
+    def __call__(self, spec: KernelSpec, shape: Shape, *, dtype: str, reps: int, warmup: int, max_seconds: float,
                  baseline: bool) -> RunResult:  # fmt: skip
-        config = sgemm.config_of(spec)
+        config = spec.config
         self.calls.append((config, shape, baseline))
+        self.dtypes.append(dtype)
         time.sleep(self.sleep)
         if self.interrupt_after is not None and len(self.calls) > self.interrupt_after:
             raise KeyboardInterrupt
@@ -59,10 +63,10 @@ class FakeRunner:
             raise VerificationError(f"{spec.id} gave a wrong result on {shape}.", "")
         if config == BROKEN:
             raise CompileError(f"NVRTC could not compile {spec.id}.", "")
-        value = self.speeds(config, shape)
+        value = self.speeds(config, shape, dtype)
         ms = 2 * shape.m * shape.n * shape.k / (value * 1e6)
         result = RunResult(
-            kernel=spec.id, m=shape.m, n=shape.n, k=shape.k, block_edge=0, dtype="float32", grid=(1, 1, 1),
+            kernel=spec.id, m=shape.m, n=shape.n, k=shape.k, block_edge=0, dtype=dtype, grid=(1, 1, 1),
             block=(256, 1, 1), dynamic_smem=0, resources=Resources(128, 16384, 0, 0, 0, 1), arch="sm_90",
             timing=Timing(ms, ms * 0.98, ms * 1.05, reps), gflops=gflops(2 * shape.m * shape.n * shape.k, ms),
             gbytes_per_s=1.0, error=1e-7, tolerance=1e-5, config=config,
@@ -198,7 +202,7 @@ def test_rejected_is_never_best_even_when_everything_else_fails(tmp_path: Path) 
 def test_size_classes_are_tuned_apart_and_shapes_of_one_class_together(tmp_path: Path) -> None:
     db = tmp_path / "t.sqlite"
 
-    def speeds(config: dict, shape: Shape) -> float:
+    def speeds(config: dict, shape: Shape, dtype: str) -> float:
         # The default is best at 2048, the third configuration at 4096 and in
         # geometric mean over both; at 8192 the second wins.
         table = {
@@ -261,7 +265,7 @@ def test_devices_are_kept_apart(tmp_path: Path) -> None:
 
 def test_refusals(tmp_path: Path) -> None:
     with Store.open(tmp_path / "t.sqlite") as store:
-        with pytest.raises(UnknownName, match="not a kernel of the FP32 ladder"):
+        with pytest.raises(UnknownName, match="Unknown tunable kernel 'tiled'"):
             tune.tune("tiled", [1024], store, runner=FakeRunner(), device=DEVICE, progress=False)
         with pytest.raises(GemmlabError, match="at least 10"):
             tune.tune(KERNEL, [1024], store, runner=FakeRunner(), device=DEVICE, progress=False, reps=3)
@@ -278,6 +282,179 @@ def test_progress_bar_runs(tmp_path: Path) -> None:
                   console=Console(file=out, force_terminal=False, width=200))  # fmt: skip
     text = out.getvalue()
     assert "rejected" in text and "skipped" in text
+
+
+# -- both ladders, each element type apart ---------------------------------------
+
+TC_KERNEL = "tc_wgmma"  # bfloat16, float16 and tf32
+TC_CONFIGS = tensor.configs(TC_KERNEL)
+# The fastest configuration of each element type: another for each.
+TC_FASTEST = {"bfloat16": 1, "float16": 2, "tf32": 3}
+
+
+def tc_speed(config: dict, shape: Shape, dtype: str) -> float:
+    return 100_000.0 if TC_CONFIGS.index(config) == TC_FASTEST[dtype] else 50_000.0
+
+
+def run_tc_tune(db: Path, runner: FakeRunner, dtype: str | None) -> tune.TuneSummary:
+    with Store.open(db) as store:
+        return tune.tune(TC_KERNEL, [1024], store, dtype=dtype, runner=runner, device=DEVICE, progress=False)
+
+
+def test_each_kernel_belongs_to_its_ladder() -> None:
+    for spec in sgemm.SGEMM_KERNELS:
+        assert tune.family(spec.id).configs(spec.id) == sgemm.configs(spec.id)
+        assert tune.default_config(spec.id) == sgemm.default_config(spec.id)
+        assert tune.resolved_dtype(spec.id) == "float32"
+    for spec in tensor.TENSOR_KERNELS:
+        assert tune.family(spec.id).configs(spec.id) == tensor.configs(spec.id)
+        assert tune.default_config(spec.id) == tensor.rung(spec.id).config()
+        assert tune.resolved_dtype(spec.id) == spec.dtypes[0]
+    assert tune.family(KERNEL).name == "FP32 ladder" and tune.family(TC_KERNEL).name == "tensor-core ladder"
+    variant = tune.family(TC_KERNEL).variant(TC_KERNEL, TC_CONFIGS[1])
+    assert variant.id == TC_KERNEL and variant.config == TC_CONFIGS[1]
+
+
+def test_unknown_kernels_and_dtypes_are_refused_in_words() -> None:
+    with pytest.raises(UnknownName) as found:
+        tune.family("tiled")
+    # Every tunable kernel of both ladders is listed.
+    assert all(spec.id in found.value.fix for spec in (*sgemm.SGEMM_KERNELS, *tensor.TENSOR_KERNELS))
+    with pytest.raises(UnknownName, match="Did you mean tc_mma"):
+        tune.resolved_dtype("tc_mmma")
+    with pytest.raises(ConstraintError, match="tc_mma has no tf32 version") as found:
+        tune.resolved_dtype("tc_mma", "tf32")
+    assert found.value.fix == "Use --dtype bfloat16 or float16."
+    with pytest.raises(ConstraintError, match="no bfloat16 version"):
+        tune.resolved_dtype(KERNEL, "bfloat16")
+    assert tune.resolved_dtype(TC_KERNEL, "tf32") == "tf32"
+
+
+def test_element_types_are_tuned_and_stored_apart(tmp_path: Path) -> None:
+    db = tmp_path / "t.sqlite"
+    default = FakeRunner(speeds=tc_speed)
+    summary = run_tc_tune(db, default, None)
+    assert summary.dtype == "bfloat16" and set(default.dtypes) == {"bfloat16"}
+    assert summary.best["small"].config == TC_CONFIGS[TC_FASTEST["bfloat16"]]
+    assert summary.best["small"].dtype == "bfloat16" and "(bfloat16)" in summary.lines()[0]
+
+    # The same configurations at the same shape: nothing measured in bfloat16 counts for tf32.
+    tf32 = FakeRunner(speeds=tc_speed)
+    summary = run_tc_tune(db, tf32, "tf32")
+    assert len(tf32.calls) == len(TC_CONFIGS) and set(tf32.dtypes) == {"tf32"} and summary.already == []
+    assert summary.best["small"].config == TC_CONFIGS[TC_FASTEST["tf32"]]
+
+    rows = candidates(db)
+    assert len(rows) == 2 * len(TC_CONFIGS)
+    assert sorted(r["dtype"] for r in rows) == ["bfloat16"] * len(TC_CONFIGS) + ["tf32"] * len(TC_CONFIGS)
+    assert {(r["dtype"], json.loads(r["config"]) == TC_CONFIGS[TC_FASTEST[r["dtype"]]]) for r in tuned_rows(db)} == {
+        ("bfloat16", True),
+        ("tf32", True),
+    }
+
+    again = FakeRunner(speeds=tc_speed)
+    assert len(run_tc_tune(db, again, "bfloat16").already) == len(TC_CONFIGS) and again.calls == []
+
+    shape = Shape.square(1000)
+    with Store.open(db, readonly=True) as store:
+        for dtype in ("bfloat16", "tf32"):
+            spec = tune.tuned_spec(TC_KERNEL, shape, store, DEVICE[0], dtype)
+            assert spec is not None and spec.config == TC_CONFIGS[TC_FASTEST[dtype]]
+        assert tune.tuned_spec(TC_KERNEL, shape, store, DEVICE[0]).config == TC_CONFIGS[TC_FASTEST["bfloat16"]]
+        assert tune.tuned_spec(TC_KERNEL, shape, store, DEVICE[0], "float16") is None  # not tuned
+        assert tune.tuned_spec(KERNEL, shape, store, DEVICE[0]) is None
+
+
+# -- the tables of an older gemmlab ------------------------------------------------
+
+OLD_CONFIG = json.dumps(CONFIGS[1])
+
+
+def make_tuner_v1_file(path: Path) -> None:
+    """A results database whose tuner tables are as the v1 tuner wrote them
+    (no dtype): one candidate and one choice of sgemm_warptile at 1024."""
+    Store.open(path).close()
+    conn = sqlite3.connect(path)
+    for statement in tune.TUNER_MIGRATIONS[0]:
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO tuned_candidates (id, gpu_name, cc, kernel, size_class, m, n, k, config, status, median_ms, "
+        "gflops, error, date) VALUES (7, ?, ?, ?, 'small', 1024, 1024, 1024, ?, 'ok', 0.1, 20000.0, 1e-7, 'then')",
+        (*DEVICE, KERNEL, OLD_CONFIG),
+    )
+    conn.execute(
+        "INSERT INTO tuned (gpu_name, cc, kernel, size_class, config, gflops, shapes, date) "
+        "VALUES (?, ?, ?, 'small', ?, 20000.0, '[[1024, 1024, 1024]]', 'then')",
+        (*DEVICE, KERNEL, OLD_CONFIG),
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_tables_from_before_dtypes_are_read_as_float32_and_brought_forward(tmp_path: Path) -> None:
+    db = tmp_path / "v1.sqlite"
+    make_tuner_v1_file(db)
+    shape = Shape.square(1024)
+    with Store.open(db, readonly=True) as store:  # read as they are, not changed
+        assert tune.tuner_version(store) == 1
+        assert tune.tuned_spec(KERNEL, shape, store, DEVICE[0]).config == CONFIGS[1]
+        assert tune.tuned_spec(TC_KERNEL, shape, store, DEVICE[0]) is None
+    assert "dtype" not in tuned_rows(db)[0]
+
+    runner = FakeRunner()
+    summary = run_tune(db, runner)
+    assert summary.already == [f"1024 {tune.config_label(CONFIGS[1])}"]  # the old candidate still counts
+    assert CONFIGS[1] not in [c for c, _s, _b in runner.calls]
+    with Store.open(db) as store:
+        assert tune.tuner_version(store) == tune.TUNER_VERSION == 2
+        assert store.integrity_check() == "ok"
+    old = next(r for r in candidates(db) if r["id"] == 7)
+    assert (old["dtype"], old["gflops"], old["date"]) == ("float32", 20000.0, "then")
+    assert {r["dtype"] for r in candidates(db)} == {"float32"}
+    (chosen,) = tuned_rows(db)
+    # Chosen among old and new candidates alike: the old one's 20,000 GFLOPS beats the fake figures.
+    assert chosen["dtype"] == "float32" and json.loads(chosen["config"]) == CONFIGS[1]
+    assert summary.best["small"].gflops == pytest.approx(20000.0)
+
+    # dtype is part of both keys now: the same candidate in another element type is a row of its own...
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "INSERT INTO tuned_candidates (gpu_name, cc, kernel, dtype, size_class, m, n, k, config, status, date) "
+        "VALUES (?, ?, ?, 'tf32', 'small', 1024, 1024, 1024, ?, 'ok', 'now')",
+        (*DEVICE, KERNEL, OLD_CONFIG),
+    )
+    # ... and what a v1 tuner still writes into this file is float32, as it meant.
+    conn.execute(
+        "INSERT OR REPLACE INTO tuned (gpu_name, cc, kernel, size_class, config, gflops, shapes, date) "
+        "VALUES ('Old GPU', '8.0', ?, 'small', ?, 1.0, '[]', 'then')",
+        (KERNEL, OLD_CONFIG),
+    )
+    conn.commit()
+    conn.close()
+    assert sum(r["config"] == OLD_CONFIG for r in candidates(db)) == 2
+    assert {r["dtype"] for r in tuned_rows(db)} == {"float32"}
+
+
+def test_a_migration_that_fails_half_way_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "v1.sqlite"
+    make_tuner_v1_file(db)
+    v1, v2 = tune.TUNER_MIGRATIONS
+    monkeypatch.setattr(tune, "TUNER_MIGRATIONS", (v1, (*v2, "INSERT INTO no_such_table VALUES (1)")))
+    with Store.open(db) as store:
+        with pytest.raises(StoreError, match="no_such_table"):
+            tune.ensure_tables(store)
+        assert tune.tuner_version(store) == 1
+    assert [r["id"] for r in candidates(db)] == [7] and "dtype" not in candidates(db)[0]
+
+
+def test_a_new_file_gets_the_current_tables_and_ensure_tables_is_idempotent(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "t.sqlite") as store:
+        assert tune.tuner_version(store) == 0
+        tune.ensure_tables(store)
+        tune.ensure_tables(store)
+        assert tune.tuner_version(store) == tune.TUNER_VERSION
+        names = {r["name"] for r in store.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert {"tuned", "tuned_candidates"} <= names and not any(name.endswith("_v2") for name in names)
 
 
 # -- reading tuned configurations -------------------------------------------------
@@ -352,7 +529,7 @@ def test_cli_tune_interrupted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, f
 def test_cli_tune_refuses_before_creating_anything(tmp_path: Path, fake_gpu: FakeRunner) -> None:
     db = tmp_path / "t.sqlite"
     result = cli.invoke(app, ["tune", "tiled", "--db", str(db)])
-    assert result.exit_code == 2 and "not a kernel of the FP32 ladder" in result.output
+    assert result.exit_code == 2 and "Unknown tunable kernel 'tiled'" in result.output
     result = cli.invoke(app, ["tune", KERNEL, "--sizes", "0", "--db", str(db)])
     assert result.exit_code == 2 and "positive" in result.output
     result = cli.invoke(app, ["tune", KERNEL, "--reps", "3", "--db", str(db)])
@@ -360,11 +537,46 @@ def test_cli_tune_refuses_before_creating_anything(tmp_path: Path, fake_gpu: Fak
     assert not db.exists()
 
 
+def test_cli_tune_lists_both_ladders_for_an_unknown_kernel(tmp_path: Path, fake_gpu: FakeRunner) -> None:
+    db = tmp_path / "t.sqlite"
+    result = cli.invoke(app, ["tune", "tiled", "--db", str(db)], env={"COLUMNS": "250"})
+    assert result.exit_code == 2
+    assert "Unknown tunable kernel 'tiled'" in result.output
+    assert "FP32 ladder's sgemm_coalesced" in result.output and "tensor-core ladder's tc_wmma" in result.output
+    result = cli.invoke(app, ["tune", "tc_mma", "--dtype", "tf32", "--db", str(db)], env={"COLUMNS": "250"})
+    assert result.exit_code == 2 and "tc_mma has no tf32 version" in result.output
+    assert fake_gpu.calls == [] and not db.exists()
+
+
+def test_cli_tune_and_run_a_tensor_kernel_per_dtype(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    fake_gpu: FakeRunner) -> None:  # fmt: skip
+    db = tmp_path / "t.sqlite"
+    fake_gpu.speeds = tc_speed
+    tuned = cli.invoke(app, ["tune", TC_KERNEL, "--dtype", "tf32", "--sizes", "1024", "--db", str(db)],
+                       env={"COLUMNS": "250"})  # fmt: skip
+    assert tuned.exit_code == 0, tuned.output
+    assert f"{TC_KERNEL} (tf32) tuned on Fake H200" in tuned.output and set(fake_gpu.dtypes) == {"tf32"}
+    calls: list = []
+    monkeypatch.setattr("gemmlab.run.run", fake_run(calls))
+
+    run_tf32 = cli.invoke(app, ["run", TC_KERNEL, "--dtype", "tf32", "--size", "1000", "--db", str(db), "--json"])
+    data = json.loads(run_tf32.output)
+    assert data["config"] == TC_CONFIGS[TC_FASTEST["tf32"]] and data["config_source"] == "tuned"
+    assert calls[-1].config == TC_CONFIGS[TC_FASTEST["tf32"]]
+
+    # bfloat16 (the kernel's first) was not tuned: the tf32 choice is not used for it.
+    run_bf16 = cli.invoke(app, ["run", TC_KERNEL, "--size", "1000", "--db", str(db), "--json"])
+    data = json.loads(run_bf16.output)
+    assert calls[-1] is None and data["config_source"] == "catalogue default"
+    assert data["config"] == tensor.rung(TC_KERNEL).config()
+
+
 def fake_run(calls: list):
     def run(kernel_id, shape, block_edge=None, dtype=None, *, spec=None, **kwargs) -> RunResult:
         calls.append(spec)
         used = spec or catalogue.get(kernel_id)
-        result = FakeRunner()(used, shape, reps=20, warmup=2, max_seconds=1.0, baseline=False)
+        flat = FakeRunner(speeds=lambda config, shape, dtype: 10_000.0)
+        result = flat(used, shape, dtype=dtype or used.dtypes[0], reps=20, warmup=2, max_seconds=1.0, baseline=False)
         result.device = {"name": DEVICE[0]}
         return result
 

@@ -220,7 +220,7 @@ def run(
     # Every product needs K (matmul, the FP32 ladder, the tensor cores); the memory lab's kernels do not.
     needs_k = catalogue.get(kernel_id).problem.metric != "gbs"
     shape = parse_shape(size, m, n, k, needs_k)
-    spec = None if no_tuned else stored_tuned_spec(kernel_id, shape, db)
+    spec = None if no_tuned else stored_tuned_spec(kernel_id, shape, db, dtype)
     result = run_kernel(kernel_id, shape, block, dtype, reps=reps, flush_l2=flush_l2, seed=seed, spec=spec)
     config_source = ("tuned" if spec else "catalogue default") if result.config else None
     if as_json:

@@ -1,30 +1,42 @@
-"""Autotuning the FP32 ladder: on this GPU, try every configuration a rung
-accepts (:func:`gemmlab.sgemm.configs`) and keep the fastest one that verifies,
-per size class.
+"""Autotuning the FP32 and tensor-core ladders: on this GPU, try every
+configuration a rung accepts and keep the fastest one that verifies, per size
+class and element type.
 
 The search
 ----------
-Each candidate is a catalogue entry of its own (:func:`gemmlab.sgemm.variant`)
-and goes through the runner like any kernel: compiled with NVRTC, checked
-against the device's limits, verified against the float64 reference after the
-warm-up and again after the timed launches, and timed (median of ``reps`` CUDA
-event timings, at least :data:`MIN_REPS`). A candidate that does not compile,
-exceeds the device's limits or cannot take the shape is *skipped*; one whose
-result is wrong is *rejected*. Neither can be chosen. cuBLAS is timed once per
-shape, with the first candidate that verifies there, for the ratio.
+Each ladder gives the tuner the same two functions (:class:`Family`):
+``configs(kernel_id)``, the configurations to try (:func:`gemmlab.sgemm.configs`,
+:func:`gemmlab.tensor.configs`), and ``variant(kernel_id, config)``, a
+catalogue entry of its own for each. A candidate goes through the runner like
+any kernel: compiled with NVRTC, checked against the device's limits, verified
+against the float64 reference after the warm-up and again after the timed
+launches, and timed (median of ``reps`` CUDA event timings, at least
+:data:`MIN_REPS`). A candidate that does not compile, exceeds the device's
+limits or cannot take the shape is *skipped*; one whose result is wrong is
+*rejected*. Neither can be chosen. cuBLAS is timed once per shape, with the
+first candidate that verifies there, for the ratio.
 
 Candidates are taken configuration by configuration, each at every shape asked
 for, the catalogue's default first: a search cut short by the time budget has
 compared the same configurations (all but perhaps the last) in every size
 class, the default among them.
 
+Element types
+-------------
+The FP32 ladder runs float32 only; a tensor-core rung runs each of its
+``dtypes`` (bfloat16, float16, tf32) and is tuned for each apart: tf32 moves
+twice the bytes of a 16-bit type per element and runs its MMAs at half the
+rate, so the tile and the number of stages that keep the tensor cores fed need
+not be the same. A search is for one element type (the kernel's first by
+default), and nothing measured for one is used for another.
+
 Size classes
 ------------
-One configuration is kept per (GPU, kernel, size class). The class comes from
-the largest of M, N and K (:func:`size_class`): ``small`` up to 1024,
-``medium`` up to 4096, ``large`` beyond. The best configuration moves with
-the size: at 1024 a 128 x 128 tile gives 64 blocks for an H100's 132 SMs, so
-what keeps the few blocks busy matters; at 4096 and beyond every
+One configuration is kept per (GPU, kernel, element type, size class). The
+class comes from the largest of M, N and K (:func:`size_class`): ``small`` up
+to 1024, ``medium`` up to 4096, ``large`` beyond. The best configuration moves
+with the size: at 1024 a 128 x 128 tile gives 64 blocks for an H100's 132 SMs,
+so what keeps the few blocks busy matters; at 4096 and beyond every
 configuration fills the GPU many times over and the work of one block
 decides. Shapes of one call that fall into the same class are
 scored together: a configuration must verify at all of them, and the
@@ -32,25 +44,27 @@ geometric mean of its GFLOPS ranks it.
 
 The database
 ------------
-Two tables in the results database, created here with ``CREATE TABLE IF NOT
-EXISTS`` (outside :data:`gemmlab.store.MIGRATIONS`, through
-:meth:`gemmlab.store.Store.execute`):
+Two tables in the results database, kept here (outside
+:data:`gemmlab.store.MIGRATIONS`, through :meth:`gemmlab.store.Store.execute`)
+and brought forward the way the store brings its own: :data:`TUNER_MIGRATIONS`.
 
-- ``tuned_candidates``: one row per (GPU, kernel, shape, configuration)
-  tried, written the moment it is known: ``status`` is ``ok`` (with
-  ``median_ms``, ``gflops``, ``error`` and, for the first candidate of a
+- ``tuned_candidates``: one row per (GPU, kernel, element type, shape,
+  configuration) tried, written the moment it is known: ``status`` is ``ok``
+  (with ``median_ms``, ``gflops``, ``error`` and, for the first candidate of a
   shape, ``baseline_gflops`` of cuBLAS), ``rejected`` or ``skipped`` (with the
   ``reason``). A second run skips every stored candidate, so a search stopped
   by Ctrl-C or a killed process resumes where it was; ``force`` measures
   again. A candidate that meets an unexpected error is not stored, so it is
   tried again.
-- ``tuned``: the chosen configuration per (GPU, kernel, size class), with its
-  GFLOPS, its ratio to cuBLAS, the default configuration's GFLOPS and the
-  shapes it was chosen on. ``gemmlab run`` reads it (:func:`tuned_spec`).
+- ``tuned``: the chosen configuration per (GPU, kernel, element type, size
+  class), with its GFLOPS, its ratio to cuBLAS, the default configuration's
+  GFLOPS and the shapes it was chosen on. ``gemmlab run`` reads it
+  (:func:`tuned_spec`).
 
 Rows are keyed by the GPU's name (``gpu_name``, as in ``runs``), with its
-compute capability (``cc``) beside it. Configurations are JSON objects in the
-order of the kernel's template parameters.
+compute capability (``cc``) beside it, and by ``dtype`` (named as in
+``results``). Configurations are JSON objects in the order of the kernel's
+template parameters.
 """
 
 from __future__ import annotations
@@ -63,7 +77,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gemmlab import sgemm
+from gemmlab import sgemm, tensor
 from gemmlab.catalogue import KernelSpec, Shape
 from gemmlab.environment import now_utc
 from gemmlab.errors import (
@@ -74,6 +88,7 @@ from gemmlab.errors import (
     NoGPUError,
     StoreError,
     VerificationError,
+    unknown_name,
 )
 from gemmlab.store import Store
 
@@ -86,41 +101,144 @@ MIN_REPS = 10
 
 OK, REJECTED, SKIPPED = "ok", "rejected", "skipped"
 
-CANDIDATES_TABLE = """CREATE TABLE IF NOT EXISTS tuned_candidates (
-    id INTEGER PRIMARY KEY,
-    gpu_name TEXT NOT NULL,
-    cc TEXT NOT NULL,
-    kernel TEXT NOT NULL,
-    size_class TEXT NOT NULL,
-    m INTEGER NOT NULL,
-    n INTEGER NOT NULL,
-    k INTEGER NOT NULL,
-    config TEXT NOT NULL,
-    status TEXT NOT NULL,
-    median_ms REAL,
-    gflops REAL,
-    baseline_gflops REAL,
-    error REAL,
-    reason TEXT,
-    date TEXT NOT NULL,
-    UNIQUE (gpu_name, kernel, m, n, k, config)
-)"""
-TUNED_TABLE = """CREATE TABLE IF NOT EXISTS tuned (
-    gpu_name TEXT NOT NULL,
-    cc TEXT NOT NULL,
-    kernel TEXT NOT NULL,
-    size_class TEXT NOT NULL,
-    config TEXT NOT NULL,
-    gflops REAL NOT NULL,
-    ratio_to_cublas REAL,
-    default_gflops REAL,
-    shapes TEXT NOT NULL,
-    date TEXT NOT NULL,
-    PRIMARY KEY (gpu_name, kernel, size_class)
-)"""
+# Each entry takes the tuner's tables from version i to i + 1, as
+# gemmlab.store.MIGRATIONS does the results schema: entries are never edited
+# once released, and those a file has not seen run in order, in one
+# transaction (see ensure_tables and tuner_version).
+TUNER_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # v1: the FP32 ladder's tables (float32 only, so no dtype).
+    (
+        """CREATE TABLE IF NOT EXISTS tuned_candidates (
+            id INTEGER PRIMARY KEY,
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            size_class TEXT NOT NULL,
+            m INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            config TEXT NOT NULL,
+            status TEXT NOT NULL,
+            median_ms REAL,
+            gflops REAL,
+            baseline_gflops REAL,
+            error REAL,
+            reason TEXT,
+            date TEXT NOT NULL,
+            UNIQUE (gpu_name, kernel, m, n, k, config)
+        )""",
+        """CREATE TABLE IF NOT EXISTS tuned (
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            size_class TEXT NOT NULL,
+            config TEXT NOT NULL,
+            gflops REAL NOT NULL,
+            ratio_to_cublas REAL,
+            default_gflops REAL,
+            shapes TEXT NOT NULL,
+            date TEXT NOT NULL,
+            PRIMARY KEY (gpu_name, kernel, size_class)
+        )""",
+    ),
+    # v2: dtype in both keys, for the tensor-core ladder's element types.
+    # SQLite cannot change a table's keys in place: each table is built anew
+    # and its rows copied over (sqlite.org/lang_altertable.html, "making other
+    # kinds of table schema changes"). The rows before were the FP32 ladder's:
+    # float32, the column's default, which is also what a gemmlab of v1 still
+    # writes into a v2 file.
+    (
+        """CREATE TABLE tuned_candidates_v2 (
+            id INTEGER PRIMARY KEY,
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            dtype TEXT NOT NULL DEFAULT 'float32',
+            size_class TEXT NOT NULL,
+            m INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            config TEXT NOT NULL,
+            status TEXT NOT NULL,
+            median_ms REAL,
+            gflops REAL,
+            baseline_gflops REAL,
+            error REAL,
+            reason TEXT,
+            date TEXT NOT NULL,
+            UNIQUE (gpu_name, kernel, dtype, m, n, k, config)
+        )""",
+        """INSERT INTO tuned_candidates_v2 (id, gpu_name, cc, kernel, size_class, m, n, k, config, status,
+            median_ms, gflops, baseline_gflops, error, reason, date)
+        SELECT id, gpu_name, cc, kernel, size_class, m, n, k, config, status, median_ms, gflops, baseline_gflops,
+            error, reason, date FROM tuned_candidates""",
+        "DROP TABLE tuned_candidates",
+        "ALTER TABLE tuned_candidates_v2 RENAME TO tuned_candidates",
+        """CREATE TABLE tuned_v2 (
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            dtype TEXT NOT NULL DEFAULT 'float32',
+            size_class TEXT NOT NULL,
+            config TEXT NOT NULL,
+            gflops REAL NOT NULL,
+            ratio_to_cublas REAL,
+            default_gflops REAL,
+            shapes TEXT NOT NULL,
+            date TEXT NOT NULL,
+            PRIMARY KEY (gpu_name, kernel, dtype, size_class)
+        )""",
+        """INSERT INTO tuned_v2 (gpu_name, cc, kernel, size_class, config, gflops, ratio_to_cublas, default_gflops,
+            shapes, date)
+        SELECT gpu_name, cc, kernel, size_class, config, gflops, ratio_to_cublas, default_gflops, shapes, date
+        FROM tuned""",
+        "DROP TABLE tuned",
+        "ALTER TABLE tuned_v2 RENAME TO tuned",
+    ),
+)
+TUNER_VERSION = len(TUNER_MIGRATIONS)
 
-# runner(spec, shape, *, reps, warmup, max_seconds, baseline) -> RunResult (see measure_candidate)
+# runner(spec, shape, *, dtype, reps, warmup, max_seconds, baseline) -> RunResult (see measure_candidate)
 Runner = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Family:
+    """A ladder of tunable kernels: what the tuner calls on its kernel ids."""
+
+    name: str
+    kernels: tuple[KernelSpec, ...]  # the catalogue's entries, built with the default configurations
+    configs: Callable[[str], list[dict]]  # kernel id -> the configurations to search, the default first
+    # (kernel id, configuration) -> the entry built with it; ConstraintError for one it cannot take.
+    variant: Callable[[str, dict], KernelSpec]
+
+
+FAMILIES = (
+    Family("FP32 ladder", sgemm.SGEMM_KERNELS, sgemm.configs, sgemm.variant),
+    Family("tensor-core ladder", tensor.TENSOR_KERNELS, tensor.configs, tensor.variant),
+)
+_TUNABLE = {spec.id: (spec, ladder) for ladder in FAMILIES for spec in ladder.kernels}
+
+
+def family(kernel_id: str) -> Family:
+    """The ladder ``kernel_id`` is a rung of; UnknownName, listing every tunable kernel, otherwise."""
+    return _tunable(kernel_id)[1]
+
+
+def default_config(kernel_id: str) -> dict:
+    """The configuration of the catalogue's entry."""
+    return _tunable(kernel_id)[0].config
+
+
+def resolved_dtype(kernel_id: str, dtype: str | None = None) -> str:
+    """``dtype``, or the kernel's first when None; ConstraintError for an element type it has no version of."""
+    dtypes = _tunable(kernel_id)[0].dtypes
+    if dtype is None:
+        return dtypes[0]
+    if dtype not in dtypes:
+        raise ConstraintError(f"{kernel_id} has no {dtype} version (it takes {', '.join(dtypes)}).",
+                              f"Use --dtype {' or '.join(dtypes)}.")  # fmt: skip
+    return dtype
 
 
 def size_class(shape: Shape) -> str:
@@ -136,7 +254,7 @@ def config_label(config: dict) -> str:
 def config_json(kernel_id: str, config: dict) -> str:
     """The stored form of a configuration: every parameter, in template order.
     A configuration the kernel cannot take raises ConstraintError."""
-    return json.dumps(sgemm.config_of(sgemm.variant(kernel_id, config)))
+    return json.dumps(family(kernel_id).variant(kernel_id, config).config)
 
 
 @dataclass(frozen=True)
@@ -144,6 +262,7 @@ class Tuned:
     """The configuration chosen for one size class."""
 
     kernel: str
+    dtype: str
     size_class: str
     config: dict
     gflops: float  # geometric mean over the shapes
@@ -159,6 +278,7 @@ class Tuned:
 @dataclass
 class TuneSummary:
     kernel: str
+    dtype: str
     gpu_name: str
     cc: str
     total: int = 0  # configurations x shapes
@@ -179,8 +299,8 @@ class TuneSummary:
 
     def lines(self) -> list[str]:
         """The summary in words, one line each."""
-        out = [f"{self.kernel} on {self.gpu_name}: {len(self.measured)} candidates measured and stored, "
-               f"{len(self.already)} already stored"]  # fmt: skip
+        out = [f"{self.kernel} ({self.dtype}) on {self.gpu_name}: {len(self.measured)} candidates measured and "
+               f"stored, {len(self.already)} already stored"]  # fmt: skip
         out += [f"skipped: {label}: {why}" for label, why in self.skipped]
         out += [f"REJECTED (wrong result): {label}: {why}" for label, why in self.rejected]
         out += [f"FAILED: {label}: {what}" for label, what in self.failed]
@@ -203,17 +323,41 @@ def current_device() -> tuple[str, str]:
 
 
 def measure_candidate(
-    spec: KernelSpec, shape: Shape, *, reps: int, warmup: int, max_seconds: float, baseline: bool
+    spec: KernelSpec, shape: Shape, *, dtype: str, reps: int, warmup: int, max_seconds: float, baseline: bool
 ) -> Any:
     """The default runner: :func:`gemmlab.run.run` on the candidate's own entry."""
     from gemmlab.run import run
 
-    return run(spec.id, shape, spec=spec, reps=reps, warmup=warmup, max_seconds=max_seconds, baseline=baseline)
+    return run(spec.id, shape, dtype=dtype, spec=spec, reps=reps, warmup=warmup, max_seconds=max_seconds,
+               baseline=baseline)  # fmt: skip
+
+
+def tuner_version(store: Store) -> int:
+    """How many of :data:`TUNER_MIGRATIONS` a file's tables have had. PRAGMA
+    user_version counts gemmlab.store's migrations, so this is read from the
+    tables: no ``tuned`` (0; v1 created it last), ``tuned`` without ``dtype``
+    (1), with it (2). An entry added later must leave a mark to read here."""
+    columns = {r["name"] for r in store.execute("PRAGMA table_info(tuned)")}
+    if not columns:
+        return 0
+    return 2 if "dtype" in columns else 1
 
 
 def ensure_tables(store: Store) -> None:
-    store.execute(CANDIDATES_TABLE)
-    store.execute(TUNED_TABLE)
+    """Create the tuner's tables, or bring a file's forward to :data:`TUNER_VERSION`."""
+    if tuner_version(store) == TUNER_VERSION:
+        return
+    # BEGIN IMMEDIATE waits for another writer; the version is read again inside
+    # the lock, in case another process has just done the same.
+    store.execute("BEGIN IMMEDIATE")
+    try:
+        for steps in TUNER_MIGRATIONS[tuner_version(store) :]:
+            for statement in steps:
+                store.execute(statement)
+    except BaseException:
+        store.execute("ROLLBACK")
+        raise
+    store.execute("COMMIT")
 
 
 def tune(
@@ -221,6 +365,7 @@ def tune(
     sizes: Sequence[int | Shape],
     store: Store,
     *,
+    dtype: str | None = None,
     budget_seconds: float | None = None,
     force: bool = False,
     reps: int = 20,
@@ -233,11 +378,12 @@ def tune(
     console: Any = None,
 ) -> TuneSummary:
     """Search ``kernel_id``'s configurations at ``sizes`` (square N, or Shapes)
-    on this GPU and store the best per size class; see the module's docstring.
+    in element type ``dtype`` (default: the kernel's first) on this GPU and
+    store the best per size class; see the module's docstring.
 
     ``budget_seconds``: stop starting candidates once this much time is spent
     (stored candidates cost nothing). ``configs``: the candidates (default:
-    :func:`gemmlab.sgemm.configs`). ``max_seconds`` caps one candidate's timed
+    the family's ``configs``). ``max_seconds`` caps one candidate's timed
     series: the runner times fewer than ``reps`` only launches longer than
     ``max_seconds / reps``, and fewer than MIN_REPS only launches over
     ``max_seconds / MIN_REPS`` (0.5 s at the defaults, far above any rung
@@ -245,7 +391,8 @@ def tune(
     (name, compute capability) to GPU 0's. Ctrl-C stops after storing what is
     measured, chooses nothing, and the same call resumes.
     """
-    sgemm.rung(kernel_id)  # UnknownName for a kernel outside the ladder
+    dtype = resolved_dtype(kernel_id, dtype)  # UnknownName for a kernel outside the ladders
+    ladder = family(kernel_id)
     if reps < MIN_REPS:
         raise GemmlabError(f"Tuning needs at least {MIN_REPS} timed repetitions (got {reps}).",
                            f"Use --reps {MIN_REPS} or more.")  # fmt: skip
@@ -254,20 +401,21 @@ def tune(
         raise GemmlabError("Tuning needs positive sizes.", "Example: --sizes 1024,4096.")
     gpu_name, cc = device or current_device()
     runner = runner or measure_candidate
-    candidates = [config_json(kernel_id, c) for c in (configs or sgemm.configs(kernel_id))]
+    candidates = [config_json(kernel_id, c) for c in (configs or ladder.configs(kernel_id))]
     ensure_tables(store)
 
     todo = [(c, s) for c in dict.fromkeys(candidates) for s in shapes]
-    stored = set() if force else _stored(store, gpu_name, kernel_id)
+    stored = set() if force else _stored(store, gpu_name, kernel_id, dtype)
     pending = [(c, s) for c, s in todo if (c, s) not in stored]
-    summary = TuneSummary(kernel_id, gpu_name, cc, total=len(todo))
+    summary = TuneSummary(kernel_id, dtype, gpu_name, cc, total=len(todo))
     summary.already = [_label(c, s) for c, s in todo if (c, s) in stored]
-    best_seen = _best_seen(store, gpu_name, kernel_id) if not force else {}
+    best_seen = _best_seen(store, gpu_name, kernel_id, dtype) if not force else {}
     timed_cublas: set[Shape] = set()
 
     def record(config: str, shape: Shape, status: str, **values: Any) -> None:
-        row = {"gpu_name": gpu_name, "cc": cc, "kernel": kernel_id, "size_class": size_class(shape), "m": shape.m,
-               "n": shape.n, "k": shape.k, "config": config, "status": status, "date": now_utc(), **values}  # fmt: skip
+        row = {"gpu_name": gpu_name, "cc": cc, "kernel": kernel_id, "dtype": dtype, "size_class": size_class(shape),
+               "m": shape.m, "n": shape.n, "k": shape.k, "config": config, "status": status, "date": now_utc(),
+               **values}  # fmt: skip
         marks = ", ".join("?" for _ in row)
         store.execute(f"INSERT OR REPLACE INTO tuned_candidates ({', '.join(row)}) VALUES ({marks})",
                       tuple(row.values()))  # fmt: skip
@@ -282,9 +430,9 @@ def tune(
             label = _label(config, shape)
             if bar:
                 bar.start(label)
-            spec = sgemm.variant(kernel_id, json.loads(config))
+            spec = ladder.variant(kernel_id, json.loads(config))
             try:
-                result = runner(spec, shape, reps=reps, warmup=warmup, max_seconds=max_seconds,
+                result = runner(spec, shape, dtype=dtype, reps=reps, warmup=warmup, max_seconds=max_seconds,
                                 baseline=shape not in timed_cublas)  # fmt: skip
             except (NoGPUError, StoreError):
                 raise  # the same for every candidate that follows
@@ -322,7 +470,7 @@ def tune(
         if bar:
             bar.stop()
     if not summary.interrupted:
-        _choose(store, summary, shapes, default=config_json(kernel_id, sgemm.default_config(kernel_id)))
+        _choose(store, summary, shapes, default=config_json(kernel_id, default_config(kernel_id)))
     return summary
 
 
@@ -337,58 +485,74 @@ def best_config(rows: Sequence[dict], shapes: Sequence[Shape]) -> tuple[str, flo
     return config, scores[config]
 
 
-def tuned_spec(kernel_id: str, shape: Shape, store: Store, device_name: str) -> KernelSpec | None:
-    """The entry of ``kernel_id`` tuned on ``device_name`` for ``shape``'s size
-    class, or None when none is stored. A stored configuration this gemmlab's
-    kernel no longer accepts is ignored (None)."""
-    if not store.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tuned'"):
+def tuned_spec(
+    kernel_id: str, shape: Shape, store: Store, device_name: str, dtype: str | None = None
+) -> KernelSpec | None:
+    """The entry of ``kernel_id`` tuned on ``device_name`` in element type
+    ``dtype`` (default: the kernel's first) for ``shape``'s size class, or None
+    when none is stored. A stored configuration this gemmlab's kernel no longer
+    accepts is ignored (None). Reads a file of any :func:`tuner_version`
+    without changing it: rows from before v2 are float32."""
+    dtype = resolved_dtype(kernel_id, dtype)
+    version = tuner_version(store)
+    if version == 0:
         return None
+    stored_dtype = "dtype" if version >= 2 else "'float32'"
     found = store.execute(
-        "SELECT config FROM tuned WHERE gpu_name = ? AND kernel = ? AND size_class = ?",
-        (device_name, kernel_id, size_class(shape)),
+        f"SELECT config FROM tuned WHERE gpu_name = ? AND kernel = ? AND {stored_dtype} = ? AND size_class = ?",
+        (device_name, kernel_id, dtype, size_class(shape)),
     )
     if not found:
         return None
     try:
-        return sgemm.variant(kernel_id, json.loads(found[0]["config"]))
+        return family(kernel_id).variant(kernel_id, json.loads(found[0]["config"]))
     except (GemmlabError, ValueError):
         return None
 
 
-def stored_tuned_spec(kernel_id: str, shape: Shape, db: str | Path) -> KernelSpec | None:
-    """What `gemmlab run` uses: the tuned entry for this GPU from ``db``; None
-    for a kernel outside the ladder or when ``db`` does not exist (nothing is
-    created: the file is opened read-only)."""
-    if kernel_id not in {spec.id for spec in sgemm.SGEMM_KERNELS} or not Path(db).is_file():
+def stored_tuned_spec(kernel_id: str, shape: Shape, db: str | Path, dtype: str | None = None) -> KernelSpec | None:
+    """What `gemmlab run` uses: the entry tuned for this GPU and ``dtype``
+    (default: the kernel's first) from ``db``; None for a kernel outside the
+    ladders or when ``db`` does not exist (nothing is created: the file is
+    opened read-only)."""
+    if kernel_id not in _TUNABLE or not Path(db).is_file():
         return None
     with Store.open(db, readonly=True) as store:
-        return tuned_spec(kernel_id, shape, store, current_device()[0])
+        return tuned_spec(kernel_id, shape, store, current_device()[0], dtype)
 
 
 # -- plumbing -------------------------------------------------------------------
+
+
+def _tunable(kernel_id: str) -> tuple[KernelSpec, Family]:
+    try:
+        return _TUNABLE[kernel_id]
+    except KeyError:
+        ladders = "; ".join(f"the {f.name}'s {', '.join(s.id for s in f.kernels)}" for f in FAMILIES)
+        raise unknown_name("tunable kernel", kernel_id, _TUNABLE, f"Tunable kernels: {ladders}.") from None
 
 
 def _label(config: str, shape: Shape) -> str:
     return f"{shape} {config_label(json.loads(config))}"
 
 
-def _stored(store: Store, gpu_name: str, kernel_id: str) -> set[tuple[str, Shape]]:
-    rows = store.execute("SELECT config, m, n, k FROM tuned_candidates WHERE gpu_name = ? AND kernel = ?",
-                         (gpu_name, kernel_id))  # fmt: skip
+def _stored(store: Store, gpu_name: str, kernel_id: str, dtype: str) -> set[tuple[str, Shape]]:
+    rows = store.execute("SELECT config, m, n, k FROM tuned_candidates WHERE gpu_name = ? AND kernel = ? AND dtype = ?",
+                         (gpu_name, kernel_id, dtype))  # fmt: skip
     return {(r["config"], Shape(r["m"], r["n"], r["k"])) for r in rows}
 
 
-def _ok_rows(store: Store, gpu_name: str, kernel_id: str) -> list[dict]:
+def _ok_rows(store: Store, gpu_name: str, kernel_id: str, dtype: str) -> list[dict]:
     return store.execute(
         "SELECT config, m, n, k, gflops, baseline_gflops, status FROM tuned_candidates "
-        "WHERE gpu_name = ? AND kernel = ? AND status = ? ORDER BY id",
-        (gpu_name, kernel_id, OK),
+        "WHERE gpu_name = ? AND kernel = ? AND dtype = ? AND status = ? ORDER BY id",
+        (gpu_name, kernel_id, dtype, OK),
     )
 
 
-def _best_seen(store: Store, gpu_name: str, kernel_id: str) -> dict[Shape, float]:
+def _best_seen(store: Store, gpu_name: str, kernel_id: str, dtype: str) -> dict[Shape, float]:
     found: dict[Shape, float] = {}
-    for r in _ok_rows(store, gpu_name, kernel_id):
+    for r in _ok_rows(store, gpu_name, kernel_id, dtype):
         shape = Shape(r["m"], r["n"], r["k"])
         found[shape] = max(found.get(shape, 0.0), r["gflops"])
     return found
@@ -410,7 +574,7 @@ def _geomean(values: list[float]) -> float:
 
 def _choose(store: Store, summary: TuneSummary, shapes: list[Shape], default: str) -> None:
     """Pick and store the best configuration of each size class among the stored candidates."""
-    rows = _ok_rows(store, summary.gpu_name, summary.kernel)
+    rows = _ok_rows(store, summary.gpu_name, summary.kernel, summary.dtype)
     # cuBLAS per shape: the latest figure stored (any configuration timed it beside itself).
     cublas = {Shape(r["m"], r["n"], r["k"]): r["baseline_gflops"] for r in rows if r["baseline_gflops"]}
     for name in dict.fromkeys(size_class(s) for s in shapes):
@@ -423,14 +587,14 @@ def _choose(store: Store, summary: TuneSummary, shapes: list[Shape], default: st
         ratio = None
         if all(s in cublas for s in group):
             ratio = _geomean([_gflops_at(rows, config, s) / cublas[s] for s in group])
-        tuned = Tuned(summary.kernel, name, json.loads(config), gflops, ratio,
+        tuned = Tuned(summary.kernel, summary.dtype, name, json.loads(config), gflops, ratio,
                       _scores(rows, group).get(default), tuple(group))  # fmt: skip
         summary.best[name] = tuned
         store.execute(
-            "INSERT OR REPLACE INTO tuned (gpu_name, cc, kernel, size_class, config, gflops, ratio_to_cublas, "
-            "default_gflops, shapes, date) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (summary.gpu_name, summary.cc, summary.kernel, name, config, gflops, ratio, tuned.default_gflops,
-             json.dumps([[s.m, s.n, s.k] for s in group]), now_utc()),
+            "INSERT OR REPLACE INTO tuned (gpu_name, cc, kernel, dtype, size_class, config, gflops, ratio_to_cublas, "
+            "default_gflops, shapes, date) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (summary.gpu_name, summary.cc, summary.kernel, summary.dtype, name, config, gflops, ratio,
+             tuned.default_gflops, json.dumps([[s.m, s.n, s.k] for s in group]), now_utc()),
         )  # fmt: skip
 
 

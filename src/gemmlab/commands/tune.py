@@ -1,5 +1,6 @@
-"""`gemmlab tune`: search an FP32-ladder kernel's configurations on this GPU
-and store the fastest verified one per size class (see gemmlab.tune)."""
+"""`gemmlab tune`: search the configurations of a kernel of the FP32 or the
+tensor-core ladder on this GPU and store the fastest verified one per size
+class and element type (see gemmlab.tune)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,16 @@ from gemmlab.tune import DEFAULT_SIZES, MIN_REPS, TuneSummary, config_label
 @app.command("tune")
 @friendly
 def tune_cmd(
-    kernel_id: Annotated[str, typer.Argument(help="A kernel of the FP32 ladder (sgemm_*; see `gemmlab kernels`).")],
+    kernel_id: Annotated[
+        str, typer.Argument(help="A kernel of the FP32 or tensor-core ladder (sgemm_*, tc_*; see `gemmlab kernels`).")
+    ],
     sizes: Annotated[
         str, typer.Option(help="Square sizes N, comma-separated; sizes of one size class are scored together.")
     ] = ",".join(map(str, DEFAULT_SIZES)),
+    dtype: Annotated[
+        str | None,
+        typer.Option(help="The element type to tune for (default: the kernel's first); each is tuned apart."),
+    ] = None,
     db: DbOption = DEFAULT_PATH,
     budget_seconds: Annotated[
         float | None,
@@ -36,17 +43,18 @@ def tune_cmd(
 ) -> None:
     """Tune a kernel for this GPU: compile, verify and time every configuration, keep the fastest per size class.
 
-    `gemmlab run` then uses the stored configuration on this GPU (--no-tuned for the catalogue's default).
+    `gemmlab run` then uses the configuration stored for this GPU and element type (--no-tuned: catalogue default).
     A second run resumes: stored candidates are skipped.
     """
-    from gemmlab import sgemm, tune
+    from gemmlab import tune
 
-    sgemm.rung(kernel_id)  # a kernel outside the ladder is refused before the database is created
+    # A kernel outside the ladders, or an element type it lacks, is refused before the database is created.
+    dtype = tune.resolved_dtype(kernel_id, dtype)
     shapes = [Shape.square(n) for n in parse_ints(sizes, "sizes")]
     device = tune.current_device()  # likewise without a GPU
     with Store.open(db) as store:
-        summary = tune.tune(kernel_id, shapes, store, budget_seconds=budget_seconds, force=force, reps=reps,
-                            device=device, console=err_console)  # fmt: skip
+        summary = tune.tune(kernel_id, shapes, store, dtype=dtype, budget_seconds=budget_seconds, force=force,
+                            reps=reps, device=device, console=err_console)  # fmt: skip
     _print(summary)
     console.print(f"stored in {db}", highlight=False)
     if summary.interrupted:
@@ -63,7 +71,7 @@ def _print(summary: TuneSummary) -> None:
         (err_console if style else console).print(text, highlight=False, soft_wrap=True)
     if not summary.best:
         return
-    table = Table(title=f"{summary.kernel} tuned on {summary.gpu_name} (cc {summary.cc})")
+    table = Table(title=f"{summary.kernel} ({summary.dtype}) tuned on {summary.gpu_name} (cc {summary.cc})")
     for col in ("size class", "shapes", "configuration", "GFLOPS", "vs default", "vs cuBLAS"):
         table.add_column(col, justify="right" if col in ("GFLOPS", "vs default", "vs cuBLAS") else "left")
     for t in summary.best.values():

@@ -73,9 +73,10 @@ tc_cluster(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CU
     } else {
         regs_claim<CONSUMER_REGS>();
         const int slab = group - 1, thread = tid % 128;
+        // Lane `peer` of the first warp arrives on block `peer`'s barrier: the
+        // arrivals leave as one instruction instead of one after the other.
         auto release = [&](int s) {
-            if (thread == 0)
-                for (unsigned peer = 0; peer < CLUSTER; ++peer) mbar_arrive_cluster(&empty[s], peer);
+            if (thread < CLUSTER) mbar_arrive_cluster(&empty[s], thread);
         };
         int use = 0;
         for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {

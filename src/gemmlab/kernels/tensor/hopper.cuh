@@ -35,11 +35,15 @@ __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
 }
 
 // Arrive on the barrier at the same offset in the shared memory of block
-// `rank` of this cluster (which may be this block).
+// `rank` of this cluster (which may be this block). The default semantics
+// (release at CTA scope) suffice where the caller's reads are complete
+// (wgmma.wait_group): an arrive with .release.cluster waits for all of the
+// thread's earlier memory operations, including the last tile's C stores,
+// to become visible cluster-wide, and measured at half the kernel's speed.
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
     asm volatile("{\n.reg .b32 remote;\n"
                  "mapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
                  ::"r"(smem_u32(bar)), "r"(rank) : "memory");
 }
 
