@@ -31,6 +31,8 @@ from gemmlab.sgemm import SGEMM_KERNELS, config_of
 
 SHAPES = [Shape.square(n) for n in (2048, 4096, 8192, 4095, 4097)] + [Shape(8192, 8192, 1024), Shape(4096, 1024, 8192)]
 QUICK_SHAPES = [Shape.square(4096)]
+
+
 def sass_summary(ops: collections.Counter) -> dict:
     return {
         **{name.lower(): total(ops, name) for name in ("FFMA", "LDS", "STS", "LDG", "LDGSTS", "STG", "BAR")},

@@ -37,9 +37,10 @@ __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
 // Arrive on the barrier at the same offset in the shared memory of block
 // `rank` of this cluster (which may be this block). The default semantics
 // (release at CTA scope) suffice where the caller's reads are complete
-// (wgmma.wait_group): an arrive with .release.cluster waits for all of the
-// thread's earlier memory operations, including the last tile's C stores,
-// to become visible cluster-wide, and measured at half the kernel's speed.
+// (wgmma.wait_group). An arrive with .release.cluster waits for all of the
+// thread's earlier memory operations, the last tile's C stores included, to
+// become visible cluster-wide; tc_cluster ran at half speed with it (see
+// docs/tensor-ladder.md).
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
     asm volatile("{\n.reg .b32 remote;\n"
                  "mapa.shared::cluster.u32 remote, %0, %1;\n"
