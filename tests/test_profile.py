@@ -424,3 +424,10 @@ def test_roofline_plot_writes_a_png(tmp_path: Path) -> None:
     out = roofline_plot(points, 50_000.0, 4_000.0, tmp_path / "plots" / "roofline.png", "Roofline, synthetic")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert roofline_plot([], 50_000.0, 4_000.0, tmp_path / "empty.png", "ceilings only").exists()
+
+
+def test_tensor_core_kernels_say_the_fp32_counters_miss_their_products() -> None:
+    metrics = profile.parse_raw_csv(SYNTHETIC.read_text()).metrics()
+    point = catalogue.point("tc_mma", Shape.square(CAPTURE_N), dtype="bfloat16")
+    assert "tensor-core products are not in it" in profile.result_from_metrics(point, metrics).ops_counter
+    assert "tensor" not in profile.result_from_metrics(naive_point(), metrics).ops_counter
