@@ -45,6 +45,16 @@ def test_compile_json_without_gpu() -> None:
     assert all(r["arch"] == "sm_90a" and r["spill_bytes"] == 0 for r in rows)
 
 
+def test_compile_all_leaves_out_what_cannot_target_the_arch() -> None:
+    result = invoke("compile", "--arch", "sm_80", "--json")
+    assert result.exit_code == 0, result.output
+    compiled = {r["kernel"] for r in json.loads(result.stdout)}
+    assert {"tiled", "sgemm_multistage", "tc_mma"} <= compiled
+    assert not compiled & {"tc_wgmma", "tc_warpspecialized", "tc_persistent", "tc_cluster"}
+    # Named, a kernel that cannot target the architecture is an error, not a silent skip.
+    assert_clean_error(invoke("compile", "tc_wgmma", "--arch", "sm_80"), 2, "sm_90a only")
+
+
 def test_unknown_kernel() -> None:
     assert_clean_error(invoke("run", "tild", "--size", "64"), 2, "Unknown kernel 'tild'", "tiled")
 

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from gemmlab import catalogue
 from gemmlab.catalogue import Shape
-from gemmlab.errors import GemmlabError
+from gemmlab.errors import DeviceLimitError, GemmlabError
 from gemmlab.store import DEFAULT_PATH
 from gemmlab.tune import config_label, stored_tuned_spec
 
@@ -164,8 +164,12 @@ def compile_cmd(
     specs = [catalogue.get(k) for k in kernel_ids] if kernel_ids else list(catalogue.CATALOGUE)
     rows = []
     for spec in specs:
-        if not kernel_ids and spec.archs and target.rstrip("af") not in [a.rstrip("af") for a in spec.archs]:
-            continue  # all kernels: those for another architecture only are left out
+        try:
+            spec_arch = spec.compile_arch(target)
+        except DeviceLimitError:
+            if kernel_ids:
+                raise
+            continue  # all kernels: those that cannot target this architecture are left out
         kind = dtype or spec.dtypes[0]
         if kind not in spec.dtypes:
             raise GemmlabError(f"{spec.id} has no {kind} version.", f"It takes {', '.join(spec.dtypes)}.")
@@ -173,7 +177,6 @@ def compile_cmd(
         for edge in edges:
             if spec.takes_block_edge and not 1 <= edge <= spec.max_edge:
                 raise GemmlabError(f"Block edge {edge} is outside 1..{spec.max_edge}.", "Choose a smaller edge.")
-            spec_arch = spec.compile_arch(target)
             res = compile_kernel(spec, edge, kind, spec_arch).resources
             rows.append({"kernel": spec.id, "block_edge": edge, "dtype": kind, "arch": spec_arch,
                          "registers": res.registers, "smem_bytes": res.smem_bytes, "stack_bytes": res.stack_bytes,

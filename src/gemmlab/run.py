@@ -142,59 +142,35 @@ def allow_dynamic_smem(kernel: Any, static_bytes: int, dynamic_bytes: int, devic
         )
 
 
-def launch_config(config_type: Any, point: Point, grid: tuple[int, int, int]) -> Any:
+def launch_config(point: Point, grid: tuple[int, int, int]) -> Any:
     """cuda.core's LaunchConfig for ``point`` on ``grid`` (in blocks). With
     clusters, cuda.core counts the grid in clusters, while a KernelSpec's grid
     (what the kernel sees as gridDim) counts blocks."""
+    from cuda.core import LaunchConfig
+
     cluster = point.spec.cluster
     if cluster is None:
-        return config_type(grid=grid, block=point.block, shmem_size=point.dynamic_smem)
+        return LaunchConfig(grid=grid, block=point.block, shmem_size=point.dynamic_smem)
     clusters = tuple(g // c for g, c in zip(grid, cluster, strict=True))
-    return config_type(grid=clusters, cluster=cluster, block=point.block, shmem_size=point.dynamic_smem)
+    return LaunchConfig(grid=clusters, cluster=cluster, block=point.block, shmem_size=point.dynamic_smem)
 
 
-def _function(kernel: Any) -> Any:
-    """The CUfunction of a cuda.core kernel (loaded as a CUkernel through the
-    library API, or already a CUfunction) in the current context."""
-    from cuda.bindings import driver
-
-    handle = kernel.handle
-    if isinstance(handle, driver.CUfunction):
-        return handle
-    status, function = driver.cuKernelGetFunction(driver.CUkernel(int(handle)))
-    if status != driver.CUresult.CUDA_SUCCESS:
-        raise DeviceLimitError(f"the driver gave no function for this kernel: {status.name}.", "Report this.")
-    return function
-
-
-def resident_grid(kernel: Any, point: Point, info: gpu.DeviceInfo) -> tuple[int, int, int]:
+def resident_grid(kernel: Any, point: Point, info: gpu.DeviceInfo, stream: Any) -> tuple[int, int, int]:
     """A persistent kernel's grid: its work units (point.grid's x), but no
     more blocks than the GPU runs at once, as the driver's occupancy
     calculator counts them (whole clusters for a clustered kernel: a cluster
     needs its blocks on SMs of one GPC, so fewer may fit than SMs / size)."""
-    from cuda.bindings import driver
-
-    function = _function(kernel)
     threads = point.spec.threads_per_block(point.shape, point.block_edge)
     cluster = point.spec.cluster
     if cluster is None:
-        status, per_sm = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, point.dynamic_smem)
+        per_sm = kernel.occupancy.max_active_blocks_per_multiprocessor(threads, point.dynamic_smem)
         resident, what = per_sm * info.sm_count, "blocks"
     else:
-        config = driver.CUlaunchConfig()
-        config.gridDimX, config.gridDimY, config.gridDimZ = point.grid
-        config.blockDimX, config.blockDimY, config.blockDimZ = point.block
-        config.sharedMemBytes = point.dynamic_smem
-        attribute = driver.CUlaunchAttribute()
-        attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        attribute.value.clusterDim.x, attribute.value.clusterDim.y, attribute.value.clusterDim.z = cluster
-        config.attrs = [attribute]
-        config.numAttrs = 1
-        status, clusters = driver.cuOccupancyMaxActiveClusters(function, config)
+        clusters = kernel.occupancy.max_active_clusters(launch_config(point, point.grid), stream=stream)
         resident, what = clusters * cluster[0] * cluster[1] * cluster[2], "clustered blocks"
-    if status != driver.CUresult.CUDA_SUCCESS or resident < 1:
+    if resident < 1:
         raise DeviceLimitError(
-            f"{point.spec.id} fits no {what} on {info.name} ({status.name}): {threads} threads and "
+            f"{point.spec.id} fits no {what} on {info.name}: {threads} threads and "
             f"{point.dynamic_smem} bytes of shared memory per block.",
             "Use a configuration with fewer stages or a smaller tile.",
         )
@@ -294,7 +270,7 @@ def _measure(
     seed: int | None,
 ) -> _Measured:
     """Allocate, poison, launch, verify and time; every device buffer dies with this call."""
-    from cuda.core import LaunchConfig, ObjectCode, Stream
+    from cuda.core import ObjectCode, Stream
 
     with cp.cuda.Device(device_index):
         cp_stream = cp.cuda.Stream(non_blocking=True)
@@ -303,9 +279,10 @@ def _measure(
             prepared = point.spec.problem.prepare(cp, point, rng)
             kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
             allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, device_index)
-            grid = resident_grid(kernel, point, info) if point.spec.persistent else point.grid
-            config = launch_config(LaunchConfig, point, grid)
-            launch = _Launcher(kernel, config, Stream.from_handle(cp_stream.ptr), prepared.args)
+            stream = Stream.from_handle(cp_stream.ptr)
+            grid = resident_grid(kernel, point, info, stream) if point.spec.persistent else point.grid
+            config = launch_config(point, grid)
+            launch = _Launcher(kernel, config, stream, prepared.args)
             flush = _l2_flusher(cp, info) if flush_l2 else None
 
             prepared.poison()

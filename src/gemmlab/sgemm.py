@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemmlab.catalogue import MAX_GRID_YZ, Constraint, Dim3, KernelSpec, Shape
-from gemmlab.errors import ConstraintError, UnknownName
+from gemmlab.catalogue import Dim3, KernelSpec
+from gemmlab.errors import UnknownName
+from gemmlab.ladder import Config, cdiv, checked_config, grid_rows_fit, needs
 from gemmlab.problems import Prepared, Problem, poison, random_matrix, relative_error
 
 if TYPE_CHECKING:
     from gemmlab.catalogue import Point
 
-Config = dict[str, int]
 
 SOURCE_DOC = "gemmlab FP32 ladder (beyond the documents)"
 # Non-trivial scalars: alpha != 1 and beta != 0 exercise both halves of the
@@ -135,10 +135,6 @@ SGEMM = Problem("sgemm", prepare_sgemm, sgemm_device_bytes)
 # --- the rungs ----------------------------------------------------------------
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _tile_cgma(rows: int, cols: int, a_per_access: int, b_per_access: int) -> float:
     """FLOPs per global access of a thread in a block that computes a rows x cols
     tile of C: per step of K the block reads rows elements of A and cols of B
@@ -147,15 +143,11 @@ def _tile_cgma(rows: int, cols: int, a_per_access: int, b_per_access: int) -> fl
     return 2 * rows * cols / (rows / a_per_access + cols / b_per_access)
 
 
-def _needs(condition: bool, message: str) -> list[str]:
-    return [] if condition else [message]
-
-
 def _blocktile_rules(c: Config, threads: int, vec: int) -> list[str]:
     """Rules of the block-tiled kernels' loads: every thread moves the same
     number of vec-element pieces of each tile."""
     bm, bn, bk = c["BM"], c["BN"], c["BK"]
-    return _needs(
+    return needs(
         (bm * bk) % (vec * threads) == 0 and (bk * bn) % (vec * threads) == 0,
         f"the {bm}x{bk} A tile and the {bk}x{bn} B tile must split evenly into {threads} threads' "
         f"pieces of {vec} element{'s' if vec > 1 else ''}",
@@ -163,26 +155,26 @@ def _blocktile_rules(c: Config, threads: int, vec: int) -> list[str]:
 
 
 def _thread_tile_rules(c: Config) -> list[str]:
-    return _needs(c["BM"] % c["TM"] == 0 and c["BN"] % c["TN"] == 0, "thread tiles (TM x TN) must tile the block tile")
+    return needs(c["BM"] % c["TM"] == 0 and c["BN"] % c["TN"] == 0, "thread tiles (TM x TN) must tile the block tile")
 
 
 def _vector_rules(c: Config) -> list[str]:
-    return _needs(
+    return needs(
         c["BK"] % 4 == 0 and c["BN"] % 4 == 0 and c.get("TM", 4) % 4 == 0 and c.get("TN", 4) % 4 == 0,
         "BK, BN, TM and TN must be multiples of 4 (whole float4s)",
     )
 
 
 def _swizzle_rules(c: Config) -> list[str]:
-    return _needs(c["BK"] in SWIZZLE_BK, f"BK must be one of {SWIZZLE_BK} (the A-tile swizzle)") + _needs(
+    return needs(c["BK"] in SWIZZLE_BK, f"BK must be one of {SWIZZLE_BK} (the A-tile swizzle)") + needs(
         c["BM"] % 32 == 0, "BM must be a multiple of 32 (the A-tile swizzle)"
     )
 
 
 def _warp_rules(c: Config) -> list[str]:
-    return _needs(
+    return needs(
         c["BM"] % c["WM"] == 0 and c["BN"] % c["WN"] == 0, "warp tiles (WM x WN) must tile the block tile"
-    ) + _needs(c["WM"] % 16 == 0 and c["WN"] % 32 == 0, "WM must be a multiple of 16 and WN of 32")
+    ) + needs(c["WM"] % 16 == 0 and c["WN"] % 32 == 0, "WM must be a multiple of 16 and WN of 32")
 
 
 def _warp_threads(c: Config) -> int:
@@ -221,24 +213,24 @@ class Rung:
         """Every limit or kernel requirement the configuration breaks."""
         threads = self.threads(c)
         min_blocks = c.get("MIN_BLOCKS", 1)
-        found = _needs(threads % 32 == 0 and 32 <= threads <= MAX_THREADS,
+        found = needs(threads % 32 == 0 and 32 <= threads <= MAX_THREADS,
                        f"{threads} threads per block: must be a multiple of 32 from 32 to {MAX_THREADS}")  # fmt: skip
         smem_kind, smem_limit = ("dynamic", MAX_DYNAMIC_SMEM) if self.dynamic_smem else ("static", MAX_STATIC_SMEM)
-        found += _needs(
+        found += needs(
             self.smem_bytes(c) <= smem_limit,
             f"{self.smem_bytes(c)} bytes of {smem_kind} shared memory, over {smem_limit}",
         )
-        found += _needs(
+        found += needs(
             1 <= min_blocks and threads * min_blocks <= MAX_THREADS_PER_SM,
             f"MIN_BLOCKS = {min_blocks} blocks of {threads} threads do not fit an SM ({MAX_THREADS_PER_SM})",
         )
-        found += _needs(
+        found += needs(
             self.outputs(c) <= self.max_accumulators,
             f"{self.outputs(c)} outputs per thread, over {self.max_accumulators} (registers)",
         )
         budget = min(MAX_REGS_PER_THREAD, REGS_PER_SM // max(1, threads * min_blocks))
         need = self.outputs(c) + self.fragments(c) + REG_OVERHEAD
-        found += _needs(
+        found += needs(
             need <= budget,
             f"about {need} registers per thread needed ({self.outputs(c)} accumulators), "
             f"{budget} allowed for {min_blocks} block(s) of {threads} threads per SM",
@@ -254,7 +246,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     # Grouped rungs (GROUP_M) launch GROUP_M blocks along x per column of tiles,
     # one grid row per GROUP_M rows of tiles (see 10_swizzle_l2.cu).
     group = c.get("GROUP_M", 1)
-    grid = lambda s, b: (_cdiv(s.n, cols) * group, _cdiv(_cdiv(s.m, rows), group), 1)
+    grid = lambda s, b: (cdiv(s.n, cols) * group, cdiv(cdiv(s.m, rows), group), 1)
     dynamic_elems = rung.smem_bytes(c) // 4 if rung.dynamic_smem else 0
     return KernelSpec(
         id=rung.id,
@@ -266,7 +258,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         block_edges=(),
         grid=grid,
         block=lambda s, b: block,
-        constraints=(_grid_rows_fit(rows * group),),
+        constraints=(grid_rows_fit(rows * group),),
         dynamic_smem_elems=lambda s, b: dynamic_elems,
         # Inputs once, C read once (beta != 0) and written once.
         min_elems_moved=lambda s: s.m * s.k + s.k * s.n + 2 * s.m * s.n,
@@ -277,18 +269,6 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         template_extra=tuple(c[p] for p in rung.params),
         template_params=rung.params,
     )
-
-
-def _grid_rows_fit(rows: int) -> Constraint:
-    """gridDim.y (blocks along M) may not exceed 65535."""
-
-    def check(shape: Shape, block_edge: int) -> str | None:
-        blocks = _cdiv(shape.m, rows)
-        if blocks > MAX_GRID_YZ:
-            return f"M = {shape.m} needs {blocks} blocks of {rows} rows in grid y, over the limit of {MAX_GRID_YZ}"
-        return None
-
-    return Constraint(f"at most {MAX_GRID_YZ} blocks of {rows} rows along M", check)
 
 
 def _warp_rung(rung_id: str, source: str, summary: str, extra: tuple[str, ...], default: tuple[int, ...],
@@ -314,8 +294,8 @@ def _warp_rung(rung_id: str, source: str, summary: str, extra: tuple[str, ...], 
             + _swizzle_rules(c)
             + _vector_rules(c)
             + _blocktile_rules(c, _warp_threads(c), 4)
-            + _needs(c.get("STAGES", 2) >= 2, "STAGES must be at least 2")
-            + _needs(c.get("GROUP_M", 1) >= 1, "GROUP_M must be at least 1")
+            + needs(c.get("STAGES", 2) >= 2, "STAGES must be at least 2")
+            + needs(c.get("GROUP_M", 1) >= 1, "GROUP_M must be at least 1")
         ),
     )
 
@@ -393,7 +373,7 @@ RUNGS: tuple[Rung, ...] = (
         smem_bytes=lambda c: 4 * c["BK"] * (c["BM"] + c["BN"]),
         cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 1, 1),
         rules=lambda c: (
-            _needs(c["BM"] % c["TM"] == 0, "TM must divide BM") + _blocktile_rules(c, c["BM"] * c["BN"] // c["TM"], 1)
+            needs(c["BM"] % c["TM"] == 0, "TM must divide BM") + _blocktile_rules(c, c["BM"] * c["BN"] // c["TM"], 1)
         ),
     ),
     Rung(
@@ -474,8 +454,8 @@ def _large_tile_rules(c: Config) -> list[str]:
         + _swizzle_rules(c)
         + _vector_rules(c)
         + _blocktile_rules(c, _warp_threads(c), 4)
-        + _needs(c["STAGES"] >= 2, "STAGES must be at least 2")
-        + _needs(c["BK"] % 2 == 0, "BK must be even (the two fragment buffers alternate)")
+        + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
+        + needs(c["BK"] % 2 == 0, "BK must be even (the two fragment buffers alternate)")
     )
 
 
@@ -557,18 +537,7 @@ def variant(kernel_id: str, config: Config) -> KernelSpec:
     not given keep their defaults). Raises ConstraintError for a configuration
     the kernel cannot take, naming every reason."""
     r = rung(kernel_id)
-    unknown = set(config) - set(r.params)
-    if unknown:
-        raise UnknownName(
-            f"{kernel_id} has no parameter {', '.join(sorted(unknown))}.", f"Its parameters: {', '.join(r.params)}."
-        )
-    c = {**r.config(), **config}
-    problems = r.violations(c)
-    if problems:
-        raise ConstraintError(
-            f"{kernel_id} cannot take {c}: {'; '.join(problems)}.",
-            f"configs('{kernel_id}') lists the configurations it takes.",
-        )
+    c = checked_config(kernel_id, r, config)
     return _spec(r, c)
 
 

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemmlab.catalogue import MAX_GRID_YZ, Constraint, Dim3, KernelSpec, Shape
-from gemmlab.errors import ConstraintError, UnknownName
+from gemmlab.catalogue import Constraint, Dim3, KernelSpec, Shape
+from gemmlab.errors import UnknownName
+from gemmlab.ladder import Config, cdiv, checked_config, grid_rows_fit, needs
 from gemmlab.problems import Prepared, Problem, poison, relative_error
 
 if TYPE_CHECKING:
     from gemmlab.catalogue import Point
 
-Config = dict[str, int]
 
 SOURCE_DOC = "gemmlab tensor-core ladder (beyond the documents)"
 DTYPES_16 = ("bfloat16", "float16")
@@ -79,7 +79,6 @@ def _inputs(cp: Any, rng: Any, rows: int, cols: int, dtype: str) -> tuple[Any, A
 def _tensor_map(array: Any, box_rows: int, dtype: str) -> Any:
     """A TMA descriptor of a row-major 2-D array: boxes of box_rows rows x
     128 bytes, written to shared memory with the 128-byte swizzle."""
-    from cuda.core import TensorMapDescriptorOptions  # noqa: F401  (cuda.core >= 1.2)
     from cuda.core._tensor_map import TensorMapDataType, TensorMapSwizzle
     from cuda.core.utils import StridedMemoryView
 
@@ -156,14 +155,6 @@ TENSOR = Problem("tensor", prepare_tensor, tensor_device_bytes)
 # --- the rungs ----------------------------------------------------------------
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _needs(condition: bool, message: str) -> list[str]:
-    return [] if condition else [message]
-
-
 @dataclass(frozen=True)
 class Rung:
     """One kernel of the ladder: its template parameters and what follows from them."""
@@ -191,10 +182,10 @@ class Rung:
 
     def violations(self, c: Config) -> list[str]:
         threads = self.threads(c)
-        found = _needs(threads % 32 == 0 and 32 <= threads <= 1024,
+        found = needs(threads % 32 == 0 and 32 <= threads <= 1024,
                        f"{threads} threads per block: must be a multiple of 32 from 32 to 1024")  # fmt: skip
         smem = self.smem_bytes(c)
-        found += _needs(smem <= MAX_DYNAMIC_SMEM, f"{smem} bytes of dynamic shared memory, over {MAX_DYNAMIC_SMEM}")
+        found += needs(smem <= MAX_DYNAMIC_SMEM, f"{smem} bytes of dynamic shared memory, over {MAX_DYNAMIC_SMEM}")
         return found + self.rules(c)
 
 
@@ -203,23 +194,30 @@ def _warp_threads(c: Config) -> int:
 
 
 def _warp_rules(c: Config) -> list[str]:
-    return _needs(c["BM"] % c["WM"] == 0 and c["BN"] % c["WN"] == 0, "warp tiles (WM x WN) must tile the block") + (
-        _needs(c["WM"] % 16 == 0 and c["WN"] % 16 == 0, "WM and WN must be multiples of 16")
+    return needs(c["BM"] % c["WM"] == 0 and c["BN"] % c["WN"] == 0, "warp tiles (WM x WN) must tile the block") + (
+        needs(c["WM"] % 16 == 0 and c["WN"] % 16 == 0, "WM and WN must be multiples of 16")
     )
 
 
 def _wgmma_rules(c: Config) -> list[str]:
-    return _needs(c["BM"] % 64 == 0 and c["BM"] <= 256, "BM must be 64, 128, 192 or 256 (64-row warpgroup slabs)") + (
-        _needs(c["BN"] in (128, 256), "BN must be 128 or 256 (the N of one wgmma)")
+    return needs(c["BM"] % 64 == 0 and c["BM"] <= 256, "BM must be 64, 128, 192 or 256 (64-row warpgroup slabs)") + (
+        needs(c["BN"] in (128, 256), "BN must be 128 or 256 (the N of one wgmma)")
     )
 
 
 def _specialised_rules(c: Config) -> list[str]:
     # setmaxnreg: 40 registers for the producer, 232 for each consumer; the block's total must fit 64K.
     consumers = c["BM"] // 64
-    return _wgmma_rules(c) + _needs(
-        (40 + 232 * consumers) * WARPGROUP <= 65536, f"{consumers} consumer warpgroups do not fit 64K registers"
+    registers = (40 + 232 * consumers) * WARPGROUP
+    return (
+        _wgmma_rules(c)
+        + needs(registers <= 65536, f"{consumers} consumer warpgroups do not fit 64K registers")
+        + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
     )
+
+
+def _persistent_rules(c: Config) -> list[str]:
+    return _specialised_rules(c) + needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
 
 
 def _ring_bytes(c: Config, extra_barriers: int) -> int:
@@ -243,9 +241,9 @@ RUNGS: tuple[Rung, ...] = (
         sass=("HMMA",),
         rules=lambda c: (
             _warp_rules(c)
-            + _needs(c["BK"] % 16 == 0, "BK must be a multiple of 16")
+            + needs(c["BK"] % 16 == 0, "BK must be a multiple of 16")
             # Static shared memory: padded rows of BK + 8 tf32 elements (the widest type).
-            + _needs((c["BM"] + c["BN"]) * (c["BK"] + 8) * 4 <= 48 * 1024, "the tf32 tiles must fit 48 KB")
+            + needs((c["BM"] + c["BN"]) * (c["BK"] + 8) * 4 <= 48 * 1024, "the tf32 tiles must fit 48 KB")
         ),
         any_k=True,
     ),
@@ -273,7 +271,7 @@ RUNGS: tuple[Rung, ...] = (
         threads=_warp_threads,
         smem_bytes=lambda c: _ring_bytes(c, 0),
         sass=("HMMA", "LDSM", "LDGSTS"),
-        rules=lambda c: _warp_rules(c) + _needs(c["STAGES"] >= 2, "STAGES must be at least 2"),
+        rules=lambda c: _warp_rules(c) + needs(c["STAGES"] >= 2, "STAGES must be at least 2"),
     ),
     Rung(
         id="tc_wgmma",
@@ -286,7 +284,7 @@ RUNGS: tuple[Rung, ...] = (
         threads=lambda c: c["BM"] // 64 * WARPGROUP,
         smem_bytes=lambda c: _ring_bytes(c, 1),
         sass=("HGMMA", "UTMALDG"),
-        rules=lambda c: _wgmma_rules(c) + _needs(c["STAGES"] >= 1, "STAGES must be at least 1"),
+        rules=lambda c: _wgmma_rules(c) + needs(c["STAGES"] >= 1, "STAGES must be at least 1"),
         **HOPPER,
     ),
     Rung(
@@ -300,7 +298,7 @@ RUNGS: tuple[Rung, ...] = (
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: _ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
-        rules=lambda c: _specialised_rules(c) + _needs(c["STAGES"] >= 2, "STAGES must be at least 2"),
+        rules=_specialised_rules,
         **HOPPER,
     ),
     Rung(
@@ -314,11 +312,7 @@ RUNGS: tuple[Rung, ...] = (
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: _ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
-        rules=lambda c: (
-            _specialised_rules(c)
-            + _needs(c["STAGES"] >= 2, "STAGES must be at least 2")
-            + _needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
-        ),
+        rules=_persistent_rules,
         persistent=True,
         **HOPPER,
     ),
@@ -333,11 +327,7 @@ RUNGS: tuple[Rung, ...] = (
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: _ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
-        rules=lambda c: (
-            _specialised_rules(c)
-            + _needs(c["STAGES"] >= 2, "STAGES must be at least 2")
-            + _needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
-        ),
+        rules=_persistent_rules,
         persistent=True,
         cluster=2,
         **HOPPER,
@@ -351,19 +341,9 @@ def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:
     share (the runner launches no more blocks than the GPU holds at once)."""
     bm, bn = c["BM"], c["BN"]
     if not rung.persistent:
-        return lambda s, b: (_cdiv(s.n, bn), _cdiv(s.m, bm), 1)
+        return lambda s, b: (cdiv(s.n, bn), cdiv(s.m, bm), 1)
     # A cluster's blocks share one tile column: the work comes in whole clusters.
-    return lambda s, b: (_cdiv(s.m, bm * rung.cluster) * _cdiv(s.n, bn) * rung.cluster, 1, 1)
-
-
-def _grid_rows_fit(rows: int) -> Constraint:
-    def check(shape: Shape, block_edge: int) -> str | None:
-        blocks = _cdiv(shape.m, rows)
-        if blocks > MAX_GRID_YZ:
-            return f"M = {shape.m} needs {blocks} blocks of {rows} rows in grid y, over the limit of {MAX_GRID_YZ}"
-        return None
-
-    return Constraint(f"at most {MAX_GRID_YZ} blocks of {rows} rows along M", check)
+    return lambda s, b: (cdiv(s.m, bm * rung.cluster) * cdiv(s.n, bn) * rung.cluster, 1, 1)
 
 
 def _spec(rung: Rung, c: Config) -> KernelSpec:
@@ -371,7 +351,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     bm, bn = c["BM"], c["BN"]
     constraints: tuple[Constraint, ...] = ()
     if not rung.persistent:
-        constraints += (_grid_rows_fit(bm),)
+        constraints += (grid_rows_fit(bm),)
     problem = TENSOR
     if rung.tma:
         # TMA boxes: BM rows of A; BN rows of B, split between the blocks of a cluster.
@@ -436,16 +416,4 @@ def variant(kernel_id: str, config: Config) -> KernelSpec:
     not given keep their defaults); ConstraintError names every reason a
     configuration cannot be built."""
     r = rung(kernel_id)
-    unknown = set(config) - set(r.params)
-    if unknown:
-        raise UnknownName(
-            f"{kernel_id} has no parameter {', '.join(sorted(unknown))}.", f"Its parameters: {', '.join(r.params)}."
-        )
-    c = {**r.config(), **config}
-    problems = r.violations(c)
-    if problems:
-        raise ConstraintError(
-            f"{kernel_id} cannot take {c}: {'; '.join(problems)}.",
-            f"configs('{kernel_id}') lists the configurations it takes.",
-        )
-    return _spec(r, c)
+    return _spec(r, checked_config(kernel_id, r, config))

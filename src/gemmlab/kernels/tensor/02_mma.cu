@@ -15,15 +15,31 @@
 
 #include "mma_tiles.cuh"
 
+// ROWS rows of a 64-deep slice of A (or B) from global memory into a swizzled
+// tile, 16 bytes per load; rows past `rows` and chunks past K are zeros.
+// K % 8 == 0, so a 16-byte chunk is either wholly inside K or wholly outside.
+template <int ROWS, int THREADS>
+__device__ __forceinline__ void load_tile(unsigned short* tile, const unsigned short* src, int row0, int rows, int k0,
+                                          int k, int tid) {
+    constexpr int CHUNKS = MMA_BK / 8;  // 16-byte chunks per tile row
+    static_assert((ROWS * CHUNKS) % THREADS == 0, "equal shares of the copies");
+#pragma unroll
+    for (int i = tid; i < ROWS * CHUNKS; i += THREADS) {
+        const int r = i / CHUNKS, ch = i % CHUNKS;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (row0 + r < rows && k0 + 8 * ch < k)
+            v = *reinterpret_cast<const uint4*>(src + static_cast<long long>(row0 + r) * k + k0 + 8 * ch);
+        *reinterpret_cast<uint4*>(tile + swizzled(r, ch)) = v;
+    }
+}
+
 template <typename T, int BM, int BN, int WM, int WN>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 tc_mma(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b, float* __restrict__ c,
        int m, int n, int k) {
     constexpr int WARPS_N = BN / WN;
     constexpr int THREADS = (BM / WM) * WARPS_N * 32;
-    constexpr int CHUNKS = MMA_BK / 8;  // 16-byte chunks per tile row
     static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles tile the block tile");
-    static_assert((BM * CHUNKS) % THREADS == 0 && (BN * CHUNKS) % THREADS == 0, "equal shares of the copies");
     __shared__ __align__(128) unsigned short a_tile[BM * MMA_BK];
     __shared__ __align__(128) unsigned short b_tile[BN * MMA_BK];
 
@@ -33,23 +49,8 @@ tc_mma(const unsigned short* __restrict__ a, const unsigned short* __restrict__ 
     float acc[WM / 16][WN / 8][4] = {};
 
     for (int k0 = 0; k0 < k; k0 += MMA_BK) {
-        // K % 8 == 0, so a 16-byte chunk is either wholly inside K or wholly outside.
-#pragma unroll
-        for (int i = tid; i < BM * CHUNKS; i += THREADS) {
-            const int r = i / CHUNKS, ch = i % CHUNKS;
-            uint4 v = make_uint4(0, 0, 0, 0);
-            if (row0 + r < m && k0 + 8 * ch < k)
-                v = *reinterpret_cast<const uint4*>(a + static_cast<long long>(row0 + r) * k + k0 + 8 * ch);
-            *reinterpret_cast<uint4*>(a_tile + swizzled(r, ch)) = v;
-        }
-#pragma unroll
-        for (int i = tid; i < BN * CHUNKS; i += THREADS) {
-            const int r = i / CHUNKS, ch = i % CHUNKS;
-            uint4 v = make_uint4(0, 0, 0, 0);
-            if (col0 + r < n && k0 + 8 * ch < k)
-                v = *reinterpret_cast<const uint4*>(b + static_cast<long long>(col0 + r) * k + k0 + 8 * ch);
-            *reinterpret_cast<uint4*>(b_tile + swizzled(r, ch)) = v;
-        }
+        load_tile<BM, THREADS>(a_tile, a, row0, m, k0, k, tid);
+        load_tile<BN, THREADS>(b_tile, b, col0, n, k0, k, tid);
         __syncthreads();
         mma_warp_tile<T, WM, WN>(acc, a_tile, b_tile, wrow, wcol, lane);
         __syncthreads();

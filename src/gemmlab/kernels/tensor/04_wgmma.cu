@@ -45,11 +45,7 @@ tc_wgmma(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
         tma_load(a_stage(s) + A_BYTES, &b_map, &full[s], col0, t * BK);
     };
 
-    if (tid == 0) {
-        for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
-        // Make the initialised barriers visible to the copy engine (the async proxy).
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    init_ring<STAGES>(full, nullptr, 0);
     __syncthreads();
     if (tid == 0)
         for (int t = 0; t < STAGES && t < tiles; ++t) issue(t);

@@ -36,13 +36,7 @@ tc_warpspecialized(const __grid_constant__ CUtensorMap a_map, const __grid_const
     const int tiles = (k + BK - 1) / BK;
     auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
 
-    if (tid == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], CONSUMERS);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    init_ring<STAGES>(full, empty, CONSUMERS);
     __syncthreads();
 
     if (group == 0) {

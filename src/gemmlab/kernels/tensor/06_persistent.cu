@@ -36,13 +36,7 @@ tc_persistent(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     const int k_tiles = (k + BK - 1) / BK;
     auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
 
-    if (tid == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], CONSUMERS);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    init_ring<STAGES>(full, empty, CONSUMERS);
     __syncthreads();
 
     // `use` counts k-tiles over all of this block's tiles: stage use % STAGES,

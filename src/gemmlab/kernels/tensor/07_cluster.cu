@@ -42,13 +42,7 @@ tc_cluster(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CU
     const int k_tiles = (k + BK - 1) / BK;
     auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
 
-    if (tid == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], CLUSTER * CONSUMERS);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    init_ring<STAGES>(full, empty, CLUSTER * CONSUMERS);
     // The neighbour's barriers must exist before anything is multicast or arrived on them.
     cluster_sync();
 

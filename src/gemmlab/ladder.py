@@ -1,0 +1,61 @@
+"""What the two tunable ladders (gemmlab.sgemm, gemmlab.tensor) share: a
+configuration is a dict of template parameters, checked against a rung's
+rules, and the rules are sentences, one per requirement broken."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gemmlab.catalogue import MAX_GRID_YZ, Constraint, Shape
+from gemmlab.errors import ConstraintError, UnknownName
+
+Config = dict[str, int]
+
+
+class Tunable(Protocol):
+    """A rung of either ladder: its parameters, its default, its rules."""
+
+    params: tuple[str, ...]
+
+    def config(self, values: tuple[int, ...] | None = None) -> Config: ...
+
+    def violations(self, c: Config) -> list[str]: ...
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def needs(condition: bool, message: str) -> list[str]:
+    """[] when ``condition`` holds, else the requirement it breaks, in words."""
+    return [] if condition else [message]
+
+
+def grid_rows_fit(rows: int) -> Constraint:
+    """gridDim.y (blocks of ``rows`` rows along M) may not exceed 65535."""
+
+    def check(shape: Shape, block_edge: int) -> str | None:
+        blocks = cdiv(shape.m, rows)
+        if blocks > MAX_GRID_YZ:
+            return f"M = {shape.m} needs {blocks} blocks of {rows} rows in grid y, over the limit of {MAX_GRID_YZ}"
+        return None
+
+    return Constraint(f"at most {MAX_GRID_YZ} blocks of {rows} rows along M", check)
+
+
+def checked_config(kernel_id: str, rung: Tunable, config: Config) -> Config:
+    """``config`` over the rung's defaults. UnknownName for a parameter the
+    rung lacks; ConstraintError naming every rule the result breaks."""
+    unknown = set(config) - set(rung.params)
+    if unknown:
+        raise UnknownName(
+            f"{kernel_id} has no parameter {', '.join(sorted(unknown))}.", f"Its parameters: {', '.join(rung.params)}."
+        )
+    c = {**rung.config(), **config}
+    problems = rung.violations(c)
+    if problems:
+        raise ConstraintError(
+            f"{kernel_id} cannot take {c}: {'; '.join(problems)}.",
+            f"configs('{kernel_id}') lists the configurations it takes.",
+        )
+    return c
