@@ -52,6 +52,9 @@ MAX_STATIC_SMEM = 48 * 1024
 # smaller GPU allows (163 KB on sm_80) before any launch.
 MAX_DYNAMIC_SMEM = 227 * 1024
 MAX_THREADS = 1024
+# Shared memory of an sm_90 SM, of which the driver keeps 1 KB per resident block.
+SMEM_PER_SM = 228 * 1024
+SMEM_RESERVED_PER_BLOCK = 1024
 MAX_THREADS_PER_SM = 2048  # sm_80 and sm_90
 REGS_PER_SM = 65536
 MAX_REGS_PER_THREAD = 255
@@ -225,6 +228,11 @@ class Rung:
             f"MIN_BLOCKS = {min_blocks} blocks of {threads} threads do not fit an SM ({MAX_THREADS_PER_SM})",
         )
         found += needs(
+            min_blocks * (self.smem_bytes(c) + SMEM_RESERVED_PER_BLOCK) <= SMEM_PER_SM,
+            f"MIN_BLOCKS = {min_blocks} blocks of {self.smem_bytes(c)} bytes of shared memory do not fit an SM "
+            f"({SMEM_PER_SM} bytes, {SMEM_RESERVED_PER_BLOCK} of them reserved per block)",
+        )
+        found += needs(
             self.outputs(c) <= self.max_accumulators,
             f"{self.outputs(c)} outputs per thread, over {self.max_accumulators} (registers)",
         )
@@ -325,6 +333,53 @@ def _vector_rung(rung_id: str, source: str, summary: str, swizzled: bool) -> Run
             + _blocktile_rules(c, _thread_tile_threads(c), 4)
             + (_swizzle_rules(c) if swizzled else [])
         ),
+    )
+
+
+# The configurations rungs 11 and 12 try besides their default (128, 256, 16,
+# 64, 64, 3, 1). Each differs from it in one thing: the tile's orientation,
+# the ring's depth, BK, and the warp's shape (8 x 16 per thread).
+LARGE_TILE_SEARCH = (
+    (256, 128, 16, 64, 64, 3, 1),
+    (128, 256, 16, 64, 64, 2, 1),
+    (128, 256, 16, 64, 64, 4, 1),
+    (128, 256, 8, 64, 64, 4, 1),
+    (128, 256, 16, 32, 128, 3, 1),
+)
+
+
+def _large_tile_rules(c: Config) -> list[str]:
+    return (
+        _warp_rules(c)
+        + _swizzle_rules(c)
+        + _vector_rules(c)
+        + _blocktile_rules(c, _warp_threads(c), 4)
+        + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
+        + needs(c["BK"] % 2 == 0, "BK must be even (the two fragment buffers alternate)")
+    )
+
+
+def _large_rung(rung_id: str, source: str, summary: str) -> Rung:
+    """sgemm_large_tile and sgemm_lean_loop: one block of 8 warps per SM, up to
+    128 accumulators and two fragment buffers per thread, dynamic shared memory."""
+    return Rung(
+        id=rung_id,
+        source=source,
+        summary=summary,
+        params=("BM", "BN", "BK", "WM", "WN", "STAGES", "MIN_BLOCKS"),
+        default=(128, 256, 16, 64, 64, 3, 1),
+        choices=((128, 256), (128, 256), (8, 16), (32, 64), (64, 128), (2, 3, 4), (1,)),
+        search=LARGE_TILE_SEARCH,
+        threads=_warp_threads,
+        tile=lambda c: (c["BM"], c["BN"]),
+        outputs=lambda c: c["WM"] * c["WN"] // 32,
+        # Two buffers of fragments: the slice in use and the next one.
+        fragments=lambda c: 2 * (c["WM"] // 4 + c["WN"] // 8),
+        smem_bytes=lambda c: 4 * c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]),
+        cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 1, 4),
+        rules=_large_tile_rules,
+        max_accumulators=128,
+        dynamic_smem=True,
     )
 
 
@@ -445,57 +500,26 @@ RUNGS: tuple[Rung, ...] = (
         stages=lambda c: c["STAGES"],
         a_per_access=1,
     ),
+    _large_rung(
+        "sgemm_large_tile",
+        "11_large_tile.cu",
+        "one block per SM (MIN_BLOCKS = 1): 128 x 256 block tile, 16 x 8 outputs per thread, "
+        "next k-slice's fragments loaded while the current one is used",
+    ),
+    _large_rung(
+        "sgemm_lean_loop",
+        "12_lean_loop.cu",
+        "sgemm_large_tile with each thread's copies worked out once: no bounds arithmetic in the main loop",
+    ),
 )
-
-
-def _large_tile_rules(c: Config) -> list[str]:
-    return (
-        _warp_rules(c)
-        + _swizzle_rules(c)
-        + _vector_rules(c)
-        + _blocktile_rules(c, _warp_threads(c), 4)
-        + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
-        + needs(c["BK"] % 2 == 0, "BK must be even (the two fragment buffers alternate)")
-    )
 
 
 # Rungs written after the newest stored benchmark (benchmarks/results/*_sgemm.json,
 # which docs/sgemm-ladder.md and tests/test_worklog.py hold the catalogue to).
 # rung(), configs() and variant() know them, and gemmlab.run.run(kernel_id,
-# shape, spec=variant(kernel_id, {})) runs them (benchmarks/scripts/sgemm_next.py);
-# they move into RUNGS, and with it into the catalogue, in the change that stores
-# a benchmark measuring them.
-CANDIDATE_RUNGS: tuple[Rung, ...] = (
-    Rung(
-        id="sgemm_large_tile",
-        source="11_large_tile.cu",
-        summary="one block per SM (MIN_BLOCKS = 1): 128 x 256 block tile, 16 x 8 outputs per thread, "
-        "next k-slice's fragments loaded while the current one is used",
-        params=("BM", "BN", "BK", "WM", "WN", "STAGES", "MIN_BLOCKS"),
-        default=(128, 256, 16, 64, 64, 3, 1),
-        choices=((128, 256), (128, 256), (8, 16), (32, 64), (64, 128), (2, 3, 4), (1,)),
-        # Each differs from the default in one thing: the tile's orientation, the
-        # ring's depth (2 and 3 stages of BK = 16 fit in 48 KB without the opt-in,
-        # as do 4 of BK = 8), and the warp's shape (8 x 16 per thread).
-        search=(
-            (256, 128, 16, 64, 64, 3, 1),
-            (128, 256, 16, 64, 64, 2, 1),
-            (128, 256, 16, 64, 64, 4, 1),
-            (128, 256, 8, 64, 64, 4, 1),
-            (128, 256, 16, 32, 128, 3, 1),
-        ),
-        threads=_warp_threads,
-        tile=lambda c: (c["BM"], c["BN"]),
-        outputs=lambda c: c["WM"] * c["WN"] // 32,
-        # Two buffers of fragments: the slice in use and the next one.
-        fragments=lambda c: 2 * (c["WM"] // 4 + c["WN"] // 8),
-        smem_bytes=lambda c: 4 * c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]),
-        cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 1, 4),
-        rules=_large_tile_rules,
-        max_accumulators=128,
-        dynamic_smem=True,
-    ),
-)
+# shape, spec=variant(kernel_id, {})) runs them; they move into RUNGS, and with
+# it into the catalogue, in the change that stores a benchmark measuring them.
+CANDIDATE_RUNGS: tuple[Rung, ...] = ()
 
 _RUNGS = {r.id: r for r in (*RUNGS, *CANDIDATE_RUNGS)}
 SGEMM_KERNELS: tuple[KernelSpec, ...] = tuple(_spec(r, r.config()) for r in RUNGS)

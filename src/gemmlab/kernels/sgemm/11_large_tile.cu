@@ -44,43 +44,8 @@
 // With one barrier per tile a stage is never overwritten while it is read,
 // and never read before its copies have landed.
 
+// load_fragments and outer_product are in cp_async_tiles.cuh (sgemm_lean_loop uses them too).
 #include "cp_async_tiles.cuh"
-
-// The thread's operands for one k-slice kk of a tile: M_SUB float4s of the A
-// column (rows wrow + s * 16 + lrow .. + 3) and N_SUB float4s of the B row
-// (columns wcol + s * 32 + lcol .. + 3). A lane's rows differ from its
-// neighbours' in lane / 8 only and its columns in lane % 8, so an A load
-// reads 4 distinct float4s (broadcast to 8 lanes each) and a B load 8
-// consecutive ones: one shared-memory wavefront each, no bank conflict.
-template <int BM, int BN, int BK, int M_SUB, int N_SUB>
-__device__ __forceinline__ void load_fragments(const float (*a_tile)[BM], const float (*b_tile)[BN], int kk,
-                                               float (&a_frag)[M_SUB * 4], float (&b_frag)[N_SUB * 4],
-                                               int wrow, int wcol, int lrow, int lcol) {
-#pragma unroll
-    for (int s = 0; s < M_SUB; ++s) {
-        const int r = (wrow + s * 16 + lrow) ^ a_swizzle<BK>(kk);
-        const float4 v = *reinterpret_cast<const float4*>(&a_tile[kk][r]);
-        a_frag[4 * s] = v.x, a_frag[4 * s + 1] = v.y, a_frag[4 * s + 2] = v.z, a_frag[4 * s + 3] = v.w;
-    }
-#pragma unroll
-    for (int s = 0; s < N_SUB; ++s) {
-        const float4 v = *reinterpret_cast<const float4*>(&b_tile[kk][wcol + s * 32 + lcol]);
-        b_frag[4 * s] = v.x, b_frag[4 * s + 1] = v.y, b_frag[4 * s + 2] = v.z, b_frag[4 * s + 3] = v.w;
-    }
-}
-
-// acc += a_frag (a column) x b_frag (a row): one k-slice's outer product.
-template <int TM, int TN>
-__device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float (&a_frag)[TM],
-                                              const float (&b_frag)[TN]) {
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-#pragma unroll
-        for (int j = 0; j < TN; ++j) {
-            acc[i][j] += a_frag[i] * b_frag[j];
-        }
-    }
-}
 
 template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MIN_BLOCKS>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)

@@ -1,7 +1,10 @@
 // Shared by the cp.async rungs (sgemm_double_buffer, sgemm_multistage,
-// sgemm_swizzle_l2, and the candidate sgemm_large_tile, which uses all but
-// compute_tile): the cp.async wrappers, the guarded alpha/beta store, the
-// swizzle of the transposed A tile, the tile loader and the warp-tile compute.
+// sgemm_swizzle_l2, sgemm_large_tile, sgemm_lean_loop): the cp.async
+// wrappers, the guarded alpha/beta store, the swizzle of the transposed A
+// tile, the guarded tile loader, sgemm_lean_loop's precomputed copies
+// (CopyPlan), one k-slice's fragment loads and outer product (rungs 11-12
+// call them a slice ahead) and, built from them, a whole tile's compute for
+// rungs 8-10 (compute_tile).
 // Each rung's own file holds only its pipeline (or block order), so a diff
 // between neighbours still shows one idea. gemmlab inlines this file into the
 // rung's source before NVRTC sees it (KernelSpec.source_text), so it is part of
@@ -99,6 +102,101 @@ __device__ __forceinline__ void load_tiles(float (*a_tile)[BM], float (*b_tile)[
     }
 }
 
+// The copies one thread issues for every tile, worked out once: where each
+// copy reads, as an element offset from the tile's corner column (A) or row
+// (B), and where it lands in a stage. Rows of A past M and columns of B past N
+// are clamped into the matrix. The tile's own corner (a + k0, b + k0 * n) is
+// the same for every thread, so the compiler keeps it in uniform registers.
+template <int BM, int BN, int BK, int THREADS>
+struct CopyPlan {
+    static constexpr int A_COPIES = BM * BK / 4 / THREADS, B_COPIES = BK * BN / 4 / THREADS;
+    unsigned a_src[A_COPIES];  // A[min(row, m - 1)][k0 + c .. + 3] is a + k0 + a_src: four 4-byte copies
+    unsigned b_src[B_COPIES];  // B[k0 + r][min(col, n - 4) .. + 3] is b + k0 * n + b_src
+    int a_dst[A_COPIES];       // float offset of a_tile[c][r ^ a_swizzle(c)] in a stage
+    int b_dst[B_COPIES];       // float offset of b_tile[r][c]
+
+    // Used for a block's tiles only when B's rows are 16-byte aligned or the
+    // block's columns lie inside N (col0 + BN <= n); a clamped column is then a
+    // whole float4 past N.
+    __device__ __forceinline__ CopyPlan(int row0, int col0, int m, int n, int k, int tid) {
+#pragma unroll
+        for (int p = 0; p < A_COPIES; ++p) {
+            const int f = tid + p * THREADS;
+            const int r = f / (BK / 4), c = (f % (BK / 4)) * 4;
+            a_src[p] = static_cast<unsigned>(min(row0 + r, m - 1) * k + c);
+            a_dst[p] = c * BM + (r ^ a_swizzle<BK>(c));
+        }
+#pragma unroll
+        for (int p = 0; p < B_COPIES; ++p) {
+            const int f = tid + p * THREADS;
+            const int r = f / (BN / 4), c = (f % (BN / 4)) * 4;
+            b_src[p] = static_cast<unsigned>(r * n + max(0, min(col0 + c, n - 4)));
+            b_dst[p] = r * BN + c;
+        }
+    }
+
+    // The copies of a tile that lies wholly inside K, its corner at a_k = a + k0
+    // and b_k = b + k0 * n. B_VEC: B's rows are 16-byte aligned, so each piece of
+    // B is one 16-byte copy, else four of 4 bytes.
+    template <bool B_VEC>
+    __device__ __forceinline__ void issue(float* a_stage, float* b_stage, const float* a_k, const float* b_k) const {
+#pragma unroll
+        for (int p = 0; p < A_COPIES; ++p) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                cp_async4(a_stage + a_dst[p] + q * BM, a_k + a_src[p] + q, true);
+            }
+        }
+#pragma unroll
+        for (int p = 0; p < B_COPIES; ++p) {
+            if (B_VEC) {
+                cp_async16(b_stage + b_dst[p], b_k + b_src[p], true);
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    cp_async4(b_stage + b_dst[p] + q, b_k + b_src[p] + q, true);
+                }
+            }
+        }
+    }
+};
+
+// The thread's operands for one k-slice kk of a tile: M_SUB float4s of the A
+// column (rows wrow + s * 16 + lrow .. + 3) and N_SUB float4s of the B row
+// (columns wcol + s * 32 + lcol .. + 3). A lane's rows differ from its
+// neighbours' in lane / 8 only and its columns in lane % 8, so an A load
+// reads 4 distinct float4s (broadcast to 8 lanes each) and a B load 8
+// consecutive ones: one shared-memory wavefront each, no bank conflict.
+template <int BM, int BN, int BK, int M_SUB, int N_SUB>
+__device__ __forceinline__ void load_fragments(const float (*a_tile)[BM], const float (*b_tile)[BN], int kk,
+                                               float (&a_frag)[M_SUB * 4], float (&b_frag)[N_SUB * 4],
+                                               int wrow, int wcol, int lrow, int lcol) {
+#pragma unroll
+    for (int s = 0; s < M_SUB; ++s) {
+        const int r = (wrow + s * 16 + lrow) ^ a_swizzle<BK>(kk);
+        const float4 v = *reinterpret_cast<const float4*>(&a_tile[kk][r]);
+        a_frag[4 * s] = v.x, a_frag[4 * s + 1] = v.y, a_frag[4 * s + 2] = v.z, a_frag[4 * s + 3] = v.w;
+    }
+#pragma unroll
+    for (int s = 0; s < N_SUB; ++s) {
+        const float4 v = *reinterpret_cast<const float4*>(&b_tile[kk][wcol + s * 32 + lcol]);
+        b_frag[4 * s] = v.x, b_frag[4 * s + 1] = v.y, b_frag[4 * s + 2] = v.z, b_frag[4 * s + 3] = v.w;
+    }
+}
+
+// acc += a_frag (a column) x b_frag (a row): one k-slice's outer product.
+template <int TM, int TN>
+__device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float (&a_frag)[TM],
+                                              const float (&b_frag)[TN]) {
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+            acc[i][j] += a_frag[i] * b_frag[j];
+        }
+    }
+}
+
 // One tile's worth of FFMAs: acc += a_tile^T . b_tile over the warp's tile.
 template <int BM, int BN, int BK, int M_SUB, int N_SUB>
 __device__ __forceinline__ void compute_tile(const float (*a_tile)[BM], const float (*b_tile)[BN],
@@ -107,23 +205,7 @@ __device__ __forceinline__ void compute_tile(const float (*a_tile)[BM], const fl
     float a_frag[M_SUB * 4], b_frag[N_SUB * 4];
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
-#pragma unroll
-        for (int s = 0; s < M_SUB; ++s) {
-            const int r = (wrow + s * 16 + lrow) ^ a_swizzle<BK>(kk);
-            const float4 v = *reinterpret_cast<const float4*>(&a_tile[kk][r]);
-            a_frag[4 * s] = v.x, a_frag[4 * s + 1] = v.y, a_frag[4 * s + 2] = v.z, a_frag[4 * s + 3] = v.w;
-        }
-#pragma unroll
-        for (int s = 0; s < N_SUB; ++s) {
-            const float4 v = *reinterpret_cast<const float4*>(&b_tile[kk][wcol + s * 32 + lcol]);
-            b_frag[4 * s] = v.x, b_frag[4 * s + 1] = v.y, b_frag[4 * s + 2] = v.z, b_frag[4 * s + 3] = v.w;
-        }
-#pragma unroll
-        for (int i = 0; i < M_SUB * 4; ++i) {
-#pragma unroll
-            for (int j = 0; j < N_SUB * 4; ++j) {
-                acc[i][j] += a_frag[i] * b_frag[j];
-            }
-        }
+        load_fragments<BM, BN, BK, M_SUB, N_SUB>(a_tile, b_tile, kk, a_frag, b_frag, wrow, wcol, lrow, lcol);
+        outer_product(acc, a_frag, b_frag);
     }
 }
