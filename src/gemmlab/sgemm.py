@@ -33,6 +33,7 @@ import numpy as np
 from gemmlab.catalogue import Dim3, KernelSpec
 from gemmlab.errors import UnknownName
 from gemmlab.ladder import Config, cdiv, checked_config, grid_rows_fit, needs
+from gemmlab.occupancy import sm_limits
 from gemmlab.problems import Prepared, Problem, poison, random_matrix, relative_error
 
 if TYPE_CHECKING:
@@ -44,20 +45,23 @@ SOURCE_DOC = "gemmlab FP32 ladder (beyond the documents)"
 # epilogue; both are exact in binary, so the float64 reference sees the same values.
 ALPHA = 1.5
 BETA = -0.75
-# Static shared memory a block may declare without cuFuncSetAttribute (all CCs >= 2.0).
-MAX_STATIC_SMEM = 48 * 1024
+# The search spaces are sized for the GPU the defaults are chosen for: sm_90's
+# limits, from the occupancy calculator's table. gemmlab.run.check_device_limits
+# refuses, before any launch, what a smaller GPU cannot give (163 KB of dynamic
+# shared memory on sm_80, for instance).
+_SM90 = sm_limits((9, 0))
+# Static shared memory a block may declare without cuFuncSetAttribute (48 KB).
+MAX_STATIC_SMEM = _SM90.max_smem_per_block
 # Dynamic shared memory a block may use once the kernel opts in
-# (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, set by gemmlab.run): the
-# sm_90 limit (227 KB); gemmlab.run.check_device_limits refuses more than a
-# smaller GPU allows (163 KB on sm_80) before any launch.
-MAX_DYNAMIC_SMEM = 227 * 1024
-MAX_THREADS = 1024
-# Shared memory of an sm_90 SM, of which the driver keeps 1 KB per resident block.
-SMEM_PER_SM = 228 * 1024
-SMEM_RESERVED_PER_BLOCK = 1024
-MAX_THREADS_PER_SM = 2048  # sm_80 and sm_90
-REGS_PER_SM = 65536
-MAX_REGS_PER_THREAD = 255
+# (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, set by gemmlab.run): 227 KB.
+MAX_DYNAMIC_SMEM = _SM90.max_smem_per_block_optin
+MAX_THREADS = _SM90.max_threads_per_block
+# Shared memory of an SM (228 KB), of which the driver keeps 1 KB per resident block.
+SMEM_PER_SM = _SM90.smem_per_sm
+SMEM_RESERVED_PER_BLOCK = _SM90.reserved_smem_per_block
+MAX_THREADS_PER_SM = _SM90.max_warps_per_sm * 32
+REGS_PER_SM = _SM90.regs_per_sm
+MAX_REGS_PER_THREAD = _SM90.max_regs_per_thread
 # Registers a thread needs beyond its accumulators and operand fragments
 # (indices, addresses, loop counters, predicates): a rough allowance, checked
 # by compiling every configuration in tests/test_sgemm.py.

@@ -32,6 +32,7 @@ import numpy as np
 from gemmlab.catalogue import Constraint, Dim3, KernelSpec, Shape
 from gemmlab.errors import UnknownName
 from gemmlab.ladder import Config, cdiv, checked_config, grid_rows_fit, needs
+from gemmlab.occupancy import sm_limits
 from gemmlab.problems import Prepared, Problem, poison, relative_error
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ DTYPES = (*DTYPES_16, "tf32")
 # One swizzled shared-memory row of the mma.sync and Hopper rungs: 128 bytes
 # of K (64 16-bit elements, 32 tf32).
 ROW_BYTES = 128
-MAX_DYNAMIC_SMEM = 227 * 1024  # sm_90's opt-in limit per block
+MAX_DYNAMIC_SMEM = sm_limits((9, 0)).max_smem_per_block_optin  # the Hopper rungs' opt-in limit per block
 WARPGROUP = 128
 # cuda_runtime's cudaDataType values (library_types.h) for cublasGemmEx.
 CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14
