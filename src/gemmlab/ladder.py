@@ -4,7 +4,8 @@ rules, and the rules are sentences, one per requirement broken."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Iterable, Mapping
+from typing import Protocol, TypeVar
 
 from gemmlab.catalogue import MAX_GRID_YZ, Constraint, Shape
 from gemmlab.errors import ConstraintError, UnknownName
@@ -20,6 +21,29 @@ class Tunable(Protocol):
     def config(self, values: tuple[int, ...] | None = None) -> Config: ...
 
     def violations(self, c: Config) -> list[str]: ...
+
+
+R = TypeVar("R", bound=Tunable)
+
+
+def find_rung(rungs: Mapping[str, R], kernel_id: str, ladder: str) -> R:
+    """The rung named ``kernel_id``; UnknownName listing the ladder's kernels otherwise."""
+    try:
+        return rungs[kernel_id]
+    except KeyError:
+        raise UnknownName(
+            f"'{kernel_id}' is not a kernel of the {ladder}.", f"The ladder's kernels: {', '.join(rungs)}."
+        ) from None
+
+
+def search_configs(rung: Tunable, candidates: Iterable[tuple[int, ...]]) -> list[Config]:
+    """The rung's default, then each candidate configuration that is new and breaks no rule."""
+    found = [rung.config()]
+    for values in candidates:
+        c = rung.config(values)
+        if c not in found and not rung.violations(c):
+            found.append(c)
+    return found
 
 
 def cdiv(a: int, b: int) -> int:

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemmlab.catalogue import Dim3, KernelSpec
-from gemmlab.errors import UnknownName
-from gemmlab.ladder import Config, cdiv, checked_config, grid_rows_fit, needs
+from gemmlab.ladder import Config, cdiv, checked_config, find_rung, grid_rows_fit, needs, search_configs
 from gemmlab.occupancy import sm_limits
 from gemmlab.problems import Prepared, Problem, poison, random_matrix, relative_error
 
@@ -530,12 +529,7 @@ SGEMM_KERNELS: tuple[KernelSpec, ...] = tuple(_spec(r, r.config()) for r in RUNG
 
 
 def rung(kernel_id: str) -> Rung:
-    try:
-        return _RUNGS[kernel_id]
-    except KeyError:
-        raise UnknownName(
-            f"'{kernel_id}' is not a kernel of the FP32 ladder.", f"The ladder's kernels: {', '.join(_RUNGS)}."
-        ) from None
+    return find_rung(_RUNGS, kernel_id, "FP32 ladder")
 
 
 def default_config(kernel_id: str) -> Config:
@@ -552,12 +546,7 @@ def configs(kernel_id: str) -> list[Config]:
     shared-memory and register limits and the kernel's own requirements; the
     default first."""
     r = rung(kernel_id)
-    found = [r.config()]
-    for values in r.search or itertools.product(*r.choices):
-        c = r.config(values)
-        if c not in found and not r.violations(c):
-            found.append(c)
-    return found
+    return search_configs(r, r.search or itertools.product(*r.choices))
 
 
 def variant(kernel_id: str, config: Config) -> KernelSpec:

@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemmlab.catalogue import Constraint, Dim3, KernelSpec, Shape
-from gemmlab.errors import UnknownName
-from gemmlab.ladder import Config, cdiv, checked_config, grid_rows_fit, needs
+from gemmlab.ladder import Config, cdiv, checked_config, find_rung, grid_rows_fit, needs, search_configs
 from gemmlab.occupancy import sm_limits
 from gemmlab.problems import Prepared, Problem, poison, relative_error
 
@@ -392,24 +391,13 @@ TENSOR_KERNELS: tuple[KernelSpec, ...] = tuple(_spec(r, r.config()) for r in RUN
 
 
 def rung(kernel_id: str) -> Rung:
-    try:
-        return _RUNGS[kernel_id]
-    except KeyError:
-        raise UnknownName(
-            f"'{kernel_id}' is not a kernel of the tensor-core ladder.",
-            f"The ladder's kernels: {', '.join(_RUNGS)}.",
-        ) from None
+    return find_rung(_RUNGS, kernel_id, "tensor-core ladder")
 
 
 def configs(kernel_id: str) -> list[Config]:
     """The default and every searched configuration that meets the limits."""
     r = rung(kernel_id)
-    found = [r.config()]
-    for values in r.search:
-        c = r.config(values)
-        if c not in found and not r.violations(c):
-            found.append(c)
-    return found
+    return search_configs(r, r.search)
 
 
 def variant(kernel_id: str, config: Config) -> KernelSpec:
