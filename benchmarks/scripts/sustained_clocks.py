@@ -21,7 +21,7 @@ import time
 from gemmlab import catalogue, gpu
 from gemmlab.catalogue import Shape
 from gemmlab.compile import compile_kernel
-from gemmlab.run import _Launcher, allow_dynamic_smem, launch_config, resident_grid
+from gemmlab.run import bind
 
 CASES = (("sgemm_multistage", 8192, None), ("sgemm_lean_loop", 8192, None), ("tc_cluster", 8192, "bfloat16"))
 PHASE_S = 3.0
@@ -63,7 +63,7 @@ def _sampled(handle, fn, stream, seconds: float) -> dict:
 
 def measure(kernel_id: str, n: int, dtype: str | None) -> dict:
     import pynvml
-    from cuda.core import Device, ObjectCode, Stream
+    from cuda.core import Device
 
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(0)
@@ -74,12 +74,7 @@ def measure(kernel_id: str, n: int, dtype: str | None) -> dict:
     cp_stream = cp.cuda.Stream(non_blocking=True)
     phases = {}
     with cp_stream:
-        prepared = point.spec.problem.prepare(cp, point, cp.random.default_rng(1))
-        kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
-        allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, 0)
-        stream = Stream.from_handle(cp_stream.ptr)
-        grid = resident_grid(kernel, point, info, stream) if point.spec.persistent else point.grid
-        ours = _Launcher(kernel, launch_config(point, grid), stream, prepared.args)
+        prepared, ours, _ = bind(cp, point, compiled, info, 0, cp_stream, 1)
         for name, fn in (("kernel", ours), ("baseline", prepared.baseline), ("kernel2", ours),
                          ("baseline2", prepared.baseline)):  # fmt: skip
             fn()

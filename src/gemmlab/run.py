@@ -15,7 +15,7 @@ from gemmlab.catalogue import KernelSpec, Point, Shape
 from gemmlab.compile import CompiledKernel, Resources, compile_kernel
 from gemmlab.environment import host_record
 from gemmlab.errors import DeviceLimitError, VerificationError
-from gemmlab.problems import TOLERANCE
+from gemmlab.problems import TOLERANCE, Prepared
 from gemmlab.timing import WIDE_SPREAD, Timing, gbytes_per_s, gflops, planned_reps
 
 # Leave this much device memory free for CuPy's pool, cuBLAS workspace and the driver.
@@ -255,6 +255,24 @@ class _Measured:
     grid: tuple[int, int, int]
 
 
+def bind(
+    cp: Any, point: Point, compiled: CompiledKernel, info: gpu.DeviceInfo, device_index: int, cp_stream: Any,
+    seed: int | None,
+) -> tuple[Prepared, _Launcher, tuple[int, int, int]]:  # fmt: skip
+    """The point's inputs, allocated on ``cp_stream`` (call it inside ``with
+    cp_stream``), and its compiled kernel bound to them on that stream, with
+    the dynamic shared memory opted in and, for a persistent kernel, the grid
+    the driver says fits at once: (prepared problem, launcher, grid)."""
+    from cuda.core import ObjectCode, Stream
+
+    prepared = point.spec.problem.prepare(cp, point, cp.random.default_rng(seed))
+    kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
+    allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, device_index)
+    stream = Stream.from_handle(cp_stream.ptr)
+    grid = resident_grid(kernel, point, info, stream) if point.spec.persistent else point.grid
+    return prepared, _Launcher(kernel, launch_config(point, grid), stream, prepared.args), grid
+
+
 def _measure(
     cp: Any,
     point: Point,
@@ -270,19 +288,10 @@ def _measure(
     seed: int | None,
 ) -> _Measured:
     """Allocate, poison, launch, verify and time; every device buffer dies with this call."""
-    from cuda.core import ObjectCode, Stream
-
     with cp.cuda.Device(device_index):
         cp_stream = cp.cuda.Stream(non_blocking=True)
         with cp_stream:
-            rng = cp.random.default_rng(seed)
-            prepared = point.spec.problem.prepare(cp, point, rng)
-            kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
-            allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, device_index)
-            stream = Stream.from_handle(cp_stream.ptr)
-            grid = resident_grid(kernel, point, info, stream) if point.spec.persistent else point.grid
-            config = launch_config(point, grid)
-            launch = _Launcher(kernel, config, stream, prepared.args)
+            prepared, launch, grid = bind(cp, point, compiled, info, device_index, cp_stream, seed)
             flush = _l2_flusher(cp, info) if flush_l2 else None
 
             prepared.poison()
