@@ -24,10 +24,18 @@ SHAPES = [
     Shape(256, 256, 256),
     Shape(300, 520, 136),  # ragged M and N, K not a multiple of the 64-deep stages
     Shape(1, 33, 72),
+    Shape(7, 40, 72),  # N a multiple of 8, as the TMA-store rung's C needs; still one ragged tile
     Shape(384, 256, 64),  # three 128-row tiles: the cluster's second pair has one block off the matrix
     Shape(4096, 2048, 128),  # 256 tiles of 128 x 256: persistent blocks take two or more
 ]
-CASES = [(r.id, dtype, s) for r in tensor.RUNGS for dtype in r.dtypes for s in SHAPES]
+# Each rung, type and shape it takes (the TMA-store rung refuses N = 33, test_tensor.py checks how).
+CASES = [
+    (r.id, dtype, s)
+    for r in tensor.RUNGS
+    for dtype in r.dtypes
+    for s in SHAPES
+    if not catalogue.get(r.id).violations(s, 0, dtype)
+]
 
 
 @pytest.mark.parametrize(("kernel_id", "dtype", "shape"), CASES, ids=[f"{k}-{d}-{s}" for k, d, s in CASES])
@@ -50,8 +58,9 @@ def test_every_searched_configuration_verifies(kernel_id: str) -> None:
         spec = tensor.variant(kernel_id, config)
         if not _runs_here(spec):
             pytest.skip(f"{kernel_id} needs {', '.join(spec.archs)}")
-        result = run(kernel_id, Shape(520, 777, 200), dtype=spec.dtypes[0], reps=1, warmup=1, baseline=False,
-                     spec=spec)  # fmt: skip
+        # N = 776 where C is a tensor map (whole 16-byte rows), else an odd 777.
+        shape = Shape(520, 776 if spec.n_bytes_multiple else 777, 200)
+        result = run(kernel_id, shape, dtype=spec.dtypes[0], reps=1, warmup=1, baseline=False, spec=spec)
         assert result.error <= result.tolerance, config
 
 
@@ -65,6 +74,21 @@ def test_fuzzed_shapes_verify(kernel_id: str, m: int, n: int, k_pieces: int) -> 
     if not _runs_here(spec):
         pytest.skip(f"{kernel_id} needs {', '.join(spec.archs)}")
     result = run(kernel_id, Shape(m, n, 8 * k_pieces), dtype="bfloat16", reps=1, warmup=1, baseline=False)
+    assert result.error <= result.tolerance
+
+
+@pytest.mark.parametrize("kernel_id", ["tc_tma_store"])
+@pytest.mark.parametrize("dtype", ["bfloat16-out", "tf32"])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 700), n_pieces=st.integers(1, 90), k_pieces=st.integers(1, 60))
+def test_fuzzed_shapes_verify_with_c_by_tma(kernel_id: str, dtype: str, m: int, n_pieces: int, k_pieces: int) -> None:
+    """N in whole 16-byte rows of C (8 bfloat16 elements), any M, K in whole 16-byte pieces."""
+    from gemmlab.run import run
+
+    spec = catalogue.get(kernel_id)
+    if not _runs_here(spec):
+        pytest.skip(f"{kernel_id} needs {', '.join(spec.archs)}")
+    result = run(kernel_id, Shape(m, 8 * n_pieces, 8 * k_pieces), dtype=dtype, reps=1, warmup=1, baseline=False)
     assert result.error <= result.tolerance
 
 
@@ -86,4 +110,33 @@ def test_cublas_baseline_computes_the_same_product(dtype: str) -> None:
 
     result = run("tc_wmma", Shape(512, 384, 256), dtype=dtype, reps=3)
     assert result.baseline_name == tensor.baseline_name(dtype)
+    assert result.baseline_gflops and result.baseline_gflops > 0
+
+
+def test_cublas_baseline_with_bfloat16_c_computes_the_same_product() -> None:
+    """bfloat16-out's baseline writes a bfloat16 C; widened, it matches the
+    reference as closely as the rounding allows, and it is poisoned with a
+    bfloat16 NaN that the check would catch."""
+    from gemmlab.problems import TOLERANCE, relative_error
+    from gemmlab.run import run
+
+    cp = gpu.cupy()
+    point = catalogue.point("tc_tma_store", Shape(300, 520, 136), dtype="bfloat16-out")
+    prepared = tensor.prepare_tensor(cp, point, cp.random.default_rng(7))
+    _a, _b, c, ref, lib_out = prepared.buffers[:5]
+    assert c.dtype == cp.uint16 and lib_out.dtype == cp.uint16
+    prepared.poison()
+    assert prepared.error() != prepared.error()  # NaN: an unwritten C fails the check
+    lib_out.fill(tensor.BF16_NAN)
+    prepared.baseline()
+    cp.cuda.get_current_stream().synchronize()
+    error = relative_error(cp, tensor._bf16_value(cp, lib_out), ref)
+    assert 1e-4 < error <= TOLERANCE["bfloat16-out"]  # rounded to bfloat16: above the float32-C errors
+
+    spec = catalogue.get("tc_tma_store")
+    if not _runs_here(spec):
+        pytest.skip(f"tc_tma_store needs {', '.join(spec.archs)}")
+    result = run("tc_tma_store", Shape(512, 384, 256), dtype="bfloat16-out", reps=3)
+    assert result.baseline_name == tensor.baseline_name("bfloat16-out")
+    assert 1e-4 < result.error <= result.tolerance
     assert result.baseline_gflops and result.baseline_gflops > 0

@@ -76,9 +76,10 @@ def test_k_must_be_whole_16_byte_pieces(kernel_id: str) -> None:
     spec = catalogue.get(kernel_id)
     for dtype in spec.dtypes:
         per_piece = 16 // catalogue.DTYPE_ITEMSIZE[dtype]
-        assert not spec.violations(Shape(37, 53, 5 * per_piece), 0, dtype)
-        with pytest.raises(ConstraintError, match=f"not a multiple of {per_piece}") as err:
-            catalogue.point(kernel_id, Shape(37, 53, 5 * per_piece + 1), dtype=dtype)
+        # N = 56: whole 16-byte rows of C too, which the TMA-store rung needs.
+        assert not spec.violations(Shape(37, 56, 5 * per_piece), 0, dtype)
+        with pytest.raises(ConstraintError, match=f"K = {5 * per_piece + 1} is not a multiple of {per_piece}") as err:
+            catalogue.point(kernel_id, Shape(37, 56, 5 * per_piece + 1), dtype=dtype)
         assert "tc_wmma" in err.value.fix
 
 
@@ -126,3 +127,37 @@ def test_persistent_grids_count_tiles_and_whole_clusters() -> None:
     # Clusters of two 128-row tiles: 2 pairs of rows x 4 columns, two blocks each.
     assert catalogue.get("tc_cluster").grid(shape, 0) == (16, 1, 1)
     assert catalogue.get("tc_warpspecialized").grid(shape, 0) == (4, 3, 1)
+
+
+def test_tma_store_needs_whole_16_byte_rows_of_c() -> None:
+    """C's tensor map needs a row stride of whole 16-byte pieces: N a multiple
+    of 4 for float32 C, of 8 for bfloat16 C; the other rungs take any N."""
+    spec = catalogue.get("tc_tma_store")
+    assert not spec.violations(Shape(37, 52, 64), 0, "bfloat16")
+    assert not spec.violations(Shape(37, 56, 64), 0, "bfloat16-out")
+    with pytest.raises(ConstraintError, match=r"N = 52 is not a multiple of 8: rows of C \(2-byte") as err:
+        catalogue.point("tc_tma_store", Shape(37, 52, 64), dtype="bfloat16-out")
+    assert "tc_wmma" in err.value.fix
+    with pytest.raises(ConstraintError, match="N = 53 is not a multiple of 4"):
+        catalogue.point("tc_tma_store", Shape(37, 53, 64), dtype="tf32")
+    assert not catalogue.get("tc_cluster").violations(Shape(37, 53, 64), 0, "bfloat16")
+    assert "N x C's element size a multiple of 16 bytes" in spec.needs
+
+
+def test_bfloat16_out_is_the_tma_store_rungs_alone() -> None:
+    assert [r.id for r in tensor.RUNGS if "bfloat16-out" in r.dtypes] == ["tc_tma_store"]
+    with pytest.raises(ConstraintError, match="no bfloat16-out version"):
+        catalogue.point("tc_cluster", Shape(64, 64, 64), dtype="bfloat16-out")
+    assert tensor.input_dtype("bfloat16-out") == "bfloat16"
+    assert tensor.baseline_name("bfloat16-out") == "cuBLAS GemmEx bfloat16, FP32 accumulation, bfloat16 C"
+    assert tensor.baseline_name("tf32").endswith("float32 C")
+
+
+def test_tma_store_shared_memory_is_ring_barriers_and_c_boxes() -> None:
+    point = catalogue.point("tc_tma_store", Shape.square(4096), dtype="bfloat16-out")
+    # 4 stages of 128 + 256 rows, 8 barriers, 2 consumers x 2 boxes of 64 rows x 128 bytes.
+    assert point.dynamic_smem == 4 * (128 + 256) * 128 + 2 * 4 * 8 + 2 * 2 * 64 * 128
+    with pytest.raises(ConstraintError, match="bytes of dynamic shared memory"):
+        tensor.variant("tc_tma_store", {"C_BOXES": 4})
+    with pytest.raises(ConstraintError, match="C_BOXES must be at least 1"):
+        tensor.variant("tc_tma_store", {"C_BOXES": 0})

@@ -21,12 +21,22 @@ from gemmlab.problems import MATMUL, Problem
 Dim3 = tuple[int, int, int]
 
 # The tensor-core types name tag structs of kernels/tensor/tc_common.cuh: bf16
-# and fp16 are stored as 16-bit patterns, tf32 as ordinary float32.
+# and fp16 are stored as 16-bit patterns, tf32 as ordinary float32. Their C is
+# float32, except for "bfloat16-out": bfloat16 inputs, FP32 accumulation,
+# bfloat16 C.
 DTYPE_CTYPES = {
     "float32": "float", "float64": "double", "int32": "int",
-    "bfloat16": "gl_bf16", "float16": "gl_fp16", "tf32": "gl_tf32",
+    "bfloat16": "gl_bf16", "float16": "gl_fp16", "tf32": "gl_tf32", "bfloat16-out": "gl_bf16_out",
 }  # fmt: skip
-DTYPE_ITEMSIZE = {"float32": 4, "float64": 8, "int32": 4, "bfloat16": 2, "float16": 2, "tf32": 4}
+# Bytes of one element of the inputs.
+DTYPE_ITEMSIZE = {"float32": 4, "float64": 8, "int32": 4, "bfloat16": 2, "float16": 2, "tf32": 4, "bfloat16-out": 2}
+# Bytes of one element of C, where it is not an input element.
+C_ITEMSIZE = {"bfloat16": 4, "float16": 4, "tf32": 4, "bfloat16-out": 2}
+
+
+def c_itemsize(dtype: str) -> int:
+    return C_ITEMSIZE.get(dtype, DTYPE_ITEMSIZE[dtype])
+
 
 # Kernels index with 32-bit ints; keep every matrix below 2^31 elements.
 MAX_INDEX = 2**31 - 1
@@ -157,6 +167,8 @@ class KernelSpec:
     # When non-zero: K x the element size must be a multiple of this many bytes
     # (rows of A and B copied in 16-byte pieces, or described by a TMA tensor map).
     k_bytes_multiple: int = 0
+    # The same for N x C's element size (rows of C described by a TMA tensor map).
+    n_bytes_multiple: int = 0
     # Blocks per cluster (x, y, z), for kernels launched in thread-block clusters.
     cluster: Dim3 | None = None
     # A persistent kernel's grid counts its blocks' work (tiles, say); the
@@ -203,6 +215,8 @@ class KernelSpec:
         found = [c.description for c in self.constraints]
         if self.k_bytes_multiple:
             found.append(f"K x element size a multiple of {self.k_bytes_multiple} bytes")
+        if self.n_bytes_multiple:
+            found.append(f"N x C's element size a multiple of {self.n_bytes_multiple} bytes")
         if self.archs:
             found.append(f"{' or '.join(self.archs)} only")
         elif self.min_cc > (0, 0):
@@ -261,6 +275,13 @@ class KernelSpec:
                 found.append(
                     f"K = {shape.k} is not a multiple of {per_piece}: rows of A and B ({dtype}) must be whole "
                     f"{self.k_bytes_multiple}-byte pieces"
+                )
+        if self.n_bytes_multiple and dtype in DTYPE_ITEMSIZE:
+            per_piece = max(1, self.n_bytes_multiple // c_itemsize(dtype))
+            if shape.n % per_piece:
+                found.append(
+                    f"N = {shape.n} is not a multiple of {per_piece}: rows of C ({c_itemsize(dtype)}-byte "
+                    f"elements) must be whole {self.n_bytes_multiple}-byte pieces"
                 )
         return found
 

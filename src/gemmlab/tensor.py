@@ -7,11 +7,13 @@ and a linear layer's y = x . W^T), C in float32, accumulated in float32. The
 element types:
 
 - ``bfloat16`` and ``float16``: 16-bit inputs, FP32 accumulation;
-- ``tf32``: float32 inputs that the tensor cores read with a 10-bit mantissa.
+- ``tf32``: float32 inputs that the tensor cores read with a 10-bit mantissa;
+- ``bfloat16-out``: bfloat16 inputs, FP32 accumulation and a bfloat16 C (the
+  sums rounded to nearest even); the rungs that store C by TMA take it.
 
 The cuBLAS baseline runs the same layout and types through ``cublasGemmEx``
 (compute type CUBLAS_COMPUTE_32F, or CUBLAS_COMPUTE_32F_FAST_TF32 for tf32),
-with the same float32 output.
+with the same output type.
 
 Rungs from tc_mma on take K with rows of whole 16-byte pieces (K a multiple
 of 8 for 16-bit types, of 4 for tf32): 16-byte copies and TMA tensor maps
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 SOURCE_DOC = "gemmlab tensor-core ladder (beyond the documents)"
 DTYPES_16 = ("bfloat16", "float16")
 DTYPES = (*DTYPES_16, "tf32")
+BF16_OUT = "bfloat16-out"
 # One swizzled shared-memory row of the mma.sync and Hopper rungs: 128 bytes
 # of K (64 16-bit elements, 32 tf32).
 ROW_BYTES = 128
@@ -60,13 +63,24 @@ def _bf16_bits(cp: Any, x: Any) -> Any:
     return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(cp.uint16)
 
 
+def _bf16_value(cp: Any, bits: Any) -> Any:
+    """bfloat16 bit patterns (uint16) -> their exact float32 values."""
+    return (bits.astype(cp.uint32) << 16).view(cp.float32)
+
+
+def input_dtype(dtype: str) -> str:
+    """The type of A and B: ``bfloat16-out`` differs from bfloat16 in C alone."""
+    return "bfloat16" if dtype == BF16_OUT else dtype
+
+
 def _inputs(cp: Any, rng: Any, rows: int, cols: int, dtype: str) -> tuple[Any, Any]:
     """A random rows x cols operand as the kernel reads it, and its exact
     float64 value (what the stored bits mean), for the reference."""
     x = rng.uniform(-1.0, 1.0, size=(rows, cols)).astype(cp.float32)
+    dtype = input_dtype(dtype)
     if dtype == "bfloat16":
         stored = _bf16_bits(cp, x)
-        exact = (stored.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
+        exact = _bf16_value(cp, stored).astype(cp.float64)
     elif dtype == "float16":
         stored = x.astype(cp.float16)
         exact = stored.astype(cp.float64)
@@ -76,28 +90,31 @@ def _inputs(cp: Any, rng: Any, rows: int, cols: int, dtype: str) -> tuple[Any, A
     return stored, exact
 
 
-def _tensor_map(array: Any, box_rows: int, dtype: str) -> Any:
+def _tensor_map(array: Any, box_rows: int, bfloat16: bool) -> Any:
     """A TMA descriptor of a row-major 2-D array: boxes of box_rows rows x
-    128 bytes, written to shared memory with the 128-byte swizzle."""
+    128 bytes, in shared memory with the 128-byte swizzle. ``bfloat16``: the
+    uint16 array holds bfloat16 bit patterns (otherwise its type says)."""
     from cuda.core._tensor_map import TensorMapDataType, TensorMapSwizzle
     from cuda.core.utils import StridedMemoryView
 
     view = StridedMemoryView.from_cuda_array_interface(array, stream_ptr=-1)
-    data_type = TensorMapDataType.BFLOAT16 if dtype == "bfloat16" else None
+    data_type = TensorMapDataType.BFLOAT16 if bfloat16 else None
     return view.as_tensor_map(
         box_dim=(box_rows, ROW_BYTES // array.itemsize), data_type=data_type, swizzle=TensorMapSwizzle.SWIZZLE_128B
     )
 
 
 def cublas_gemm(cp: Any, a: Any, b: Any, c: Any, dtype: str) -> Callable[[], None]:
-    """C (M x N, float32) = A (M x K) . B (N x K)^T through cublasGemmEx, in
-    the kernels' types and layout. cuBLAS is column-major: it computes C^T
-    (N x M) = B . A^T, reading the row-major B (N x K) as a transposed K x N."""
+    """C (M x N, float32, or bfloat16 for ``bfloat16-out``) = A (M x K) .
+    B (N x K)^T through cublasGemmEx, in the kernels' types and layout. cuBLAS
+    is column-major: it computes C^T (N x M) = B . A^T, reading the row-major
+    B (N x K) as a transposed K x N."""
     from cupy_backends.cuda.libs import cublas
 
     m, k = a.shape
     n = b.shape[0]
-    in_type = {"bfloat16": CUDA_R_16BF, "float16": CUDA_R_16F, "tf32": CUDA_R_32F}[dtype]
+    in_type = {"bfloat16": CUDA_R_16BF, "float16": CUDA_R_16F, "tf32": CUDA_R_32F}[input_dtype(dtype)]
+    out_type = CUDA_R_16BF if dtype == BF16_OUT else CUDA_R_32F
     compute = cublas.CUBLAS_COMPUTE_32F_FAST_TF32 if dtype == "tf32" else cublas.CUBLAS_COMPUTE_32F
     one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)  # host scalars, kept alive by the closure
     handle = cp.cuda.device.get_cublas_handle()
@@ -105,39 +122,51 @@ def cublas_gemm(cp: Any, a: Any, b: Any, c: Any, dtype: str) -> Callable[[], Non
     def call() -> None:
         cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
         cublas.gemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, one.ctypes.data, b.data.ptr, in_type, k,
-                      a.data.ptr, in_type, k, zero.ctypes.data, c.data.ptr, CUDA_R_32F, n, compute,
+                      a.data.ptr, in_type, k, zero.ctypes.data, c.data.ptr, out_type, n, compute,
                       CUBLAS_GEMM_DEFAULT)  # fmt: skip
 
     return call
 
 
 def baseline_name(dtype: str) -> str:
-    kind = "TF32 (CUBLAS_COMPUTE_32F_FAST_TF32)" if dtype == "tf32" else f"{dtype}, FP32 accumulation"
-    return f"cuBLAS GemmEx {kind}, float32 C"
+    kind = "TF32 (CUBLAS_COMPUTE_32F_FAST_TF32)" if dtype == "tf32" else f"{input_dtype(dtype)}, FP32 accumulation"
+    return f"cuBLAS GemmEx {kind}, {'bfloat16' if dtype == BF16_OUT else 'float32'} C"
 
 
-def prepare_tensor(cp: Any, point: Point, rng: Any, boxes: tuple[int, int] | None = None) -> Prepared:
+# A bfloat16 NaN (all exponent bits, a non-zero mantissa): what a bfloat16 C is
+# poisoned with, as float32 C is with NaN.
+BF16_NAN = 0xFFFF
+
+
+def prepare_tensor(
+    cp: Any, point: Point, rng: Any, boxes: tuple[int, int] | None = None, c_box_rows: int = 0
+) -> Prepared:
     """Inputs, output, reference and baseline for one point. ``boxes``: rows of
-    the TMA boxes of A and B, for the rungs that take tensor maps."""
+    the TMA boxes of A and B, for the rungs that take tensor maps;
+    ``c_box_rows``: those of C, for the rungs that store C by TMA (0: C is a
+    pointer)."""
     s = point.shape
     a, a_exact = _inputs(cp, rng, s.m, s.k, point.dtype)
     b, b_exact = _inputs(cp, rng, s.n, s.k, point.dtype)
-    c = cp.empty((s.m, s.n), dtype=cp.float32)
+    bf16_c = point.dtype == BF16_OUT
+    c = cp.empty((s.m, s.n), dtype=cp.uint16 if bf16_c else cp.float32)
     # float64 on the same device (cuBLAS DGEMM), from the exact values of the stored inputs.
     ref = a_exact @ b_exact.T
     del a_exact, b_exact
     lib_out = cp.empty_like(c)
+    bf16_in = input_dtype(point.dtype) == "bfloat16"
     if boxes is None:
         operands: tuple[Any, ...] = (a.data.ptr, b.data.ptr)
     else:
-        operands = (_tensor_map(a, boxes[0], point.dtype), _tensor_map(b, boxes[1], point.dtype))
+        operands = (_tensor_map(a, boxes[0], bf16_in), _tensor_map(b, boxes[1], bf16_in))
+    c_arg = _tensor_map(c, c_box_rows, bf16_c) if c_box_rows else c.data.ptr
     return Prepared(
-        args=(*operands, c.data.ptr, np.int32(s.m), np.int32(s.n), np.int32(s.k)),
-        poison=lambda: poison(cp, c),
-        error=lambda: relative_error(cp, c, ref),
+        args=(*operands, c_arg, np.int32(s.m), np.int32(s.n), np.int32(s.k)),
+        poison=(lambda: c.fill(BF16_NAN)) if bf16_c else (lambda: poison(cp, c)),
+        error=lambda: relative_error(cp, _bf16_value(cp, c) if bf16_c else c, ref),
         baseline=cublas_gemm(cp, a, b, lib_out, point.dtype),
         baseline_name=baseline_name(point.dtype),
-        buffers=(a, b, c, ref, lib_out, *operands),
+        buffers=(a, b, c, ref, lib_out, *operands, c_arg),
     )
 
 
@@ -176,6 +205,7 @@ class Rung:
     tma: bool = False  # operands are tensor maps (boxes of BM and BN / cluster rows)
     persistent: bool = False  # blocks loop over tiles; as many blocks as the GPU holds at once
     cluster: int = 1  # blocks per cluster, along M
+    c_box_rows: int = 0  # C is a tensor map with boxes of this many rows x 128 bytes (0: a pointer)
 
     def config(self, values: tuple[int, ...] | None = None) -> Config:
         return dict(zip(self.params, values or self.default, strict=True))
@@ -223,6 +253,14 @@ def _persistent_rules(c: Config) -> list[str]:
 def _ring_bytes(c: Config, extra_barriers: int) -> int:
     """STAGES x (BM + BN) swizzled rows of 128 bytes, then 8-byte mbarriers."""
     return c["STAGES"] * (c["BM"] + c["BN"]) * ROW_BYTES + 8 * extra_barriers * c["STAGES"]
+
+
+# tc_tma_store: each consumer warpgroup stages C in C_BOXES boxes of its 64 rows x 128 bytes.
+C_BOX_ROWS = 64
+
+
+def _c_boxes_bytes(c: Config) -> int:
+    return c["BM"] // 64 * c["C_BOXES"] * C_BOX_ROWS * ROW_BYTES
 
 
 HOPPER = dict(min_cc=(9, 0), archs=("sm_90a",), tma=True)
@@ -332,6 +370,23 @@ RUNGS: tuple[Rung, ...] = (
         cluster=2,
         **HOPPER,
     ),
+    Rung(
+        id="tc_tma_store",
+        source="08_tma_store.cu",
+        summary="sm_90a: tc_cluster storing C (float32, or bfloat16) from swizzled shared boxes by TMA",
+        dtypes=(*DTYPES, BF16_OUT),
+        params=("BM", "BN", "STAGES", "GROUP_M", "C_BOXES"),
+        default=(128, 256, 4, 8, 2),
+        search=((128, 256, 4, 8, 1), (128, 256, 3, 8, 4), (128, 256, 4, 16, 2)),
+        threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+        smem_bytes=lambda c: _ring_bytes(c, 2) + _c_boxes_bytes(c),
+        sass=("HGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
+        rules=lambda c: _persistent_rules(c) + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1"),
+        persistent=True,
+        cluster=2,
+        c_box_rows=C_BOX_ROWS,
+        **HOPPER,
+    ),
 )
 _RUNGS = {r.id: r for r in RUNGS}
 
@@ -355,7 +410,8 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     problem = TENSOR
     if rung.tma:
         # TMA boxes: BM rows of A; BN rows of B, split between the blocks of a cluster.
-        problem = Problem("tensor", partial(prepare_tensor, boxes=(bm, bn // rung.cluster)), tensor_device_bytes)
+        prepare = partial(prepare_tensor, boxes=(bm, bn // rung.cluster), c_box_rows=rung.c_box_rows)
+        problem = Problem("tensor", prepare, tensor_device_bytes)
     return KernelSpec(
         id=rung.id,
         source=f"tensor/{rung.source}",
@@ -370,6 +426,8 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         dynamic_smem_bytes=lambda s, b, dtype: rung.smem_bytes(c),
         # 16-byte copies and TMA row strides: rows of A and B are whole 16-byte pieces.
         k_bytes_multiple=0 if rung.any_k else 16,
+        # A tensor map of C: its rows' stride must be whole 16-byte pieces too.
+        n_bytes_multiple=16 if rung.c_box_rows else 0,
         # A and B once (element size), C written once in float32: counted in input elements.
         min_elems_moved=lambda s: s.m * s.k + s.n * s.k + 2 * s.m * s.n,
         # FLOPs per element of A or B brought on chip: a BM x BN tile reuses each one BN or BM times.

@@ -1,5 +1,5 @@
 // Shared by the Hopper rungs (sm_90a): the tensor map type, mbarriers, TMA
-// tile loads (plain and multicast to a cluster), wgmma and its shared-memory
+// tile loads (plain and multicast to a cluster) and stores, wgmma and its shared-memory
 // descriptors, and setmaxnreg. Inline PTX, as in tc_common.cuh.
 //
 // Tiles: the TMA unit writes a box of ROWS x 64 16-bit elements (ROWS x 32
@@ -93,6 +93,65 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const CUtensorMap*
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
                  "[%0], [%1, {%2, %3}], [%4], %5;\n"
                  ::"r"(smem_u32(dst)), "l"(map), "r"(col), "r"(row), "r"(smem_u32(bar)), "h"(mask) : "memory");
+}
+
+// --- TMA stores: shared memory -> a box of a tensor in global memory -------------
+
+// The copy engine reads shared memory through the "async proxy": writes that
+// threads made to it must be fenced before a TMA store may see them.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Box at (row, col) of a 2-D tensor (col along the contiguous dimension) from
+// src; the parts of the box outside the tensor are not written.
+__device__ __forceinline__ void tma_store(const CUtensorMap* map, const void* src, int row, int col) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+                 ::"l"(map), "r"(col), "r"(row), "r"(smem_u32(src)) : "memory");
+}
+
+// The stores this thread issued since the last commit form one group.
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+// Wait until at most PENDING of this thread's store groups are still reading
+// their shared memory (their writes to global memory may still be under way).
+template <int PENDING>
+__device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(PENDING) : "memory");
+}
+
+// Two adjacent outputs into row `row`, byte `byte` of a 128-byte-swizzled box
+// (16-byte chunk c of row r stored at chunk c ^ (r % 8)): float32, or
+// bfloat16 rounded to nearest even (cvt packs its first operand high).
+template <typename C>
+__device__ __forceinline__ void put_pair_swizzled(unsigned char* box, int row, int byte, float v0, float v1) {
+    unsigned char* p = box + row * TMA_ROW_BYTES + (((byte / 16) ^ (row % 8)) * 16) + byte % 16;
+    if constexpr (sizeof(C) == 4) {
+        *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+    } else {
+        unsigned packed;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(v1), "f"(v0));
+        *reinterpret_cast<unsigned*>(p) = packed;
+    }
+}
+
+// Box `box` of a warpgroup's 64 x N accumulators (columns 128 / sizeof(C)
+// box .. , laid out as for store_wgmma_tile) into a 64 x 128-byte box of
+// shared memory, in the swizzle a tensor map with SWIZZLE_128B reads. A warp
+// writes 8 rows x 32 bytes per instruction; the swizzle puts row pairs on
+// distinct banks, so that is two wavefronts, the fewest for 256 bytes.
+template <int N, typename C>
+__device__ __forceinline__ void write_wgmma_box(const float (&d)[N / 2], unsigned char* box_mem, int box,
+                                                int thread) {
+    constexpr int GROUPS = TMA_ROW_BYTES / sizeof(C) / 8;  // 8-column groups of a box
+    const int r = 16 * (thread / 32) + (thread % 32) / 4;
+#pragma unroll
+    for (int g = 0; g < GROUPS; ++g) {
+        const int j = box * GROUPS + g;
+        const int byte = (8 * g + 2 * (thread % 4)) * static_cast<int>(sizeof(C));
+        put_pair_swizzled<C>(box_mem, r, byte, d[4 * j], d[4 * j + 1]);
+        put_pair_swizzled<C>(box_mem, r + 8, byte, d[4 * j + 2], d[4 * j + 3]);
+    }
 }
 
 // --- clusters -------------------------------------------------------------------

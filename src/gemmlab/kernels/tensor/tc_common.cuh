@@ -9,12 +9,15 @@
 // the tensor cores read without a transpose (wgmma takes tf32 only that way),
 // and the one of a linear layer, y = x . W^T.
 
-// The element types, as tags: `storage` is what a matrix holds in memory.
+// The element types, as tags: `storage` is what A and B hold in memory.
 // bf16 and fp16 are 16-bit patterns; tf32 inputs are ordinary float32 that
-// the tensor cores read with a 10-bit mantissa.
-struct gl_bf16 { using storage = unsigned short; };
-struct gl_fp16 { using storage = unsigned short; };
-struct gl_tf32 { using storage = float; };
+// the tensor cores read with a 10-bit mantissa. `inputs` names the tag of the
+// multiply (the tensor-core instruction), `c_storage` what C holds: float32,
+// except for gl_bf16_out, whose C is bfloat16 (bit patterns, like its inputs).
+struct gl_bf16 { using storage = unsigned short; using inputs = gl_bf16; using c_storage = float; };
+struct gl_fp16 { using storage = unsigned short; using inputs = gl_fp16; using c_storage = float; };
+struct gl_tf32 { using storage = float; using inputs = gl_tf32; using c_storage = float; };
+struct gl_bf16_out { using storage = unsigned short; using inputs = gl_bf16; using c_storage = unsigned short; };
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
