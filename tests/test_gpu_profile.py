@@ -1,4 +1,5 @@
-"""Nsight Compute on the GPU: the counters of naive and tiled agree with their structure.
+"""Nsight Compute on the GPU: the counters of naive and tiled agree with their structure,
+and the tensor cores' operations of the tensor-core kernels with 2*M*N*K.
 
 Skipped without a GPU (conftest) or without ncu. The expectations are derived
 in tests/test_profile.py from the block edge and the warp size.
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from gemmlab import catalogue, gpu
 from gemmlab.catalogue import Shape
-from gemmlab.errors import ProfilerError
+from gemmlab.errors import DeviceLimitError, ProfilerError
 from gemmlab.profile import find_ncu, profile_point
 from test_profile import expected_cgma, expected_requests
 
@@ -54,6 +56,26 @@ def test_int32_counts_at_least_one_integer_instruction_per_multiply_add() -> Non
     assert r.global_ld_requests == pytest.approx(loads, rel=0.02)
     assert r.global_st_requests == pytest.approx(stores, rel=0.02)
     assert r.error == 0.0
+
+
+@needs_ncu
+@pytest.mark.parametrize(
+    ("kernel_id", "dtype"), [("tc_mma", "bfloat16"), ("tc_wgmma", "bfloat16"), ("tc_wgmma", "tf32")]
+)
+def test_tensor_core_flops_are_two_per_multiply_add(kernel_id: str, dtype: str) -> None:
+    """512 is a multiple of every tile (128 x 128, and one 128-byte stage along K): no MMA falls
+    past the matrix's edge, so the tensor path's count is the model exactly."""
+    try:
+        catalogue.get(kernel_id).compile_arch(gpu.describe(0).arch)
+    except DeviceLimitError as exc:
+        pytest.skip(exc.cause)
+    shape = Shape.square(512)
+    r = profile_point(kernel_id, shape, dtype=dtype)
+    assert r.tensor_flops == 2 * shape.m * shape.n * shape.k == r.flops_model
+    assert r.flops_measured >= r.tensor_flops
+    assert "tensor-core operations" in r.ops_counter
+    assert r.tensor_pipe_pct is not None and 0 < r.tensor_pipe_pct <= 100
+    assert r.error is not None
 
 
 def test_measured_ceilings_are_plausible() -> None:

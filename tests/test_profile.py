@@ -4,10 +4,17 @@ command line, the CLI table and the roofline plot.
 Real captures from an H200 go in tests/fixtures/ncu/ as h200_<kernel>_<edge>.csv
 (N = 256, made by benchmarks/scripts/capture_ncu_fixtures.sh); the tests over
 them run for every such file present.
+
+tests/fixtures/ncu/tensor_ops_h200_2048.csv is a copy, unedited, of a capture
+made on the H200 (chip gh100) on 2026-11-21: ncu's --csv --page raw output of
+the tensor-core counters around `gemmlab run` of five tensor-core launches at
+M = N = K = 2048, each page followed by a line "=== end KERNEL DTYPE". It holds
+no CUDA-core counters (it is not the command `gemmlab profile` runs).
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import subprocess
@@ -25,6 +32,7 @@ from gemmlab.roofline import attainable_gflops, point_coordinates, ridge_point, 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
 SYNTHETIC = FIXTURES / "synthetic_raw.csv"
 H200_CAPTURES = sorted(FIXTURES.glob("h200_*.csv"))
+TENSOR_CAPTURE = FIXTURES / "tensor_ops_h200_2048.csv"
 CAPTURE_N = 256
 WARP = 32
 NAIVE_MANGLED = "_Z5naiveIfLi16EEvPKT_S2_PS0_iii"
@@ -72,6 +80,13 @@ def test_structural_cgma_tends_to_warp_size_times_the_document_cgma() -> None:
 
 def test_flops_count_an_fma_as_two() -> None:
     assert profile.flops_executed(10, 20, 30) == 90
+
+
+def test_tensor_flops_sum_the_input_types_and_refuse_a_partial_sum() -> None:
+    metrics: dict[str, float | None] = {profile.TENSOR_BF16: 10, profile.TENSOR_FP16: 20, profile.TENSOR_TF32: 30}
+    assert profile.tensor_flops(metrics) == 60
+    assert profile.tensor_flops({**metrics, profile.TENSOR_TF32: None}) is None
+    assert profile.tensor_flops({}) is None
 
 
 def test_gips_is_warp_instructions_per_nanosecond() -> None:
@@ -184,6 +199,50 @@ def test_int32_kernels_count_integer_instructions() -> None:
     assert "integer" in r.ops_counter
 
 
+def tc_mma_point(n: int = CAPTURE_N) -> catalogue.Point:
+    return catalogue.point("tc_mma", Shape.square(n), dtype="bfloat16")
+
+
+def tensor_metrics(tensor_ops: float, cuda_core_flops: int = 1_000) -> dict[str, float | None]:
+    """The synthetic page's counters as a bf16 tensor-core launch would show them: the
+    products on the tensor path, a few FMULs on the CUDA cores, the pipe 40% busy."""
+    metrics = profile.parse_raw_csv(SYNTHETIC.read_text()).metrics()
+    metrics.update({profile.FADD: 0, profile.FMUL: cuda_core_flops, profile.FFMA: 0})
+    metrics.update({profile.TENSOR_BF16: tensor_ops, profile.TENSOR_FP16: 0, profile.TENSOR_TF32: 0})
+    metrics[profile.TENSOR_PIPE] = 40.0
+    return metrics
+
+
+def test_flops_executed_add_the_tensor_cores_operations() -> None:
+    model = 2 * CAPTURE_N**3
+    r = profile.result_from_metrics(tc_mma_point(), tensor_metrics(model))
+    assert r.tensor_flops == model
+    assert r.flops_measured == model + 1_000
+    assert r.flops_ratio == pytest.approx((model + 1_000) / model)
+    assert r.cgma_measured == pytest.approx((model + 1_000) / r.global_requests)
+    assert r.tensor_pipe_pct == 40.0
+    assert r.ops_counter == (
+        "fadd + fmul + 2 x ffma (thread level) + tensor-core operations (sm__ops_path_tensor_src_*: bf16, fp16, tf32)"
+    )
+
+
+def test_a_tensor_core_kernel_without_tensor_values_says_what_its_total_lacks() -> None:
+    metrics = tensor_metrics(2 * CAPTURE_N**3)
+    metrics[profile.TENSOR_FP16] = None  # ncu printed n/a: a sum of the other two would pass for the whole
+    r = profile.result_from_metrics(tc_mma_point(), metrics)
+    assert r.tensor_flops is None
+    assert r.flops_measured == 1_000
+    assert "the tensor-core products are not in it" in r.ops_counter
+
+
+def test_cuda_core_kernels_neither_ask_for_nor_report_tensor_counters() -> None:
+    assert profile.metrics_for(naive_point()) == profile.METRICS
+    assert profile.metrics_for(tc_mma_point()) == profile.METRICS + profile.TENSOR_METRICS
+    r = profile.result_from_output(naive_point(), SYNTHETIC.read_text())
+    assert r.tensor_flops is None and r.tensor_pipe_pct is None
+    assert "tensor" not in r.ops_counter
+
+
 def test_a_missing_counter_is_named() -> None:
     metrics = profile.parse_raw_csv(SYNTHETIC.read_text()).metrics()
     metrics[profile.FFMA] = None
@@ -218,6 +277,31 @@ def test_real_capture_matches_the_kernel_structure(path: Path) -> None:
         assert r.cgma_measured == pytest.approx(expected_cgma(point.spec.id, CAPTURE_N, point.block_edge), rel=0.02)
 
 
+# The tensor-core capture: each "=== end KERNEL DTYPE" line closes one launch's page.
+TENSOR_LAUNCHES = re.findall(r"(.*?)^=== end (\S+) (\S+)$", TENSOR_CAPTURE.read_text(), re.MULTILINE | re.DOTALL)
+TENSOR_TYPES = {"bfloat16": profile.TENSOR_BF16, "float16": profile.TENSOR_FP16, "tf32": profile.TENSOR_TF32}
+
+
+def test_the_tensor_capture_holds_five_launches_and_every_tensor_counter() -> None:
+    assert [(kernel, dtype) for _, kernel, dtype in TENSOR_LAUNCHES] == [
+        ("tc_cluster", "bfloat16"), ("tc_cluster", "tf32"), ("tc_cluster", "float16"),
+        ("tc_mma", "bfloat16"), ("tc_wmma", "tf32"),
+    ]  # fmt: skip
+    # The names gemmlab asks for exist on gh100 (the page names each counter with its suffix).
+    columns = {name.split(".")[0] for name in profile.parse_raw_csv(TENSOR_LAUNCHES[0][0]).launches[0]}
+    assert {name.split(".")[0] for name in profile.TENSOR_METRICS} <= columns
+
+
+@pytest.mark.parametrize(("page", "kernel", "dtype"), TENSOR_LAUNCHES, ids=[f"{k}-{d}" for _, k, d in TENSOR_LAUNCHES])
+def test_real_tensor_capture_counts_two_flops_per_multiply_add(page: str, kernel: str, dtype: str) -> None:
+    """HMMA (tc_mma, tc_wmma) and HGMMA (tc_cluster) alike: 2 * 2048^3, all in the launch's input type."""
+    launch = profile.parse_raw_csv(page)
+    assert len(launch.launches) == 1 and f"{kernel}<" in launch.launches[0]["Kernel Name"]
+    metrics = launch.metrics()
+    assert profile.tensor_flops(metrics) == metrics[TENSOR_TYPES[dtype]] == 2 * 2048**3
+    assert metrics["sm__pipe_tensor_cycles_active.sum"] > 0
+
+
 # --- ncu's failures -------------------------------------------------------------
 
 PERMISSION_DENIED = """==PROF== Connected to process 812 (/usr/bin/python3.12)
@@ -243,6 +327,14 @@ def test_ncu_failures_become_profiler_errors(output: str, needle: str) -> None:
     error = profile.ncu_failure(output, 1)
     assert isinstance(error, ProfilerError)
     assert needle in str(error)
+
+
+def test_a_missing_tensor_counter_says_the_other_kernels_still_profile() -> None:
+    error = profile.ncu_failure(f"==ERROR== Failed to find metric {profile.TENSOR_TF32}\n", 1)
+    assert isinstance(error, ProfilerError)
+    text = str(error)
+    assert profile.TENSOR_TF32 in text and "tensor cores" in text
+    assert "kernels without tensor cores still profile" in text and "ncu --query-metrics" in text
 
 
 @pytest.mark.parametrize("output", [PERMISSION_DENIED, "==ERROR== Profiling is not supported on this device\n"])
@@ -321,6 +413,18 @@ def test_mangled_name_tells_tiled_from_tiled_2x2() -> None:
     assert profile.mangled_name(naive_point()) == NAIVE_MANGLED
 
 
+def test_mangled_names_of_kernels_that_need_a_newer_target() -> None:
+    """bf16 mma.sync does not compile for sm_75, wgmma only for sm_90a: each takes its oldest target."""
+    assert profile.mangled_name(tc_mma_point()).startswith("_Z6tc_mmaI7gl_bf16")
+    wgmma = catalogue.point("tc_wgmma", Shape.square(CAPTURE_N), dtype="tf32")
+    assert profile.mangled_name(wgmma).startswith("_Z8tc_wgmmaI7gl_tf32")
+
+
+def test_ncu_command_adds_the_tensor_counters_for_a_tensor_core_kernel() -> None:
+    cmd = profile.ncu_command("/opt/ncu", "_Z6tc_mma", tc_mma_point(), python="/usr/bin/python3")
+    assert cmd[cmd.index("--metrics") + 1].split(",") == [*profile.METRICS, *profile.TENSOR_METRICS]
+
+
 def test_ncu_runs_with_a_dot_as_decimal_point(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
     env = profile.ncu_environment()
@@ -379,6 +483,38 @@ def test_cli_profile_table_and_json(monkeypatch: pytest.MonkeyPatch) -> None:
     assert as_json.exit_code == 0, as_json.output
     data = json.loads(as_json.stdout)
     assert data["flops_measured"] == 2 * 256**3 and data["cgma_analytic"] == 1.0
+    assert data["tensor_flops"] is None and data["tensor_pipe_pct"] is None
+    assert "tensor" not in table.output
+
+
+def with_counters(page: str, counters: dict[str, str]) -> str:
+    """``page`` (one launch) with more counter columns, as ncu would print them in base units."""
+    lines = page.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID",'))
+    header, units, launch = (next(csv.reader([line])) for line in lines[start : start + 3])
+    rows = [header + list(counters), units + [""] * len(counters), launch + list(counters.values())]
+    quoted = ['"' + '","'.join(row) + '"' for row in rows]  # ncu quotes every cell
+    return "\n".join([*lines[:start], *quoted, *lines[start + 3 :]])
+
+
+def test_cli_profile_shows_the_tensor_cores_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmlab.commands.profile import profile_rows
+
+    model = 2 * 256**3
+    counters = {profile.TENSOR_BF16: f"{model:,}", profile.TENSOR_FP16: "0", profile.TENSOR_TF32: "0",
+                profile.TENSOR_PIPE: "38.5"}  # fmt: skip
+    seen = fake_ncu(monkeypatch, with_counters(SYNTHETIC.read_text(), counters))
+    args = ["profile", "tc_mma", "--size", "256", "--dtype", "bfloat16"]
+    assert runner.invoke(app, args).exit_code == 0
+    assert profile.TENSOR_PIPE in seen[0][seen[0].index("--metrics") + 1]
+    data = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    # The synthetic page's FFMAs (naive's 256^3) stay in the total beside the tensor path's products.
+    assert data["tensor_flops"] == model and data["flops_measured"] == 2 * model
+    assert data["tensor_pipe_pct"] == 38.5
+    rows = {row[0]: row for row in profile_rows(profile.profile_point("tc_mma", Shape.square(256), dtype="bfloat16"))}
+    assert rows["tensor-core FLOPs"][1:3] == ("33,554,432", "33,554,432")
+    assert rows["tensor-core FLOPs"][3].startswith("50.0% of FLOPs executed")
+    assert rows["tensor pipe busy [%]"][1] == "38.5"
 
 
 def test_cli_profile_without_ncu_is_one_clean_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -424,10 +560,3 @@ def test_roofline_plot_writes_a_png(tmp_path: Path) -> None:
     out = roofline_plot(points, 50_000.0, 4_000.0, tmp_path / "plots" / "roofline.png", "Roofline, synthetic")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert roofline_plot([], 50_000.0, 4_000.0, tmp_path / "empty.png", "ceilings only").exists()
-
-
-def test_tensor_core_kernels_say_the_fp32_counters_miss_their_products() -> None:
-    metrics = profile.parse_raw_csv(SYNTHETIC.read_text()).metrics()
-    point = catalogue.point("tc_mma", Shape.square(CAPTURE_N), dtype="bfloat16")
-    assert "tensor-core products are not in it" in profile.result_from_metrics(point, metrics).ops_counter
-    assert "tensor" not in profile.result_from_metrics(naive_point(), metrics).ops_counter

@@ -9,7 +9,8 @@
 # stderr together, as $OUT/ncu_<kernel>_<edge>.csv. Captured on an H200, they
 # become tests/fixtures/ncu/h200_<kernel>_<edge>.csv.
 # It also saves ncu's version and metric list and checks that every metric
-# gemmlab asks for is listed, then parses each capture. About a minute.
+# gemmlab asks for is listed (the tensor-core ones too, which only tensor-core
+# kernels ask for), then parses each capture. About a minute.
 
 set -uo pipefail
 OUT=${OUT:-benchmarks/results/ncu}
@@ -27,10 +28,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 "$NCU" --query-metrics > "$OUT/ncu_query_metrics.txt" 2>&1
 python3 - "$OUT/ncu_query_metrics.txt" <<'PY'
 import sys
-from gemmlab.profile import METRICS
+from gemmlab.profile import METRICS, TENSOR_METRICS
 
 listed = open(sys.argv[1]).read()
-missing = [m for m in METRICS if m.split(".")[0] not in listed]
+missing = [m for m in METRICS + TENSOR_METRICS if m.split(".")[0] not in listed]
 print("metrics not listed by --query-metrics:", ", ".join(missing) or "none")
 PY
 

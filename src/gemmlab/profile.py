@@ -7,6 +7,7 @@ The parent (:func:`profile_point`) starts::
         --csv --page raw --print-units base
         python -m gemmlab.profile KERNEL EDGE M N K DTYPE
 
+(with the tensor-core counters too for a kernel that uses the tensor cores),
 and the child runs that one point through the normal runner (fresh inputs,
 warm-up launch, timed launches, verification), so the launch ncu measures is
 one whose output is checked in the same run. The parent reads ncu's raw CSV
@@ -36,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 
 from gemmlab import catalogue, errors
 from gemmlab.catalogue import Point, Shape
-from gemmlab.errors import GemmlabError, ProfilerError
+from gemmlab.errors import DeviceLimitError, GemmlabError, ProfilerError
 from gemmlab.timing import gbytes_per_s, gflops
 
 # --- the counters ----------------------------------------------------------------
@@ -73,6 +74,21 @@ SHARED_LD_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
 SHARED_ST_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
 BANK_CONFLICTS_LD = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 BANK_CONFLICTS_ST = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+# The tensor cores' operations by input type: ncu counts a multiply-add as two,
+# as 2*M*N*K does (on an H200, 2 * 2048^3 exactly for HMMA and HGMMA in each of
+# the three types). These are the types of the catalogue's tensor-core kernels;
+# the families are disjoint, so their sum counts each MMA once. fp8 and fp64
+# are left out: no kernel here issues them (they would add 0), and a chip
+# without that path (fp8 before sm_89, fp64 outside the data-centre parts) may
+# lack the counter, which makes ncu refuse the whole run. int8 products are
+# not FLOPs.
+TENSOR_BF16 = "sm__ops_path_tensor_src_bf16_dst_fp32.sum"
+TENSOR_FP16 = "sm__ops_path_tensor_src_fp16.sum"  # fp16 inputs, fp16 or fp32 accumulator
+TENSOR_TF32 = "sm__ops_path_tensor_src_tf32_dst_fp32.sum"
+TENSOR_OPS = (TENSOR_BF16, TENSOR_FP16, TENSOR_TF32)
+# A counter, so ncu normalises it by the pipe's own peak rate: the share of the
+# elapsed cycles the tensor pipe was busy, averaged over the SMs.
+TENSOR_PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"
 
 METRICS: tuple[str, ...] = (
     TIME, INST_EXECUTED, FADD, FMUL, FFMA, INTEGER,
@@ -85,6 +101,12 @@ METRICS: tuple[str, ...] = (
     SHARED_LD_REQUESTS, SHARED_ST_REQUESTS, SHARED_LD_WAVEFRONTS, SHARED_ST_WAVEFRONTS,
     BANK_CONFLICTS_LD, BANK_CONFLICTS_ST,
 )  # fmt: skip
+# Asked for only where the kernel uses the tensor cores (see metrics_for): ncu
+# refuses a whole run that names a counter the GPU lacks ("Failed to find
+# metric", see ncu_failure), and GPUs before sm_80 have no bf16 or tf32 path.
+# The tensor-core kernels need sm_80 or newer, where ncu lists these counters;
+# a CUDA-core kernel on an older GPU profiles as before.
+TENSOR_METRICS: tuple[str, ...] = (*TENSOR_OPS, TENSOR_PIPE)
 
 # The occupancy limiters as ncu names them (blocks per SM each resource allows).
 LIMITERS = {
@@ -135,6 +157,29 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 def flops_executed(fadd: float, fmul: float, ffma: float) -> float:
     """Floating-point operations the threads executed: an FMA counts as two."""
     return fadd + fmul + 2 * ffma
+
+
+def uses_tensor_cores(point: Point) -> bool:
+    """Whether the kernel's SASS holds a tensor-core instruction (HMMA, HGMMA...), as the
+    catalogue claims it and the harness checks in its cubin."""
+    return any(op.endswith("MMA") for op in point.spec.sass)
+
+
+def metrics_for(point: Point) -> tuple[str, ...]:
+    """The counters ncu collects for ``point``: the tensor-core ones only where it uses them."""
+    return METRICS + TENSOR_METRICS if uses_tensor_cores(point) else METRICS
+
+
+def tensor_flops(metrics: dict[str, float | None]) -> float | None:
+    """The tensor cores' operations over the input types of :data:`TENSOR_OPS`, or None
+    when ncu gave no value for one of them: a partial sum would pass for the whole."""
+    total = 0.0
+    for name in TENSOR_OPS:
+        value = metrics.get(name)
+        if value is None:
+            return None
+        total += value
+    return total
 
 
 def gips(inst_executed: float, time_ns: float) -> float | None:
@@ -281,8 +326,19 @@ def ncu_failure(output: str, returncode: int) -> GemmlabError | None:
             "Profile on a machine with direct access to the GPU. " + STILL_WORKS,
         )
     if m := _UNKNOWN_METRIC.search(output):
+        name = m.group(1).rstrip(".")
+        base = name.split(".")[0]
+        if base in {metric.split(".")[0] for metric in TENSOR_METRICS}:
+            # Only tensor-core kernels ask for these, so the other kernels still profile on this GPU.
+            return ProfilerError(
+                f"Nsight Compute has no counter {name} for this GPU; gemmlab reads it for the kernels that use "
+                "the tensor cores (their operations and the tensor pipe's busy share).",
+                f"Install Nsight Compute 2023.1 or newer. If `ncu --query-metrics` lists no {base} on this GPU, "
+                "please report it with `ncu --version` and the GPU's name; kernels without tensor cores still "
+                "profile, and `gemmlab run` times this one.",
+            )
         return ProfilerError(
-            f"This Nsight Compute does not know the metric {m.group(1).rstrip('.')}, which gemmlab reads.",
+            f"This Nsight Compute does not know the metric {name}, which gemmlab reads.",
             "Install Nsight Compute 2023.1 or newer (the one of your CUDA toolkit usually is).",
         )
     if child := _child_error(output):
@@ -327,11 +383,15 @@ def child_summary(output: str) -> dict:
 class ProfileResult:
     """One profiled launch: ncu's counters and the figures derived from them.
 
-    FLOPs measured: fadd + fmul + 2 x ffma, thread level, predicate on. For
-    int32 kernels there is no per-opcode counter, so ``flops_measured`` holds
-    every integer instruction (predicate on, thread level) and ``ops_counter``
-    says so: it includes index and loop arithmetic, and a multiply-add is one
-    IMAD, so it is not comparable one to one with the 2*M*N*K model.
+    FLOPs measured: fadd + fmul + 2 x ffma, thread level, predicate on, and
+    for a kernel that uses the tensor cores their operations too
+    (``tensor_flops``, 2 per multiply-add). ncu counts every MMA the kernel
+    issues in full, so the tiles a kernel pads past the matrix's edge (tc_wmma
+    on a ragged size) count as well. For int32 kernels there is no per-opcode
+    counter, so ``flops_measured`` holds every integer instruction (predicate
+    on, thread level) and ``ops_counter`` says so: it includes index and loop
+    arithmetic, and a multiply-add is one IMAD, so it is not comparable one to
+    one with the 2*M*N*K model.
     """
 
     kernel: str
@@ -346,7 +406,8 @@ class ProfileResult:
     inst_executed: float
     gips: float | None
     ops_counter: str
-    flops_measured: float
+    flops_measured: float  # what ops_counter names: CUDA-core FLOPs plus tensor_flops where measured
+    tensor_flops: float | None  # the tensor cores' operations; None: not asked for (no MMA) or no value
     flops_model: int
     flops_ratio: float | None
     gflops: float  # the model's FLOPs over ncu's kernel time
@@ -372,6 +433,7 @@ class ProfileResult:
     registers_per_thread: float | None
     smem_per_block: float | None
     sm_throughput_pct: float | None
+    tensor_pipe_pct: float | None  # share of the elapsed cycles the tensor pipe was busy, SM average
     dram_throughput_pct: float | None
     shared_ld_requests: float | None
     shared_st_requests: float | None
@@ -414,15 +476,22 @@ def result_from_metrics(
 ) -> ProfileResult:
     """Derive every figure of a :class:`ProfileResult` from one launch's counters."""
     time_ns = _need(metrics, TIME)
+    tensor = None
     if point.dtype == "int32":
         ops_counter = "integer instructions (thread level; includes index arithmetic)"
         executed = _need(metrics, INTEGER)
     else:
         ops_counter = "fadd + fmul + 2 x ffma (thread level)"
-        if point.spec.sass and any(op.endswith("MMA") for op in point.spec.sass):
-            # A tensor-core kernel's products run as HMMA/HGMMA, which these counters do not see.
-            ops_counter += "; the tensor-core products are not in it"
         executed = flops_executed(_need(metrics, FADD), _need(metrics, FMUL), _need(metrics, FFMA))
+        if uses_tensor_cores(point):
+            # HMMA/HGMMA products are invisible to the thread-level counters; the tensor
+            # path's own counters add them. Without a value the total must say what it lacks.
+            tensor = tensor_flops(metrics)
+            if tensor is None:
+                ops_counter += "; the tensor-core products are not in it (ncu gave no value for them)"
+            else:
+                ops_counter += " + tensor-core operations (sm__ops_path_tensor_src_*: bf16, fp16, tf32)"
+                executed += tensor
     ld_req, st_req = _need(metrics, GLOBAL_LD_REQUESTS), _need(metrics, GLOBAL_ST_REQUESTS)
     ld_sec, st_sec = _need(metrics, GLOBAL_LD_SECTORS), _need(metrics, GLOBAL_ST_SECTORS)
     read, written = _need(metrics, DRAM_READ), _need(metrics, DRAM_WRITE)
@@ -443,6 +512,7 @@ def result_from_metrics(
         gips=gips(inst, time_ns),
         ops_counter=ops_counter,
         flops_measured=executed,
+        tensor_flops=tensor,
         flops_model=point.flops,
         flops_ratio=ratio(executed, point.flops),
         gflops=gflops(point.flops, time_ns / 1e6),
@@ -468,6 +538,7 @@ def result_from_metrics(
         registers_per_thread=metrics.get(REGISTERS),
         smem_per_block=sum(v for v in smem if v is not None) if any(v is not None for v in smem) else None,
         sm_throughput_pct=metrics.get(SM_THROUGHPUT),
+        tensor_pipe_pct=metrics.get(TENSOR_PIPE),
         dram_throughput_pct=metrics.get(DRAM_THROUGHPUT),
         shared_ld_requests=metrics.get(SHARED_LD_REQUESTS),
         shared_st_requests=metrics.get(SHARED_ST_REQUESTS),
@@ -519,10 +590,21 @@ def find_ncu() -> str:
 def mangled_name(point: Point) -> str:
     """The kernel's mangled name: it carries the template arguments, so `tiled<float, 16>`
     never matches `tiled_2x2` or another edge. The name does not depend on the
-    architecture, so any target NVRTC knows will do (the compile is cached)."""
+    architecture, so the oldest target the kernel compiles for will do (the compile
+    is cached); bf16 mma.sync needs sm_80, wgmma sm_90a."""
     from gemmlab.compile import KNOWN_ARCHS, compile_kernel
 
-    return compile_kernel(point.spec, point.block_edge, point.dtype, KNOWN_ARCHS[0]).mangled_name
+    targets = (_target(point, arch) for arch in KNOWN_ARCHS)
+    arch = next(target for target in targets if target)
+    return compile_kernel(point.spec, point.block_edge, point.dtype, arch).mangled_name
+
+
+def _target(point: Point, arch: str) -> str | None:
+    """What the catalogue compiles ``point``'s kernel for on ``arch`` (sm_90 -> sm_90a), or None."""
+    try:
+        return point.spec.compile_arch(arch)
+    except DeviceLimitError:
+        return None
 
 
 def ncu_command(ncu: str, kernel_name: str, point: Point, python: str = sys.executable) -> list[str]:
@@ -531,7 +613,7 @@ def ncu_command(ncu: str, kernel_name: str, point: Point, python: str = sys.exec
     return [
         ncu,
         "--clock-control", "none",  # leave the clocks as they are; the timing runs see the same
-        "--metrics", ",".join(METRICS),
+        "--metrics", ",".join(metrics_for(point)),
         "--kernel-name-base", "mangled",
         "--kernel-name", kernel_name,
         "--launch-skip", str(PROFILED_LAUNCH),

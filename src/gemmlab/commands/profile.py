@@ -38,7 +38,11 @@ def profile_cmd(
     timeout: Annotated[float, typer.Option(min=1, help="Seconds Nsight Compute may take.")] = DEFAULT_TIMEOUT_S,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Profile one launch with Nsight Compute: GIPS, FLOPs executed, CGMA, occupancy, memory traffic."""
+    """Profile one launch with Nsight Compute: GIPS, FLOPs executed, CGMA, occupancy, memory traffic.
+
+    FLOPs executed counts the CUDA cores' fadd, fmul and ffma (an ffma as two) and, for a kernel that uses the
+    tensor cores, their operations (two per multiply-add), also shown apart with the tensor pipe's busy share.
+    """
     from gemmlab.profile import profile_point
 
     result = profile_point(kernel_id, parse_shape(size, m, n, k), block, dtype, timeout=timeout)
@@ -59,6 +63,19 @@ def _excess(wavefronts: float | None, requests: float | None) -> str:
     return "n/a" if wavefronts is None or requests is None else f"{wavefronts - requests:,.0f}"
 
 
+def _tensor_rows(r: ProfileResult) -> list[tuple[str, str, str, str]]:
+    """The tensor cores' share, for a kernel that uses them (the figures are None or 0 otherwise)."""
+    rows = []
+    if r.tensor_flops:
+        share = _fmt(r.tensor_flops / r.flops_measured * 100, ".1f")
+        rows.append(("tensor-core FLOPs", _fmt(r.tensor_flops), f"{r.flops_model:,}",
+                     f"{share}% of FLOPs executed; sm__ops_path_tensor_*, 2 per multiply-add"))  # fmt: skip
+    if r.tensor_pipe_pct:
+        rows.append(("tensor pipe busy [%]", _fmt(r.tensor_pipe_pct, ".1f"), "",
+                     "sm__pipe_tensor_cycles_active, % of its peak over the elapsed cycles"))  # fmt: skip
+    return rows
+
+
 def profile_rows(r: ProfileResult) -> list[tuple[str, str, str, str]]:
     """(figure, measured by ncu, model or expectation, note) for every row of the table."""
     integer = r.dtype == "int32"
@@ -73,6 +90,7 @@ def profile_rows(r: ProfileResult) -> list[tuple[str, str, str, str]]:
         ("GIPS", _fmt(r.gips, ",.1f"), "", "warp instructions / time / 1e9"),
         (ops, _fmt(r.flops_measured), f"{r.flops_model:,}", f"{_fmt(r.flops_ratio, '.3f')} x the 2·M·N·K model"
          + ("; counts index arithmetic too" if integer else "")),
+        *_tensor_rows(r),
         ("CGMA [FLOP per global access]", _fmt(r.cgma_measured, ",.2f"), _fmt(r.cgma_analytic, ",.2f"),
          "measured: per warp request (ld + st); model: per thread load (catalogue)"),
         ("global loads: requests / sectors", f"{_fmt(r.global_ld_requests)} / {_fmt(r.global_ld_sectors)}", "",
