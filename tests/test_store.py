@@ -17,6 +17,7 @@ from gemmlab.run import RunResult
 from gemmlab.store import (
     CEILING_FIELDS,
     MIGRATIONS,
+    PEAK_FIELDS,
     PROFILE_FIELDS,
     RUN_FIELDS_IN_ROWS,
     SCHEMA_VERSION,
@@ -180,7 +181,7 @@ def test_migration_from_v2_adds_the_ceilings_to_runs(tmp_path: Path) -> None:
     assert old["gips"] == 4.5 and old["dram_bytes"] == 49152.0 and old["profile_json"] == {"gips": 4.5}
     assert all(old[key] is None for key in CEILING_FIELDS) and old["gpu_name"] == "Old" and old["date"]
     with Store.open(db) as store:
-        assert store.schema_version == SCHEMA_VERSION == 3
+        assert store.schema_version == SCHEMA_VERSION == 4
         (row,) = store.rows("e")
         assert row["gips"] == 4.5 and all(row[key] is None for key in CEILING_FIELDS)
         ceilings = {"peak_gflops_measured": 51_000.0, "bandwidth_gbs_measured": 4_100.0}
@@ -193,6 +194,41 @@ def test_migration_from_v2_adds_the_ceilings_to_runs(tmp_path: Path) -> None:
     columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
     conn.close()
     assert set(CEILING_FIELDS) <= columns
+
+
+def make_v3_file(path: Path) -> None:
+    """A database exactly as the v3 schema wrote it: one run with its ceilings, one result."""
+    make_v2_file(path)
+    conn = sqlite3.connect(path)
+    for statement in MIGRATIONS[2]:
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 3")
+    conn.execute("UPDATE runs SET peak_gflops_measured = 51000.0, bandwidth_gbs_measured = 4100.0")
+    conn.commit()
+    conn.close()
+
+
+def test_migration_from_v3_adds_the_peaks_table(tmp_path: Path) -> None:
+    db = tmp_path / "v3.sqlite"
+    make_v3_file(db)
+    with Store.open(db, readonly=True) as store:
+        assert store.schema_version == 3
+        assert store.peaks() == [] and store.latest_peak("Old", "bfloat16") is None  # no table: nothing stored
+    with Store.open(db) as store:
+        assert store.schema_version == SCHEMA_VERSION == 4
+        (row,) = store.rows("e")
+        assert row["gflops"] == 52.4 and row["peak_gflops_measured"] == 51_000.0
+        run_id = store.start_run(RUN)
+        store.add_peaks(run_id, [{"family": "wgmma", "instruction": "wgmma.m64n256k16", "dtype": "bfloat16",
+                                  "gflops": 800_000.0, "sm_clock_after_mhz": 1455.0}])  # fmt: skip
+        (peak,) = store.peaks()
+        assert store.integrity_check() == "ok"
+    assert peak["family"] == "wgmma" and peak["gflops"] == 800_000.0
+    assert (peak["gpu_name"], peak["run_id"]) == ("Test GPU", run_id)
+    conn = sqlite3.connect(db)
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(peaks)")}
+    conn.close()
+    assert set(PEAK_FIELDS) <= columns
 
 
 def test_fill_ceilings_only_where_missing_and_on_the_same_gpu(tmp_path: Path) -> None:

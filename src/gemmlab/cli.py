@@ -312,6 +312,7 @@ def main() -> None:
 # Feature commands register themselves on `app` (see gemmlab/commands/).
 from gemmlab.commands import check as _check  # noqa: E402, F401
 from gemmlab.commands import occupancy as _occupancy  # noqa: E402, F401
+from gemmlab.commands import peak as _peak  # noqa: E402, F401
 from gemmlab.commands import profile as _profile  # noqa: E402, F401
 from gemmlab.commands import report as _report  # noqa: E402, F401
 from gemmlab.commands import sweep as _sweep  # noqa: E402, F401

@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gemmlab.catalogue import KernelSpec
+from gemmlab.catalogue import KernelSpec, kernel_source
 from gemmlab.errors import CompileError, UnknownName
 
 # Architectures NVRTC from CUDA 13 can target; "a" variants unlock
@@ -137,13 +137,21 @@ def compile_kernel(
     spec: KernelSpec, block_edge: int, dtype: str, arch: str, *, use_cache: bool = True
 ) -> CompiledKernel:
     """Compile one instantiation of ``spec`` to a cubin for ``arch``."""
+    return compile_source(spec.id, spec.source, spec.name_expression(dtype, block_edge), arch, use_cache=use_cache)
+
+
+def compile_source(kernel_id: str, source: str, expr: str, arch: str, *, use_cache: bool = True) -> CompiledKernel:
+    """Compile the instantiation ``expr`` (``function<args>``) of the kernel in
+    ``kernels/<source>`` to a cubin for ``arch``; ``kernel_id`` names it in the
+    result and in errors. :func:`compile_kernel` takes both from a catalogue
+    entry; kernels that are no catalogue entry (the peak-rate kernels of
+    :mod:`gemmlab.peak`) come here directly."""
     from cuda.core import Program
 
     arch = normalise_arch(arch)
-    source = spec.source_text()
-    expr = spec.name_expression(dtype, block_edge)
-    options = _options(arch, Path(spec.source).name)
-    key_text = json.dumps([source, expr, arch, repr(options), nvrtc_version()])
+    source_text = kernel_source(source)
+    options = _options(arch, Path(source).name)
+    key_text = json.dumps([source_text, expr, arch, repr(options), nvrtc_version()])
     key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
     meta_path = cache_dir() / f"{key}.json"
     cubin_path = meta_path.with_suffix(".cubin")
@@ -151,7 +159,7 @@ def compile_kernel(
         try:
             meta = json.loads(meta_path.read_text())
             return CompiledKernel(
-                kernel_id=spec.id,
+                kernel_id=kernel_id,
                 name_expression=expr,
                 mangled_name=meta["mangled_name"],
                 arch=arch,
@@ -162,11 +170,11 @@ def compile_kernel(
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache entry is simply rebuilt
     try:
-        program = Program(source, "c++", options)
+        program = Program(source_text, "c++", options)
         obj = program.compile("cubin", name_expressions=(expr,))
     except Exception as exc:  # NVRTC errors carry the compiler log in the message
         raise CompileError(
-            f"NVRTC could not compile {spec.id} ({expr}) for {arch}: {exc}".strip(),
+            f"NVRTC could not compile {kernel_id} ({expr}) for {arch}: {exc}".strip(),
             "If the architecture is newer than this NVRTC knows, upgrade the nvidia-cuda-nvrtc wheel.",
         ) from None
     mangled = obj.symbol_mapping[expr]
@@ -177,11 +185,11 @@ def compile_kernel(
     usage = entries.get(mangled) or (next(iter(entries.values())) if len(entries) == 1 else None)
     if usage is None:
         raise CompileError(
-            f"ptxas reported no resource usage for {spec.id} ({expr}): NVRTC took the cubin from the CUDA "
+            f"ptxas reported no resource usage for {kernel_id} ({expr}): NVRTC took the cubin from the CUDA "
             "compute cache, so ptxas did not run.",
             "Start Python with CUDA_CACHE_DISABLE=1 set (gemmlab sets it when imported before CuPy or NVRTC).",
         )
-    compiled = CompiledKernel(spec.id, expr, mangled, arch, bytes(obj.code), usage, text)
+    compiled = CompiledKernel(kernel_id, expr, mangled, arch, bytes(obj.code), usage, text)
     if use_cache:
         _store(meta_path, cubin_path, compiled)
     return compiled

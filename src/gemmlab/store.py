@@ -9,6 +9,13 @@ device's two roofline ceilings as measured (``peak_gflops_measured``: cuBLAS
 SGEMM; ``bandwidth_gbs_measured``: a device-to-device copy; see
 :func:`gemmlab.roofline.measure_ceilings`).
 
+``peaks``: one row per instruction family and element type measured by
+``gemmlab peak`` (:mod:`gemmlab.peak`): the rate (``gflops``), the SM clock
+read right after the timed launches (``sm_clock_after_mhz``, as for
+results), the nominal rate at that clock and the ratio of the two, the
+timing, and the run (``run_id``) that says on which GPU, when, and with which
+versions. :meth:`Store.latest_peak` gives a GPU's peak for an element type.
+
 ``results``: one row per measured point, unique per (experiment, point_key).
 ``point_key`` is ``kernel|m|n|k|block_edge|dtype|variant`` (see
 :func:`point_key`). ``variant`` says what the time covers:
@@ -134,6 +141,33 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE runs ADD COLUMN peak_gflops_measured REAL",
         "ALTER TABLE runs ADD COLUMN bandwidth_gbs_measured REAL",
     ),
+    # v4: measured peak rates per instruction family and element type (gemmlab peak).
+    (
+        """CREATE TABLE peaks (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            family TEXT NOT NULL,
+            instruction TEXT NOT NULL,
+            dtype TEXT NOT NULL,
+            gflops REAL NOT NULL,
+            nominal_gflops REAL,
+            ratio_to_nominal REAL,
+            sm_clock_after_mhz REAL,
+            median_ms REAL,
+            min_ms REAL,
+            max_ms REAL,
+            reps INTEGER,
+            flops INTEGER,
+            iterations INTEGER,
+            grid INTEGER,
+            block INTEGER,
+            registers INTEGER,
+            arch TEXT,
+            warnings TEXT,
+            created TEXT NOT NULL
+        )""",
+        "CREATE INDEX peaks_run ON peaks (run_id)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -149,6 +183,11 @@ PROFILE_FIELDS = (
 )  # fmt: skip
 # What rows() adds to each result from its run (``started`` is renamed ``date``).
 RUN_FIELDS_IN_ROWS = ("gpu_name", "cc", "date", *(f for f in RUN_FIELDS if f not in ("gpu_name", "cc", "started")))
+# Peak fields a caller gives (gemmlab.peak.Peak.row(); id, run_id and created are computed).
+PEAK_FIELDS = (
+    "family", "instruction", "dtype", "gflops", "nominal_gflops", "ratio_to_nominal", "sm_clock_after_mhz",
+    "median_ms", "min_ms", "max_ms", "reps", "flops", "iterations", "grid", "block", "registers", "arch", "warnings",
+)  # fmt: skip
 # Result fields a caller may give (the rest are computed: id, run_id, experiment, point_key, created).
 RESULT_FIELDS = (
     "kernel", "m", "n", "k", "block_edge", "dtype", "variant", "median_ms", "min_ms", "max_ms", "reps",
@@ -348,6 +387,26 @@ class Store:
                 ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
         return ids
 
+    def add_peaks(self, run_id: int, peaks: list[dict]) -> list[int]:
+        """Measured peak rates (rows with the keys of :data:`PEAK_FIELDS`, as
+        :meth:`gemmlab.peak.Peak.row` gives them) in one transaction: all of
+        them are stored, or none. Returns the new rows' ids."""
+        rows = []
+        for peak in peaks:
+            unknown = set(peak) - set(PEAK_FIELDS)
+            if unknown:
+                raise ValueError(f"unknown peak fields: {', '.join(sorted(unknown))}")
+            rows.append({**peak, "warnings": json.dumps(peak.get("warnings") or [])})
+        ids = []
+        with self._transaction() as conn:
+            for row in rows:
+                values = {**row, "run_id": run_id, "created": now_utc()}
+                names = ", ".join(values)
+                marks = ", ".join("?" for _ in values)
+                cursor = conn.execute(f"INSERT INTO peaks ({names}) VALUES ({marks})", tuple(values.values()))
+                ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
+        return ids
+
     def update_profile(self, result_id: int, metrics: dict) -> None:
         """Attach the profiler's figures to a stored result.
 
@@ -410,12 +469,17 @@ class Store:
         where = f"WHERE COALESCE(results.experiment, '') = COALESCE(?, '') AND results.point_key IN ({marks})"
         return self._select(where, (experiment, *keys))
 
+    def _run_columns(self) -> str:
+        """The run's columns of :data:`RUN_FIELDS_IN_ROWS` to select beside a
+        row (``started`` as ``date``). A read-only older file may lack run
+        columns that later versions added; those are left out."""
+        present = {r[1] for r in self._conn.execute("PRAGMA table_info(runs)")}
+        run_columns = [f for f in RUN_FIELDS_IN_ROWS if ("started" if f == "date" else f) in present]
+        return ", ".join(f"runs.{'started AS date' if f == 'date' else f}" for f in run_columns)
+
     def _select(self, where: str, params: tuple) -> list[dict]:
         with self._guard():
-            # A read-only older file may lack run columns that later versions added.
-            present = {r[1] for r in self._conn.execute("PRAGMA table_info(runs)")}
-            run_columns = [f for f in RUN_FIELDS_IN_ROWS if ("started" if f == "date" else f) in present]
-            selected = ", ".join(f"runs.{'started AS date' if f == 'date' else f}" for f in run_columns)
+            selected = self._run_columns()
             query = f"SELECT results.*, {selected} FROM results JOIN runs ON runs.id = results.run_id {where}"
             query += " ORDER BY results.experiment, results.kernel, results.dtype, results.variant,"
             query += " results.block_edge, results.m, results.n, results.k"
@@ -428,6 +492,34 @@ class Store:
             row["warnings"] = json.loads(row["warnings"]) if row.get("warnings") else []
             row["profile_json"] = json.loads(row["profile_json"]) if row["profile_json"] else None
         return found
+
+    def peaks(self, gpu_name: str | None = None, dtype: str | None = None) -> list[dict]:
+        """Stored peak rates (of one GPU, one element type, or all), oldest
+        first, each with its run's ``gpu_name``, ``cc``, ``date`` and the rest
+        of :data:`RUN_FIELDS_IN_ROWS`; ``warnings`` as a list. A read-only file
+        older than the ``peaks`` table has none."""
+        with self._guard():
+            if "peaks" not in self._tables():
+                return []
+            given = [(c, v) for c, v in (("runs.gpu_name = ?", gpu_name), ("peaks.dtype = ?", dtype)) if v is not None]
+            query = f"SELECT peaks.*, {self._run_columns()} FROM peaks JOIN runs ON runs.id = peaks.run_id"
+            if given:
+                query += " WHERE " + " AND ".join(clause for clause, _ in given)
+            cursor = self._conn.execute(query + " ORDER BY peaks.id", tuple(value for _, value in given))
+            names = [d[0] for d in cursor.description]
+            found = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+        for row in found:
+            for key in RUN_FIELDS_IN_ROWS:
+                row.setdefault(key, None)
+            row["warnings"] = json.loads(row["warnings"]) if row.get("warnings") else []
+        return found
+
+    def latest_peak(self, gpu_name: str, dtype: str) -> dict | None:
+        """The measured peak of ``dtype`` on ``gpu_name``: the newest row of
+        each instruction family that measured it, then the fastest of those
+        (on Hopper, wgmma's rather than mma.sync's); None if none is stored."""
+        newest = {row["family"]: row for row in self.peaks(gpu_name, dtype)}
+        return max(newest.values(), key=lambda row: row["gflops"], default=None)
 
     def runs(self) -> list[dict]:
         with self._guard():
