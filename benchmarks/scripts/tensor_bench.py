@@ -5,12 +5,19 @@ N = 2048, 4096, 8192 and the rectangular 8192 x 8192 x 2048 and
 16384 x 4096 x 4096 (M x N x K), each verified and timed by the runner beside
 cublasGemmEx in the same run (median of >= 20 repetitions each); then the
 SASS of each rung's cubin: its tensor-core instructions and a check of the
-instructions it claims (KernelSpec.sass). Usage, on a GPU machine:
+instructions it claims (KernelSpec.sass). First, in the same process, the
+GPU's peak rates are measured for each input type (gemmlab.peak: mma.sync
+and, on Hopper, wgmma; bfloat16-out multiplies bfloat16). Each result carries
+the nominal dense rate of its input type at the SM clock read right after it
+(peak_gflops_at_clock) and the measured peak of that type, the fastest
+family's (measured_peak_gflops, measured_peak_instruction).
+Usage, on a GPU machine:
 
     PYTHONPATH=src python3 benchmarks/scripts/tensor_bench.py OUT.json [--quick] [--kernels ID ...]
 
 --quick: N = 4096 only. OUT.json holds {"results": [RunResult.to_dict(), ...],
-"sass": {kernel: {dtype: {...}}}, "device": {...}}; a table goes to stdout.
+"peaks": {"family/dtype": Peak.to_dict(), ...}, "sass": {kernel: {dtype:
+{...}}}, "device": {...}}; a table goes to stdout.
 """
 
 from __future__ import annotations
@@ -20,13 +27,13 @@ import json
 import sys
 import time
 
-from gemmlab import catalogue, gpu
+from gemmlab import catalogue, gpu, peak
 from gemmlab.catalogue import Shape
 from gemmlab.compile import compile_kernel
 from gemmlab.errors import GemmlabError
 from gemmlab.run import run
 from gemmlab.sass import missing_claims, sass_opcodes, tensor_core_ops, total
-from gemmlab.tensor import TENSOR_KERNELS
+from gemmlab.tensor import TENSOR_KERNELS, input_dtype
 
 SHAPES = [Shape.square(n) for n in (2048, 4096, 8192)] + [Shape(8192, 8192, 2048), Shape(16384, 4096, 4096)]
 QUICK_SHAPES = [Shape.square(4096)]
@@ -73,14 +80,23 @@ def main() -> None:
         except GemmlabError as exc:
             print(f"{spec.id}: {exc}", file=sys.stderr)
     print(f"{info.name} ({info.arch}), {info.sm_count} SMs, boost {info.sm_clock_mhz} MHz")
+    dtypes = [d for d in dict.fromkeys(d for s in runnable for d in s.dtypes) if not args.dtypes or d in args.dtypes]
+    inputs = list(dict.fromkeys(input_dtype(d) for d in dtypes))
+    peaks = peak.measure(inputs) if inputs else []
+    for p in peaks:
+        nominal = f"{p.ratio_to_nominal:.1%} of nominal" if p.ratio_to_nominal else "nominal n/a"
+        print(f"peak {p.family:8s} {p.dtype:9s} {p.instruction:28s} {p.gflops / 1e3:7.1f} TFLOP/s at "
+              f"{p.sm_clock_after_mhz or 0:5.0f} MHz ({nominal})", flush=True)  # fmt: skip
+    measured = peak.best_by_dtype(peaks)
     print(f"{'kernel':20s} {'dtype':9s} {'shape':>16s} {'ms':>8s} {'TFLOP/s':>8s} {'cuBLAS':>8s} {'ratio':>7s} "
-          f"{'%peak':>6s} {'MHz':>5s} {'err':>8s}")  # fmt: skip
+          f"{'%peak':>6s} {'%meas':>6s} {'MHz':>5s} {'err':>8s}")  # fmt: skip
     records = []
     start = time.monotonic()
     for spec in runnable:
         for dtype in spec.dtypes:
-            if args.dtypes and dtype not in args.dtypes:
+            if dtype not in dtypes:
                 continue
+            best = measured.get(input_dtype(dtype))
             for shape in shapes:
                 try:
                     r = run(spec.id, shape, dtype=dtype, reps=20, max_seconds=5)
@@ -88,18 +104,23 @@ def main() -> None:
                     print(f"{spec.id:20s} {dtype:9s} {shape!s:>16s} {exc}", file=sys.stderr, flush=True)
                     continue
                 record = r.to_dict()
-                peak = info.peak_tensor_gflops(dtype, r.sm_clock_after_mhz)
-                record["peak_gflops_at_clock"] = peak
+                nominal = info.peak_tensor_gflops(input_dtype(dtype), r.sm_clock_after_mhz)
+                record["peak_gflops_at_clock"] = nominal
+                if best is not None:
+                    record["measured_peak_gflops"] = best.gflops
+                    record["measured_peak_instruction"] = best.instruction
                 records.append(record)
                 ratio = f"{r.ratio_to_baseline:7.1%}" if r.ratio_to_baseline else "    n/a"
-                share = f"{r.gflops / peak:6.1%}" if peak else "   n/a"
+                share = f"{r.gflops / nominal:6.1%}" if nominal else "   n/a"
+                of_measured = f"{r.gflops / best.gflops:6.1%}" if best else "   n/a"
                 print(f"{spec.id:20s} {dtype:9s} {f'{shape.m}x{shape.n}x{shape.k}':>16s} {r.timing.median_ms:8.3f} "
-                      f"{r.gflops / 1e3:8.1f} {(r.baseline_gflops or 0) / 1e3:8.1f} {ratio} {share} "
+                      f"{r.gflops / 1e3:8.1f} {(r.baseline_gflops or 0) / 1e3:8.1f} {ratio} {share} {of_measured} "
                       f"{r.sm_clock_after_mhz or 0:5.0f} {r.error:8.1e}", flush=True)  # fmt: skip
     print(f"({time.monotonic() - start:.0f} s)")
     sass = sass_report(runnable, info.arch)
     with open(args.out, "w") as fh:
-        json.dump({"device": info.to_dict(), "results": records, "sass": sass}, fh, indent=1, default=list)
+        json.dump({"device": info.to_dict(), "peaks": {f"{p.family}/{p.dtype}": p.to_dict() for p in peaks},
+                   "results": records, "sass": sass}, fh, indent=1, default=list)  # fmt: skip
 
 
 if __name__ == "__main__":

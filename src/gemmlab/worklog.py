@@ -52,9 +52,48 @@ def _table(rows: list[dict], cell_text: Callable[[dict], str], digits: int) -> l
 
 
 def _tensor_cell(r: dict) -> str:
-    peak = r.get("peak_gflops_at_clock")
-    share = f", {r['gflops'] / peak:.0%} of peak" if peak else ""
+    """TFLOP/s (% of cuBLAS, % of a peak): the measured peak of the result's
+    type where the benchmark measured one, else the nominal rate at its clock
+    (the benchmarks stored before ``gemmlab peak`` existed)."""
+    measured = r.get("measured_peak_gflops")
+    peak, which = (measured, "measured peak") if measured else (r.get("peak_gflops_at_clock"), "peak")
+    share = f", {r['gflops'] / peak:.0%} of {which}" if peak else ""
     return f"{r['gflops'] / 1e3:.0f} ({r['ratio_to_baseline']:.1%}{share})"
+
+
+def _peak_caption(results: list[dict]) -> list[str]:
+    """The end of the tensor tables' caption: which peak their cells are a share of."""
+    nominal = "% of the dense tensor-core peak at the SM clock read right after each run."
+    measured = sum(1 for r in results if r.get("measured_peak_gflops"))
+    if not measured:
+        return [f"of that shape), and {nominal}"]
+    lines = [
+        "of that shape), and % of the measured peak of that type: the rate of the fastest `gemmlab peak` kernel",
+        "(mma.sync, wgmma), measured at the start of the same benchmark (first table).",
+    ]
+    if measured < len(results):
+        lines[-1] = lines[-1].removesuffix(".") + "; for a type without one,"
+        lines.append(nominal)
+    return lines
+
+
+def _peaks_table(peaks: dict) -> list[str]:
+    """The measured peaks a benchmark stored: rate, clock, nominal rate at that clock."""
+    lines = [
+        "Peak rates measured at the start of the benchmark (`gemmlab peak`'s kernels: TFLOP/s from the median",
+        "of the timed launches; nominal: the rated dense rate at the median SM clock read right after them).",
+        "",
+        "| instruction | type | TFLOP/s | SM clock [MHz] | nominal TFLOP/s | measured / nominal |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for p in peaks.values():
+        clock = f"{p['sm_clock_after_mhz']:.0f}" if p.get("sm_clock_after_mhz") else "n/a"
+        nominal = f"{p['nominal_gflops'] / 1e3:.1f}" if p.get("nominal_gflops") else "n/a"
+        ratio = f"{p['ratio_to_nominal']:.1%}" if p.get("ratio_to_nominal") else "n/a"
+        lines.append(
+            f"| `{p['instruction']}` | {p['dtype']} | {p['gflops'] / 1e3:.1f} | {clock} | {nominal} | {ratio} |"
+        )
+    return lines
 
 
 def measured_section(bench: dict, source: str) -> str:
@@ -88,17 +127,20 @@ def measured_section(bench: dict, source: str) -> str:
 
 
 def tensor_section(bench: dict, source: str) -> str:
-    """One table per element type: TFLOP/s and % of cuBLAS in the same types,
-    then the tensor-core instructions in each rung's SASS."""
+    """The measured peaks when the benchmark has them, then one table per
+    element type: TFLOP/s, % of cuBLAS in the same types and % of a peak (see
+    :func:`_tensor_cell`), then the tensor-core instructions in each rung's SASS."""
     results = bench["results"]
     first = results[0]
     device, date = first["device"]["name"], first["host"]["date"][:10]
     lines = [
         BEGIN,
         f"Measured on an {device}, {date}, from `{source}`: TFLOP/s and % of cuBLAS (cublasGemmEx in the same",
-        "types, float32 C, timed in the same run; the cuBLAS row is the median of its timings across the rows",
-        "of that shape), and % of the dense tensor-core peak at the SM clock read right after each run.",
+        "types and output type, timed in the same run; the cuBLAS row is the median of its timings across the rows",
+        *_peak_caption(results),
     ]
+    if bench.get("peaks"):
+        lines += ["", *_peaks_table(bench["peaks"])]
     for dtype in dict.fromkeys(r["dtype"] for r in results):
         rows = [r for r in results if r["dtype"] == dtype]
         lines += ["", f"**{dtype}**", "", *_table(rows, _tensor_cell, digits=0)]
