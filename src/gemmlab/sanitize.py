@@ -78,6 +78,9 @@ def small_shapes(spec: catalogue.KernelSpec, block_edge: int) -> list[Shape]:
         # Odd M and N with K in whole 16-byte pieces (the tensor-core rungs).
         Shape(37, 53, 136),
     ]
+    if spec.n_bytes_multiple:
+        # C is a tensor map (N in whole 16-byte rows): odd M, and N still short of one tile.
+        candidates.append(Shape(37, 56, 136))
     return [s for s in candidates if not spec.violations(s, block_edge, spec.dtypes[0])]
 
 
