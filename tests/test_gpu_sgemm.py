@@ -26,6 +26,8 @@ SHAPES = [
     Shape(127, 129, 131),
     Shape(100, 132, 130),  # rows of B and C align to 16 bytes, rows of A do not
     Shape(100, 130, 132),  # rows of A align, rows of B and C do not
+    Shape(300, 257, 64),  # unaligned rows of B, no partial K tile: the block crossing N copies whole tiles
+    Shape(50, 2, 48),  # B narrower than one 4-element piece
     Shape.square(256),
     Shape.square(1000),
     Shape.square(4096),

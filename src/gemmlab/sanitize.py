@@ -77,6 +77,8 @@ def small_shapes(spec: catalogue.KernelSpec, block_edge: int) -> list[Shape]:
         Shape(1, 33, 65),
         # Odd M and N with K in whole 16-byte pieces (the tensor-core rungs).
         Shape(37, 53, 136),
+        # Odd N with no partial tile of K: a block crossing N copies whole tiles of unaligned rows of B.
+        Shape(37, 53, 64),
     ]
     if spec.n_bytes_multiple:
         # C is a tensor map (N in whole 16-byte rows): odd M, and N still short of one tile.
