@@ -57,7 +57,7 @@ def sass_report(specs: list[catalogue.KernelSpec], arch: str) -> dict:
                 "ldsm": total(ops, "LDSM"),
             }
             found.setdefault(spec.id, {})[dtype] = entry
-            print(f"{spec.id:20s} {dtype:9s} {compiled.arch:7s} regs {entry['registers']:3d}  "
+            print(f"{spec.id:20s} {dtype:12s} {compiled.arch:7s} regs {entry['registers']:3d}  "
                   f"{entry['tensor_core']}  missing: {entry['missing'] or 'none'}")  # fmt: skip
     return found
 
@@ -88,7 +88,7 @@ def main() -> None:
         print(f"peak {p.family:8s} {p.dtype:9s} {p.instruction:28s} {p.gflops / 1e3:7.1f} TFLOP/s at "
               f"{p.sm_clock_after_mhz or 0:5.0f} MHz ({nominal})", flush=True)  # fmt: skip
     measured = peak.best_by_dtype(peaks)
-    print(f"{'kernel':20s} {'dtype':9s} {'shape':>16s} {'ms':>8s} {'TFLOP/s':>8s} {'cuBLAS':>8s} {'ratio':>7s} "
+    print(f"{'kernel':20s} {'dtype':12s} {'shape':>16s} {'ms':>8s} {'TFLOP/s':>8s} {'cuBLAS':>8s} {'ratio':>7s} "
           f"{'%peak':>6s} {'%meas':>6s} {'MHz':>5s} {'err':>8s}")  # fmt: skip
     records = []
     start = time.monotonic()
@@ -101,7 +101,7 @@ def main() -> None:
                 try:
                     r = run(spec.id, shape, dtype=dtype, reps=20, max_seconds=5)
                 except GemmlabError as exc:
-                    print(f"{spec.id:20s} {dtype:9s} {shape!s:>16s} {exc}", file=sys.stderr, flush=True)
+                    print(f"{spec.id:20s} {dtype:12s} {shape!s:>16s} {exc}", file=sys.stderr, flush=True)
                     continue
                 record = r.to_dict()
                 nominal = info.peak_tensor_gflops(input_dtype(dtype), r.sm_clock_after_mhz)
@@ -113,7 +113,7 @@ def main() -> None:
                 ratio = f"{r.ratio_to_baseline:7.1%}" if r.ratio_to_baseline else "    n/a"
                 share = f"{r.gflops / nominal:6.1%}" if nominal else "   n/a"
                 of_measured = f"{r.gflops / best.gflops:6.1%}" if best else "   n/a"
-                print(f"{spec.id:20s} {dtype:9s} {f'{shape.m}x{shape.n}x{shape.k}':>16s} {r.timing.median_ms:8.3f} "
+                print(f"{spec.id:20s} {dtype:12s} {f'{shape.m}x{shape.n}x{shape.k}':>16s} {r.timing.median_ms:8.3f} "
                       f"{r.gflops / 1e3:8.1f} {(r.baseline_gflops or 0) / 1e3:8.1f} {ratio} {share} {of_measured} "
                       f"{r.sm_clock_after_mhz or 0:5.0f} {r.error:8.1e}", flush=True)  # fmt: skip
     print(f"({time.monotonic() - start:.0f} s)")
