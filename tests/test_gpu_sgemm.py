@@ -102,11 +102,33 @@ def test_unwritten_output_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_against_cublas_at_4096() -> None:
+    from gemmlab import gpu
     from gemmlab.run import run
 
     result = run("sgemm_multistage", Shape.square(4096), reps=5)
-    assert result.baseline_name == "cuBLAS SGEMM (CuPy matmul)"
+    assert result.baseline_name == sgemm.baseline_name()
     assert result.ratio_to_baseline is not None and result.ratio_to_baseline > 0.3
+    # FP32 FFMA, not TF32: under the FFMA peak at the boost clock (TF32 tensor cores run several times above it).
+    peak = gpu.describe(0).peak_fp32_gflops
+    assert result.baseline_gflops is not None and peak is not None and result.baseline_gflops < peak
+
+
+def test_cublas_baseline_computes_the_same_sgemm() -> None:
+    """The baseline does the kernels' work, alpha A.B + beta C, and matches the
+    float64 reference after one call (it then updates its C in place)."""
+    from gemmlab import gpu
+    from gemmlab.problems import relative_error
+
+    cp = gpu.cupy()
+    point = catalogue.point("sgemm_lean_loop", Shape(300, 520, 136))
+    prepared = sgemm.prepare_sgemm(cp, point, cp.random.default_rng(3))
+    _a, _b, _c_in, _c_out, ref, lib_out = prepared.buffers
+    prepared.baseline()
+    cp.cuda.get_current_stream().synchronize()
+    assert relative_error(cp, lib_out, ref) < 1e-5
+    prepared.baseline()  # a second call: C = alpha A.B + beta (last C), no longer the reference
+    cp.cuda.get_current_stream().synchronize()
+    assert relative_error(cp, lib_out, ref) > 1e-3
 
 
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
