@@ -7,6 +7,9 @@ kernel's tuned and default configurations side by side with cuBLAS at 4096 and
 carry over? Usage, on a GPU machine:
 
     PYTHONPATH=src python3 benchmarks/scripts/tune_bench.py OUT.json [--budget-seconds 150] [--db PATH]
+        [--kernels sgemm_lean_loop ...]
+
+--kernels: other rungs to tune instead of those two.
 
 OUT.json holds {"device": ..., "tuning": [per kernel: budget, seconds, the
 summary in words, the chosen configuration, every candidate row], "results":
@@ -35,12 +38,12 @@ RUN_SHAPES = (Shape.square(4096), Shape.square(8192))
 REPS = 20
 
 
-def tune_all(store: Store, budget_s: float) -> tuple[list[dict], dict[str, dict]]:
+def tune_all(store: Store, budget_s: float, kernels: tuple[str, ...]) -> tuple[list[dict], dict[str, dict]]:
     """Tune every kernel, sharing the budget; returns the records and the chosen configuration per kernel."""
     records, chosen = [], {}
     deadline = time.monotonic() + budget_s
-    for i, kernel in enumerate(KERNELS):
-        share = max(0.0, deadline - time.monotonic()) / (len(KERNELS) - i)
+    for i, kernel in enumerate(kernels):
+        share = max(0.0, deadline - time.monotonic()) / (len(kernels) - i)
         start = time.monotonic()
         summary = tune(kernel, [TUNE_SHAPE], store, budget_seconds=share)
         spent = time.monotonic() - start
@@ -65,11 +68,11 @@ def tune_all(store: Store, budget_s: float) -> tuple[list[dict], dict[str, dict]
     return records, chosen
 
 
-def side_by_side(chosen: dict[str, dict]) -> list[dict]:
+def side_by_side(chosen: dict[str, dict], kernels: tuple[str, ...]) -> list[dict]:
     print(f"\n{'kernel':20s} {'which':8s} {'N':>5s} {'ms':>8s} {'GFLOPS':>8s} {'cuBLAS':>8s} {'ratio':>6s} "
           f"{'err':>8s}  configuration")  # fmt: skip
     records = []
-    for kernel in KERNELS:
+    for kernel in kernels:
         for shape in RUN_SHAPES:
             variants = [("default", None)]
             if kernel in chosen:
@@ -93,15 +96,17 @@ def main() -> None:
     parser.add_argument("out", help="JSON file to write")
     parser.add_argument("--budget-seconds", type=float, default=150.0, help="time for all the tuning together")
     parser.add_argument("--db", help="tuning database (default: OUT.sqlite beside OUT.json)")
+    parser.add_argument("--kernels", nargs="+", default=list(KERNELS), help="the rungs to tune")
     args = parser.parse_args()
+    kernels = tuple(args.kernels)
     out = Path(args.out)
     info = gpu.describe(0)
     print(f"{info.name} ({info.arch}), {info.sm_count} SMs, FP32 peak {info.peak_fp32_gflops or 0:.0f} GFLOPS",
           flush=True)  # fmt: skip
     start = time.monotonic()
     with Store.open(args.db or out.with_suffix(".sqlite")) as store:
-        tuning, chosen = tune_all(store, args.budget_seconds)
-    results = side_by_side(chosen)
+        tuning, chosen = tune_all(store, args.budget_seconds, kernels)
+    results = side_by_side(chosen, kernels)
     print(f"({time.monotonic() - start:.0f} s)")
     with open(out, "w") as fh:
         json.dump({"device": info.to_dict(), "tuning": tuning, "results": results}, fh, indent=1, default=list)
