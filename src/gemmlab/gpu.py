@@ -61,10 +61,16 @@ class DeviceInfo:
 
     @property
     def peak_fp32_gflops(self) -> float | None:
+        return self.fp32_gflops_at()
+
+    def fp32_gflops_at(self, clock_mhz: float | None = None) -> float | None:
+        """The FP32 lanes' peak at ``clock_mhz`` (default: the boost clock), or
+        None where the lanes per SM are not known."""
         lanes = FP32_LANES_PER_SM.get(self.cc)
-        if lanes is None or not self.sm_clock_mhz:
+        clock = clock_mhz or self.sm_clock_mhz
+        if lanes is None or not clock:
             return None
-        return 2 * lanes * self.sm_count * self.sm_clock_mhz / 1e3  # one FMA = 2 FLOPs
+        return 2 * lanes * self.sm_count * clock / 1e3  # one FMA = 2 FLOPs
 
     def peak_tensor_gflops(self, dtype: str, clock_mhz: float | None = None) -> float | None:
         """Dense tensor-core peak for ``dtype`` at ``clock_mhz`` (default: the

@@ -39,7 +39,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gemmlab import gpu
@@ -84,7 +84,7 @@ class Instruction:
 
 def _fp32_rate(info: gpu.DeviceInfo, dtype: str, clock_mhz: float | None) -> float | None:
     """The FP32 lanes' rate (two FLOPs per FFMA) at ``clock_mhz`` (None: the boost clock)."""
-    return replace(info, sm_clock_mhz=clock_mhz or info.sm_clock_mhz).peak_fp32_gflops
+    return info.fp32_gflops_at(clock_mhz)
 
 
 def _tensor_rate(info: gpu.DeviceInfo, dtype: str, clock_mhz: float | None) -> float | None:
