@@ -21,6 +21,14 @@ class GemmlabError(Exception):
         super().__init__(f"{cause} {fix}".strip() if fix else cause)
 
 
+def failure_text(exc: Exception) -> str:
+    """How a long run (sweep, tune) reports one point that failed and goes on:
+    a GemmlabError as its message, anything else as a bug to report."""
+    if isinstance(exc, GemmlabError):
+        return str(exc)
+    return f"internal error, please report it: {type(exc).__name__}: {exc}"
+
+
 class UnknownName(GemmlabError):
     """An unknown kernel, experiment, dtype or architecture name."""
 

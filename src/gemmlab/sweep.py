@@ -30,7 +30,7 @@ from typing import Any
 
 from gemmlab import catalogue, cpu
 from gemmlab.catalogue import Shape
-from gemmlab.errors import ConstraintError, DeviceLimitError, GemmlabError, NoGPUError, StoreError
+from gemmlab.errors import ConstraintError, DeviceLimitError, GemmlabError, NoGPUError, StoreError, failure_text
 from gemmlab.store import Store, point_key, result_row
 
 # A point variant that is measured once and stored as one row per host-memory kind.
@@ -295,9 +295,7 @@ def sweep(
             except Exception as exc:
                 # A bug met on one point should not cost the rest of a long unattended
                 # run either: it is reported as a failure (and the command exits non-zero).
-                what = str(exc) if isinstance(exc, GemmlabError) else (
-                    f"internal error, please report it: {type(exc).__name__}: {exc}"
-                )  # fmt: skip
+                what = failure_text(exc)
                 summary.failed.append((p.label, what))
                 if bar:
                     bar.advance("FAILED", note=f"[red]FAILED[/]: {p.label}: {what}")

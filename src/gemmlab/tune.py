@@ -88,6 +88,7 @@ from gemmlab.errors import (
     NoGPUError,
     StoreError,
     VerificationError,
+    failure_text,
     unknown_name,
 )
 from gemmlab.store import Store
@@ -449,9 +450,7 @@ def tune(
                     bar.advance("skipped", note=f"[dim]skipped: {label}: {exc.cause}[/]")
                 continue
             except Exception as exc:
-                what = str(exc) if isinstance(exc, GemmlabError) else (
-                    f"internal error, please report it: {type(exc).__name__}: {exc}"
-                )  # fmt: skip
+                what = failure_text(exc)
                 summary.failed.append((label, what))
                 if bar:
                     bar.advance("FAILED", note=f"[red]FAILED[/]: {label}: {what}")
