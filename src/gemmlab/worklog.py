@@ -96,11 +96,16 @@ def _peaks_table(peaks: dict) -> list[str]:
     return lines
 
 
+def _measured_on(results: list[dict]) -> tuple[str, str]:
+    """The GPU's name and the date of a stored benchmark (its first result's)."""
+    first = results[0]
+    return first["device"]["name"], first["host"]["date"][:10]
+
+
 def measured_section(bench: dict, source: str) -> str:
     results = bench["results"]
     kernels = list(dict.fromkeys(r["kernel"] for r in results))
-    first = results[0]
-    device, date = first["device"]["name"], first["host"]["date"][:10]
+    device, date = _measured_on(results)
     lines = [
         BEGIN,
         f"Measured on an {device}, {date}, from `{source}` (TFLOP/s, % of cuBLAS SGEMM timed in the same run;",
@@ -131,8 +136,7 @@ def tensor_section(bench: dict, source: str) -> str:
     element type: TFLOP/s, % of cuBLAS in the same types and % of a peak (see
     :func:`_tensor_cell`), then the tensor-core instructions in each rung's SASS."""
     results = bench["results"]
-    first = results[0]
-    device, date = first["device"]["name"], first["host"]["date"][:10]
+    device, date = _measured_on(results)
     lines = [
         BEGIN,
         f"Measured on an {device}, {date}, from `{source}`: TFLOP/s and % of cuBLAS (cublasGemmEx in the same",
