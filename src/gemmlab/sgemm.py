@@ -377,15 +377,30 @@ def _large_tile_rules(c: Config) -> list[str]:
     )
 
 
-def _large_rung(rung_id: str, source: str, summary: str) -> Rung:
-    """sgemm_large_tile and sgemm_lean_loop: one block of 8 warps per SM, up to
-    128 accumulators and two fragment buffers per thread, dynamic shared memory."""
+def _spread_rules(c: Config) -> list[str]:
+    return (
+        _large_tile_rules(c)
+        + needs(_warp_threads(c) == 256, "the copies are laid out for 8 warps: (BM / WM) x (BN / WN) must be 8")
+        + needs(c["BK"] % 8 == 0, "BK must be a multiple of 8 (a warp copies 8 k-slices of A at once)")
+        + needs(c["BN"] % 32 == 0, "BN must be a multiple of 32 (a warp copies 32 columns of B at once)")
+    )
+
+
+def _large_rung(
+    rung_id: str,
+    source: str,
+    summary: str,
+    default: tuple[int, ...] = (128, 256, 16, 64, 64, 3, 1),
+    rules: Callable[[Config], list[str]] = _large_tile_rules,
+) -> Rung:
+    """sgemm_large_tile onwards: one block of 8 warps per SM, up to 128
+    accumulators and two fragment buffers per thread, dynamic shared memory."""
     return Rung(
         id=rung_id,
         source=source,
         summary=summary,
         params=("BM", "BN", "BK", "WM", "WN", "STAGES", "MIN_BLOCKS"),
-        default=(128, 256, 16, 64, 64, 3, 1),
+        default=default,
         choices=((128, 256), (128, 256), (8, 16), (32, 64), (64, 128), (2, 3, 4), (1,)),
         search=LARGE_TILE_SEARCH,
         threads=_warp_threads,
@@ -395,7 +410,7 @@ def _large_rung(rung_id: str, source: str, summary: str) -> Rung:
         fragments=lambda c: 2 * (c["WM"] // 4 + c["WN"] // 8),
         smem_bytes=lambda c: 4 * c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]),
         cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 1, 4),
-        rules=_large_tile_rules,
+        rules=rules,
         max_accumulators=128,
         dynamic_smem=True,
     )
@@ -528,6 +543,13 @@ RUNGS: tuple[Rung, ...] = (
         "sgemm_lean_loop",
         "12_lean_loop.cu",
         "sgemm_large_tile with each thread's copies worked out once: no bounds arithmetic in the main loop",
+    ),
+    _large_rung(
+        "sgemm_spread_copies",
+        "13_spread_copies.cu",
+        "sgemm_lean_loop with a tile's copies issued a share per k-slice, each warp's copy reading whole sectors",
+        default=(128, 256, 16, 64, 64, 4, 1),
+        rules=_spread_rules,
     ),
 )
 

@@ -28,6 +28,27 @@ __device__ __forceinline__ void cp_async4(void* dst, const void* src, bool valid
 #endif
 }
 
+// Copy BYTES (4, through L1; or 16, both addresses 16-byte aligned, L2 only)
+// global -> shared when `issue`; otherwise nothing at all (neither address is
+// touched, unlike the zero-fill of cp_async4 and cp_async16).
+template <int BYTES>
+__device__ __forceinline__ void cp_async_if(void* dst, const void* src, bool issue) {
+    static_assert(BYTES == 4 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes; these kernels use 4 and 16");
+#if __CUDA_ARCH__ >= 800
+    if (BYTES == 4) {
+        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n @p cp.async.ca.shared.global [%0], [%1], 4;\n}\n"
+                     ::"r"(smem_address(dst)), "l"(src), "r"(static_cast<int>(issue)) : "memory");
+    } else {
+        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n"
+                     ::"r"(smem_address(dst)), "l"(src), "r"(static_cast<int>(issue)) : "memory");
+    }
+#else
+    if (issue) {
+        memcpy(dst, src, BYTES);
+    }
+#endif
+}
+
 // Copy 16 bytes global -> shared (both 16-byte aligned), or zero-fill when !valid.
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
 #if __CUDA_ARCH__ >= 800
@@ -64,11 +85,37 @@ __device__ __forceinline__ int a_swizzle(int c) {
     return (c / 4) * (128 / BK);
 }
 
+// The A tile's swizzles as types, for the helpers below: a_swizzle (rungs
+// 8-12), and sgemm_sector_copies's, which moves every k-slice of a group of 8
+// by a different multiple of 4 rows (shift(kk) = 4 x (kk % 8)), so that 4 rows
+// x 8 consecutive k-slices land in 32 distinct banks. Both are multiples of 4
+// below 32: a float4 of 4 rows starting at a multiple of 4 stays one float4.
+// row(): the swizzled row of a fragment load, rows wrow + s * 16 + lrow .. + 3
+// (wrow a multiple of 32, lrow of 4 below 16) at k-slice kk.
+template <int BK>
+struct ColumnGroupSwizzle {
+    static constexpr bool PER_SLICE = false;  // the same shift for the 4 k-slices of a float4 group
+    __device__ __forceinline__ static int shift(int kk) { return a_swizzle<BK>(kk); }
+    __device__ __forceinline__ static int row(int wrow, int s, int lrow, int kk) {
+        return (wrow + s * 16 + lrow) ^ shift(kk);
+    }
+};
+struct SliceSwizzle {
+    static constexpr bool PER_SLICE = true;
+    __device__ __forceinline__ static int shift(int kk) { return 4 * (kk % 8); }
+    // The same XOR, split by bits: bit 4 of the shift meets s * 16 (constants),
+    // bits 2-3 meet lrow, so a thread keeps 4 values of lrow ^ (shift & 12) instead
+    // of an address per (s, kk), and s and kk become constant offsets.
+    __device__ __forceinline__ static int row(int wrow, int s, int lrow, int kk) {
+        return wrow + ((s * 16) ^ (shift(kk) & 16)) + (lrow ^ (shift(kk) & 12));
+    }
+};
+
 // Issue the copies of the BM x BK tile of A at (row0, k0) into a_tile (BK x BM,
 // transposed and swizzled) and of the BK x BN tile of B at (k0, col0) into
 // b_tile. Every thread copies A_VECS / THREADS groups of 4 elements of A and
 // B_VECS / THREADS of B.
-template <int BM, int BN, int BK, int THREADS>
+template <int BM, int BN, int BK, int THREADS, class SWZ = ColumnGroupSwizzle<BK>>
 __device__ __forceinline__ void load_tiles(float (*a_tile)[BM], float (*b_tile)[BN], const float* __restrict__ a,
                                            const float* __restrict__ b, int row0, int col0, int k0, int m,
                                            int n, int k, bool b_vec, int tid) {
@@ -77,11 +124,12 @@ __device__ __forceinline__ void load_tiles(float (*a_tile)[BM], float (*b_tile)[
     for (int p = 0; p < A_VECS / THREADS; ++p) {
         const int f = tid + p * THREADS;
         const int r = f / (BK / 4), c = (f % (BK / 4)) * 4;
-        const int row = row0 + r, rs = r ^ a_swizzle<BK>(c);
+        const int row = row0 + r, rs = r ^ SWZ::shift(c);
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
             const bool valid = row < m && k0 + c + q < k;
-            cp_async4(&a_tile[c + q][rs], a + (valid ? row * k + k0 + c + q : 0), valid);
+            const int rq = SWZ::PER_SLICE ? r ^ SWZ::shift(c + q) : rs;
+            cp_async4(&a_tile[c + q][rq], a + (valid ? row * k + k0 + c + q : 0), valid);
         }
     }
 #pragma unroll
@@ -167,13 +215,13 @@ struct CopyPlan {
 // neighbours' in lane / 8 only and its columns in lane % 8, so an A load
 // reads 4 distinct float4s (broadcast to 8 lanes each) and a B load 8
 // consecutive ones: one shared-memory wavefront each, no bank conflict.
-template <int BM, int BN, int BK, int M_SUB, int N_SUB>
+template <int BM, int BN, int BK, int M_SUB, int N_SUB, class SWZ = ColumnGroupSwizzle<BK>>
 __device__ __forceinline__ void load_fragments(const float (*a_tile)[BM], const float (*b_tile)[BN], int kk,
                                                float (&a_frag)[M_SUB * 4], float (&b_frag)[N_SUB * 4],
                                                int wrow, int wcol, int lrow, int lcol) {
 #pragma unroll
     for (int s = 0; s < M_SUB; ++s) {
-        const int r = (wrow + s * 16 + lrow) ^ a_swizzle<BK>(kk);
+        const int r = SWZ::row(wrow, s, lrow, kk);
         const float4 v = *reinterpret_cast<const float4*>(&a_tile[kk][r]);
         a_frag[4 * s] = v.x, a_frag[4 * s + 1] = v.y, a_frag[4 * s + 2] = v.z, a_frag[4 * s + 3] = v.w;
     }

@@ -1,0 +1,240 @@
+// sgemm_spread_copies: sgemm_lean_loop with its copies issued a few at a time
+// through the k-loop, each warp's copy reading whole sectors.
+// Source: not from the documents. Launch: as sgemm_lean_loop (grid
+// (ceil(N/BN), ceil(M/BM)), 8 warps, dynamic shared memory of
+// STAGES x BK x (BM + BN) floats).
+// Idea: sgemm_lean_loop issues a tile's copies all at once, right after the
+// barrier that frees their stage, when the 8 warps are in step: 12 copy
+// instructions per thread (24 when N % 4 != 0) arrive at the load/store unit
+// together, and Nsight Compute (H200) shows long-scoreboard waits and LG
+// throttle there. Three changes to the copies, none to the arithmetic:
+// - Spread: the copies of tile t + STAGES - 1 go out a share per k-slice of
+//   step t, between its fragment loads and its FFMAs, into the stage of tile
+//   t - 1 (free since the barrier that ended step t - 1). The tile arrives a
+//   step later than with sgemm_lean_loop's ring, so the default ring is 4
+//   stages deep.
+// - Whole sectors: a warp's 4-byte copy of A takes 4 rows x 8 consecutive k
+//   (4 sectors; sgemm_lean_loop's takes 8 rows x 4 k, 16 bytes apart: 16
+//   sectors, each read again by the next three copies). For the shared-memory
+//   side to stay free of bank conflicts the transposed A tile moves each of 8
+//   consecutive k-slices by a different multiple of 4 rows (SliceSwizzle), and
+//   a thread's rows are 32 apart, so every copy's shared offset is one
+//   register plus a constant. When B's rows are not 16-byte aligned, a warp's
+//   copy takes one 128-byte line of a row of B (32 consecutive columns).
+// - The block column that crosses N takes those 4-byte copies of B as well,
+//   skipping columns past N, instead of the guarded loader for every tile.
+// Predicted (H200, written before measuring): +3% at N = 4096 (45.5 -> 47
+// TFLOP/s) from fewer long-scoreboard waits; at N = 4095 back within 4% of
+// 4096, which sgemm_lean_loop misses by 9%.
+
+#include "cp_async_tiles.cuh"
+
+// One thread's copies, worked out once (as sgemm_lean_loop's CopyPlan), for
+// 256 threads and a tile that lies inside M and N. A: copy (j, g) takes row
+// 32 j + 4 warp + lane / 8 and k-slice 8 g + lane % 8 of the tile. B: B_VEC,
+// CopyPlan's 16-byte pieces; else a warp copies 32 consecutive columns of one
+// row. One source and one shared-memory offset per thread; each copy adds a
+// multiple of k or n (read from the kernel's parameters) or a constant.
+template <int BM, int BN, int BK, bool B_VEC>
+struct SectorPlan {
+    static constexpr int THREADS = 256;
+    static constexpr int BANDS = BM / 32, K_GROUPS = BK / 8;
+    static constexpr int B16_COPIES = BK * BN / 4 / THREADS, B16_ROWS = THREADS * 4 / BN;
+    static constexpr int COL_GROUPS = BN / 32;
+    unsigned a_src;  // A[row0 + r][k0 + kk] is a + k0 + a_src; copy (j, g) adds 32 j k + 8 g
+    int a_dst;       // a_tile[kk][r ^ shift(kk)]; copy (j, g) adds 8 g BM + 32 j
+    unsigned b_src;  // B[k0 + r][col0 + c] is b + k0 n + b_src; piece p adds p B16_ROWS n, else row i adds i n + 32 c
+    int b_dst;       // b_tile[r][c]; piece p adds p B16_ROWS BN, else i BN + 32 c
+
+    __device__ __forceinline__ SectorPlan(int row0, int col0, int n, int k, int tid) {
+        const int warp = tid / 32, lane = tid % 32;
+        const int r = 4 * warp + lane / 8, kk = lane % 8;  // r < 32: the XOR below stays inside a band
+        a_src = static_cast<unsigned>((row0 + r) * k + kk);
+        a_dst = kk * BM + (r ^ SliceSwizzle::shift(kk));
+        if (B_VEC) {
+            const int rb = tid / (BN / 4), c = (tid % (BN / 4)) * 4;
+            b_src = static_cast<unsigned>(rb * n + col0 + c);
+            b_dst = rb * BN + c;
+        } else {
+            b_src = static_cast<unsigned>(K_GROUPS * warp * n + col0 + lane);
+            b_dst = K_GROUPS * warp * BN + lane;
+        }
+    }
+
+    // The copies of a tile wholly inside K, its corner at a_k = a + k0 and b_k =
+    // b + k0 n, or a share of them: copy i (A's first, then B's) is issued when
+    // i % parts == part. Called with constants, so the tests fold away. on: false
+    // switches every copy off (a look-ahead past the last whole tile of K).
+    __device__ __forceinline__ void issue(float* a_stage, float* b_stage, const float* a_k, const float* b_k, int n,
+                                          int k, int part = 0, int parts = 1, bool on = true) const {
+#pragma unroll
+        for (int j = 0; j < BANDS; ++j) {
+#pragma unroll
+            for (int g = 0; g < K_GROUPS; ++g) {
+                if ((j * K_GROUPS + g) % parts == part) {
+                    cp_async_if<4>(a_stage + a_dst + 8 * g * BM + 32 * j, a_k + (a_src + 32 * j * k) + 8 * g, on);
+                }
+            }
+        }
+        constexpr int A_COPIES = BANDS * K_GROUPS;
+        if (B_VEC) {
+#pragma unroll
+            for (int p = 0; p < B16_COPIES; ++p) {
+                if ((A_COPIES + p) % parts == part) {
+                    cp_async_if<16>(b_stage + b_dst + p * B16_ROWS * BN, b_k + (b_src + p * B16_ROWS * n), on);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < K_GROUPS; ++i) {
+#pragma unroll
+                for (int c = 0; c < COL_GROUPS; ++c) {
+                    if ((A_COPIES + i * COL_GROUPS + c) % parts == part) {
+                        cp_async_if<4>(b_stage + b_dst + i * BN + 32 * c, b_k + (b_src + i * n) + 32 * c, on);
+                    }
+                }
+            }
+        }
+    }
+};
+
+// store4 for the columns from col_lo on only. With vec, col and col_lo differ by
+// a multiple of 4 (N % 4 == 0 and so is N - BN), so a float4 is all in or all out.
+__device__ __forceinline__ void store4_from(const float* c_in, float* c_out, int row, int col, int col_lo, int m,
+                                            int n, float4 v, float alpha, float beta, bool vec) {
+    if (col >= col_lo) {
+        store4(c_in, c_out, row, col, m, n, v, alpha, beta, vec);
+        return;
+    }
+    if (vec || col + 3 < col_lo || row >= m) {
+        return;
+    }
+    const float r[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const int idx = row * n + col + q;
+        if (col + q >= col_lo) {
+            c_out[idx] = beta == 0.f ? alpha * r[q] : alpha * r[q] + beta * c_in[idx];
+        }
+    }
+}
+
+// The whole kernel for one way of copying B; sgemm_spread_copies picks one.
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool B_VEC>
+__device__ __forceinline__ void sector_copies_body(const float* __restrict__ a, const float* __restrict__ b,
+                                                   const float* c_in, float* c_out, int m, int n, int k,
+                                                   float alpha, float beta) {
+    constexpr int WARPS_N = BN / WN;
+    constexpr int THREADS = (BM / WM) * WARPS_N * 32;
+    constexpr int M_SUB = WM / 16, N_SUB = WN / 32;
+    constexpr int TM = M_SUB * 4, TN = N_SUB * 4;
+    extern __shared__ float4 smem4[];
+    float (*a_tiles)[BK][BM] = reinterpret_cast<float (*)[BK][BM]>(smem4);
+    float (*b_tiles)[BK][BN] = reinterpret_cast<float (*)[BK][BN]>(reinterpret_cast<float*>(smem4) + STAGES * BK * BM);
+    const int tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32;
+    const int wrow = (warp / WARPS_N) * WM, wcol = (warp % WARPS_N) * WN;
+    const int lrow = (lane / 8) * 4, lcol = (lane % 8) * 4;
+    // The block owns rows row_owned .. + BM - 1 and columns col_owned .. + BN - 1
+    // of C. When they cross M or N, and M >= BM and N >= BN, its tile moves up or
+    // left to end at M or N: it computes outputs it does not own, and stores only
+    // its own, but every copy of the plan stays inside A and B. (Smaller matrices
+    // take the guarded loader for every tile.)
+    const int row_owned = blockIdx.y * BM, col_owned = blockIdx.x * BN;
+    const bool inside = m >= BM && n >= BN;
+    const int row0 = inside ? min(row_owned, m - BM) : row_owned;
+    const int col0 = inside ? min(col_owned, n - BN) : col_owned;
+    const bool c_vec = n % 4 == 0 && aligned16(c_in) && aligned16(c_out);
+    const int tiles = (k + BK - 1) / BK;
+    const int whole_tiles = inside ? k / BK : 0;
+    const SectorPlan<BM, BN, BK, B_VEC> plan(row0, col0, n, k, tid);
+    float acc[TM][TN] = {};
+    float a_frag[2][TM], b_frag[2][TN];
+
+    // How a tile reaches its stage: the plan's copies (a share of them, or none when
+    // !on), or the guarded loader (the last, partial tile of K, and every tile of a
+    // matrix smaller than the block tile).
+    auto planned = [&](int j, int s, int part, int parts, bool on) {
+        plan.issue(&a_tiles[s][0][0], &b_tiles[s][0][0], a + j * BK, b + static_cast<long long>(j) * BK * n, n, k,
+                   part, parts, on);
+    };
+    auto guarded = [&](int j, int s) {
+        load_tiles<BM, BN, BK, THREADS, SliceSwizzle>(a_tiles[s], b_tiles[s], a, b, row0, col0, j * BK, m, n, k,
+                                                      B_VEC, tid);
+    };
+    auto fragments = [&](int s, int kk, int buf) {
+        load_fragments<BM, BN, BK, M_SUB, N_SUB, SliceSwizzle>(a_tiles[s], b_tiles[s], kk, a_frag[buf],
+                                                               b_frag[buf], wrow, wcol, lrow, lcol);
+    };
+    // Tiles 0 .. STAGES - 2 before the loop; step t loads tile t + STAGES - 1.
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < whole_tiles) {
+            planned(s, s, 0, 1, true);
+        } else if (s < tiles) {
+            guarded(s, s);
+        }
+        cp_async_commit();
+    }
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile 0 is in for everyone
+    fragments(0, 0, 0);
+    int stage = 0;  // t % STAGES
+    // Tile t. Its look-ahead, tile t + STAGES - 1, goes to the stage of tile t - 1,
+    // free since the barrier that ended step t - 1: with the plan's copies, a share
+    // of them after each k-slice's fragment loads (switched off past the last whole
+    // tile, so that one copy of the loop serves every step); with the guarded
+    // loader, all at the end.
+    for (int t = 0; t < tiles; ++t) {
+        const int ahead = t + STAGES - 1;
+        const int ahead_stage = stage == 0 ? STAGES - 1 : stage - 1;
+        const bool on = ahead < whole_tiles;
+        const int j = on ? ahead : 0;  // a switched-off copy's address stays inside A and B
+#pragma unroll
+        for (int kk = 0; kk < BK - 1; ++kk) {
+            fragments(stage, kk + 1, (kk + 1) % 2);
+            planned(j, ahead_stage, kk, BK, on);
+            outer_product(acc, a_frag[kk % 2], b_frag[kk % 2]);
+        }
+        planned(j, ahead_stage, BK - 1, BK, on);
+        if (!on && ahead < tiles) {
+            guarded(ahead, ahead_stage);
+        }
+        cp_async_commit();
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();  // tile t + 1 is in for everyone; nobody reads stage t % STAGES any more
+        stage = stage + 1 == STAGES ? 0 : stage + 1;
+        if (t + 1 < tiles) {
+            fragments(stage, 0, 0);
+        }
+        outer_product(acc, a_frag[1], b_frag[1]);
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + wrow + (i / 4) * 16 + lrow + i % 4;
+        if (row < row_owned) {
+            continue;
+        }
+#pragma unroll
+        for (int s = 0; s < N_SUB; ++s) {
+            const float4 v = make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]);
+            store4_from(c_in, c_out, row, col0 + wcol + s * 32 + lcol, col_owned, m, n, v, alpha, beta, c_vec);
+        }
+    }
+}
+
+template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MIN_BLOCKS>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
+sgemm_spread_copies(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n,
+                    int k, T alpha, T beta) {
+    static_assert((BM / WM) * (BN / WN) == 8, "SectorPlan's copies are laid out for 8 warps");
+    static_assert(WM % 16 == 0 && WN % 32 == 0, "a warp tile is whole 16 x 32 sub-tiles");
+    static_assert(BM % 32 == 0 && BN % 32 == 0 && BK % 8 == 0, "whole 32-row bands, 32-column groups, 8 k-slices");
+    static_assert(BK * BN % 1024 == 0, "every thread copies the same number of float4s of B");
+    static_assert(STAGES >= 2, "at least one tile in flight while one is computed");
+    if (n % 4 == 0 && aligned16(b)) {
+        sector_copies_body<BM, BN, BK, WM, WN, STAGES, true>(a, b, c_in, c_out, m, n, k, alpha, beta);
+    } else {
+        sector_copies_body<BM, BN, BK, WM, WN, STAGES, false>(a, b, c_in, c_out, m, n, k, alpha, beta);
+    }
+}
