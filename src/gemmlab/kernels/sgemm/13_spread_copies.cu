@@ -7,7 +7,7 @@
 // barrier that frees their stage, when the 8 warps are in step: 12 copy
 // instructions per thread (24 when N % 4 != 0) arrive at the load/store unit
 // together, and Nsight Compute (H200) shows long-scoreboard waits and LG
-// throttle there. Three changes to the copies, none to the arithmetic:
+// throttle there. Four changes to the copies, none to the arithmetic:
 // - Spread: the copies of tile t + STAGES - 1 go out a share per k-slice of
 //   step t, between its fragment loads and its FFMAs, into the stage of tile
 //   t - 1 (free since the barrier that ended step t - 1). The tile arrives a
@@ -20,12 +20,20 @@
 //   consecutive k-slices by a different multiple of 4 rows (SliceSwizzle), and
 //   a thread's rows are 32 apart, so every copy's shared offset is one
 //   register plus a constant. When B's rows are not 16-byte aligned, a warp's
-//   copy takes one 128-byte line of a row of B (32 consecutive columns).
-// - The block column that crosses N takes those 4-byte copies of B as well,
-//   skipping columns past N, instead of the guarded loader for every tile.
-// Predicted (H200, written before measuring): +3% at N = 4096 (45.5 -> 47
-// TFLOP/s) from fewer long-scoreboard waits; at N = 4095 back within 4% of
-// 4096, which sgemm_lean_loop misses by 9%.
+//   copy takes 32 consecutive columns of a row of B.
+// - Every copy planned: a block whose tile crosses M or N moves the tile up or
+//   left to end there (M >= BM, N >= BN), computes some outputs it does not
+//   own and stores only its own. No copy needs a clamp or a guard, and the
+//   block column that crosses N no longer takes the guarded loader for every
+//   tile when N % 4 != 0 (at N = 4095, moving those tiles took the kernel from
+//   91% to 98% of its 4096 speed).
+// - One loop: past the last whole tile of K the copies are switched off by a
+//   predicate, so one copy of the 2048-FFMA loop serves every step; only the
+//   partial tile of K goes through the guarded loader, outside the k-slices.
+// Predicted (H200, written before measuring, for the first two changes): +3%
+// at N = 4096 (45.5 -> 47 TFLOP/s) from fewer long-scoreboard waits; at
+// N = 4095 back within 4% of 4096, which sgemm_lean_loop misses by 9%.
+// docs/sgemm-ladder.md has what the measurements said about each change.
 
 #include "cp_async_tiles.cuh"
 
@@ -121,7 +129,7 @@ __device__ __forceinline__ void store4_from(const float* c_in, float* c_out, int
 
 // The whole kernel for one way of copying B; sgemm_spread_copies picks one.
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool B_VEC>
-__device__ __forceinline__ void sector_copies_body(const float* __restrict__ a, const float* __restrict__ b,
+__device__ __forceinline__ void spread_copies_body(const float* __restrict__ a, const float* __restrict__ b,
                                                    const float* c_in, float* c_out, int m, int n, int k,
                                                    float alpha, float beta) {
     constexpr int WARPS_N = BN / WN;
@@ -233,8 +241,8 @@ sgemm_spread_copies(const T* __restrict__ a, const T* __restrict__ b, const T* c
     static_assert(BK * BN % 1024 == 0, "every thread copies the same number of float4s of B");
     static_assert(STAGES >= 2, "at least one tile in flight while one is computed");
     if (n % 4 == 0 && aligned16(b)) {
-        sector_copies_body<BM, BN, BK, WM, WN, STAGES, true>(a, b, c_in, c_out, m, n, k, alpha, beta);
+        spread_copies_body<BM, BN, BK, WM, WN, STAGES, true>(a, b, c_in, c_out, m, n, k, alpha, beta);
     } else {
-        sector_copies_body<BM, BN, BK, WM, WN, STAGES, false>(a, b, c_in, c_out, m, n, k, alpha, beta);
+        spread_copies_body<BM, BN, BK, WM, WN, STAGES, false>(a, b, c_in, c_out, m, n, k, alpha, beta);
     }
 }

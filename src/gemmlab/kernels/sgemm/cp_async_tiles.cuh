@@ -1,6 +1,6 @@
 // Shared by the cp.async rungs (sgemm_double_buffer, sgemm_multistage,
-// sgemm_swizzle_l2, sgemm_large_tile, sgemm_lean_loop): the cp.async
-// wrappers, the guarded alpha/beta store, the swizzle of the transposed A
+// sgemm_swizzle_l2, sgemm_large_tile, sgemm_lean_loop, sgemm_spread_copies):
+// the cp.async wrappers, the guarded alpha/beta store, the swizzle of the transposed A
 // tile, the guarded tile loader, sgemm_lean_loop's precomputed copies
 // (CopyPlan), one k-slice's fragment loads and outer product (rungs 11-12
 // call them a slice ahead) and, built from them, a whole tile's compute for
@@ -86,7 +86,7 @@ __device__ __forceinline__ int a_swizzle(int c) {
 }
 
 // The A tile's swizzles as types, for the helpers below: a_swizzle (rungs
-// 8-12), and sgemm_sector_copies's, which moves every k-slice of a group of 8
+// 8-12), and sgemm_spread_copies's, which moves every k-slice of a group of 8
 // by a different multiple of 4 rows (shift(kk) = 4 x (kk % 8)), so that 4 rows
 // x 8 consecutive k-slices land in 32 distinct banks. Both are multiples of 4
 // below 32: a float4 of 4 rows starting at a multiple of 4 stays one float4.
