@@ -106,6 +106,30 @@ struct SectorPlan {
     }
 };
 
+// store4 for the columns from col_lo on only. With vec, col and col_lo differ by
+// a multiple of 4 (N % 4 == 0 and so is N - BN), so a float4 is all in or all out.
+// (A col_lo parameter on store4 itself, tried instead, left rungs 5-12's SASS as
+// it was but changed ptxas's registers in this rung's main loop: 0.9% slower at
+// 4096 and 2.9% at 4095 on the H200, benchmarks/results/2026-11-21_h200_sgemm-store4-col-lo.txt.)
+__device__ __forceinline__ void store4_from(const float* c_in, float* c_out, int row, int col, int col_lo, int m,
+                                            int n, float4 v, float alpha, float beta, bool vec) {
+    if (col >= col_lo) {
+        store4(c_in, c_out, row, col, m, n, v, alpha, beta, vec);
+        return;
+    }
+    if (vec || col + 3 < col_lo || row >= m) {
+        return;
+    }
+    const float r[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const int idx = row * n + col + q;
+        if (col + q >= col_lo) {
+            c_out[idx] = beta == 0.f ? alpha * r[q] : alpha * r[q] + beta * c_in[idx];
+        }
+    }
+}
+
 // The whole kernel for one way of copying B; sgemm_spread_copies picks one.
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool B_VEC>
 __device__ __forceinline__ void spread_copies_body(const float* __restrict__ a, const float* __restrict__ b,
@@ -205,7 +229,7 @@ __device__ __forceinline__ void spread_copies_body(const float* __restrict__ a, 
 #pragma unroll
         for (int s = 0; s < N_SUB; ++s) {
             const float4 v = make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]);
-            store4(c_in, c_out, row, col0 + wcol + s * 32 + lcol, m, n, v, alpha, beta, c_vec, col_owned);
+            store4_from(c_in, c_out, row, col0 + wcol + s * 32 + lcol, col_owned, m, n, v, alpha, beta, c_vec);
         }
     }
 }

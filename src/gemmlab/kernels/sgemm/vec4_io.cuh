@@ -23,17 +23,11 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ src, int row, 
     return v;
 }
 
-// No lower bound on the columns a store4 writes.
-constexpr int ANY_COLUMN = -2147483647 - 1;
-
 // c_out[row][col .. col+3] = alpha * v + beta * c_in[row][col .. col+3], the
-// parts inside the m x n matrix, and from column col_lo on, only (a block that
-// computes columns it does not own passes the first it owns; with vec, col and
-// col_lo differ by a multiple of 4, so a float4 is all in or all out); c_in is
-// not read when beta == 0.
+// parts inside the m x n matrix only; c_in is not read when beta == 0.
 __device__ __forceinline__ void store4(const float* c_in, float* c_out, int row, int col, int m, int n,
-                                       float4 v, float alpha, float beta, bool vec, int col_lo = ANY_COLUMN) {
-    if (row >= m || col >= n || (vec && col < col_lo)) {
+                                       float4 v, float alpha, float beta, bool vec) {
+    if (row >= m || col >= n) {
         return;
     }
     const int idx = row * n + col;
@@ -51,7 +45,7 @@ __device__ __forceinline__ void store4(const float* c_in, float* c_out, int row,
     }
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-        if (col + q < n && col + q >= col_lo) {
+        if (col + q < n) {
             c_out[idx + q] = beta == 0.f ? r[q] : r[q] + beta * c_in[idx + q];
         }
     }
