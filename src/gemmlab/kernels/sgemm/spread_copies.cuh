@@ -1,0 +1,97 @@
+// Shared by sgemm_spread_copies and sgemm_stream_k: the copies planned per
+// thread for whole sectors (SectorPlan) and the store of the outputs a block
+// owns when its tile was moved inside M and N (store4_from). Inlined into the
+// rung's source like cp_async_tiles.cuh, which it needs.
+
+// One thread's copies, worked out once (as sgemm_lean_loop's CopyPlan), for
+// 256 threads and a tile that lies inside M and N. A: copy (j, g) takes row
+// 32 j + 4 warp + lane / 8 and k-slice 8 g + lane % 8 of the tile. B: B_VEC,
+// CopyPlan's 16-byte pieces; else a warp copies 32 consecutive columns of one
+// row. One source and one shared-memory offset per thread; each copy adds a
+// multiple of k or n (read from the kernel's parameters) or a constant.
+template <int BM, int BN, int BK, bool B_VEC>
+struct SectorPlan {
+    static constexpr int THREADS = 256;
+    static constexpr int BANDS = BM / 32, K_GROUPS = BK / 8;
+    static constexpr int B16_COPIES = BK * BN / 4 / THREADS, B16_ROWS = THREADS * 4 / BN;
+    static constexpr int COL_GROUPS = BN / 32;
+    unsigned a_src;  // A[row0 + r][k0 + kk] is a + k0 + a_src; copy (j, g) adds 32 j k + 8 g
+    int a_dst;       // a_tile[kk][r ^ shift(kk)]; copy (j, g) adds 8 g BM + 32 j
+    unsigned b_src;  // B[k0 + r][col0 + c] is b + k0 n + b_src; piece p adds p B16_ROWS n, else row i adds i n + 32 c
+    int b_dst;       // b_tile[r][c]; piece p adds p B16_ROWS BN, else i BN + 32 c
+
+    __device__ __forceinline__ SectorPlan(int row0, int col0, int n, int k, int tid) {
+        const int warp = tid / 32, lane = tid % 32;
+        const int r = 4 * warp + lane / 8, kk = lane % 8;  // r < 32: the XOR below stays inside a band
+        a_src = static_cast<unsigned>((row0 + r) * k + kk);
+        a_dst = kk * BM + (r ^ SliceSwizzle::shift(kk));
+        if (B_VEC) {
+            const int rb = tid / (BN / 4), c = (tid % (BN / 4)) * 4;
+            b_src = static_cast<unsigned>(rb * n + col0 + c);
+            b_dst = rb * BN + c;
+        } else {
+            b_src = static_cast<unsigned>(K_GROUPS * warp * n + col0 + lane);
+            b_dst = K_GROUPS * warp * BN + lane;
+        }
+    }
+
+    // The copies of a tile wholly inside K, its corner at a_k = a + k0 and b_k =
+    // b + k0 n, or a share of them: copy i (A's first, then B's) is issued when
+    // i % parts == part. Called with constants, so the tests fold away. on: false
+    // switches every copy off (a look-ahead past the last whole tile of K).
+    __device__ __forceinline__ void issue(float* a_stage, float* b_stage, const float* a_k, const float* b_k, int n,
+                                          int k, int part, int parts, bool on) const {
+#pragma unroll
+        for (int j = 0; j < BANDS; ++j) {
+#pragma unroll
+            for (int g = 0; g < K_GROUPS; ++g) {
+                if ((j * K_GROUPS + g) % parts == part) {
+                    cp_async_if<4>(a_stage + a_dst + 8 * g * BM + 32 * j, a_k + (a_src + 32 * j * k) + 8 * g, on);
+                }
+            }
+        }
+        constexpr int A_COPIES = BANDS * K_GROUPS;
+        if (B_VEC) {
+#pragma unroll
+            for (int p = 0; p < B16_COPIES; ++p) {
+                if ((A_COPIES + p) % parts == part) {
+                    cp_async_if<16>(b_stage + b_dst + p * B16_ROWS * BN, b_k + (b_src + p * B16_ROWS * n), on);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < K_GROUPS; ++i) {
+#pragma unroll
+                for (int c = 0; c < COL_GROUPS; ++c) {
+                    if ((A_COPIES + i * COL_GROUPS + c) % parts == part) {
+                        cp_async_if<4>(b_stage + b_dst + i * BN + 32 * c, b_k + (b_src + i * n) + 32 * c, on);
+                    }
+                }
+            }
+        }
+    }
+};
+
+// store4 for the columns from col_lo on only. With vec, col and col_lo differ by
+// a multiple of 4 (N % 4 == 0 and so is N - BN), so a float4 is all in or all out.
+// (A col_lo parameter on store4 itself, tried instead, left rungs 5-12's SASS as
+// it was but changed ptxas's registers in this rung's main loop: 0.9% slower at
+// 4096 and 2.9% at 4095 on the H200, benchmarks/results/2026-11-21_h200_sgemm-store4-col-lo.txt.)
+__device__ __forceinline__ void store4_from(const float* c_in, float* c_out, int row, int col, int col_lo, int m,
+                                            int n, float4 v, float alpha, float beta, bool vec) {
+    if (col >= col_lo) {
+        store4(c_in, c_out, row, col, m, n, v, alpha, beta, vec);
+        return;
+    }
+    if (vec || col + 3 < col_lo || row >= m) {
+        return;
+    }
+    const float r[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const int idx = row * n + col + q;
+        if (col + q >= col_lo) {
+            c_out[idx] = beta == 0.f ? alpha * r[q] : alpha * r[q] + beta * c_in[idx];
+        }
+    }
+}
