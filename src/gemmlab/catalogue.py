@@ -176,6 +176,12 @@ class KernelSpec:
     # at once, and the kernel's blocks loop over the rest. A block that only
     # starts when another ends would otherwise do its whole share late.
     persistent: bool = False
+    # Scratch device memory the kernel takes as one more argument after the
+    # problem's, in bytes, for a shape and the number of blocks launched (a
+    # persistent kernel's is only known at launch). The runner allocates it
+    # zeroed, once per set of inputs, and every launch reuses it: a kernel
+    # that counts in it must leave it as it found it.
+    workspace_bytes: Callable[[Shape, int], int] | None = None
     # SASS opcodes the kernel claims to use (HMMA, HGMMA, UTMALDG, ...): the
     # harness checks its cubin for each.
     sass: tuple[str, ...] = ()

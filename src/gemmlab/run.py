@@ -27,6 +27,9 @@ DEFAULT_SMEM_PER_BLOCK = 48 * 1024
 # then timed again by replaying a CUDA graph of GRAPH_LAUNCHES launches.
 SHORT_KERNEL_MS = 0.02
 GRAPH_LAUNCHES = 50
+# Threads an SM holds at once on every GPU gemmlab knows (sm_70 to sm_90): the
+# bound on resident blocks behind a persistent kernel's workspace estimate.
+MAX_THREADS_PER_SM = 2048
 
 
 @dataclass
@@ -77,6 +80,7 @@ class _Launcher:
     config: Any
     stream: Any
     args: tuple
+    workspace: Any = None  # the device array behind a workspace argument, kept alive with the launcher
 
     def __call__(self) -> None:
         from cuda.core import launch
@@ -106,13 +110,26 @@ def check_device_limits(point: Point, compiled: CompiledKernel, info: gpu.Device
             "threads); a block may use 65536.",
             "Use a smaller block edge.",
         )
-    need = point.spec.problem.device_bytes(point) + MEMORY_HEADROOM
+    need = point.spec.problem.device_bytes(point) + workspace_bound(point, threads, info) + MEMORY_HEADROOM
     if need > info.free_bytes:
         raise DeviceLimitError(
             f"{point.shape} needs about {need / 2**30:.1f} GiB of device memory (inputs, output and the "
             f"float64 reference); {info.name} has {info.free_bytes / 2**30:.1f} GiB free.",
             "Use a smaller size.",
         )
+
+
+def workspace_bound(point: Point, threads: int, info: gpu.DeviceInfo) -> int:
+    """The most workspace ``point``'s launch can take: for a persistent kernel,
+    as if every SM held as many blocks as its threads allow (the launch
+    itself asks the driver how many fit)."""
+    if point.spec.workspace_bytes is None:
+        return 0
+    x, y, z = point.grid
+    blocks = x * y * z
+    if point.spec.persistent:
+        blocks = min(blocks, info.sm_count * max(1, MAX_THREADS_PER_SM // threads))
+    return point.spec.workspace_bytes(point.shape, blocks)
 
 
 def allow_dynamic_smem(kernel: Any, static_bytes: int, dynamic_bytes: int, device_index: int) -> None:
@@ -270,7 +287,12 @@ def bind(
     allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, device_index)
     stream = Stream.from_handle(cp_stream.ptr)
     grid = resident_grid(kernel, point, info, stream) if point.spec.persistent else point.grid
-    return prepared, _Launcher(kernel, launch_config(point, grid), stream, prepared.args), grid
+    args, workspace = prepared.args, None
+    if point.spec.workspace_bytes is not None:
+        blocks = grid[0] * grid[1] * grid[2]
+        workspace = cp.zeros(max(1, point.spec.workspace_bytes(point.shape, blocks)), dtype=cp.uint8)
+        args = (*args, workspace.data.ptr)
+    return prepared, _Launcher(kernel, launch_config(point, grid), stream, args, workspace), grid
 
 
 def _measure(

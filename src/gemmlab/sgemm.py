@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemmlab.catalogue import Dim3, KernelSpec
+from gemmlab.catalogue import Dim3, KernelSpec, Shape
 from gemmlab.ladder import Config, cdiv, checked_config, find_rung, grid_rows_fit, needs, search_configs
 from gemmlab.occupancy import sm_limits
 from gemmlab.problems import Prepared, Problem, poison, random_matrix, relative_error
@@ -226,6 +226,10 @@ class Rung:
     dynamic_smem: bool = False
     # The configurations configs() tries, when not the product of choices.
     search: tuple[tuple[int, ...], ...] = ()
+    # One block per SM walking over tiles (KernelSpec.persistent); the grid counts tiles.
+    persistent: bool = False
+    # The kernel's workspace (KernelSpec.workspace_bytes) for a configuration.
+    workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None
 
     def config(self, values: tuple[int, ...] | None = None) -> Config:
         return dict(zip(self.params, values or self.default, strict=True))
@@ -273,6 +277,10 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     # one grid row per GROUP_M rows of tiles (see 10_swizzle_l2.cu).
     group = c.get("GROUP_M", 1)
     grid = lambda s, b: (cdiv(s.n, cols) * group, cdiv(cdiv(s.m, rows), group), 1)
+    constraints = (grid_rows_fit(rows * group),)
+    if rung.persistent:
+        grid = lambda s, b: (cdiv(s.m, rows) * cdiv(s.n, cols), 1, 1)
+        constraints = ()
     dynamic_elems = rung.smem_bytes(c) // 4 if rung.dynamic_smem else 0
     return KernelSpec(
         id=rung.id,
@@ -284,7 +292,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         block_edges=(),
         grid=grid,
         block=lambda s, b: block,
-        constraints=(grid_rows_fit(rows * group),),
+        constraints=constraints,
         dynamic_smem_elems=lambda s, b: dynamic_elems,
         # Inputs once, C read once (beta != 0) and written once.
         min_elems_moved=lambda s: s.m * s.k + s.k * s.n + 2 * s.m * s.n,
@@ -294,6 +302,8 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         templated_on_edge=False,
         template_extra=tuple(c[p] for p in rung.params),
         template_params=rung.params,
+        persistent=rung.persistent,
+        workspace_bytes=rung.workspace(c) if rung.workspace else None,
     )
 
 
@@ -386,12 +396,29 @@ def _spread_rules(c: Config) -> list[str]:
     )
 
 
+# sgemm_stream_k's search: LARGE_TILE_SEARCH less the 256 x 128 tile, for which
+# ptxas spills (64 bytes on sm_90, 88 on sm_80: the piece-of-work bookkeeping
+# around the main loop leaves it no register to spare).
+STREAM_K_SEARCH = tuple(c for c in LARGE_TILE_SEARCH if c[:2] != (256, 128))
+
+
+def _stream_k_workspace(c: Config) -> Callable[[Shape, int], int]:
+    """sgemm_stream_k's workspace for ``blocks`` blocks: two arrival counters
+    per block (4 bytes each, padded to 16 bytes), then two partial tiles of
+    BM x BN floats per block (see 14_stream_k.cu)."""
+    tile_bytes = 4 * c["BM"] * c["BN"]
+    return lambda s, blocks: cdiv(8 * blocks, 16) * 16 + 2 * blocks * tile_bytes
+
+
 def _large_rung(
     rung_id: str,
     source: str,
     summary: str,
     default: tuple[int, ...] = (128, 256, 16, 64, 64, 3, 1),
     rules: Callable[[Config], list[str]] = _large_tile_rules,
+    persistent: bool = False,
+    workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None,
+    search: tuple[tuple[int, ...], ...] = LARGE_TILE_SEARCH,
 ) -> Rung:
     """sgemm_large_tile onwards: one block of 8 warps per SM, up to 128
     accumulators and two fragment buffers per thread, dynamic shared memory."""
@@ -402,7 +429,7 @@ def _large_rung(
         params=("BM", "BN", "BK", "WM", "WN", "STAGES", "MIN_BLOCKS"),
         default=default,
         choices=((128, 256), (128, 256), (8, 16), (32, 64), (64, 128), (2, 3, 4), (1,)),
-        search=LARGE_TILE_SEARCH,
+        search=search,
         threads=_warp_threads,
         tile=lambda c: (c["BM"], c["BN"]),
         outputs=lambda c: c["WM"] * c["WN"] // 32,
@@ -413,6 +440,8 @@ def _large_rung(
         rules=rules,
         max_accumulators=128,
         dynamic_smem=True,
+        persistent=persistent,
+        workspace=workspace,
     )
 
 
@@ -550,6 +579,17 @@ RUNGS: tuple[Rung, ...] = (
         "sgemm_lean_loop with a tile's copies issued a share per k-slice, each warp's copy reading whole sectors",
         default=(128, 256, 16, 64, 64, 4, 1),
         rules=_spread_rules,
+    ),
+    _large_rung(
+        "sgemm_stream_k",
+        "14_stream_k.cu",
+        "sgemm_spread_copies in persistent blocks; the last partial wave of tiles and the full one before it shared "
+        "out along K (stream-K), their partial sums added by the last block to arrive",
+        default=(128, 256, 16, 64, 64, 4, 1),
+        rules=_spread_rules,
+        persistent=True,
+        workspace=_stream_k_workspace,
+        search=STREAM_K_SEARCH,
     ),
 )
 

@@ -1,0 +1,282 @@
+// sgemm_stream_k: sgemm_spread_copies in persistent blocks whose last tiles
+// are shared out along K, so that every SM runs until about the same moment.
+// Source: not from the documents; the split of the tail is Stream-K's (Osama,
+// Merrill, Cecka, Garland and Owens, PPoPP 2023), in its "data-parallel, then
+// stream-K" form. Launch: as many blocks of 8 warps as the GPU holds at once
+// (one per SM), at most one per tile; dynamic shared memory as
+// sgemm_spread_copies; a last argument, the workspace: 2 x gridDim.x counters
+// (zero before the first launch; the kernel leaves them zero) and, from the
+// next multiple of 16 bytes, 2 x gridDim.x partial tiles of BM x BN floats.
+// Idea: with one block per tile and one block per SM, a GPU of P SMs runs the
+// T tiles in ceil(T / P) waves, and the last wave is as long as the others
+// however few tiles it has: at N = 4096 on 132 SMs, 512 tiles take 4 waves
+// where 3.88 would do (3%), at N = 4097 the 561 tiles (4.25 waves) take 5.
+// Here each block walks over tiles b, b + P, ... while a whole wave remains
+// beyond the tail; the tail (the last partial wave and the full wave before
+// it) is counted in k-tiles, T_tail x ceil(K / BK) of them, and every block
+// takes an equal run of them. A run may start or end inside a tile: each
+// block that worked on such a tile writes its partial sums to the workspace,
+// and the last to arrive (an atomic counter per tile) adds all of them, in
+// block order so the result does not depend on who came last, and stores
+// the tile. Nobody waits for anybody: a block that is not last moves on.
+// The arithmetic and the copies of a tile are sgemm_spread_copies's; the
+// pipeline starts afresh for each piece of work, from its first k-tile.
+// Predicted (H200, written before measuring): +2.5% at N = 4096 (3.88 waves
+// instead of 4, less the partial sums' round trip through L2), 47.4 -> 48.6
+// TFLOP/s; at 4097 +15% (4.25 instead of 5), 38.6 -> 44 TFLOP/s, still 9% under
+// its aligned speed, since the edge tiles compute whole tiles for one row or
+// one column.
+
+#include "cp_async_tiles.cuh"
+#include "spread_copies.cuh"
+
+// Who does what. Tiles 0 .. dp_tiles - 1 are whole: block b takes b, b + P,
+// ... (P = gridDim.x blocks). The rest, when the tiles do not fill a whole
+// number of waves, are the tail: the last partial wave and one full wave
+// before it, so that every block's run is at least one tile long and a tile
+// has at most two contributors. Their k-tiles are numbered tile by tile;
+// block b takes iterations begin(b) .. begin(b + 1) - 1.
+struct StreamKSplit {
+    int dp_tiles;
+    long long per;  // iterations per block; the first `extra` blocks take one more
+    int extra;
+
+    __device__ __forceinline__ StreamKSplit(int tiles, int k_tiles, int blocks) {
+        const int tail = tiles > blocks && tiles % blocks != 0 ? tiles % blocks + blocks : 0;
+        dp_tiles = tiles - tail;
+        const long long iterations = static_cast<long long>(tail) * k_tiles;
+        per = iterations / blocks;
+        extra = static_cast<int>(iterations % blocks);
+    }
+    __device__ __forceinline__ long long begin(int block) const { return block * per + min(block, extra); }
+    // The block whose run holds iteration `it` (per > 0 whenever there is a tail).
+    __device__ __forceinline__ int owner(long long it) const {
+        const long long longer = static_cast<long long>(extra) * (per + 1);
+        return it < longer ? static_cast<int>(it / (per + 1)) : extra + static_cast<int>((it - longer) / per);
+    }
+    // Block c's partial of tail tile `tail_tile` is its slot 0 when its run starts
+    // in that tile (its first piece of work in the tail), else slot 1 (its last).
+    __device__ __forceinline__ int slot(int c, int tail_tile, int k_tiles) const {
+        return begin(c) >= static_cast<long long>(tail_tile) * k_tiles ? 0 : 1;
+    }
+};
+
+// The whole kernel for one way of copying B; sgemm_stream_k picks one.
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool B_VEC>
+__device__ __forceinline__ void stream_k_body(const float* __restrict__ a, const float* __restrict__ b,
+                                              const float* c_in, float* c_out, int m, int n, int k, float alpha,
+                                              float beta, unsigned* arrivals, float4* partials) {
+    constexpr int WARPS_N = BN / WN;
+    constexpr int THREADS = (BM / WM) * WARPS_N * 32;
+    constexpr int M_SUB = WM / 16, N_SUB = WN / 32;
+    constexpr int TM = M_SUB * 4, TN = N_SUB * 4;
+    constexpr int TILE_VECS = BM * BN / 4;  // float4s of one partial tile
+    extern __shared__ float4 smem4[];
+    __shared__ int last_to_arrive;
+    float (*a_tiles)[BK][BM] = reinterpret_cast<float (*)[BK][BM]>(smem4);
+    float (*b_tiles)[BK][BN] = reinterpret_cast<float (*)[BK][BN]>(reinterpret_cast<float*>(smem4) + STAGES * BK * BM);
+    const int tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32;
+    const int wrow = (warp / WARPS_N) * WM, wcol = (warp % WARPS_N) * WN;
+    const int lrow = (lane / 8) * 4, lcol = (lane % 8) * 4;
+    // The block's next piece of work, k-tiles kb .. ke - 1 of one tile, is worked
+    // out by thread 0 and read by all from shared memory; what the epilogue needs
+    // is read again after the main loop, not kept in registers through it (the
+    // 128 accumulators leave few).
+    __shared__ struct {
+        int tile, kb, ke, tail_tile;  // tile < 0: no more work; tail_tile < 0: a whole tile
+        int planned_end;              // k-tiles kb .. planned_end - 1 take the plan's copies
+        int row_owned, col_owned;     // the outputs the block stores
+        int row0, col0;               // the tile's corner: moved inside M and N when M >= BM and N >= BN
+        bool partial;                 // only part of the tile's k-tiles
+        int next_whole;               // the block's next whole tile
+        long long it;                 // the next iteration of its run in the tail
+    } work;
+    const int tiles_n = (n + BN - 1) / BN;
+    const int tiles = ((m + BM - 1) / BM) * tiles_n;
+    const int k_tiles = (k + BK - 1) / BK;
+    if (tid == 0) {
+        work.next_whole = blockIdx.x;
+        work.it = StreamKSplit(tiles, k_tiles, gridDim.x).begin(blockIdx.x);
+    }
+    for (;;) {
+        __syncthreads();  // everyone has read the last piece
+        if (tid == 0) {
+            const StreamKSplit split(tiles, k_tiles, gridDim.x);
+            const long long run_end = split.begin(blockIdx.x + 1);
+            int tile = -1, kb = 0, ke = k_tiles, tail_tile = -1;
+            if (work.next_whole < split.dp_tiles) {
+                tile = work.next_whole;
+                work.next_whole += gridDim.x;
+            } else if (work.it < run_end) {
+                tail_tile = static_cast<int>(work.it / k_tiles);
+                kb = static_cast<int>(work.it - static_cast<long long>(tail_tile) * k_tiles);
+                ke = static_cast<int>(min(static_cast<long long>(k_tiles), kb + (run_end - work.it)));
+                tile = split.dp_tiles + tail_tile;
+                work.it += ke - kb;
+            }
+            const bool inside = m >= BM && n >= BN;
+            work.tile = tile;
+            work.kb = kb;
+            work.ke = ke;
+            work.tail_tile = tail_tile;
+            work.planned_end = min(ke, inside ? k / BK : 0);
+            work.row_owned = (tile / tiles_n) * BM;
+            work.col_owned = (tile % tiles_n) * BN;
+            work.row0 = inside ? min(work.row_owned, m - BM) : work.row_owned;
+            work.col0 = inside ? min(work.col_owned, n - BN) : work.col_owned;
+            work.partial = kb != 0 || ke != k_tiles;
+        }
+        __syncthreads();
+        if (work.tile < 0) {
+            break;
+        }
+        const int kb = work.kb, ke = work.ke, planned_end = work.planned_end;
+        const int row0 = work.row0, col0 = work.col0;
+        const SectorPlan<BM, BN, BK, B_VEC> plan(row0, col0, n, k, tid);
+        float acc[TM][TN] = {};
+        float a_frag[2][TM], b_frag[2][TN];
+
+        auto planned = [&](int j, int s, int part, int parts, bool on) {
+            plan.issue(&a_tiles[s][0][0], &b_tiles[s][0][0], a + j * BK, b + static_cast<long long>(j) * BK * n, n,
+                       k, part, parts, on);
+        };
+        auto guarded = [&](int j, int s) {
+            load_tiles<BM, BN, BK, THREADS, SliceSwizzle>(a_tiles[s], b_tiles[s], a, b, row0, col0, j * BK, m, n,
+                                                          k, B_VEC, tid);
+        };
+        auto fragments = [&](int s, int kk, int buf) {
+            load_fragments<BM, BN, BK, M_SUB, N_SUB, SliceSwizzle>(a_tiles[s], b_tiles[s], kk, a_frag[buf],
+                                                                   b_frag[buf], wrow, wcol, lrow, lcol);
+        };
+        // sgemm_spread_copies's pipeline over k-tiles kb .. ke - 1; stage 0 holds kb.
+        // The ring is free: every warp's last reads of the previous piece came before
+        // that piece's last barrier.
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (kb + s < planned_end) {
+                planned(kb + s, s, 0, 1, true);
+            } else if (kb + s < ke) {
+                guarded(kb + s, s);
+            }
+            cp_async_commit();
+        }
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        fragments(0, 0, 0);
+        int stage = 0;
+        for (int t = kb; t < ke; ++t) {
+            const int ahead = t + STAGES - 1;
+            const int ahead_stage = stage == 0 ? STAGES - 1 : stage - 1;
+            const bool on = ahead < planned_end;
+            const int j = on ? ahead : 0;
+#pragma unroll
+            for (int kk = 0; kk < BK - 1; ++kk) {
+                fragments(stage, kk + 1, (kk + 1) % 2);
+                planned(j, ahead_stage, kk, BK, on);
+                outer_product(acc, a_frag[kk % 2], b_frag[kk % 2]);
+            }
+            planned(j, ahead_stage, BK - 1, BK, on);
+            if (!on && ahead < ke) {
+                guarded(ahead, ahead_stage);
+            }
+            cp_async_commit();
+            cp_async_wait<STAGES - 2>();
+            __syncthreads();
+            stage = stage + 1 == STAGES ? 0 : stage + 1;
+            if (t + 1 < ke) {
+                fragments(stage, 0, 0);
+            }
+            outer_product(acc, a_frag[1], b_frag[1]);
+        }
+
+        if (work.partial) {
+            // Part of a tile: leave the partial sums in this block's slot, each thread
+            // its own float4s side by side with its neighbours' (whole lines per warp).
+            const int tail_tile = work.tail_tile;
+            const StreamKSplit split(tiles, k_tiles, gridDim.x);
+            const long long first = static_cast<long long>(tail_tile) * k_tiles;
+            float4* mine =
+                partials + static_cast<long long>(2 * blockIdx.x + split.slot(blockIdx.x, tail_tile, k_tiles)) * TILE_VECS;
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+#pragma unroll
+                for (int s = 0; s < N_SUB; ++s) {
+                    __stcg(mine + (i * N_SUB + s) * THREADS + tid,
+                           make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]));
+                }
+            }
+            const int c_lo = split.owner(first), c_hi = split.owner(first + k_tiles - 1);
+            __threadfence();  // the partial is visible to every block before the arrival is
+            __syncthreads();
+            if (tid == 0) {
+                const unsigned arrived = atomicAdd(&arrivals[tail_tile], 1u) + 1;
+                last_to_arrive = arrived == static_cast<unsigned>(c_hi - c_lo + 1);
+                if (last_to_arrive) {
+                    arrivals[tail_tile] = 0;  // as the next launch expects it
+                }
+            }
+            __syncthreads();
+            if (!last_to_arrive) {
+                continue;
+            }
+            __threadfence();
+            // The sum of every contributor's partial, in block order (this block's own too,
+            // read back, so that the sum is the same whoever arrives last).
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+#pragma unroll
+                for (int j = 0; j < TN; ++j) {
+                    acc[i][j] = 0.f;
+                }
+            }
+            for (int c = c_lo; c <= c_hi; ++c) {
+                const float4* theirs = partials + static_cast<long long>(2 * c + split.slot(c, tail_tile, k_tiles)) * TILE_VECS;
+#pragma unroll
+                for (int i = 0; i < TM; ++i) {
+#pragma unroll
+                    for (int s = 0; s < N_SUB; ++s) {
+                        const float4 v = __ldcg(theirs + (i * N_SUB + s) * THREADS + tid);
+                        acc[i][4 * s] += v.x;
+                        acc[i][4 * s + 1] += v.y;
+                        acc[i][4 * s + 2] += v.z;
+                        acc[i][4 * s + 3] += v.w;
+                    }
+                }
+            }
+        }
+        const int row_owned = work.row_owned, col_owned = work.col_owned;
+        const int row_at = work.row0, col_at = work.col0;
+        const bool c_vec = n % 4 == 0 && aligned16(c_in) && aligned16(c_out);
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const int row = row_at + wrow + (i / 4) * 16 + lrow + i % 4;
+            if (row < row_owned) {
+                continue;
+            }
+#pragma unroll
+            for (int s = 0; s < N_SUB; ++s) {
+                const float4 v = make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]);
+                store4_from(c_in, c_out, row, col_at + wcol + s * 32 + lcol, col_owned, m, n, v, alpha, beta, c_vec);
+            }
+        }
+    }
+}
+
+template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MIN_BLOCKS>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
+sgemm_stream_k(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n, int k,
+               T alpha, T beta, void* workspace) {
+    static_assert((BM / WM) * (BN / WN) == 8, "SectorPlan's copies are laid out for 8 warps");
+    static_assert(WM % 16 == 0 && WN % 32 == 0, "a warp tile is whole 16 x 32 sub-tiles");
+    static_assert(BM % 32 == 0 && BN % 32 == 0 && BK % 8 == 0, "whole 32-row bands, 32-column groups, 8 k-slices");
+    static_assert(BK * BN % 1024 == 0, "every thread copies the same number of float4s of B");
+    static_assert(STAGES >= 2, "at least one tile in flight while one is computed");
+    unsigned* arrivals = static_cast<unsigned*>(workspace);
+    float4* partials = reinterpret_cast<float4*>(static_cast<char*>(workspace) + (2 * gridDim.x * 4 + 15) / 16 * 16);
+    if (n % 4 == 0 && aligned16(b)) {
+        stream_k_body<BM, BN, BK, WM, WN, STAGES, true>(a, b, c_in, c_out, m, n, k, alpha, beta, arrivals, partials);
+    } else {
+        stream_k_body<BM, BN, BK, WM, WN, STAGES, false>(a, b, c_in, c_out, m, n, k, alpha, beta, arrivals, partials);
+    }
+}

@@ -1,0 +1,78 @@
+"""sgemm_stream_k on the GPU, launched by hand on grids of every size: the
+split of the tail over blocks (whole tiles, runs that start and end inside
+tiles, the partial sums added by the last block to arrive) gives the right C
+on any grid, the same C bit for bit on every launch, and leaves the arrival
+counters at zero for the next launch."""
+
+from __future__ import annotations
+
+import pytest
+
+from gemmlab import catalogue, gpu, sgemm
+from gemmlab.catalogue import Shape
+from gemmlab.compile import compile_kernel
+from gemmlab.problems import relative_error
+
+pytestmark = pytest.mark.gpu
+
+KERNEL = "sgemm_stream_k"
+# Tile counts from 1 to 40 (128 x 256 tiles), K from one partial k-tile to 69 of them,
+# tiles that cross M and N (moved inside) and a matrix smaller than a tile (guarded loads).
+SHAPES = [
+    Shape(1000, 1000, 1000),
+    Shape(300, 520, 136),
+    Shape(641, 1030, 77),
+    Shape(127, 129, 131),
+    Shape(260, 1100, 5),
+]
+# 1 block: all tiles whole, one after the other; 2, 3, 7, 13: a tail shared out,
+# with runs that start and end inside tiles; 64: more blocks than some shapes' tiles.
+GRIDS = [1, 2, 3, 7, 13, 64]
+
+
+def _spec() -> catalogue.KernelSpec:
+    return catalogue.get(KERNEL) if KERNEL in catalogue.kernel_ids() else sgemm.variant(KERNEL, {})
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_every_grid_gives_the_same_right_answer(shape: Shape) -> None:
+    from cuda.core import LaunchConfig, ObjectCode, Stream, launch
+
+    from gemmlab.run import allow_dynamic_smem
+
+    cp = gpu.cupy()
+    spec = _spec()
+    info = gpu.describe(0)
+    point = catalogue.point(KERNEL, shape, spec=spec)
+    compiled = compile_kernel(spec, 0, "float32", info.arch)
+    kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
+    allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, 0)
+    prepared = sgemm.prepare_sgemm(cp, point, cp.random.default_rng(7))
+    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    stream = Stream.from_handle(cp.cuda.get_current_stream().ptr)
+    for blocks in GRIDS:
+        workspace = cp.zeros(spec.workspace_bytes(shape, blocks), dtype=cp.uint8)
+        config = LaunchConfig(grid=(blocks, 1, 1), block=point.block, shmem_size=point.dynamic_smem)
+        first = None
+        for _ in range(3):
+            c_out.fill(cp.nan)
+            launch(stream, config, kernel, *prepared.args, workspace.data.ptr)
+            cp.cuda.get_current_stream().synchronize()
+            assert relative_error(cp, c_out, ref) < 1e-5, (shape, blocks)
+            counters = workspace[: 4 * 2 * blocks].view(cp.uint32)  # 14_stream_k.cu: 2 per block first
+            assert int(counters.max()) == 0, f"arrival counters left non-zero with {blocks} blocks"
+            if first is None:
+                first = c_out.copy()
+            else:
+                assert bool((c_out == first).all()), f"{blocks} blocks: the result changed between launches"
+
+
+def test_run_launches_one_block_per_sm_with_a_workspace() -> None:
+    """Through the runner: a persistent grid (no more blocks than the GPU holds)
+    and the workspace argument, at a shape whose tiles leave a tail (4097)."""
+    from gemmlab.run import run
+
+    result = run(KERNEL, Shape.square(4097), reps=2, warmup=1, baseline=False, spec=_spec())
+    info = gpu.describe(0)
+    assert result.error < 1e-5
+    assert result.grid[0] == info.sm_count and result.grid[1:] == (1, 1)
