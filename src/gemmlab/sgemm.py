@@ -591,6 +591,13 @@ RUNGS: tuple[Rung, ...] = (
         workspace=_stream_k_workspace,
         search=STREAM_K_SEARCH,
     ),
+    _large_rung(
+        "sgemm_column_order",
+        "15_column_order.cu",
+        "sgemm_spread_copies (not stream-K) with each k-slice's FFMAs issued a column of outputs at a time",
+        default=(128, 256, 16, 64, 64, 4, 1),
+        rules=_spread_rules,
+    ),
 )
 
 
