@@ -36,9 +36,9 @@ def _spec() -> catalogue.KernelSpec:
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_every_grid_gives_the_same_right_answer(shape: Shape) -> None:
-    from cuda.core import LaunchConfig, ObjectCode, Stream, launch
+    from cuda.core import ObjectCode, Stream, launch
 
-    from gemmlab.run import allow_dynamic_smem
+    from gemmlab.run import allow_dynamic_smem, launch_config
 
     cp = gpu.cupy()
     spec = _spec()
@@ -52,7 +52,7 @@ def test_every_grid_gives_the_same_right_answer(shape: Shape) -> None:
     stream = Stream.from_handle(cp.cuda.get_current_stream().ptr)
     for blocks in GRIDS:
         workspace = cp.zeros(spec.workspace_bytes(shape, blocks), dtype=cp.uint8)
-        config = LaunchConfig(grid=(blocks, 1, 1), block=point.block, shmem_size=point.dynamic_smem)
+        config = launch_config(point, (blocks, 1, 1))
         first = None
         for _ in range(3):
             c_out.fill(cp.nan)

@@ -38,11 +38,17 @@
 #include "cp_async_tiles.cuh"
 #include "spread_copies.cuh"
 
-// The whole kernel for one way of copying B; sgemm_spread_copies picks one.
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool B_VEC>
+// The whole kernel for one way of copying B (sgemm_spread_copies picks one)
+// and one order of the FFMAs (sgemm_column_order's BY_COLUMN, see outer_product).
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool B_VEC, bool BY_COLUMN = false>
 __device__ __forceinline__ void spread_copies_body(const float* __restrict__ a, const float* __restrict__ b,
                                                    const float* c_in, float* c_out, int m, int n, int k,
                                                    float alpha, float beta) {
+    static_assert((BM / WM) * (BN / WN) == 8, "SectorPlan's copies are laid out for 8 warps");
+    static_assert(WM % 16 == 0 && WN % 32 == 0, "a warp tile is whole 16 x 32 sub-tiles");
+    static_assert(BM % 32 == 0 && BN % 32 == 0 && BK % 8 == 0, "whole 32-row bands, 32-column groups, 8 k-slices");
+    static_assert(BK * BN % 1024 == 0, "every thread copies the same number of float4s of B");
+    static_assert(STAGES >= 2, "at least one tile in flight while one is computed");
     constexpr int WARPS_N = BN / WN;
     constexpr int THREADS = (BM / WM) * WARPS_N * 32;
     constexpr int M_SUB = WM / 16, N_SUB = WN / 32;
@@ -113,7 +119,7 @@ __device__ __forceinline__ void spread_copies_body(const float* __restrict__ a, 
         for (int kk = 0; kk < BK - 1; ++kk) {
             fragments(stage, kk + 1, (kk + 1) % 2);
             planned(j, ahead_stage, kk, BK, on);
-            outer_product(acc, a_frag[kk % 2], b_frag[kk % 2]);
+            outer_product<TM, TN, BY_COLUMN>(acc, a_frag[kk % 2], b_frag[kk % 2]);
         }
         planned(j, ahead_stage, BK - 1, BK, on);
         if (!on && ahead < tiles) {
@@ -126,31 +132,15 @@ __device__ __forceinline__ void spread_copies_body(const float* __restrict__ a, 
         if (t + 1 < tiles) {
             fragments(stage, 0, 0);
         }
-        outer_product(acc, a_frag[1], b_frag[1]);
+        outer_product<TM, TN, BY_COLUMN>(acc, a_frag[1], b_frag[1]);
     }
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int row = row0 + wrow + (i / 4) * 16 + lrow + i % 4;
-        if (row < row_owned) {
-            continue;
-        }
-#pragma unroll
-        for (int s = 0; s < N_SUB; ++s) {
-            const float4 v = make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]);
-            store4_from(c_in, c_out, row, col0 + wcol + s * 32 + lcol, col_owned, m, n, v, alpha, beta, c_vec);
-        }
-    }
+    store_owned(acc, c_in, c_out, row0, col0, row_owned, col_owned, wrow, wcol, lrow, lcol, m, n, alpha, beta, c_vec);
 }
 
 template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MIN_BLOCKS>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
 sgemm_spread_copies(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n,
                     int k, T alpha, T beta) {
-    static_assert((BM / WM) * (BN / WN) == 8, "SectorPlan's copies are laid out for 8 warps");
-    static_assert(WM % 16 == 0 && WN % 32 == 0, "a warp tile is whole 16 x 32 sub-tiles");
-    static_assert(BM % 32 == 0 && BN % 32 == 0 && BK % 8 == 0, "whole 32-row bands, 32-column groups, 8 k-slices");
-    static_assert(BK * BN % 1024 == 0, "every thread copies the same number of float4s of B");
-    static_assert(STAGES >= 2, "at least one tile in flight while one is computed");
     if (n % 4 == 0 && aligned16(b)) {
         spread_copies_body<BM, BN, BK, WM, WN, STAGES, true>(a, b, c_in, c_out, m, n, k, alpha, beta);
     } else {

@@ -245,21 +245,9 @@ __device__ __forceinline__ void stream_k_body(const float* __restrict__ a, const
                 }
             }
         }
-        const int row_owned = work.row_owned, col_owned = work.col_owned;
-        const int row_at = work.row0, col_at = work.col0;
         const bool c_vec = n % 4 == 0 && aligned16(c_in) && aligned16(c_out);
-#pragma unroll
-        for (int i = 0; i < TM; ++i) {
-            const int row = row_at + wrow + (i / 4) * 16 + lrow + i % 4;
-            if (row < row_owned) {
-                continue;
-            }
-#pragma unroll
-            for (int s = 0; s < N_SUB; ++s) {
-                const float4 v = make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]);
-                store4_from(c_in, c_out, row, col_at + wcol + s * 32 + lcol, col_owned, m, n, v, alpha, beta, c_vec);
-            }
-        }
+        store_owned(acc, c_in, c_out, work.row0, work.col0, work.row_owned, work.col_owned, wrow, wcol, lrow, lcol, m,
+                    n, alpha, beta, c_vec);
     }
 }
 

@@ -1,5 +1,6 @@
 // Shared by the cp.async rungs (sgemm_double_buffer, sgemm_multistage,
-// sgemm_swizzle_l2, sgemm_large_tile, sgemm_lean_loop, sgemm_spread_copies):
+// sgemm_swizzle_l2, sgemm_large_tile, sgemm_lean_loop, sgemm_spread_copies,
+// sgemm_stream_k, sgemm_column_order):
 // the cp.async wrappers, the guarded alpha/beta store, the swizzle of the transposed A
 // tile, the guarded tile loader, sgemm_lean_loop's precomputed copies
 // (CopyPlan), one k-slice's fragment loads and outer product (rungs 11-12
@@ -232,15 +233,29 @@ __device__ __forceinline__ void load_fragments(const float (*a_tile)[BM], const 
     }
 }
 
-// acc += a_frag (a column) x b_frag (a row): one k-slice's outer product.
-template <int TM, int TN>
+// acc += a_frag (a column) x b_frag (a row): one k-slice's outer product, a
+// row of the thread's outputs at a time (a_frag[i] shared by TN FFMAs), or with
+// BY_COLUMN a column at a time (b_frag[j] shared by TM; sgemm_column_order).
+// Each output gets the same update either way; only the order of the FFMAs,
+// and so the instruction stream ptxas builds, differs.
+template <int TM, int TN, bool BY_COLUMN = false>
 __device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float (&a_frag)[TM],
                                               const float (&b_frag)[TN]) {
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
+    if constexpr (BY_COLUMN) {
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
-            acc[i][j] += a_frag[i] * b_frag[j];
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                acc[i][j] += a_frag[i] * b_frag[j];
+            }
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+#pragma unroll
+            for (int j = 0; j < TN; ++j) {
+                acc[i][j] += a_frag[i] * b_frag[j];
+            }
         }
     }
 }

@@ -1,7 +1,8 @@
-// Shared by sgemm_spread_copies and sgemm_stream_k: the copies planned per
-// thread for whole sectors (SectorPlan) and the store of the outputs a block
-// owns when its tile was moved inside M and N (store4_from). Inlined into the
-// rung's source like cp_async_tiles.cuh, which it needs.
+// Shared by sgemm_spread_copies, sgemm_stream_k and sgemm_column_order: the
+// copies planned per thread for whole sectors (SectorPlan) and the store of
+// the outputs a block owns when its tile was moved inside M and N
+// (store4_from, store_owned). Inlined into the rung's source like
+// cp_async_tiles.cuh, which it needs.
 
 // One thread's copies, worked out once (as sgemm_lean_loop's CopyPlan), for
 // 256 threads and a tile that lies inside M and N. A: copy (j, g) takes row
@@ -92,6 +93,28 @@ __device__ __forceinline__ void store4_from(const float* c_in, float* c_out, int
         const int idx = row * n + col + q;
         if (col + q >= col_lo) {
             c_out[idx] = beta == 0.f ? alpha * r[q] : alpha * r[q] + beta * c_in[idx];
+        }
+    }
+}
+
+// The thread's outputs (acc, the TM x TN layout of load_fragments) of a tile
+// whose corner is (row0, col0), those the block owns only: rows from row_owned
+// and columns from col_owned on (a tile moved inside M and N computes some it
+// does not own).
+template <int TM, int TN>
+__device__ __forceinline__ void store_owned(const float (&acc)[TM][TN], const float* c_in, float* c_out, int row0,
+                                            int col0, int row_owned, int col_owned, int wrow, int wcol, int lrow,
+                                            int lcol, int m, int n, float alpha, float beta, bool c_vec) {
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + wrow + (i / 4) * 16 + lrow + i % 4;
+        if (row < row_owned) {
+            continue;
+        }
+#pragma unroll
+        for (int s = 0; s < TN / 4; ++s) {
+            const float4 v = make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]);
+            store4_from(c_in, c_out, row, col0 + wcol + s * 32 + lcol, col_owned, m, n, v, alpha, beta, c_vec);
         }
     }
 }
