@@ -36,17 +36,14 @@ def _spec() -> catalogue.KernelSpec:
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_every_grid_gives_the_same_right_answer(shape: Shape) -> None:
-    from cuda.core import ObjectCode, Stream, launch
+    from cuda.core import Stream, launch
 
-    from gemmlab.run import allow_dynamic_smem, launch_config
+    from gemmlab.run import launch_config, load_kernel
 
     cp = gpu.cupy()
     spec = _spec()
-    info = gpu.describe(0)
     point = catalogue.point(KERNEL, shape, spec=spec)
-    compiled = compile_kernel(spec, 0, "float32", info.arch)
-    kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
-    allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, 0)
+    kernel = load_kernel(point, compile_kernel(spec, 0, "float32", gpu.describe(0).arch))
     prepared = sgemm.prepare_sgemm(cp, point, cp.random.default_rng(7))
     _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
     stream = Stream.from_handle(cp.cuda.get_current_stream().ptr)

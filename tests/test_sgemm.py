@@ -18,10 +18,11 @@ LADDER = [
     "sgemm_coalesced", "sgemm_smem", "sgemm_1d_blocktile", "sgemm_2d_blocktile", "sgemm_vectorized",
     "sgemm_swizzled", "sgemm_warptile", "sgemm_double_buffer", "sgemm_multistage", "sgemm_swizzle_l2",
     "sgemm_large_tile", "sgemm_lean_loop", "sgemm_spread_copies", "sgemm_stream_k",
-    "sgemm_column_order",
+    "sgemm_column_order", "sgemm_edge_strips",
 ]  # fmt: skip
 # The rungs built for one block per SM: up to 128 accumulators, dynamic shared memory.
-LARGE = ("sgemm_large_tile", "sgemm_lean_loop", "sgemm_spread_copies", "sgemm_stream_k", "sgemm_column_order")
+LARGE = ("sgemm_large_tile", "sgemm_lean_loop", "sgemm_spread_copies", "sgemm_stream_k", "sgemm_column_order",
+         "sgemm_edge_strips")  # fmt: skip
 # Rungs not yet in the stored benchmark, so not yet in the catalogue (sgemm.CANDIDATE_RUNGS).
 CANDIDATES: list[str] = []
 ARCHS = ("sm_90", "sm_80")
@@ -87,6 +88,46 @@ def test_every_config_compiles_without_spills() -> None:
         assert res.smem_bytes <= sgemm.MAX_STATIC_SMEM
 
 
+def _edge_strips_cover(shape: Shape, grid: tuple[int, int], rows: int, cols: int) -> bool:
+    """16_edge_strips.cu's dispatch, written out again: blocks (x, y) below the
+    tile rows are tiles; the rest are edge blocks e = (y - tile rows) gx + x,
+    first the strip below the tiles (32 columns each, all N), then the one to
+    their right (32 rows each, above the lower strip). True when every output of
+    C is computed by exactly one block (counted on a sample of rows and columns
+    when C is large)."""
+    m, n, width = shape.m, shape.n, sgemm.EDGE_MAX
+
+    def tiled(extent: int, tile: int) -> int:
+        rest = extent % tile
+        return extent - rest if extent >= tile and 1 <= rest <= width else extent
+
+    m_t, n_t = tiled(m, rows), tiled(n, cols)
+    gx, gy = grid
+    tile_rows = math.ceil(m_t / rows)
+    rows_below = math.ceil(n / width) if m_t < m else 0
+    pieces = []  # (row range, column range) per block
+    for y in range(gy):
+        for x in range(gx):
+            if y < tile_rows:
+                r0, c0 = y * rows, x * cols
+                pieces.append(((r0, min(r0 + rows, m)), (c0, min(c0 + cols, n))))
+                continue
+            e = (y - tile_rows) * gx + x
+            if e < rows_below:
+                pieces.append(((m_t, m), (e * width, min(e * width + width, n))))
+            elif n_t < n and (e - rows_below) * width < m_t:
+                r0 = (e - rows_below) * width
+                pieces.append(((r0, min(r0 + width, m_t)), (n_t, n)))
+    sample_rows = sorted({*range(min(m, 64)), *range(max(0, m - 64), m), m // 2})
+    sample_cols = sorted({*range(min(n, 64)), *range(max(0, n - 300), n), n // 2})
+    for i in sample_rows:
+        for j in sample_cols:
+            owners = sum(1 for (r0, r1), (c0, c1) in pieces if r0 <= i < r1 and c0 <= j < c1)
+            if owners != 1:
+                return False
+    return True
+
+
 @pytest.mark.parametrize(
     ("kernel_id", "config"), EVERY_CONFIG, ids=[f"{k}-{tuple(c.values())}" for k, c in EVERY_CONFIG]
 )
@@ -104,6 +145,9 @@ def test_grid_covers_c_for_any_shape(kernel_id: str, config: dict) -> None:
             # One work unit per tile; the runner launches as many blocks as fit, which walk over them.
             assert (gx, gy) == (tiles_m * tiles_n, 1)
             assert threads * sgemm.outputs_per_thread(spec) == rows * cols
+            continue
+        if kernel_id == "sgemm_edge_strips":
+            assert _edge_strips_cover(shape, (gx, gy), rows, cols), shape
             continue
         group = config.get("GROUP_M", 1)
         # Block (x, y) computes tile row y * group + x % group, tile column x // group.
@@ -149,7 +193,7 @@ def test_candidates_run_outside_the_catalogue() -> None:
 @pytest.mark.parametrize("kid", LARGE)
 def test_large_tile_geometry_and_dynamic_shared_memory(kid: str) -> None:
     spec = sgemm.variant(kid, {})
-    spread = kid in ("sgemm_spread_copies", "sgemm_stream_k", "sgemm_column_order")
+    spread = kid in ("sgemm_spread_copies", "sgemm_stream_k", "sgemm_column_order", "sgemm_edge_strips")
     stages = 4 if spread else 3  # a tile arrives a step later when the copies are spread
     assert spec.name_expression("float32", 0) == f"{kid}<float, 128, 256, 16, 64, 64, {stages}, 1>"
     p = catalogue.point(kid, Shape(1000, 1000, 1000), spec=spec)
@@ -281,3 +325,40 @@ def test_device_bytes_cover_inputs_outputs_and_reference() -> None:
     elems = 100 * 300 + 300 * 200 + 3 * 100 * 200
     assert sgemm.SGEMM.device_bytes(p) == elems * 12
     assert p.min_bytes == (100 * 300 + 300 * 200 + 2 * 100 * 200) * 4
+
+
+# Strips of 1 .. 32 rows below the tiles and columns to their right, one or both,
+# and remainders just over the strip (33: the moved tile as in rung 13).
+STRIP_SHAPES = [Shape(4097, 4097, 64), Shape(4096, 4097, 64), Shape(4097, 4096, 64), Shape(160, 288, 600),
+                Shape(129, 257, 40), Shape(161, 289, 8), Shape(4128, 4128, 512), Shape(300, 4100, 70),
+                Shape(33, 4097, 50), Shape(100, 300, 50), Shape(1, 1, 1)]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", STRIP_SHAPES, ids=str)
+def test_edge_strips_cover_c_once(shape: Shape) -> None:
+    spec = sgemm.variant("sgemm_edge_strips", {})
+    gx, gy, gz = spec.grid(shape, 0)
+    assert gz == 1 and _edge_strips_cover(shape, (gx, gy), 128, 256)
+
+
+def test_edge_strips_split_only_narrow_remainders() -> None:
+    assert sgemm.tiled_extent(4097, 128) == 4096  # 1 row below: a strip
+    assert sgemm.tiled_extent(4096 + 32, 128) == 4096  # 32: still a strip
+    assert sgemm.tiled_extent(4096 + 33, 128) == 4096 + 33  # 33: tiles, the last moved up
+    assert sgemm.tiled_extent(4095, 256) == 4095  # 255 left over: tiles
+    assert sgemm.tiled_extent(100, 128) == 100  # smaller than a tile: the guarded tile
+    spec = sgemm.variant("sgemm_edge_strips", {})
+    # 4096: no strip, the same grid as rung 15; 4097: 16 x 32 tiles, then 129 blocks
+    # for the row below (32 columns each) and 128 for the column (32 rows each).
+    assert spec.grid(Shape.square(4096), 0) == (16, 32, 1)
+    assert spec.grid(Shape.square(4097), 0) == (16, 32 + math.ceil((129 + 128) / 16), 1)
+
+
+def test_edge_strips_refuse_a_grid_too_tall() -> None:
+    """One column of tiles and a strip to its right 32 rows a block: M of 2.2
+    million rows needs more than 65535 rows of blocks, a clear ConstraintError
+    before any launch."""
+    spec = sgemm.variant("sgemm_edge_strips", {})
+    bad = spec.violations(Shape(2_200_000, 257, 8), 0, "float32")
+    assert bad and "65535" in bad[0] and "grid y" in bad[0]
+    assert not spec.violations(Shape(2_000_000, 256, 8), 0, "float32")

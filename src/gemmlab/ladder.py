@@ -4,7 +4,7 @@ rules, and the rules are sentences, one per requirement broken."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol, TypeVar
 
 from gemmlab.catalogue import MAX_GRID_YZ, Constraint, Shape
@@ -65,6 +65,20 @@ def grid_rows_fit(rows: int) -> Constraint:
         return None
 
     return Constraint(f"at most {MAX_GRID_YZ} blocks of {rows} rows along M", check)
+
+
+def grid_y_fits(grid: Callable[[Shape, int], tuple[int, int, int]]) -> Constraint:
+    """gridDim.y of ``grid`` (a kernel's grid for a shape and block edge) may not exceed 65535."""
+
+    def check(shape: Shape, block_edge: int) -> str | None:
+        rows = grid(shape, block_edge)[1]
+        if rows > MAX_GRID_YZ:
+            return (
+                f"M = {shape.m}, N = {shape.n} needs {rows} rows of blocks in grid y, over the limit of {MAX_GRID_YZ}"
+            )
+        return None
+
+    return Constraint(f"at most {MAX_GRID_YZ} rows of blocks in grid y", check)
 
 
 def checked_config(kernel_id: str, rung: Tunable, config: Config) -> Config:

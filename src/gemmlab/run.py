@@ -272,6 +272,15 @@ class _Measured:
     grid: tuple[int, int, int]
 
 
+def load_kernel(point: Point, compiled: CompiledKernel, device_index: int = 0) -> Any:
+    """``compiled`` loaded from its cubin, with ``point``'s dynamic shared memory opted in."""
+    from cuda.core import ObjectCode
+
+    kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
+    allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, device_index)
+    return kernel
+
+
 def bind(
     cp: Any, point: Point, compiled: CompiledKernel, info: gpu.DeviceInfo, device_index: int, cp_stream: Any,
     seed: int | None,
@@ -280,11 +289,10 @@ def bind(
     cp_stream``), and its compiled kernel bound to them on that stream, with
     the dynamic shared memory opted in and, for a persistent kernel, the grid
     the driver says fits at once: (prepared problem, launcher, grid)."""
-    from cuda.core import ObjectCode, Stream
+    from cuda.core import Stream
 
     prepared = point.spec.problem.prepare(cp, point, cp.random.default_rng(seed))
-    kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
-    allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, device_index)
+    kernel = load_kernel(point, compiled, device_index)
     stream = Stream.from_handle(cp_stream.ptr)
     grid = resident_grid(kernel, point, info, stream) if point.spec.persistent else point.grid
     args, workspace = prepared.args, None

@@ -79,6 +79,8 @@ def small_shapes(spec: catalogue.KernelSpec, block_edge: int) -> list[Shape]:
         Shape(37, 53, 136),
         # Odd N with no partial tile of K: a block crossing N copies whole tiles of unaligned rows of B.
         Shape(37, 53, 64),
+        # One row and one column past 128 x 256: sgemm_edge_strips's edge blocks, both kinds.
+        Shape(129, 257, 40),
     ]
     if spec.n_bytes_multiple:
         # C is a tensor map (N in whole 16-byte rows): odd M, and N still short of one tile.

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemmlab.catalogue import Dim3, KernelSpec, Shape
-from gemmlab.ladder import Config, cdiv, checked_config, find_rung, grid_rows_fit, needs, search_configs
+from gemmlab.ladder import Config, cdiv, checked_config, find_rung, grid_rows_fit, grid_y_fits, needs, search_configs
 from gemmlab.occupancy import sm_limits
 from gemmlab.problems import Prepared, Problem, poison, random_matrix, relative_error
 
@@ -230,6 +230,8 @@ class Rung:
     persistent: bool = False
     # The kernel's workspace (KernelSpec.workspace_bytes) for a configuration.
     workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None
+    # The grid for a configuration, when not one block per tile (sgemm_edge_strips).
+    grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None
 
     def config(self, values: tuple[int, ...] | None = None) -> Config:
         return dict(zip(self.params, values or self.default, strict=True))
@@ -281,6 +283,9 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     if rung.persistent:
         grid = lambda s, b: (cdiv(s.m, rows) * cdiv(s.n, cols), 1, 1)
         constraints = ()
+    if rung.grid is not None:
+        grid = rung.grid(c)
+        constraints = (grid_y_fits(grid),)
     dynamic_elems = rung.smem_bytes(c) // 4 if rung.dynamic_smem else 0
     return KernelSpec(
         id=rung.id,
@@ -410,6 +415,40 @@ def _stream_k_workspace(c: Config) -> Callable[[Shape, int], int]:
     return lambda s, blocks: cdiv(8 * blocks, 16) * 16 + 2 * blocks * tile_bytes
 
 
+# 16_edge_strips.cu's widest strip (EDGE_MAX): a remainder of M % BM or N % BN
+# up to this goes to edge blocks, each of which takes this many columns (rows
+# below the tiles) or rows (columns right of them).
+EDGE_MAX = 32
+
+
+def tiled_extent(extent: int, tile: int) -> int:
+    """How much of ``extent`` sgemm_edge_strips's tiles cover: all of it, or
+    all but a last strip of 1 .. EDGE_MAX (tiled_extent in 16_edge_strips.cu)."""
+    rest = extent % tile
+    return extent - rest if extent >= tile and rest <= EDGE_MAX else extent
+
+
+def edge_strips_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """sgemm_edge_strips's grid: the tiles, then rows of edge blocks (EDGE_MAX
+    columns of the strip below the tiles, or EDGE_MAX rows of the one to their
+    right, each), as many rows as those take at the tiles' width."""
+
+    def grid(s: Shape, block_edge: int) -> Dim3:
+        m_tiled, n_tiled = tiled_extent(s.m, c["BM"]), tiled_extent(s.n, c["BN"])
+        across, down = cdiv(n_tiled, c["BN"]), cdiv(m_tiled, c["BM"])
+        edge = (cdiv(s.n, EDGE_MAX) if m_tiled < s.m else 0) + (cdiv(m_tiled, EDGE_MAX) if n_tiled < s.n else 0)
+        return (across, down + cdiv(edge, across), 1)
+
+    return grid
+
+
+def _edge_rules(c: Config) -> list[str]:
+    floats, need = c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]), 8 * EDGE_MAX * 32
+    return _spread_rules(c) + needs(
+        floats >= need, f"the ring's {floats} floats of shared memory are fewer than an edge block's {need}"
+    )
+
+
 def _large_rung(
     rung_id: str,
     source: str,
@@ -419,6 +458,7 @@ def _large_rung(
     persistent: bool = False,
     workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None,
     search: tuple[tuple[int, ...], ...] = LARGE_TILE_SEARCH,
+    grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None,
 ) -> Rung:
     """sgemm_large_tile onwards: one block of 8 warps per SM, up to 128
     accumulators and two fragment buffers per thread, dynamic shared memory."""
@@ -442,6 +482,7 @@ def _large_rung(
         dynamic_smem=True,
         persistent=persistent,
         workspace=workspace,
+        grid=grid,
     )
 
 
@@ -597,6 +638,15 @@ RUNGS: tuple[Rung, ...] = (
         "sgemm_spread_copies (not stream-K) with each k-slice's FFMAs issued a column of outputs at a time",
         default=(128, 256, 16, 64, 64, 4, 1),
         rules=_spread_rules,
+    ),
+    _large_rung(
+        "sgemm_edge_strips",
+        "16_edge_strips.cu",
+        "sgemm_column_order on whole tiles; a last strip of up to 32 rows or columns of C in small blocks at the "
+        "end of the grid",
+        default=(128, 256, 16, 64, 64, 4, 1),
+        rules=_edge_rules,
+        grid=edge_strips_grid,
     ),
 )
 
