@@ -18,11 +18,11 @@ LADDER = [
     "sgemm_coalesced", "sgemm_smem", "sgemm_1d_blocktile", "sgemm_2d_blocktile", "sgemm_vectorized",
     "sgemm_swizzled", "sgemm_warptile", "sgemm_double_buffer", "sgemm_multistage", "sgemm_swizzle_l2",
     "sgemm_large_tile", "sgemm_lean_loop", "sgemm_spread_copies", "sgemm_stream_k",
-    "sgemm_column_order", "sgemm_edge_strips",
+    "sgemm_column_order", "sgemm_edge_strips", "sgemm_padded_b",
 ]  # fmt: skip
 # The rungs built for one block per SM: up to 128 accumulators, dynamic shared memory.
 LARGE = ("sgemm_large_tile", "sgemm_lean_loop", "sgemm_spread_copies", "sgemm_stream_k", "sgemm_column_order",
-         "sgemm_edge_strips")  # fmt: skip
+         "sgemm_edge_strips", "sgemm_padded_b")  # fmt: skip
 # Rungs not yet in the stored benchmark, so not yet in the catalogue (sgemm.CANDIDATE_RUNGS).
 CANDIDATES: list[str] = []
 ARCHS = ("sm_90", "sm_80")
@@ -62,8 +62,8 @@ def test_default_compiles_without_spills(kernel_id: str, arch: str) -> None:
     r = sgemm.rung(kernel_id)
     # The static shared memory the model predicts is what ptxas allocated (none
     # for the rungs whose tiles live in the launch's dynamic shared memory).
-    if r.dynamic_smem and spec.persistent:
-        assert res.smem_bytes <= 256  # a persistent block's note of its next piece of work
+    if r.dynamic_smem and spec.workspace_bytes is not None:
+        assert res.smem_bytes <= 256  # a block's note of its next piece of work, or of its ticket
     else:
         assert res.smem_bytes == (0 if r.dynamic_smem else r.smem_bytes(c))
     threads = r.threads(c)
@@ -146,8 +146,10 @@ def test_grid_covers_c_for_any_shape(kernel_id: str, config: dict) -> None:
             assert (gx, gy) == (tiles_m * tiles_n, 1)
             assert threads * sgemm.outputs_per_thread(spec) == rows * cols
             continue
-        if kernel_id == "sgemm_edge_strips":
-            assert _edge_strips_cover(shape, (gx, gy), rows, cols), shape
+        if kernel_id in ("sgemm_edge_strips", "sgemm_padded_b"):
+            # sgemm_padded_b: the rows of blocks that copy B come first (N % 4 != 0).
+            pad_rows = math.ceil(sgemm.PAD_BLOCKS / gx) if kernel_id == "sgemm_padded_b" and shape.n % 4 else 0
+            assert _edge_strips_cover(shape, (gx, gy - pad_rows), rows, cols), shape
             continue
         group = config.get("GROUP_M", 1)
         # Block (x, y) computes tile row y * group + x % group, tile column x // group.
@@ -193,7 +195,7 @@ def test_candidates_run_outside_the_catalogue() -> None:
 @pytest.mark.parametrize("kid", LARGE)
 def test_large_tile_geometry_and_dynamic_shared_memory(kid: str) -> None:
     spec = sgemm.variant(kid, {})
-    spread = kid in ("sgemm_spread_copies", "sgemm_stream_k", "sgemm_column_order", "sgemm_edge_strips")
+    spread = kid not in ("sgemm_large_tile", "sgemm_lean_loop")
     stages = 4 if spread else 3  # a tile arrives a step later when the copies are spread
     assert spec.name_expression("float32", 0) == f"{kid}<float, 128, 256, 16, 64, 64, {stages}, 1>"
     p = catalogue.point(kid, Shape(1000, 1000, 1000), spec=spec)
@@ -222,12 +224,12 @@ def test_large_tile_geometry_and_dynamic_shared_memory(kid: str) -> None:
 @pytest.mark.parametrize("kid", LARGE)
 def test_large_tile_uses_the_registers_of_one_block_per_sm(kid: str, arch: str) -> None:
     """MIN_BLOCKS = 1: no spill, no stack, no static shared memory (but a
-    persistent block's note of its next piece of work), and more than the 128
+    block's note of its next piece of work or its ticket), and more than the 128
     registers that capped every rung before it."""
     spec = sgemm.variant(kid, {})
     res = compile_kernel(spec, 0, "float32", arch, use_cache=False).resources
     assert res.spill_bytes == 0 and res.stack_bytes == 0, res
-    assert res.smem_bytes == 0 or (spec.persistent and 0 < res.smem_bytes <= 256), res
+    assert res.smem_bytes == 0 or (spec.workspace_bytes is not None and 0 < res.smem_bytes <= 256), res
     assert 128 < res.registers <= 255
 
 
@@ -362,3 +364,19 @@ def test_edge_strips_refuse_a_grid_too_tall() -> None:
     bad = spec.violations(Shape(2_200_000, 257, 8), 0, "float32")
     assert bad and "65535" in bad[0] and "grid y" in bad[0]
     assert not spec.violations(Shape(2_000_000, 256, 8), 0, "float32")
+
+
+def test_padded_b_adds_its_copy_only_when_rows_of_b_are_unaligned() -> None:
+    spec = sgemm.variant("sgemm_padded_b", {})
+    edge = sgemm.variant("sgemm_edge_strips", {})
+    for shape in (Shape.square(4096), Shape(4097, 4096, 4097), Shape(300, 1000, 70)):
+        assert spec.grid(shape, 0) == edge.grid(shape, 0)  # N % 4 == 0: no copy, rung 16's grid
+        assert spec.workspace_bytes(shape, 1) == 16  # the two counters only
+    for shape in (Shape.square(4097), Shape.square(4095), Shape(129, 257, 40)):
+        gx, gy, _ = spec.grid(shape, 0)
+        assert gy == edge.grid(shape, 0)[1] + math.ceil(sgemm.PAD_BLOCKS / gx)
+        assert spec.workspace_bytes(shape, 1) == 16 + 4 * shape.k * math.ceil(shape.n / 4) * 4
+    # B of 46340 x 46341 floats fits 32-bit indexing, padded to 46344 columns it does not.
+    assert 46340 * 46341 <= catalogue.MAX_INDEX < 46340 * 46344
+    bad = spec.violations(Shape(8, 46341, 46340), 0, "float32")
+    assert any("padded" in v and "2^31" in v for v in bad), bad

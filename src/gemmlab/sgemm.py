@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemmlab.catalogue import Dim3, KernelSpec, Shape
+from gemmlab.catalogue import MAX_INDEX, Constraint, Dim3, KernelSpec, Shape
 from gemmlab.ladder import Config, cdiv, checked_config, find_rung, grid_rows_fit, grid_y_fits, needs, search_configs
 from gemmlab.occupancy import sm_limits
 from gemmlab.problems import Prepared, Problem, poison, random_matrix, relative_error
@@ -232,6 +232,8 @@ class Rung:
     workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None
     # The grid for a configuration, when not one block per tile (sgemm_edge_strips).
     grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None
+    # Requirements on the shape beyond those of the grid.
+    constraints: tuple[Constraint, ...] = ()
 
     def config(self, values: tuple[int, ...] | None = None) -> Config:
         return dict(zip(self.params, values or self.default, strict=True))
@@ -286,6 +288,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     if rung.grid is not None:
         grid = rung.grid(c)
         constraints = (grid_y_fits(grid),)
+    constraints += rung.constraints
     dynamic_elems = rung.smem_bytes(c) // 4 if rung.dynamic_smem else 0
     return KernelSpec(
         id=rung.id,
@@ -442,6 +445,36 @@ def edge_strips_grid(c: Config) -> Callable[[Shape, int], Dim3]:
     return grid
 
 
+# 17_padded_b.cu's PAD_BLOCKS: the blocks that copy B into its padded form,
+# in whole rows of the grid in front of sgemm_edge_strips's.
+PAD_BLOCKS = 128
+
+
+def padded_b_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """sgemm_padded_b's grid: sgemm_edge_strips's, and when N % 4 != 0 the
+    rows of PAD_BLOCKS blocks (rounded up to whole rows) that copy B first."""
+    edge = edge_strips_grid(c)
+
+    def grid(s: Shape, block_edge: int) -> Dim3:
+        across, down, _ = edge(s, block_edge)
+        return (across, down + (cdiv(PAD_BLOCKS, across) if s.n % 4 else 0), 1)
+
+    return grid
+
+
+def _padded_b_workspace(c: Config) -> Callable[[Shape, int], int]:
+    """Two 64-bit counters (16 bytes), then, when N % 4 != 0, B with its rows
+    padded to a multiple of 4 floats (see 17_padded_b.cu)."""
+    return lambda s, blocks: 16 + (4 * s.k * cdiv(s.n, 4) * 4 if s.n % 4 else 0)
+
+
+def _padded_b_fits(shape: Shape, block_edge: int) -> str | None:
+    elems = shape.k * cdiv(shape.n, 4) * 4
+    if shape.n % 4 and elems > MAX_INDEX:
+        return f"B padded to rows of a multiple of 4 floats has {elems} elements, over the 2^31 - 1 of 32-bit indexing"
+    return None
+
+
 def _edge_rules(c: Config) -> list[str]:
     floats, need = c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]), 8 * EDGE_MAX * 32
     return _spread_rules(c) + needs(
@@ -459,6 +492,7 @@ def _large_rung(
     workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None,
     search: tuple[tuple[int, ...], ...] = LARGE_TILE_SEARCH,
     grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None,
+    constraints: tuple[Constraint, ...] = (),
 ) -> Rung:
     """sgemm_large_tile onwards: one block of 8 warps per SM, up to 128
     accumulators and two fragment buffers per thread, dynamic shared memory."""
@@ -483,6 +517,7 @@ def _large_rung(
         persistent=persistent,
         workspace=workspace,
         grid=grid,
+        constraints=constraints,
     )
 
 
@@ -647,6 +682,17 @@ RUNGS: tuple[Rung, ...] = (
         default=(128, 256, 16, 64, 64, 4, 1),
         rules=_edge_rules,
         grid=edge_strips_grid,
+    ),
+    _large_rung(
+        "sgemm_padded_b",
+        "17_padded_b.cu",
+        "sgemm_edge_strips that, when N % 4 != 0, first copies B with its rows padded to 16 bytes, so the tiles "
+        "copy B 16 bytes at a time at every N",
+        default=(128, 256, 16, 64, 64, 4, 1),
+        rules=_edge_rules,
+        grid=padded_b_grid,
+        workspace=_padded_b_workspace,
+        constraints=(Constraint("B padded to whole 16-byte rows fits 32-bit indexing", _padded_b_fits),),
     ),
 )
 

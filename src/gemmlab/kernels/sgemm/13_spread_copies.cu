@@ -40,10 +40,15 @@
 
 // The whole kernel for one way of copying B (sgemm_spread_copies picks one)
 // and one order of the FFMAs (sgemm_column_order's BY_COLUMN, see outer_product).
+// Left out, the last three are this block's: B's rows n floats apart (nb, a
+// multiple of 4 for B_VEC; columns n .. nb - 1 are then read, and must be
+// zero: a tile crossing N moves left to end at nb, not n) and the tile at
+// (blockIdx.y BM, blockIdx.x BN) (sgemm_padded_b gives its own).
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool B_VEC, bool BY_COLUMN = false>
 __device__ __forceinline__ void spread_copies_body(const float* __restrict__ a, const float* __restrict__ b,
                                                    const float* c_in, float* c_out, int m, int n, int k,
-                                                   float alpha, float beta) {
+                                                   float alpha, float beta, int nb = 0, int tile_row = -1,
+                                                   int tile_col = -1) {
     static_assert((BM / WM) * (BN / WN) == 8, "SectorPlan's copies are laid out for 8 warps");
     static_assert(WM % 16 == 0 && WN % 32 == 0, "a warp tile is whole 16 x 32 sub-tiles");
     static_assert(BM % 32 == 0 && BN % 32 == 0 && BK % 8 == 0, "whole 32-row bands, 32-column groups, 8 k-slices");
@@ -65,14 +70,16 @@ __device__ __forceinline__ void spread_copies_body(const float* __restrict__ a, 
     // left to end at M or N: it computes outputs it does not own, and stores only
     // its own, but every copy of the plan stays inside A and B. (Smaller matrices
     // take the guarded loader for every tile.)
-    const int row_owned = blockIdx.y * BM, col_owned = blockIdx.x * BN;
+    const int row_owned = (tile_row < 0 ? blockIdx.y : tile_row) * BM;
+    const int col_owned = (tile_col < 0 ? blockIdx.x : tile_col) * BN;
+    const int ldb = nb > 0 ? nb : n;  // B's row stride, and the columns its copies may read
     const bool inside = m >= BM && n >= BN;
     const int row0 = inside ? min(row_owned, m - BM) : row_owned;
-    const int col0 = inside ? min(col_owned, n - BN) : col_owned;
+    const int col0 = inside ? min(col_owned, ldb - BN) : col_owned;  // B_VEC: a multiple of 4
     const bool c_vec = n % 4 == 0 && aligned16(c_in) && aligned16(c_out);
     const int tiles = (k + BK - 1) / BK;
     const int whole_tiles = inside ? k / BK : 0;
-    const SectorPlan<BM, BN, BK, B_VEC> plan(row0, col0, n, k, tid);
+    const SectorPlan<BM, BN, BK, B_VEC> plan(row0, col0, ldb, k, tid);
     float acc[TM][TN] = {};
     float a_frag[2][TM], b_frag[2][TN];
 
@@ -80,11 +87,11 @@ __device__ __forceinline__ void spread_copies_body(const float* __restrict__ a, 
     // !on), or the guarded loader (the last, partial tile of K, and every tile of a
     // matrix smaller than the block tile).
     auto planned = [&](int j, int s, int part, int parts, bool on) {
-        plan.issue(&a_tiles[s][0][0], &b_tiles[s][0][0], a + j * BK, b + static_cast<long long>(j) * BK * n, n, k,
-                   part, parts, on);
+        plan.issue(&a_tiles[s][0][0], &b_tiles[s][0][0], a + j * BK, b + static_cast<long long>(j) * BK * ldb, ldb,
+                   k, part, parts, on);
     };
     auto guarded = [&](int j, int s) {
-        load_tiles<BM, BN, BK, THREADS, SliceSwizzle>(a_tiles[s], b_tiles[s], a, b, row0, col0, j * BK, m, n, k,
+        load_tiles<BM, BN, BK, THREADS, SliceSwizzle>(a_tiles[s], b_tiles[s], a, b, row0, col0, j * BK, m, ldb, k,
                                                       B_VEC, tid);
     };
     auto fragments = [&](int s, int kk, int buf) {

@@ -17,8 +17,8 @@
 // wave leaves idle. A remainder over EDGE_MAX keeps rung 13's moved tile.
 // The two strip functions are __noinline__: inlined, their code changed how
 // ptxas allocated the tiles' registers (and their speed at 4095, which has no
-// strip, by 2%); called, the tiles' loop is the same instruction for
-// instruction whatever the strips' code.
+// strip, by 2%); called, it disturbs the tiles' loops much less, though not
+// always not at all (docs/sgemm-ladder.md).
 // Predicted (H200, written before measuring): N = 4097 from 37.0 TFLOP/s
 // (rung 15) to about 45, the speed of rung 15's guarded copies (B_VEC false,
 // 45.6 at 4095), since the strips (134 MB read by 16 idle SMs at about 20
@@ -42,8 +42,9 @@ __device__ __forceinline__ int tiled_extent(int extent, int tile) {
 // then the 8 warps' sums are added in warp order. The rows of A are staged a
 // chunk at a time, transposed (a_t[kk][i], rows past m zero), so each k-slice's
 // values are float4 broadcasts. Every load of a chunk, A's (thread t: k-slice t
-// of each row) and B's (32 per thread), goes out before the first FFMA: an SM
-// runs one such block, and only the loads in flight hide the memory's latency.
+// of each row) and B's (32 per thread), goes out together, and before the FFMAs
+// of the chunk ahead of it: an SM runs one such block, and only the loads in
+// flight hide the memory's latency.
 __device__ __noinline__ void row_strip(const float* __restrict__ a, const float* __restrict__ b,
                                           const float* c_in, float* c_out, int row0, int c0, int m, int n, int k,
                                           float alpha, float beta, float* smem) {
@@ -53,9 +54,8 @@ __device__ __noinline__ void row_strip(const float* __restrict__ a, const float*
     const int col = c0 + lane, col_read = min(col, n - 1);  // a column past N reads a real one, never stored
     float (*a_t)[STRIDE] = reinterpret_cast<float (*)[STRIDE]>(smem);
     float acc[EDGE_MAX] = {};
-    for (int k0 = 0; k0 < k; k0 += EDGE_KC) {
-        __syncthreads();  // the last chunk's a_t is read by everyone
-        float av[EDGE_MAX];  // thread t stages k-slice t: all its loads go out at once
+    float av[EDGE_MAX], bv[PER_WARP];  // a chunk's loads: thread t's k-slice t of A's rows, and 32 of B
+    auto load = [&](int k0) {
 #pragma unroll
         for (int i = 0; i < EDGE_MAX; ++i) {
             if (i < 4 * groups) {
@@ -63,16 +63,27 @@ __device__ __noinline__ void row_strip(const float* __restrict__ a, const float*
             }
         }
 #pragma unroll
+        for (int s = 0; s < PER_WARP; ++s) {
+            const int kk = warp + s * WARPS;
+            bv[s] = k0 + kk < k ? b[(k0 + kk) * n + col_read] : 0.f;
+        }
+    };
+    load(0);
+    for (int k0 = 0; k0 < k; k0 += EDGE_KC) {
+        __syncthreads();  // the last chunk's a_t is read by everyone
+#pragma unroll
         for (int i = 0; i < EDGE_MAX; ++i) {
             if (i < 4 * groups) {
                 a_t[threadIdx.x][i] = av[i];
             }
         }
-        float bv[PER_WARP];
+        float bc[PER_WARP];
 #pragma unroll
         for (int s = 0; s < PER_WARP; ++s) {
-            const int kk = warp + s * WARPS;
-            bv[s] = k0 + kk < k ? b[(k0 + kk) * n + col_read] : 0.f;
+            bc[s] = bv[s];
+        }
+        if (k0 + EDGE_KC < k) {
+            load(k0 + EDGE_KC);  // the next chunk's loads fly while this one's FFMAs run
         }
         __syncthreads();  // a_t is in
 #pragma unroll
@@ -82,10 +93,10 @@ __device__ __noinline__ void row_strip(const float* __restrict__ a, const float*
             for (int q = 0; q < EDGE_MAX / 4; ++q) {
                 if (q < groups) {
                     const float4 v = *reinterpret_cast<const float4*>(at + 4 * q);
-                    acc[4 * q] += v.x * bv[s];
-                    acc[4 * q + 1] += v.y * bv[s];
-                    acc[4 * q + 2] += v.z * bv[s];
-                    acc[4 * q + 3] += v.w * bv[s];
+                    acc[4 * q] += v.x * bc[s];
+                    acc[4 * q + 1] += v.y * bc[s];
+                    acc[4 * q + 2] += v.z * bc[s];
+                    acc[4 * q + 3] += v.w * bc[s];
                 }
             }
         }
@@ -118,8 +129,9 @@ __device__ __noinline__ void row_strip(const float* __restrict__ a, const float*
 // EDGE_MAX of them): warp w takes 4 rows and lane l the k-slices l, l + 32, ...
 // of each chunk; the columns of B are staged a chunk at a time (b_s[kk][j],
 // thread t: k-slice t; columns past n zero; stride EDGE_MAX + 1, so 32 lanes at
-// 32 k-slices hit 32 banks). All of a chunk's loads go out before its FFMAs; at
-// the end each output's 32 lane sums are added by a butterfly of shuffles.
+// 32 k-slices hit 32 banks). All of a chunk's loads go out together, before the
+// FFMAs of the chunk ahead of it; at the end each output's 32 lane sums are
+// added by a butterfly of shuffles.
 __device__ __noinline__ void column_strip(const float* __restrict__ a, const float* __restrict__ b,
                                              const float* c_in, float* c_out, int r0, int m_end, int col0, int n,
                                              int k, float alpha, float beta, float* smem) {
@@ -129,18 +141,12 @@ __device__ __noinline__ void column_strip(const float* __restrict__ a, const flo
     const int row_first = r0 + warp * ROWS;
     float (*b_s)[STRIDE] = reinterpret_cast<float (*)[STRIDE]>(smem);
     float acc[ROWS][EDGE_MAX] = {};
-    for (int k0 = 0; k0 < k; k0 += EDGE_KC) {
-        __syncthreads();  // the last chunk's b_s is read by everyone
-        float bv[EDGE_MAX];  // thread t stages k-slice t: all its loads go out at once
+    float bv[EDGE_MAX], av[ROWS][SLICES];  // a chunk's loads: thread t's k-slice t of B's columns, and A's
+    auto load = [&](int k0) {
 #pragma unroll
         for (int j = 0; j < EDGE_MAX; ++j) {
             bv[j] = j < cols && k0 + threadIdx.x < k ? b[(k0 + threadIdx.x) * n + col0 + j] : 0.f;
         }
-#pragma unroll
-        for (int j = 0; j < EDGE_MAX; ++j) {
-            b_s[threadIdx.x][j] = bv[j];
-        }
-        float av[ROWS][SLICES];
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
             const int row = min(row_first + r, m_end - 1);  // a row past m_end reads a real one, never stored
@@ -149,6 +155,25 @@ __device__ __noinline__ void column_strip(const float* __restrict__ a, const flo
                 const int kk = k0 + lane + 32 * s;
                 av[r][s] = kk < k ? a[row * k + kk] : 0.f;
             }
+        }
+    };
+    load(0);
+    for (int k0 = 0; k0 < k; k0 += EDGE_KC) {
+        __syncthreads();  // the last chunk's b_s is read by everyone
+#pragma unroll
+        for (int j = 0; j < EDGE_MAX; ++j) {
+            b_s[threadIdx.x][j] = bv[j];
+        }
+        float ac[ROWS][SLICES];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+#pragma unroll
+            for (int s = 0; s < SLICES; ++s) {
+                ac[r][s] = av[r][s];
+            }
+        }
+        if (k0 + EDGE_KC < k) {
+            load(k0 + EDGE_KC);  // the next chunk's loads fly while this one's FFMAs run
         }
         __syncthreads();  // b_s is in
 #pragma unroll
@@ -162,7 +187,7 @@ __device__ __noinline__ void column_strip(const float* __restrict__ a, const flo
                         const float bj = bs[4 * q + u];
 #pragma unroll
                         for (int r = 0; r < ROWS; ++r) {
-                            acc[r][4 * q + u] += av[r][s] * bj;
+                            acc[r][4 * q + u] += ac[r][s] * bj;
                         }
                     }
                 }
