@@ -380,3 +380,12 @@ def test_padded_b_adds_its_copy_only_when_rows_of_b_are_unaligned() -> None:
     assert 46340 * 46341 <= catalogue.MAX_INDEX < 46340 * 46344
     bad = spec.violations(Shape(8, 46341, 46340), 0, "float32")
     assert any("padded" in v and "2^31" in v for v in bad), bad
+
+
+def test_edge_blocks_need_their_shared_memory() -> None:
+    """An edge block stages 256 k-slices of up to 32 rows (padded to 36) in the
+    ring's shared memory: a ring smaller than that is refused by name."""
+    for kid in ("sgemm_edge_strips", "sgemm_padded_b"):
+        small = {**sgemm.default_config(kid), "BK": 8, "STAGES": 2}  # 2 x 8 x 384 = 6144 floats
+        found = sgemm.rung(kid).violations(small)
+        assert any("fewer than an edge block's 9216" in v for v in found), found

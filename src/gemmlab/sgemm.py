@@ -422,6 +422,7 @@ def _stream_k_workspace(c: Config) -> Callable[[Shape, int], int]:
 # up to this goes to edge blocks, each of which takes this many columns (rows
 # below the tiles) or rows (columns right of them).
 EDGE_MAX = 32
+EDGE_KC = 256  # k-slices per chunk an edge block stages (16_edge_strips.cu)
 
 
 def tiled_extent(extent: int, tile: int) -> int:
@@ -445,8 +446,9 @@ def edge_strips_grid(c: Config) -> Callable[[Shape, int], Dim3]:
     return grid
 
 
-# 17_padded_b.cu's PAD_BLOCKS: the blocks that copy B into its padded form,
-# in whole rows of the grid in front of sgemm_edge_strips's.
+# The blocks of sgemm_padded_b that copy B into its padded form, in whole rows
+# of the grid in front of sgemm_edge_strips's (17_padded_b.cu counts the rows
+# past rung 16's as theirs).
 PAD_BLOCKS = 128
 
 
@@ -476,7 +478,8 @@ def _padded_b_fits(shape: Shape, block_edge: int) -> str | None:
 
 
 def _edge_rules(c: Config) -> list[str]:
-    floats, need = c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]), 8 * EDGE_MAX * 32
+    # A chunk of a strip's operand (EDGE_KC x (EDGE_MAX + 4) floats), then the 8 warps' sums.
+    floats, need = c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]), max(EDGE_KC * (EDGE_MAX + 4), 8 * EDGE_MAX * 32)
     return _spread_rules(c) + needs(
         floats >= need, f"the ring's {floats} floats of shared memory are fewer than an edge block's {need}"
     )

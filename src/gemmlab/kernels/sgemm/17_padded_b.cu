@@ -3,8 +3,9 @@
 // that the tiles copy B 16 bytes at a time at every N.
 // Source: not from the documents; the tickets are the dynamic block numbering
 // of decoupled look-back scans (Merrill and Garland, 2016). Launch:
-// sgemm_edge_strips's grid with, when N % 4 != 0, PAD_BLOCKS more blocks in
-// whole rows of the grid (sgemm.padded_b_grid); 8 warps; dynamic shared memory
+// sgemm_edge_strips's grid with, when N % 4 != 0, sgemm.PAD_BLOCKS (128) more
+// blocks in whole rows of the grid (sgemm.padded_b_grid; the kernel counts
+// the rows beyond rung 16's as the copy's); 8 warps; dynamic shared memory
 // as sgemm_spread_copies; a last argument, the workspace: two 64-bit counters
 // (zero before the first launch; they count up over the launches of one
 // grid), then, from byte 16, the padded B: K rows of N rounded up to 4 floats.
@@ -16,20 +17,20 @@
 // at 4095 and 4097, against about 1% to copy B once: one read and one write
 // (67 MB each at 4097). Whatever block runs first must do the copy, and no
 // tile may read B before it is finished; so a block's work is a ticket from
-// an atomic counter, not its blockIdx. Tickets 0 .. PAD_BLOCKS - 1 of a launch
-// copy a share of B each and count themselves done; the others wait until
-// all of them are, then do rung 16's work number ticket - PAD_BLOCKS. A block
-// waits only for blocks with smaller tickets, which are running already, so
-// the wait ends whatever order the GPU starts blocks in. At N % 4 == 0 there
-// is no copy and no ticket: rung 16's kernel, with the same two bodies.
+// an atomic counter, not its blockIdx. The first tickets of a launch, one per
+// copying block, copy a share of B each and count themselves done; the others
+// wait until all of those are, then do rung 16's work number ticket - the
+// copying blocks. A block waits only for blocks with smaller tickets, which
+// are running already, so the wait ends whatever order the GPU starts blocks
+// in. At N % 4 == 0 there is no copy and no ticket: rung 16's kernel, with
+// the same two bodies.
 // Predicted (H200, written before measuring): 4095 and 4097 at about 47.5
 // TFLOP/s, 97-98% of the 48.6 at 4096 (the tiles at the 16-byte path's speed,
 // about 2% for the copy); every N % 4 == 0 as rung 16.
 
 #include "16_edge_strips.cu"
 
-constexpr int PAD_BLOCKS = 128;  // blocks that copy B (sgemm.PAD_BLOCKS agrees)
-constexpr int PAD_UNROLL = 8;    // float4s of the copy per thread and step: their loads go out together
+constexpr int PAD_UNROLL = 8;  // float4s of the copy per thread and step: their loads go out together
 
 // B (k rows, n floats apart) into bp (nb = n rounded up to 4 floats apart;
 // columns n .. nb - 1 zero): block `part` of `parts` writes the float4s part x
@@ -73,7 +74,7 @@ sgemm_padded_b(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, 
     const int row_blocks = m_tiled < m ? (n + 31) / 32 : 0;
     const int col_blocks = n_tiled < n ? (m_tiled + 31) / 32 : 0;
     const int work_rows = tile_rows + (row_blocks + col_blocks + across - 1) / across;
-    const int pad_blocks = (gridDim.y - work_rows) * across;  // PAD_BLOCKS in whole rows, or none
+    const int pad_blocks = (gridDim.y - work_rows) * across;  // sgemm.PAD_BLOCKS in whole rows, or none
     const int nb = (n + 3) / 4 * 4;
     float4* bp = reinterpret_cast<float4*>(work + 2);
     int w = blockIdx.y * across + blockIdx.x;  // this block's work: a tile, then the edge blocks
