@@ -464,15 +464,20 @@ def padded_b_grid(c: Config) -> Callable[[Shape, int], Dim3]:
     return grid
 
 
+def _padded_b_elems(s: Shape) -> int:
+    """sgemm_padded_b's copy of B: K rows of N rounded up to 4 floats, or none
+    when N % 4 == 0."""
+    return s.k * cdiv(s.n, 4) * 4 if s.n % 4 else 0
+
+
 def _padded_b_workspace(c: Config) -> Callable[[Shape, int], int]:
-    """Two 64-bit counters (16 bytes), then, when N % 4 != 0, B with its rows
-    padded to a multiple of 4 floats (see 17_padded_b.cu)."""
-    return lambda s, blocks: 16 + (4 * s.k * cdiv(s.n, 4) * 4 if s.n % 4 else 0)
+    """Two 64-bit counters (16 bytes), then the padded B (see 17_padded_b.cu)."""
+    return lambda s, blocks: 16 + 4 * _padded_b_elems(s)
 
 
 def _padded_b_fits(shape: Shape, block_edge: int) -> str | None:
-    elems = shape.k * cdiv(shape.n, 4) * 4
-    if shape.n % 4 and elems > MAX_INDEX:
+    elems = _padded_b_elems(shape)
+    if elems > MAX_INDEX:
         return f"B padded to rows of a multiple of 4 floats has {elems} elements, over the 2^31 - 1 of 32-bit indexing"
     return None
 

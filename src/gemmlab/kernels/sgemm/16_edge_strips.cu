@@ -214,25 +214,45 @@ __device__ __noinline__ void column_strip(const float* __restrict__ a, const flo
     }
 }
 
-template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MIN_BLOCKS>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
-sgemm_edge_strips(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n, int k,
-                  T alpha, T beta) {
-    static_assert((BM / WM) * (BN / WN) * 32 == EDGE_KC, "an edge block's thread t stages k-slice t of a chunk");
-    static_assert(STAGES * BK * (BM + BN) >= EDGE_KC * (EDGE_MAX + 4) && STAGES * BK * (BM + BN) >= 8 * EDGE_MAX * 32,
+// Where the tiles end and how many edge blocks follow them, for an M x N
+// matrix (sgemm.edge_strips_grid lays out the same), and what edge block e
+// does: the strip below the tiles first, 32 columns a block, then the one to
+// their right, 32 rows a block. THREADS and RING_FLOATS (the ring's shared
+// memory, which an edge block reuses) are checked against what a block needs.
+template <int BM, int BN, int THREADS, int RING_FLOATS>
+struct EdgeSplit {
+    static_assert(THREADS == EDGE_KC, "an edge block's thread t stages k-slice t of a chunk");
+    static_assert(RING_FLOATS >= EDGE_KC * (EDGE_MAX + 4) && RING_FLOATS >= 8 * EDGE_MAX * 32,
                   "an edge block stages its operand and its warps' sums in the ring's shared memory");
-    const int m_tiled = tiled_extent(m, BM), n_tiled = tiled_extent(n, BN);
-    const int tile_rows = (m_tiled + BM - 1) / BM;
-    if (blockIdx.y >= tile_rows) {
+    int m_tiled, n_tiled, tile_rows;
+
+    __device__ __forceinline__ EdgeSplit(int m, int n)
+        : m_tiled(tiled_extent(m, BM)), n_tiled(tiled_extent(n, BN)), tile_rows((m_tiled + BM - 1) / BM) {}
+
+    __device__ __forceinline__ int row_blocks(int m, int n) const { return m_tiled < m ? (n + 31) / 32 : 0; }
+    __device__ __forceinline__ int col_blocks(int n) const { return n_tiled < n ? (m_tiled + 31) / 32 : 0; }
+
+    __device__ __forceinline__ void run(int e, const float* __restrict__ a, const float* __restrict__ b,
+                                        const float* c_in, float* c_out, int m, int n, int k, float alpha,
+                                        float beta) const {
+        const int row_blocks = this->row_blocks(m, n);
         extern __shared__ float4 smem4[];
         float* smem = reinterpret_cast<float*>(smem4);
-        const int e = (blockIdx.y - tile_rows) * gridDim.x + blockIdx.x;
-        const int row_blocks = m_tiled < m ? (n + 31) / 32 : 0;
         if (e < row_blocks) {
             row_strip(a, b, c_in, c_out, m_tiled, 32 * e, m, n, k, alpha, beta, smem);
         } else if (n_tiled < n && 32 * (e - row_blocks) < m_tiled) {
             column_strip(a, b, c_in, c_out, 32 * (e - row_blocks), m_tiled, n_tiled, n, k, alpha, beta, smem);
         }
+    }
+};
+
+template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MIN_BLOCKS>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
+sgemm_edge_strips(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n, int k,
+                  T alpha, T beta) {
+    const EdgeSplit<BM, BN, (BM / WM) * (BN / WN) * 32, STAGES * BK * (BM + BN)> split(m, n);
+    if (blockIdx.y >= split.tile_rows) {
+        split.run((blockIdx.y - split.tile_rows) * gridDim.x + blockIdx.x, a, b, c_in, c_out, m, n, k, alpha, beta);
         return;
     }
     if (n % 4 == 0 && aligned16(b)) {

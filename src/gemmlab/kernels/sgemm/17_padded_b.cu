@@ -64,16 +64,11 @@ template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MI
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
 sgemm_padded_b(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n, int k,
                T alpha, T beta, unsigned long long* work) {
-    static_assert((BM / WM) * (BN / WN) * 32 == EDGE_KC, "an edge block's thread t stages k-slice t of a chunk");
-    static_assert(STAGES * BK * (BM + BN) >= EDGE_KC * (EDGE_MAX + 4) && STAGES * BK * (BM + BN) >= 8 * EDGE_MAX * 32,
-                  "an edge block stages its operand and its warps' sums in the ring's shared memory");
-    extern __shared__ float4 smem4[];
     __shared__ unsigned long long ticket;
-    const int m_tiled = tiled_extent(m, BM), n_tiled = tiled_extent(n, BN);
-    const int tile_rows = (m_tiled + BM - 1) / BM, across = gridDim.x;
-    const int row_blocks = m_tiled < m ? (n + 31) / 32 : 0;
-    const int col_blocks = n_tiled < n ? (m_tiled + 31) / 32 : 0;
-    const int work_rows = tile_rows + (row_blocks + col_blocks + across - 1) / across;
+    const EdgeSplit<BM, BN, (BM / WM) * (BN / WN) * 32, STAGES * BK * (BM + BN)> split(m, n);
+    const int across = gridDim.x;
+    const int edge_blocks = split.row_blocks(m, n) + split.col_blocks(n);
+    const int work_rows = split.tile_rows + (edge_blocks + across - 1) / across;
     const int pad_blocks = (gridDim.y - work_rows) * across;  // sgemm.PAD_BLOCKS in whole rows, or none
     const int nb = (n + 3) / 4 * 4;
     float4* bp = reinterpret_cast<float4*>(work + 2);
@@ -106,14 +101,8 @@ sgemm_padded_b(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, 
         w = local - pad_blocks;
     }
     const int wy = w / across, wx = w % across;
-    if (wy >= tile_rows) {
-        float* smem = reinterpret_cast<float*>(smem4);
-        const int e = w - tile_rows * across;
-        if (e < row_blocks) {
-            row_strip(a, b, c_in, c_out, m_tiled, 32 * e, m, n, k, alpha, beta, smem);
-        } else if (n_tiled < n && 32 * (e - row_blocks) < m_tiled) {
-            column_strip(a, b, c_in, c_out, 32 * (e - row_blocks), m_tiled, n_tiled, n, k, alpha, beta, smem);
-        }
+    if (wy >= split.tile_rows) {
+        split.run(w - split.tile_rows * across, a, b, c_in, c_out, m, n, k, alpha, beta);
         return;
     }
     // The padded copy, or B itself when its rows are aligned; the 4-byte copies are
