@@ -7,6 +7,8 @@ workspace, every result right and the counters moving on by a launch's worth."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -29,15 +31,11 @@ SHAPES = [
 CASES = [(kid, s) for kid in KERNELS for s in SHAPES]
 
 
-def _spec(kernel_id: str) -> catalogue.KernelSpec:
-    return catalogue.get(kernel_id) if kernel_id in catalogue.kernel_ids() else sgemm.variant(kernel_id, {})
-
-
 @pytest.mark.parametrize(("kernel_id", "shape"), CASES, ids=[f"{k}-{s}" for k, s in CASES])
 def test_strips_verify(kernel_id: str, shape: Shape) -> None:
     from gemmlab.run import run
 
-    result = run(kernel_id, shape, reps=1, warmup=1, baseline=False, spec=_spec(kernel_id))
+    result = run(kernel_id, shape, reps=1, warmup=1, baseline=False, spec=sgemm.variant(kernel_id, {}))
     assert result.error < 1e-5
     m_tiled, n_tiled = sgemm.tiled_extent(shape.m, 128), sgemm.tiled_extent(shape.n, 256)
     assert result.grid[1] > -(-m_tiled // 128) or (m_tiled, n_tiled) == (shape.m, shape.n)
@@ -47,8 +45,7 @@ def test_strips_verify(kernel_id: str, shape: Shape) -> None:
 @pytest.mark.parametrize("shape", [Shape(129, 257, 40), Shape(160, 288, 600)], ids=str)
 def test_strips_in_place(kernel_id: str, shape: Shape) -> None:
     """c_in == c_out: every output is read once, by the block that writes it."""
-    cp, launch, point = _compiled(kernel_id, shape)
-    prepared = sgemm.prepare_sgemm(cp, point, cp.random.default_rng(5))
+    cp, prepared, launch = _bound(kernel_id, shape, seed=5)
     _a, _b, c_in, _c_out, ref, _lib = prepared.buffers
     launch((*prepared.args[:2], c_in.data.ptr, c_in.data.ptr, *prepared.args[4:]))
     assert relative_error(cp, c_in, ref) < 1e-5
@@ -57,8 +54,7 @@ def test_strips_in_place(kernel_id: str, shape: Shape) -> None:
 @pytest.mark.parametrize("kernel_id", KERNELS)
 @pytest.mark.parametrize("shape", [Shape(129, 257, 40), Shape(4097, 4097, 64)], ids=str)
 def test_beta_zero_does_not_read_c(kernel_id: str, shape: Shape) -> None:
-    cp, launch, point = _compiled(kernel_id, shape)
-    prepared = sgemm.prepare_sgemm(cp, point, cp.random.default_rng(6))
+    cp, prepared, launch = _bound(kernel_id, shape, seed=6)
     a, b, c_in, c_out, _ref, _lib = prepared.buffers
     c_in.fill(cp.nan)
     alpha = np.float32(2.0)
@@ -73,10 +69,9 @@ def test_padded_b_launch_after_launch(shape: Shape) -> None:
     """Five launches on one workspace: each pads B again (the copy is zeroed
     in between, so a launch that skipped its copy would read zeros), each gives
     the right C, and the counters grow by one launch's blocks and pad blocks."""
-    cp, launch, point = _compiled("sgemm_padded_b", shape)
-    prepared = sgemm.prepare_sgemm(cp, point, cp.random.default_rng(8))
+    cp, prepared, launch = _bound("sgemm_padded_b", shape, seed=8)
     _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
-    gx, gy, _ = point.grid
+    gx, gy, _ = launch.grid
     pad_blocks = -(-sgemm.PAD_BLOCKS // gx) * gx
     for i in range(1, 6):
         c_out.fill(cp.nan)
@@ -88,30 +83,25 @@ def test_padded_b_launch_after_launch(shape: Shape) -> None:
 
 
 class _Launch:
-    """One kernel, its launch configuration, and (for a kernel that takes one)
-    a zeroed workspace passed as its last argument."""
+    """The runner's binding of a kernel (run.bind: geometry, stream, and the
+    workspace it allocates), launched with other arguments and waited for."""
 
-    def __init__(self, cp, kernel, config, workspace) -> None:
-        self.cp, self.kernel, self.config, self.workspace = cp, kernel, config, workspace
+    def __init__(self, cp, launcher, grid) -> None:
+        self.cp, self.launcher, self.grid, self.workspace = cp, launcher, grid, launcher.workspace
 
     def __call__(self, args) -> None:
-        from cuda.core import Stream, launch
-
-        if self.workspace is not None:
-            args = (*args, self.workspace.data.ptr)
-        launch(Stream.from_handle(self.cp.cuda.get_current_stream().ptr), self.config, self.kernel, *args)
+        tail = () if self.workspace is None else (self.workspace.data.ptr,)
+        dataclasses.replace(self.launcher, args=(*args, *tail))()
         self.cp.cuda.get_current_stream().synchronize()
 
 
-def _compiled(kernel_id: str, shape: Shape):
-    """CuPy, a launcher of the kernel loaded for the GPU here, and its launch point at ``shape``."""
+def _bound(kernel_id: str, shape: Shape, seed: int):
+    """CuPy, the problem prepared from ``seed``, and a launcher of the kernel as the runner binds it."""
     from gemmlab.compile import compile_kernel
-    from gemmlab.run import launch_config, load_kernel
+    from gemmlab.run import bind
 
-    cp = gpu.cupy()
-    point = catalogue.point(kernel_id, shape, spec=_spec(kernel_id))
-    kernel = load_kernel(point, compile_kernel(point.spec, 0, "float32", gpu.describe(0).arch))
-    blocks = point.grid[0] * point.grid[1] * point.grid[2]
-    spec = point.spec
-    workspace = None if spec.workspace_bytes is None else cp.zeros(spec.workspace_bytes(shape, blocks), cp.uint8)
-    return cp, _Launch(cp, kernel, launch_config(point, point.grid), workspace), point
+    cp, info = gpu.cupy(), gpu.describe(0)
+    point = catalogue.point(kernel_id, shape, spec=sgemm.variant(kernel_id, {}))
+    compiled = compile_kernel(point.spec, 0, "float32", info.arch)
+    prepared, launcher, grid = bind(cp, point, compiled, info, 0, cp.cuda.get_current_stream(), seed)
+    return cp, prepared, _Launch(cp, launcher, grid)

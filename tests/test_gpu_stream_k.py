@@ -30,10 +30,6 @@ SHAPES = [
 GRIDS = [1, 2, 3, 7, 13, 64]
 
 
-def _spec() -> catalogue.KernelSpec:
-    return catalogue.get(KERNEL) if KERNEL in catalogue.kernel_ids() else sgemm.variant(KERNEL, {})
-
-
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_every_grid_gives_the_same_right_answer(shape: Shape) -> None:
     from cuda.core import Stream, launch
@@ -41,7 +37,7 @@ def test_every_grid_gives_the_same_right_answer(shape: Shape) -> None:
     from gemmlab.run import launch_config, load_kernel
 
     cp = gpu.cupy()
-    spec = _spec()
+    spec = sgemm.variant(KERNEL, {})
     point = catalogue.point(KERNEL, shape, spec=spec)
     kernel = load_kernel(point, compile_kernel(spec, 0, "float32", gpu.describe(0).arch))
     prepared = sgemm.prepare_sgemm(cp, point, cp.random.default_rng(7))
@@ -69,7 +65,7 @@ def test_run_launches_one_block_per_sm_with_a_workspace() -> None:
     and the workspace argument, at a shape whose tiles leave a tail (4097)."""
     from gemmlab.run import run
 
-    result = run(KERNEL, Shape.square(4097), reps=2, warmup=1, baseline=False, spec=_spec())
+    result = run(KERNEL, Shape.square(4097), reps=2, warmup=1, baseline=False, spec=sgemm.variant(KERNEL, {}))
     info = gpu.describe(0)
     assert result.error < 1e-5
     assert result.grid[0] == info.sm_count and result.grid[1:] == (1, 1)

@@ -179,8 +179,10 @@ class KernelSpec:
     # Scratch device memory the kernel takes as one more argument after the
     # problem's, in bytes, for a shape and the number of blocks launched (a
     # persistent kernel's is only known at launch). The runner allocates it
-    # zeroed, once per set of inputs, and every launch reuses it: a kernel
-    # that counts in it must leave it as it found it.
+    # zeroed, once per set of inputs, and every launch (same shape, same grid)
+    # reuses it: a kernel that counts in it must leave it fit for the next
+    # launch (sgemm_stream_k puts its counters back to zero; sgemm_padded_b's
+    # count on from one launch to the next).
     workspace_bytes: Callable[[Shape, int], int] | None = None
     # SASS opcodes the kernel claims to use (HMMA, HGMMA, UTMALDG, ...): the
     # harness checks its cubin for each.
