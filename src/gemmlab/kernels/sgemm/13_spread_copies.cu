@@ -49,22 +49,8 @@ __device__ __forceinline__ void spread_copies_body(const float* __restrict__ a, 
                                                    const float* c_in, float* c_out, int m, int n, int k,
                                                    float alpha, float beta, int nb = 0, int tile_row = -1,
                                                    int tile_col = -1) {
-    static_assert((BM / WM) * (BN / WN) == 8, "SectorPlan's copies are laid out for 8 warps");
-    static_assert(WM % 16 == 0 && WN % 32 == 0, "a warp tile is whole 16 x 32 sub-tiles");
-    static_assert(BM % 32 == 0 && BN % 32 == 0 && BK % 8 == 0, "whole 32-row bands, 32-column groups, 8 k-slices");
-    static_assert(BK * BN % 1024 == 0, "every thread copies the same number of float4s of B");
-    static_assert(STAGES >= 2, "at least one tile in flight while one is computed");
-    constexpr int WARPS_N = BN / WN;
-    constexpr int THREADS = (BM / WM) * WARPS_N * 32;
-    constexpr int M_SUB = WM / 16, N_SUB = WN / 32;
-    constexpr int TM = M_SUB * 4, TN = N_SUB * 4;
-    extern __shared__ float4 smem4[];
-    float (*a_tiles)[BK][BM] = reinterpret_cast<float (*)[BK][BM]>(smem4);
-    float (*b_tiles)[BK][BN] = reinterpret_cast<float (*)[BK][BN]>(reinterpret_cast<float*>(smem4) + STAGES * BK * BM);
-    const int tid = threadIdx.x;
-    const int warp = tid / 32, lane = tid % 32;
-    const int wrow = (warp / WARPS_N) * WM, wcol = (warp % WARPS_N) * WN;
-    const int lrow = (lane / 8) * 4, lcol = (lane % 8) * 4;
+    using Loop = SpreadLoop<BM, BN, BK, WM, WN, STAGES, B_VEC, BY_COLUMN>;
+    const Loop loop;
     // The block owns rows row_owned .. + BM - 1 and columns col_owned .. + BN - 1
     // of C. When they cross M or N, and M >= BM and N >= BN, its tile moves up or
     // left to end at M or N: it computes outputs it does not own, and stores only
@@ -79,69 +65,11 @@ __device__ __forceinline__ void spread_copies_body(const float* __restrict__ a, 
     const bool c_vec = n % 4 == 0 && aligned16(c_in) && aligned16(c_out);
     const int tiles = (k + BK - 1) / BK;
     const int whole_tiles = inside ? k / BK : 0;
-    const SectorPlan<BM, BN, BK, B_VEC> plan(row0, col0, ldb, k, tid);
-    float acc[TM][TN] = {};
-    float a_frag[2][TM], b_frag[2][TN];
-
-    // How a tile reaches its stage: the plan's copies (a share of them, or none when
-    // !on), or the guarded loader (the last, partial tile of K, and every tile of a
-    // matrix smaller than the block tile).
-    auto planned = [&](int j, int s, int part, int parts, bool on) {
-        plan.issue(&a_tiles[s][0][0], &b_tiles[s][0][0], a + j * BK, b + static_cast<long long>(j) * BK * ldb, ldb,
-                   k, part, parts, on);
-    };
-    auto guarded = [&](int j, int s) {
-        load_tiles<BM, BN, BK, THREADS, SliceSwizzle>(a_tiles[s], b_tiles[s], a, b, row0, col0, j * BK, m, ldb, k,
-                                                      B_VEC, tid);
-    };
-    auto fragments = [&](int s, int kk, int buf) {
-        load_fragments<BM, BN, BK, M_SUB, N_SUB, SliceSwizzle>(a_tiles[s], b_tiles[s], kk, a_frag[buf],
-                                                               b_frag[buf], wrow, wcol, lrow, lcol);
-    };
-    // Tiles 0 .. STAGES - 2 before the loop; step t loads tile t + STAGES - 1.
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < whole_tiles) {
-            planned(s, s, 0, 1, true);
-        } else if (s < tiles) {
-            guarded(s, s);
-        }
-        cp_async_commit();
-    }
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();  // tile 0 is in for everyone
-    fragments(0, 0, 0);
-    int stage = 0;  // t % STAGES
-    // Tile t. Its look-ahead, tile t + STAGES - 1, goes to the stage of tile t - 1,
-    // free since the barrier that ended step t - 1: with the plan's copies, a share
-    // of them after each k-slice's fragment loads (switched off past the last whole
-    // tile, so that one copy of the loop serves every step); with the guarded
-    // loader, all at the end.
-    for (int t = 0; t < tiles; ++t) {
-        const int ahead = t + STAGES - 1;
-        const int ahead_stage = stage == 0 ? STAGES - 1 : stage - 1;
-        const bool on = ahead < whole_tiles;
-        const int j = on ? ahead : 0;  // a switched-off copy's address stays inside A and B
-#pragma unroll
-        for (int kk = 0; kk < BK - 1; ++kk) {
-            fragments(stage, kk + 1, (kk + 1) % 2);
-            planned(j, ahead_stage, kk, BK, on);
-            outer_product<TM, TN, BY_COLUMN>(acc, a_frag[kk % 2], b_frag[kk % 2]);
-        }
-        planned(j, ahead_stage, BK - 1, BK, on);
-        if (!on && ahead < tiles) {
-            guarded(ahead, ahead_stage);
-        }
-        cp_async_commit();
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();  // tile t + 1 is in for everyone; nobody reads stage t % STAGES any more
-        stage = stage + 1 == STAGES ? 0 : stage + 1;
-        if (t + 1 < tiles) {
-            fragments(stage, 0, 0);
-        }
-        outer_product<TM, TN, BY_COLUMN>(acc, a_frag[1], b_frag[1]);
-    }
-    store_owned(acc, c_in, c_out, row0, col0, row_owned, col_owned, wrow, wcol, lrow, lcol, m, n, alpha, beta, c_vec);
+    const SectorPlan<BM, BN, BK, B_VEC> plan(row0, col0, ldb, k, loop.tid);
+    float acc[Loop::TM][Loop::TN] = {};
+    loop.run(acc, plan, a, b, row0, col0, m, ldb, k, 0, tiles, whole_tiles);
+    store_owned(acc, c_in, c_out, row0, col0, row_owned, col_owned, loop.wrow, loop.wcol, loop.lrow, loop.lcol, m, n,
+                alpha, beta, c_vec);
 }
 
 template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MIN_BLOCKS>

@@ -66,19 +66,12 @@ template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool B_VEC>
 __device__ __forceinline__ void stream_k_body(const float* __restrict__ a, const float* __restrict__ b,
                                               const float* c_in, float* c_out, int m, int n, int k, float alpha,
                                               float beta, unsigned* arrivals, float4* partials) {
-    constexpr int WARPS_N = BN / WN;
-    constexpr int THREADS = (BM / WM) * WARPS_N * 32;
-    constexpr int M_SUB = WM / 16, N_SUB = WN / 32;
-    constexpr int TM = M_SUB * 4, TN = N_SUB * 4;
+    using Loop = SpreadLoop<BM, BN, BK, WM, WN, STAGES, B_VEC>;
+    constexpr int THREADS = Loop::THREADS, N_SUB = Loop::N_SUB, TM = Loop::TM, TN = Loop::TN;
     constexpr int TILE_VECS = BM * BN / 4;  // float4s of one partial tile
-    extern __shared__ float4 smem4[];
     __shared__ int last_to_arrive;
-    float (*a_tiles)[BK][BM] = reinterpret_cast<float (*)[BK][BM]>(smem4);
-    float (*b_tiles)[BK][BN] = reinterpret_cast<float (*)[BK][BN]>(reinterpret_cast<float*>(smem4) + STAGES * BK * BM);
-    const int tid = threadIdx.x;
-    const int warp = tid / 32, lane = tid % 32;
-    const int wrow = (warp / WARPS_N) * WM, wcol = (warp % WARPS_N) * WN;
-    const int lrow = (lane / 8) * 4, lcol = (lane % 8) * 4;
+    const Loop loop;
+    const int tid = loop.tid;
     // The block's next piece of work, k-tiles kb .. ke - 1 of one tile, is worked
     // out by thread 0 and read by all from shared memory; what the epilogue needs
     // is read again after the main loop, not kept in registers through it (the
@@ -135,60 +128,9 @@ __device__ __forceinline__ void stream_k_body(const float* __restrict__ a, const
         const int row0 = work.row0, col0 = work.col0;
         const SectorPlan<BM, BN, BK, B_VEC> plan(row0, col0, n, k, tid);
         float acc[TM][TN] = {};
-        float a_frag[2][TM], b_frag[2][TN];
-
-        auto planned = [&](int j, int s, int part, int parts, bool on) {
-            plan.issue(&a_tiles[s][0][0], &b_tiles[s][0][0], a + j * BK, b + static_cast<long long>(j) * BK * n, n,
-                       k, part, parts, on);
-        };
-        auto guarded = [&](int j, int s) {
-            load_tiles<BM, BN, BK, THREADS, SliceSwizzle>(a_tiles[s], b_tiles[s], a, b, row0, col0, j * BK, m, n,
-                                                          k, B_VEC, tid);
-        };
-        auto fragments = [&](int s, int kk, int buf) {
-            load_fragments<BM, BN, BK, M_SUB, N_SUB, SliceSwizzle>(a_tiles[s], b_tiles[s], kk, a_frag[buf],
-                                                                   b_frag[buf], wrow, wcol, lrow, lcol);
-        };
-        // sgemm_spread_copies's pipeline over k-tiles kb .. ke - 1; stage 0 holds kb.
         // The ring is free: every warp's last reads of the previous piece came before
         // that piece's last barrier.
-#pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {
-            if (kb + s < planned_end) {
-                planned(kb + s, s, 0, 1, true);
-            } else if (kb + s < ke) {
-                guarded(kb + s, s);
-            }
-            cp_async_commit();
-        }
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        fragments(0, 0, 0);
-        int stage = 0;
-        for (int t = kb; t < ke; ++t) {
-            const int ahead = t + STAGES - 1;
-            const int ahead_stage = stage == 0 ? STAGES - 1 : stage - 1;
-            const bool on = ahead < planned_end;
-            const int j = on ? ahead : 0;
-#pragma unroll
-            for (int kk = 0; kk < BK - 1; ++kk) {
-                fragments(stage, kk + 1, (kk + 1) % 2);
-                planned(j, ahead_stage, kk, BK, on);
-                outer_product(acc, a_frag[kk % 2], b_frag[kk % 2]);
-            }
-            planned(j, ahead_stage, BK - 1, BK, on);
-            if (!on && ahead < ke) {
-                guarded(ahead, ahead_stage);
-            }
-            cp_async_commit();
-            cp_async_wait<STAGES - 2>();
-            __syncthreads();
-            stage = stage + 1 == STAGES ? 0 : stage + 1;
-            if (t + 1 < ke) {
-                fragments(stage, 0, 0);
-            }
-            outer_product(acc, a_frag[1], b_frag[1]);
-        }
+        loop.run(acc, plan, a, b, row0, col0, m, n, k, kb, ke, planned_end);
 
         if (work.partial) {
             // Part of a tile: leave the partial sums in this block's slot, each thread
@@ -246,8 +188,8 @@ __device__ __forceinline__ void stream_k_body(const float* __restrict__ a, const
             }
         }
         const bool c_vec = n % 4 == 0 && aligned16(c_in) && aligned16(c_out);
-        store_owned(acc, c_in, c_out, work.row0, work.col0, work.row_owned, work.col_owned, wrow, wcol, lrow, lcol, m,
-                    n, alpha, beta, c_vec);
+        store_owned(acc, c_in, c_out, work.row0, work.col0, work.row_owned, work.col_owned, loop.wrow, loop.wcol,
+                    loop.lrow, loop.lcol, m, n, alpha, beta, c_vec);
     }
 }
 
@@ -255,11 +197,6 @@ template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MI
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
 sgemm_stream_k(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n, int k,
                T alpha, T beta, void* workspace) {
-    static_assert((BM / WM) * (BN / WN) == 8, "SectorPlan's copies are laid out for 8 warps");
-    static_assert(WM % 16 == 0 && WN % 32 == 0, "a warp tile is whole 16 x 32 sub-tiles");
-    static_assert(BM % 32 == 0 && BN % 32 == 0 && BK % 8 == 0, "whole 32-row bands, 32-column groups, 8 k-slices");
-    static_assert(BK * BN % 1024 == 0, "every thread copies the same number of float4s of B");
-    static_assert(STAGES >= 2, "at least one tile in flight while one is computed");
     unsigned* arrivals = static_cast<unsigned*>(workspace);
     float4* partials = reinterpret_cast<float4*>(static_cast<char*>(workspace) + (2 * gridDim.x * 4 + 15) / 16 * 16);
     if (n % 4 == 0 && aligned16(b)) {

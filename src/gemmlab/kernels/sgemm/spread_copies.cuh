@@ -1,8 +1,8 @@
-// Shared by sgemm_spread_copies, sgemm_stream_k and sgemm_column_order: the
-// copies planned per thread for whole sectors (SectorPlan) and the store of
-// the outputs a block owns when its tile was moved inside M and N
-// (store4_from, store_owned). Inlined into the rung's source like
-// cp_async_tiles.cuh, which it needs.
+// Shared by rungs 13 onward (sgemm_spread_copies to sgemm_padded_b): the
+// copies planned per thread for whole sectors (SectorPlan), a block's place
+// and k-loop (SpreadLoop), and the store of the outputs a block owns when its
+// tile was moved inside M and N (store4_from, store_owned). Inlined into the
+// rung's source like cp_async_tiles.cuh, which it needs.
 
 // One thread's copies, worked out once (as sgemm_lean_loop's CopyPlan), for
 // 256 threads and a tile that lies inside M and N. A: copy (j, g) takes row
@@ -69,6 +69,107 @@ struct SectorPlan {
                     }
                 }
             }
+        }
+    }
+};
+
+// A spread-copies block's place in its tile and its k-loop, shared by
+// spread_copies_body (rungs 13, 15-17) and stream_k_body (rung 14). 8 warps of
+// WM x WN outputs cover the BM x BN tile, and a lane's TM x TN outputs are
+// load_fragments's. The launch's dynamic shared memory is a ring of STAGES A
+// tiles (BK x BM, transposed, SliceSwizzle), then STAGES B tiles (BK x BN).
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool B_VEC, bool BY_COLUMN = false>
+struct SpreadLoop {
+    static_assert((BM / WM) * (BN / WN) == 8, "SectorPlan's copies are laid out for 8 warps");
+    static_assert(WM % 16 == 0 && WN % 32 == 0, "a warp tile is whole 16 x 32 sub-tiles");
+    static_assert(BM % 32 == 0 && BN % 32 == 0 && BK % 8 == 0, "whole 32-row bands, 32-column groups, 8 k-slices");
+    static_assert(BK * BN % 1024 == 0, "every thread copies the same number of float4s of B");
+    static_assert(STAGES >= 2, "at least one tile in flight while one is computed");
+    static constexpr int WARPS_N = BN / WN;
+    static constexpr int THREADS = (BM / WM) * WARPS_N * 32;
+    static constexpr int M_SUB = WM / 16, N_SUB = WN / 32;
+    static constexpr int TM = M_SUB * 4, TN = N_SUB * 4;
+    float (*a_tiles)[BK][BM];
+    float (*b_tiles)[BK][BN];
+    int tid, wrow, wcol, lrow, lcol;
+
+    __device__ __forceinline__ SpreadLoop() {
+        extern __shared__ float4 smem4[];
+        a_tiles = reinterpret_cast<float (*)[BK][BM]>(smem4);
+        b_tiles = reinterpret_cast<float (*)[BK][BN]>(reinterpret_cast<float*>(smem4) + STAGES * BK * BM);
+        tid = threadIdx.x;
+        const int warp = tid / 32, lane = tid % 32;
+        wrow = (warp / WARPS_N) * WM;
+        wcol = (warp % WARPS_N) * WN;
+        lrow = (lane / 8) * 4;
+        lcol = (lane % 8) * 4;
+    }
+
+    // Adds k-tiles kb .. ke - 1 of the tile whose corner is (row0, col0) to acc,
+    // B's rows ldb floats apart. The ring must be free, and kb goes to stage 0.
+    // K-tiles before planned_end come by the plan's copies, the others (the last,
+    // partial tile of K, and every tile of a matrix smaller than the block tile)
+    // by the guarded loader.
+    __device__ __forceinline__ void run(float (&acc)[TM][TN], const SectorPlan<BM, BN, BK, B_VEC>& plan,
+                                       const float* __restrict__ a, const float* __restrict__ b, int row0, int col0,
+                                       int m, int ldb, int k, int kb, int ke, int planned_end) const {
+        float a_frag[2][TM], b_frag[2][TN];
+        // A tile's copies into stage s: the plan's (a share of them, or none when !on),
+        // or the guarded loader's.
+        auto planned = [&](int j, int s, int part, int parts, bool on) {
+            plan.issue(&a_tiles[s][0][0], &b_tiles[s][0][0], a + j * BK, b + static_cast<long long>(j) * BK * ldb,
+                       ldb, k, part, parts, on);
+        };
+        auto guarded = [&](int j, int s) {
+            load_tiles<BM, BN, BK, THREADS, SliceSwizzle>(a_tiles[s], b_tiles[s], a, b, row0, col0, j * BK, m, ldb,
+                                                          k, B_VEC, tid);
+        };
+        auto fragments = [&](int s, int kk, int buf) {
+            load_fragments<BM, BN, BK, M_SUB, N_SUB, SliceSwizzle>(a_tiles[s], b_tiles[s], kk, a_frag[buf],
+                                                                   b_frag[buf], wrow, wcol, lrow, lcol);
+        };
+        // K-tiles kb .. kb + STAGES - 2 before the loop; step t loads k-tile t + STAGES - 1.
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (kb + s < planned_end) {
+                planned(kb + s, s, 0, 1, true);
+            } else if (kb + s < ke) {
+                guarded(kb + s, s);
+            }
+            cp_async_commit();
+        }
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();  // k-tile kb is in for everyone
+        fragments(0, 0, 0);
+        int stage = 0;  // (t - kb) % STAGES
+        // K-tile t. Its look-ahead, t + STAGES - 1, goes to the stage of t - 1, free
+        // since the barrier that ended step t - 1: with the plan's copies, a share of
+        // them after each k-slice's fragment loads (switched off past planned_end, so
+        // that one copy of the loop serves every step); with the guarded loader, all
+        // at the end.
+        for (int t = kb; t < ke; ++t) {
+            const int ahead = t + STAGES - 1;
+            const int ahead_stage = stage == 0 ? STAGES - 1 : stage - 1;
+            const bool on = ahead < planned_end;
+            const int j = on ? ahead : 0;  // a switched-off copy's address stays inside A and B
+#pragma unroll
+            for (int kk = 0; kk < BK - 1; ++kk) {
+                fragments(stage, kk + 1, (kk + 1) % 2);
+                planned(j, ahead_stage, kk, BK, on);
+                outer_product<TM, TN, BY_COLUMN>(acc, a_frag[kk % 2], b_frag[kk % 2]);
+            }
+            planned(j, ahead_stage, BK - 1, BK, on);
+            if (!on && ahead < ke) {
+                guarded(ahead, ahead_stage);
+            }
+            cp_async_commit();
+            cp_async_wait<STAGES - 2>();
+            __syncthreads();  // k-tile t + 1 is in for everyone; nobody reads t's stage any more
+            stage = stage + 1 == STAGES ? 0 : stage + 1;
+            if (t + 1 < ke) {
+                fragments(stage, 0, 0);
+            }
+            outer_product<TM, TN, BY_COLUMN>(acc, a_frag[1], b_frag[1]);
         }
     }
 };
