@@ -395,6 +395,11 @@ def _large_tile_rules(c: Config) -> list[str]:
     )
 
 
+# The default configuration of rungs 13 onward (sgemm_spread_copies to
+# sgemm_padded_b): sgemm_large_tile's tile with four stages instead of three.
+SPREAD_DEFAULT = (128, 256, 16, 64, 64, 4, 1)
+
+
 def _spread_rules(c: Config) -> list[str]:
     return (
         _large_tile_rules(c)
@@ -661,7 +666,7 @@ RUNGS: tuple[Rung, ...] = (
         "sgemm_spread_copies",
         "13_spread_copies.cu",
         "sgemm_lean_loop with a tile's copies issued a share per k-slice, each warp's copy reading whole sectors",
-        default=(128, 256, 16, 64, 64, 4, 1),
+        default=SPREAD_DEFAULT,
         rules=_spread_rules,
     ),
     _large_rung(
@@ -669,7 +674,7 @@ RUNGS: tuple[Rung, ...] = (
         "14_stream_k.cu",
         "sgemm_spread_copies in persistent blocks; the last partial wave of tiles and the full one before it shared "
         "out along K (stream-K), their partial sums added by the last block to arrive",
-        default=(128, 256, 16, 64, 64, 4, 1),
+        default=SPREAD_DEFAULT,
         rules=_spread_rules,
         persistent=True,
         workspace=_stream_k_workspace,
@@ -679,7 +684,7 @@ RUNGS: tuple[Rung, ...] = (
         "sgemm_column_order",
         "15_column_order.cu",
         "sgemm_spread_copies (not stream-K) with each k-slice's FFMAs issued a column of outputs at a time",
-        default=(128, 256, 16, 64, 64, 4, 1),
+        default=SPREAD_DEFAULT,
         rules=_spread_rules,
     ),
     _large_rung(
@@ -687,7 +692,7 @@ RUNGS: tuple[Rung, ...] = (
         "16_edge_strips.cu",
         "sgemm_column_order on whole tiles; a last strip of up to 32 rows or columns of C in small blocks at the "
         "end of the grid",
-        default=(128, 256, 16, 64, 64, 4, 1),
+        default=SPREAD_DEFAULT,
         rules=_edge_rules,
         grid=edge_strips_grid,
     ),
@@ -696,7 +701,7 @@ RUNGS: tuple[Rung, ...] = (
         "17_padded_b.cu",
         "sgemm_edge_strips that, when N % 4 != 0, first copies B with its rows padded to 16 bytes, so the tiles "
         "copy B 16 bytes at a time at every N",
-        default=(128, 256, 16, 64, 64, 4, 1),
+        default=SPREAD_DEFAULT,
         rules=_edge_rules,
         grid=padded_b_grid,
         workspace=_padded_b_workspace,
