@@ -9,8 +9,8 @@ import pytest
 
 @functools.cache
 def gpu_unavailable_reason() -> str | None:
-    from gemmlab import gpu
-    from gemmlab.errors import NoGPUError
+    from gemmlab.core import gpu
+    from gemmlab.core.errors import NoGPUError
 
     try:
         gpu.cupy()

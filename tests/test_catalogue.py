@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from gemmlab import catalogue
-from gemmlab.catalogue import Shape
-from gemmlab.errors import ConstraintError, UnknownName
+from gemmlab.core.errors import ConstraintError, UnknownName
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.spec import KernelSpec
 
 SPEC_MATMUL_IDS = {
     "single_block", "naive", "naive_uncoalesced", "tiled", "tiled_prefetch_reg", "tiled_prefetch_smem",
@@ -39,7 +40,7 @@ def test_documented_block_edges(kernel_id: str, edges: tuple[int, ...]) -> None:
 
 
 @pytest.mark.parametrize("spec", catalogue.CATALOGUE, ids=lambda s: s.id)
-def test_grid_covers_output_exactly_on_accepted_shapes(spec: catalogue.KernelSpec) -> None:
+def test_grid_covers_output_exactly_on_accepted_shapes(spec: KernelSpec) -> None:
     """Threads x outputs per thread must cover C (any-size kernels may overhang)."""
     if spec.problem.name != "matmul":
         pytest.skip("matmul kernels only")

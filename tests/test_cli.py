@@ -9,9 +9,9 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from gemmlab import gpu
-from gemmlab.cli import app
-from gemmlab.errors import NoGPUError
+from gemmlab.cli.app import app
+from gemmlab.core import gpu
+from gemmlab.core.errors import NoGPUError
 
 runner = CliRunner()
 

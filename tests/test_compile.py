@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab import catalogue
-from gemmlab.compile import compile_kernel, normalise_arch, parse_ptxas_log
-from gemmlab.errors import UnknownName
+from gemmlab.backends.nvrtc import compile_kernel, normalise_arch, parse_ptxas_log
+from gemmlab.core.errors import UnknownName
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.spec import KernelSpec
 
 LOG = """ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function '_Z5tiledIfLi16EEvPKT_S2_PS0_iii' for 'sm_90a'
@@ -25,7 +26,7 @@ def test_parse_ptxas_log() -> None:
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 @pytest.mark.parametrize("spec", catalogue.CATALOGUE, ids=lambda s: s.id)
-def test_every_kernel_compiles_without_spills(spec: catalogue.KernelSpec, arch: str) -> None:
+def test_every_kernel_compiles_without_spills(spec: KernelSpec, arch: str) -> None:
     if spec.archs and arch not in spec.archs:
         pytest.skip(f"{spec.id} is built for {', '.join(spec.archs)} only (tests/test_tensor.py checks the refusal)")
     for edge in spec.block_edges or (0,):

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmlab import cpu
-from gemmlab.catalogue import Shape
-from gemmlab.errors import ConstraintError, GemmlabError, UnknownName, VerificationError
-from gemmlab.problems import TOLERANCE
-from gemmlab.store import Store
+from gemmlab.backends import cpu
+from gemmlab.core.dtypes import TOLERANCE
+from gemmlab.core.errors import ConstraintError, GemmlabError, UnknownName, VerificationError
+from gemmlab.core.shapes import Shape
+from gemmlab.results.store import Store
 
 SHAPES = [Shape.square(64), Shape(37, 70, 129), Shape(1, 5, 300)]
 

@@ -22,10 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import gpu, profile, sanitize, store
-from gemmlab.cli import run_cli
-from gemmlab.errors import NoGPUError
-from gemmlab.store import Store
+from gemmlab.cli.app import run_cli
+from gemmlab.core import gpu
+from gemmlab.core.errors import NoGPUError
+from gemmlab.measure import profile, sanitize
+from gemmlab.results import store
+from gemmlab.results.store import Store
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "errors.md"
 WRITE_DOCS = os.environ.get("GEMMLAB_WRITE_DOCS") == "1"

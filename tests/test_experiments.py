@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gemmlab import experiments
-from gemmlab.catalogue import Shape
-from gemmlab.errors import GemmlabError, ProfilerError, UnknownName
-from gemmlab.experiments import PROFILER_GIVE_UP, Experiment, Profiler, Series, profile_experiment, reproduce
-from gemmlab.store import Store
-from gemmlab.sweep import SLOW_REPS
+from gemmlab.core.errors import GemmlabError, ProfilerError, UnknownName
+from gemmlab.core.shapes import Shape
+from gemmlab.results.store import Store
+from gemmlab.studies import experiments
+from gemmlab.studies.experiments import PROFILER_GIVE_UP, Experiment, Profiler, Series, profile_experiment, reproduce
+from gemmlab.studies.sweep import SLOW_REPS
 from test_sweep import RUN_INFO, fake_runner
 
 # Points per experiment at the documents' sizes.
@@ -214,7 +214,7 @@ def test_the_profiler_gives_old_runs_the_ceilings_of_this_one(tmp_path: Path) ->
 
 
 def test_cli_reproduce_list_and_unknown() -> None:
-    from gemmlab.cli import app
+    from gemmlab.cli.app import app
 
     listed = CliRunner().invoke(app, ["reproduce", "--list"])
     assert listed.exit_code == 0 and "kursk-cpu-gpu" in listed.output and "points" in listed.output
@@ -229,8 +229,8 @@ def fake_profiling(monkeypatch: pytest.MonkeyPatch, profile_point: Callable[...,
     """Every GPU point runs through fake_runner on RUN_INFO's GPU and profiles through
     ``profile_point``; ncu is 'found' and the ceilings are CEILINGS. Returns the kernels
     profiled, in order."""
-    from gemmlab import profile, roofline
-    from gemmlab import sweep as sweep_module
+    from gemmlab.measure import profile, roofline
+    from gemmlab.studies import sweep as sweep_module
 
     profiled: list[str] = []
 
@@ -247,7 +247,7 @@ def fake_profiling(monkeypatch: pytest.MonkeyPatch, profile_point: Callable[...,
 
 
 def no_ncu(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemmlab import profile
+    from gemmlab.measure import profile
 
     def missing() -> str:
         raise profile.missing_ncu_error()
@@ -256,7 +256,7 @@ def no_ncu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_cli_reproduce_profile_then_the_roofline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemmlab.cli import app
+    from gemmlab.cli.app import app
 
     profiled = fake_profiling(monkeypatch)
     db, out = tmp_path / "r.sqlite", tmp_path / "rep"
@@ -283,7 +283,7 @@ def test_cli_reproduce_profile_then_the_roofline(tmp_path: Path, monkeypatch: py
 def test_cli_reproduce_profile_without_ncu_keeps_the_timings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from gemmlab.cli import app
+    from gemmlab.cli.app import app
 
     fake_profiling(monkeypatch)
     no_ncu(monkeypatch)
@@ -301,8 +301,8 @@ def test_cli_reproduce_profile_without_ncu_keeps_the_timings(tmp_path: Path, mon
 
 
 def test_cli_sweep_profiles_each_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemmlab import gpu
-    from gemmlab.cli import app
+    from gemmlab.cli.app import app
+    from gemmlab.core import gpu
 
     profiled = fake_profiling(monkeypatch)
     monkeypatch.setattr(gpu, "cupy", lambda: None)
@@ -328,8 +328,8 @@ def test_cli_sweep_profiles_each_point(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_cli_sweep_profile_failures_keep_the_timings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemmlab import gpu
-    from gemmlab.cli import app
+    from gemmlab.cli.app import app
+    from gemmlab.core import gpu
 
     profiled = fake_profiling(monkeypatch, broken_profile)
     monkeypatch.setattr(gpu, "cupy", lambda: None)
@@ -357,8 +357,8 @@ def test_cli_sweep_profile_failures_keep_the_timings(tmp_path: Path, monkeypatch
 
 
 def test_cli_sweep_profile_without_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemmlab import gpu
-    from gemmlab.cli import app
+    from gemmlab.cli.app import app
+    from gemmlab.core import gpu
 
     profiled = fake_profiling(monkeypatch)
     no_ncu(monkeypatch)

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gemmlab import catalogue, gpu
-from gemmlab.catalogue import Shape
-from gemmlab.errors import ConstraintError, UnknownName
+from gemmlab.core import gpu
+from gemmlab.core.errors import ConstraintError, UnknownName
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
 
 # Sizes around the interesting edges: 1, primes, tile multiples and one off.
 EDGY = st.sampled_from([1, 2, 3, 7, 13, 31, 32, 33, 63, 64, 65, 97, 127, 128, 129, 176, 509, 1000, 1024, 1025])
@@ -22,7 +23,7 @@ DTYPES = st.sampled_from(["float32", "int32", "float64", None])
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kernel_id=KERNELS, m=SIZES, n=SIZES, k=SIZES, edge=EDGES, dtype=DTYPES)
 def test_refused_before_any_launch(monkeypatch_gpu, kernel_id, m, n, k, edge, dtype) -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     spec = catalogue.get(kernel_id)
     shape = Shape(m, n, k)

@@ -12,9 +12,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gemmlab import catalogue, gpu, sgemm
-from gemmlab.catalogue import Shape
-from gemmlab.problems import relative_error
+from gemmlab.core import gpu
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.sgemm import spec as sgemm
+from gemmlab.problems.base import relative_error
 
 pytestmark = pytest.mark.gpu
 
@@ -33,7 +35,7 @@ CASES = [(kid, s) for kid in KERNELS for s in SHAPES]
 
 @pytest.mark.parametrize(("kernel_id", "shape"), CASES, ids=[f"{k}-{s}" for k, s in CASES])
 def test_strips_verify(kernel_id: str, shape: Shape) -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     result = run(kernel_id, shape, reps=1, warmup=1, baseline=False, spec=sgemm.variant(kernel_id, {}))
     assert result.error < 1e-5
@@ -97,8 +99,8 @@ class _Launch:
 
 def _bound(kernel_id: str, shape: Shape, seed: int):
     """CuPy, the problem prepared from ``seed``, and a launcher of the kernel as the runner binds it."""
-    from gemmlab.compile import compile_kernel
-    from gemmlab.run import bind
+    from gemmlab.backends.nvrtc import compile_kernel
+    from gemmlab.measure.run import bind
 
     cp, info = gpu.cupy(), gpu.describe(0)
     point = catalogue.point(kernel_id, shape, spec=sgemm.variant(kernel_id, {}))

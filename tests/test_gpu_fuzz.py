@@ -7,8 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gemmlab import catalogue
-from gemmlab.catalogue import Shape
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.spec import KernelSpec
 
 pytestmark = pytest.mark.gpu
 
@@ -16,7 +17,7 @@ MATMUL = [s for s in catalogue.CATALOGUE if s.problem.name == "matmul"]
 
 
 @st.composite
-def accepted_points(draw, spec: catalogue.KernelSpec):
+def accepted_points(draw, spec: KernelSpec):
     edge = draw(st.sampled_from(spec.block_edges)) if spec.block_edges else 0
     unit = max(edge, 1) * (2 if spec.id == "tiled_2x2" else 1)
     near = st.sampled_from([1, 2, 3, 5, 7, 11, 13, 31, 37, 61, 127, 251])
@@ -36,8 +37,8 @@ def accepted_points(draw, spec: catalogue.KernelSpec):
 
 
 @pytest.mark.parametrize("spec", MATMUL, ids=lambda s: s.id)
-def test_fuzzed_shapes_verify(spec: catalogue.KernelSpec) -> None:
-    from gemmlab.run import run
+def test_fuzzed_shapes_verify(spec: KernelSpec) -> None:
+    from gemmlab.measure.run import run
 
     @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
     @given(point=accepted_points(spec))

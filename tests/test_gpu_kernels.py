@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from gemmlab import catalogue
-from gemmlab.catalogue import Shape
-from gemmlab.errors import ConstraintError, VerificationError
-from gemmlab.sanitize import check, small_shapes
+from gemmlab.core.errors import ConstraintError, VerificationError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.measure.sanitize import check, small_shapes
 
 pytestmark = pytest.mark.gpu
 
@@ -32,7 +32,7 @@ def test_every_kernel_has_three_shapes() -> None:
 
 @pytest.mark.parametrize(("kernel_id", "edge", "shape"), CASES, ids=[f"{k}-b{e}-{s}" for k, e, s in CASES])
 def test_kernel_verifies(kernel_id: str, edge: int, shape: Shape) -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     result = run(kernel_id, shape, edge, reps=2, warmup=1, baseline=False)
     assert result.error <= result.tolerance
@@ -43,7 +43,7 @@ def test_kernel_verifies(kernel_id: str, edge: int, shape: Shape) -> None:
 
 
 def test_large_square_against_cublas() -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     result = run("tiled", Shape.square(1024), 32, reps=5)
     assert result.error < 1e-5
@@ -53,7 +53,7 @@ def test_large_square_against_cublas() -> None:
 
 def test_wrong_result_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """A kernel launched on too small a grid leaves part of C poisoned: no figure."""
-    from gemmlab import run as run_module
+    from gemmlab.measure import run as run_module
 
     spec = catalogue.get("naive")
     half_grid = lambda s, b: (s.n // b // 2, s.m // b, 1)
@@ -64,7 +64,7 @@ def test_wrong_result_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_constraint_refused_before_launch() -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     with pytest.raises(ConstraintError, match="not a multiple"):
         run("tiled", Shape.square(1000), 16)

@@ -6,11 +6,12 @@ import dataclasses
 
 import pytest
 
-from gemmlab import catalogue
-from gemmlab.catalogue import Shape
-from gemmlab.errors import VerificationError
-from gemmlab.memory import MEMORY_KERNELS, bandwidth_table, datasheet_bandwidth, measure_copy_ceiling
-from gemmlab.sanitize import check
+from gemmlab.core.errors import VerificationError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.memory.spec import MEMORY_KERNELS
+from gemmlab.measure.bandwidth import bandwidth_table, datasheet_bandwidth, measure_copy_ceiling
+from gemmlab.measure.sanitize import check
 
 pytestmark = pytest.mark.gpu
 
@@ -34,7 +35,7 @@ CASES = [
     ("kernel_id", "edge", "dtype", "shape"), CASES, ids=[f"{k}-b{e}-{d}-{s.m}x{s.n}" for k, e, d, s in CASES]
 )
 def test_kernel_is_exact(kernel_id: str, edge: int, dtype: str, shape: Shape) -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     result = run(kernel_id, shape, edge, dtype, reps=2, warmup=1)
     assert result.error == 0.0
@@ -46,7 +47,7 @@ def test_kernel_is_exact(kernel_id: str, edge: int, dtype: str, shape: Shape) ->
 
 def test_an_unwritten_element_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """One tile row short of the matrix: the last rows keep their NaN poison."""
-    from gemmlab import run as run_module
+    from gemmlab.measure import run as run_module
 
     spec = catalogue.get("transpose_tiled_padded")
     short = lambda s, b: (-(-s.n // b), s.m // b, 1)
@@ -56,7 +57,7 @@ def test_an_unwritten_element_is_caught(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_copy_ceiling_and_table() -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     ceiling = measure_copy_ceiling(nbytes=2**28, reps=5)
     datasheet = datasheet_bandwidth()

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab import catalogue
-from gemmlab.kernel_occupancy import DEFAULT_SHAPE
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.spec import Point
+from gemmlab.measure.kernel_occupancy import DEFAULT_SHAPE
 
 pytestmark = pytest.mark.gpu
 
@@ -17,7 +18,7 @@ CASES = [(spec.id, edge) for spec in catalogue.CATALOGUE for edge in (spec.block
 def device():
     from cuda.core import Device
 
-    from gemmlab import gpu
+    from gemmlab.core import gpu
 
     info = gpu.describe(0)
     dev = Device(0)
@@ -29,9 +30,9 @@ def device():
 def test_calculator_matches_driver(device, kernel_id: str, edge: int) -> None:
     from cuda.core import ObjectCode
 
-    from gemmlab.compile import compile_kernel
-    from gemmlab.occupancy import theoretical_occupancy
-    from gemmlab.run import allow_dynamic_smem
+    from gemmlab.backends.nvrtc import compile_kernel
+    from gemmlab.measure.occupancy import theoretical_occupancy
+    from gemmlab.measure.run import allow_dynamic_smem
 
     _, info = device
     spec = catalogue.get(kernel_id)
@@ -39,7 +40,7 @@ def test_calculator_matches_driver(device, kernel_id: str, edge: int) -> None:
     compiled = compile_kernel(spec, edge, dtype, spec.compile_arch(info.arch))
     kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
     threads = spec.threads_per_block(DEFAULT_SHAPE, edge)
-    dynamic = catalogue.Point(spec, DEFAULT_SHAPE, edge, dtype).dynamic_smem
+    dynamic = Point(spec, DEFAULT_SHAPE, edge, dtype).dynamic_smem
     # Over 48 KB, the driver counts no block until the kernel opts in, as the runner does.
     allow_dynamic_smem(kernel, compiled.resources.smem_bytes, dynamic, 0)
     driver = kernel.occupancy.max_active_blocks_per_multiprocessor(threads, dynamic)

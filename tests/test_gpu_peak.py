@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gemmlab import gpu, peak
-from gemmlab.cli import app
-from gemmlab.store import Store
+from gemmlab.cli.app import app
+from gemmlab.core import gpu
+from gemmlab.measure import peak
+from gemmlab.results.store import Store
 
 pytestmark = pytest.mark.gpu
 

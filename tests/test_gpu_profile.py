@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import catalogue, gpu
-from gemmlab.catalogue import Shape
-from gemmlab.errors import DeviceLimitError, ProfilerError
-from gemmlab.profile import find_ncu, profile_point
+from gemmlab.core import gpu
+from gemmlab.core.errors import DeviceLimitError, ProfilerError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.measure.profile import find_ncu, profile_point
 from test_profile import expected_cgma, expected_requests
 
 pytestmark = pytest.mark.gpu
@@ -79,7 +80,7 @@ def test_tensor_core_flops_are_two_per_multiply_add(kernel_id: str, dtype: str) 
 
 
 def test_measured_ceilings_are_plausible() -> None:
-    from gemmlab.roofline import measure_ceilings
+    from gemmlab.measure.roofline import measure_ceilings
 
     compute, bandwidth = measure_ceilings(gemm_size=4096, copy_bytes=2**28, reps=5)
     assert math.isfinite(compute) and compute > 1_000  # any GPU since Pascal does over 1 TFLOP/s in SGEMM
@@ -90,9 +91,9 @@ def test_measured_ceilings_are_plausible() -> None:
 def test_sweep_profile_stores_metrics_and_ceilings_and_the_report_draws_the_roofline(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from gemmlab.cli import app
+    from gemmlab.cli.app import app
     from gemmlab.report import write_report
-    from gemmlab.store import Store
+    from gemmlab.results.store import Store
 
     db = tmp_path / "r.sqlite"
     args = ["sweep", "--kernels", "naive,tiled", "--sizes", str(N), "--blocks", "16", "--db", str(db), "--profile"]

@@ -8,10 +8,12 @@ import dataclasses
 
 import pytest
 
-from gemmlab import catalogue, sgemm
-from gemmlab.catalogue import Shape
-from gemmlab.problems import Prepared
-from gemmlab.sanitize import check
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.sgemm import spec as sgemm
+from gemmlab.measure.sanitize import check
+from gemmlab.problems import sgemm as sgemm_problem
+from gemmlab.problems.base import Prepared
 
 pytestmark = pytest.mark.gpu
 
@@ -43,7 +45,7 @@ CONFIG_CASES = [
 
 @pytest.mark.parametrize(("kernel_id", "shape"), CASES, ids=[f"{k}-{s}" for k, s in CASES])
 def test_rung_verifies(kernel_id: str, shape: Shape) -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     result = run(kernel_id, shape, reps=2, warmup=1, baseline=False, spec=sgemm.variant(kernel_id, {}))
     assert result.error < 1e-5
@@ -56,7 +58,7 @@ def test_rung_verifies(kernel_id: str, shape: Shape) -> None:
     ids=[f"{k}-{tuple(c.values())}-{s}" for k, c, s in CONFIG_CASES],
 )
 def test_every_config_verifies(monkeypatch: pytest.MonkeyPatch, kernel_id: str, config: dict, shape: Shape) -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     monkeypatch.setitem(catalogue._BY_ID, kernel_id, sgemm.variant(kernel_id, config))
     result = run(kernel_id, shape, reps=1, warmup=1, baseline=False)
@@ -65,7 +67,7 @@ def test_every_config_verifies(monkeypatch: pytest.MonkeyPatch, kernel_id: str, 
 
 def _in_place(cp, point, rng) -> Prepared:
     """sgemm's problem with c_in and c_out the same buffer; "poison" restores C."""
-    prepared = sgemm.prepare_sgemm(cp, point, rng)
+    prepared = sgemm_problem.prepare_sgemm(cp, point, rng)
     _a, _b, c0, c, _ref, _lib = prepared.buffers
     args = (*prepared.args[:2], c.data.ptr, c.data.ptr, *prepared.args[4:])
     return dataclasses.replace(prepared, args=args, poison=lambda: cp.copyto(c, c0))
@@ -75,10 +77,10 @@ def _in_place(cp, point, rng) -> Prepared:
 def test_in_place_c(monkeypatch: pytest.MonkeyPatch, kernel_id: str) -> None:
     """c_in == c_out (BLAS's in-place update) gives the same result: each element
     is read once, by the thread that then writes it."""
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     spec = sgemm.variant(kernel_id, {})
-    problem = dataclasses.replace(sgemm.SGEMM, prepare=_in_place)
+    problem = dataclasses.replace(sgemm_problem.SGEMM, prepare=_in_place)
     monkeypatch.setitem(catalogue._BY_ID, kernel_id, dataclasses.replace(spec, problem=problem))
     result = run(kernel_id, Shape(127, 129, 131), reps=1, warmup=1, baseline=False)
     assert result.error < 1e-5
@@ -86,8 +88,8 @@ def test_in_place_c(monkeypatch: pytest.MonkeyPatch, kernel_id: str) -> None:
 
 def test_unwritten_output_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """A grid one block-row short leaves NaN in C: the run is refused."""
-    from gemmlab.errors import VerificationError
-    from gemmlab.run import run
+    from gemmlab.core.errors import VerificationError
+    from gemmlab.measure.run import run
 
     spec = catalogue.get("sgemm_multistage")
     short = dataclasses.replace(spec, grid=lambda s, b: (-(-s.n // 128), max(1, -(-s.m // 128) - 1), 1))
@@ -97,11 +99,11 @@ def test_unwritten_output_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_against_cublas_at_4096() -> None:
-    from gemmlab import gpu
-    from gemmlab.run import run
+    from gemmlab.core import gpu
+    from gemmlab.measure.run import run
 
     result = run("sgemm_multistage", Shape.square(4096), reps=5)
-    assert result.baseline_name == sgemm.baseline_name()
+    assert result.baseline_name == sgemm_problem.baseline_name()
     assert result.ratio_to_baseline is not None and result.ratio_to_baseline > 0.3
     # FP32 FFMA, not TF32: under the FFMA peak at the boost clock (TF32 tensor cores run several times above it).
     peak = gpu.describe(0).peak_fp32_gflops
@@ -111,12 +113,12 @@ def test_against_cublas_at_4096() -> None:
 def test_cublas_baseline_computes_the_same_sgemm() -> None:
     """The baseline does the kernels' work, alpha A.B + beta C, and matches the
     float64 reference after one call (it then updates its C in place)."""
-    from gemmlab import gpu
-    from gemmlab.problems import relative_error
+    from gemmlab.core import gpu
+    from gemmlab.problems.base import relative_error
 
     cp = gpu.cupy()
     point = catalogue.point("sgemm_lean_loop", Shape(300, 520, 136))
-    prepared = sgemm.prepare_sgemm(cp, point, cp.random.default_rng(3))
+    prepared = sgemm_problem.prepare_sgemm(cp, point, cp.random.default_rng(3))
     _a, _b, _c_in, _c_out, ref, lib_out = prepared.buffers
     prepared.baseline()
     cp.cuda.get_current_stream().synchronize()

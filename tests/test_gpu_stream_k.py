@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab import catalogue, gpu, sgemm
-from gemmlab.catalogue import Shape
-from gemmlab.compile import compile_kernel
-from gemmlab.problems import relative_error
+from gemmlab.backends.nvrtc import compile_kernel
+from gemmlab.core import gpu
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.sgemm import spec as sgemm
+from gemmlab.problems import sgemm as sgemm_problem
+from gemmlab.problems.base import relative_error
 
 pytestmark = pytest.mark.gpu
 
@@ -34,13 +37,13 @@ GRIDS = [1, 2, 3, 7, 13, 64]
 def test_every_grid_gives_the_same_right_answer(shape: Shape) -> None:
     from cuda.core import Stream, launch
 
-    from gemmlab.run import launch_config, load_kernel
+    from gemmlab.measure.run import launch_config, load_kernel
 
     cp = gpu.cupy()
     spec = sgemm.variant(KERNEL, {})
     point = catalogue.point(KERNEL, shape, spec=spec)
     kernel = load_kernel(point, compile_kernel(spec, 0, "float32", gpu.describe(0).arch))
-    prepared = sgemm.prepare_sgemm(cp, point, cp.random.default_rng(7))
+    prepared = sgemm_problem.prepare_sgemm(cp, point, cp.random.default_rng(7))
     _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
     stream = Stream.from_handle(cp.cuda.get_current_stream().ptr)
     for blocks in GRIDS:
@@ -63,7 +66,7 @@ def test_every_grid_gives_the_same_right_answer(shape: Shape) -> None:
 def test_run_launches_one_block_per_sm_with_a_workspace() -> None:
     """Through the runner: a persistent grid (no more blocks than the GPU holds)
     and the workspace argument, at a shape whose tiles leave a tail (4097)."""
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     result = run(KERNEL, Shape.square(4097), reps=2, warmup=1, baseline=False, spec=sgemm.variant(KERNEL, {}))
     info = gpu.describe(0)

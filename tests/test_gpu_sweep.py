@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gemmlab.catalogue import Shape
-from gemmlab.experiments import reproduce
-from gemmlab.store import Store
+from gemmlab.core.shapes import Shape
+from gemmlab.results.store import Store
+from gemmlab.studies.experiments import reproduce
 
 pytestmark = pytest.mark.gpu
 
@@ -47,7 +47,7 @@ def test_reproduce_kursk_end_to_end_and_cpu(tmp_path: Path) -> None:
 
 
 def test_end_to_end_int32() -> None:
-    from gemmlab.endtoend import measure
+    from gemmlab.measure.endtoend import measure
 
     rows = measure("naive_i32", Shape(128, 64, 96), 8, reps=3, copy_reps=2)
     assert [r["variant"] for r in rows] == ["pinned", "pageable"]
@@ -65,7 +65,7 @@ def test_brno_at_a_small_size(tmp_path: Path) -> None:
 
 
 def test_cli_reproduce_writes_the_report(tmp_path: Path) -> None:
-    from gemmlab.cli import app
+    from gemmlab.cli.app import app
 
     db, out = tmp_path / "r.sqlite", tmp_path / "report"
     args = ["reproduce", "poznan-group1", "--sizes", "176", "--db", str(db), "--out", str(out)]

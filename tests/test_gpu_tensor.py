@@ -9,13 +9,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gemmlab import catalogue, gpu, tensor
-from gemmlab.catalogue import Shape
+from gemmlab.core import gpu
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.spec import KernelSpec
+from gemmlab.kernels.tensor import spec as tensor
+from gemmlab.problems import tensor as tensor_problem
 
 pytestmark = pytest.mark.gpu
 
 
-def _runs_here(spec: catalogue.KernelSpec) -> bool:
+def _runs_here(spec: KernelSpec) -> bool:
     info = gpu.describe(0)
     return not spec.archs or info.arch in [a.rstrip("af") for a in spec.archs]
 
@@ -40,7 +44,7 @@ CASES = [
 
 @pytest.mark.parametrize(("kernel_id", "dtype", "shape"), CASES, ids=[f"{k}-{d}-{s}" for k, d, s in CASES])
 def test_rung_verifies(kernel_id: str, dtype: str, shape: Shape) -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     spec = catalogue.get(kernel_id)
     if not _runs_here(spec):
@@ -52,7 +56,7 @@ def test_rung_verifies(kernel_id: str, dtype: str, shape: Shape) -> None:
 
 @pytest.mark.parametrize("kernel_id", [r.id for r in tensor.RUNGS])
 def test_every_searched_configuration_verifies(kernel_id: str) -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     for config in tensor.configs(kernel_id):
         spec = tensor.variant(kernel_id, config)
@@ -68,7 +72,7 @@ def test_every_searched_configuration_verifies(kernel_id: str) -> None:
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(m=st.integers(1, 700), n=st.integers(1, 700), k_pieces=st.integers(1, 60))
 def test_fuzzed_shapes_verify(kernel_id: str, m: int, n: int, k_pieces: int) -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     spec = catalogue.get(kernel_id)
     if not _runs_here(spec):
@@ -83,7 +87,7 @@ def test_fuzzed_shapes_verify(kernel_id: str, m: int, n: int, k_pieces: int) -> 
 @given(m=st.integers(1, 700), n_pieces=st.integers(1, 90), k_pieces=st.integers(1, 60))
 def test_fuzzed_shapes_verify_with_c_by_tma(kernel_id: str, dtype: str, m: int, n_pieces: int, k_pieces: int) -> None:
     """N in whole 16-byte rows of C (8 bfloat16 elements), any M, K in whole 16-byte pieces."""
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     spec = catalogue.get(kernel_id)
     if not _runs_here(spec):
@@ -96,12 +100,13 @@ def test_fuzzed_shapes_verify_with_c_by_tma(kernel_id: str, dtype: str, m: int, 
 def test_cublas_baseline_computes_the_same_product(dtype: str) -> None:
     """The baseline is only a fair comparison if it does the same work: its
     output, in the same layout, matches the float64 reference."""
-    from gemmlab.problems import TOLERANCE, relative_error
-    from gemmlab.run import run
+    from gemmlab.core.dtypes import TOLERANCE
+    from gemmlab.measure.run import run
+    from gemmlab.problems.base import relative_error
 
     cp = gpu.cupy()
     point = catalogue.point("tc_wmma", Shape(300, 520, 136), dtype=dtype)
-    prepared = tensor.prepare_tensor(cp, point, cp.random.default_rng(7))
+    prepared = tensor_problem.prepare_tensor(cp, point, cp.random.default_rng(7))
     _a, _b, _c, ref, lib_out = prepared.buffers[:5]
     lib_out.fill(cp.nan)
     prepared.baseline()
@@ -109,7 +114,7 @@ def test_cublas_baseline_computes_the_same_product(dtype: str) -> None:
     assert relative_error(cp, lib_out, ref) <= TOLERANCE[dtype]
 
     result = run("tc_wmma", Shape(512, 384, 256), dtype=dtype, reps=3)
-    assert result.baseline_name == tensor.baseline_name(dtype)
+    assert result.baseline_name == tensor_problem.baseline_name(dtype)
     assert result.baseline_gflops and result.baseline_gflops > 0
 
 
@@ -117,26 +122,27 @@ def test_cublas_baseline_with_bfloat16_c_computes_the_same_product() -> None:
     """bfloat16-out's baseline writes a bfloat16 C; widened, it matches the
     reference as closely as the rounding allows, and it is poisoned with a
     bfloat16 NaN that the check would catch."""
-    from gemmlab.problems import TOLERANCE, relative_error
-    from gemmlab.run import run
+    from gemmlab.core.dtypes import TOLERANCE
+    from gemmlab.measure.run import run
+    from gemmlab.problems.base import relative_error
 
     cp = gpu.cupy()
     point = catalogue.point("tc_tma_store", Shape(300, 520, 136), dtype="bfloat16-out")
-    prepared = tensor.prepare_tensor(cp, point, cp.random.default_rng(7))
+    prepared = tensor_problem.prepare_tensor(cp, point, cp.random.default_rng(7))
     _a, _b, c, ref, lib_out = prepared.buffers[:5]
     assert c.dtype == cp.uint16 and lib_out.dtype == cp.uint16
     prepared.poison()
     assert prepared.error() != prepared.error()  # NaN: an unwritten C fails the check
-    lib_out.fill(tensor.BF16_NAN)
+    lib_out.fill(tensor_problem.BF16_NAN)
     prepared.baseline()
     cp.cuda.get_current_stream().synchronize()
-    error = relative_error(cp, tensor._bf16_value(cp, lib_out), ref)
+    error = relative_error(cp, tensor_problem._bf16_value(cp, lib_out), ref)
     assert 1e-4 < error <= TOLERANCE["bfloat16-out"]  # rounded to bfloat16: above the float32-C errors
 
     spec = catalogue.get("tc_tma_store")
     if not _runs_here(spec):
         pytest.skip(f"tc_tma_store needs {', '.join(spec.archs)}")
     result = run("tc_tma_store", Shape(512, 384, 256), dtype="bfloat16-out", reps=3)
-    assert result.baseline_name == tensor.baseline_name("bfloat16-out")
+    assert result.baseline_name == tensor_problem.baseline_name("bfloat16-out")
     assert 1e-4 < result.error <= result.tolerance
     assert result.baseline_gflops and result.baseline_gflops > 0

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import sgemm
-from gemmlab.catalogue import Shape
-from gemmlab.store import Store
-from gemmlab.tune import current_device, tune, tuned_spec
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels.sgemm import spec as sgemm
+from gemmlab.results.store import Store
+from gemmlab.studies.tune import current_device, tune, tuned_spec
 
 pytestmark = pytest.mark.gpu
 
@@ -24,7 +24,7 @@ NOISE = 0.9
 
 
 def test_tuned_warptile_verifies_and_keeps_up(tmp_path: Path) -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     with Store.open(tmp_path / "tune.sqlite") as store:
         summary = tune(KERNEL, [SHAPE], store, budget_seconds=20, progress=False)
@@ -45,7 +45,7 @@ TC_KERNEL = "tc_wmma"  # every element type, on any GPU from sm_80 on
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "tf32"])
 def test_tuned_tensor_rung_verifies_in_its_element_type(tmp_path: Path, dtype: str) -> None:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     with Store.open(tmp_path / "tune.sqlite") as store:
         summary = tune(TC_KERNEL, [SHAPE], store, dtype=dtype, budget_seconds=30, progress=False)

@@ -6,12 +6,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemmlab import catalogue
-from gemmlab.catalogue import Shape
-from gemmlab.compile import compile_kernel
-from gemmlab.errors import ConstraintError
-from gemmlab.memory import MEMORY_KERNELS, TiledSpec, bandwidth_table, thread_rows
-from gemmlab.sanitize import small_shapes
+from gemmlab.backends.nvrtc import compile_kernel
+from gemmlab.core.errors import ConstraintError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.memory.spec import MEMORY_KERNELS, TiledSpec, thread_rows
+from gemmlab.measure.bandwidth import bandwidth_table
+from gemmlab.measure.sanitize import small_shapes
 
 IDS = [
     "vecadd", "copy", "transpose_naive", "copy_tiled", "transpose_tiled", "transpose_tiled_padded",

@@ -11,14 +11,13 @@ import json
 
 import pytest
 
-from gemmlab.errors import DeviceLimitError, GemmlabError, UnknownName
-from gemmlab.occupancy import (
+from gemmlab.core.arch import known_compute_capabilities, sm_limits
+from gemmlab.core.errors import DeviceLimitError, GemmlabError, UnknownName
+from gemmlab.measure.occupancy import (
     LIMIT_NAMES,
     OccupancyInput,
     format_limiting,
-    known_compute_capabilities,
     occupancy_table,
-    sm_limits,
     theoretical_occupancy,
 )
 

@@ -10,16 +10,18 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import worklog
 from typer.testing import CliRunner
 
-from gemmlab import gpu, peak, worklog
-from gemmlab.cli import app
-from gemmlab.compile import compile_source
-from gemmlab.errors import NoGPUError, UnknownName
-from gemmlab.occupancy import theoretical_occupancy
-from gemmlab.sass import find_tool, sass_opcodes, tensor_core_ops, total
-from gemmlab.store import PEAK_FIELDS, Store
-from gemmlab.timing import Timing
+from gemmlab.backends.nvrtc import compile_source
+from gemmlab.cli.app import app
+from gemmlab.core import gpu
+from gemmlab.core.errors import NoGPUError, UnknownName
+from gemmlab.measure import peak
+from gemmlab.measure.occupancy import theoretical_occupancy
+from gemmlab.measure.sass import find_tool, sass_opcodes, tensor_core_ops, total
+from gemmlab.measure.timing import Timing
+from gemmlab.results.store import PEAK_FIELDS, Store
 
 NEEDS_CUOBJDUMP = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump is not installed")
 FAMILY = {f.id: f for f in peak.FAMILIES}

@@ -23,11 +23,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gemmlab import catalogue, profile
-from gemmlab.catalogue import Shape
-from gemmlab.cli import app
-from gemmlab.errors import ProfilerError, VerificationError
-from gemmlab.roofline import attainable_gflops, point_coordinates, ridge_point, roofline_plot
+from gemmlab.cli.app import app
+from gemmlab.core.errors import ProfilerError, VerificationError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.spec import Point
+from gemmlab.measure import profile
+from gemmlab.measure.roofline import attainable_gflops, point_coordinates, ridge_point, roofline_plot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
 SYNTHETIC = FIXTURES / "synthetic_raw.csv"
@@ -160,7 +162,7 @@ def test_parse_without_a_page_finds_no_launch() -> None:
     assert profile.parse_raw_csv("==PROF== Disconnected\n").launches == []
 
 
-def naive_point() -> catalogue.Point:
+def naive_point() -> Point:
     return catalogue.point("naive", Shape.square(CAPTURE_N), 16)
 
 
@@ -186,7 +188,7 @@ def test_result_from_the_synthetic_capture() -> None:
 
 
 def test_the_result_fills_the_store_columns() -> None:
-    store = pytest.importorskip("gemmlab.store")
+    store = pytest.importorskip("gemmlab.results.store")
     d = profile.result_from_output(naive_point(), SYNTHETIC.read_text()).to_dict()
     assert set(store.PROFILE_FIELDS) <= set(d)
 
@@ -199,7 +201,7 @@ def test_int32_kernels_count_integer_instructions() -> None:
     assert "integer" in r.ops_counter
 
 
-def tc_mma_point(n: int = CAPTURE_N) -> catalogue.Point:
+def tc_mma_point(n: int = CAPTURE_N) -> Point:
     return catalogue.point("tc_mma", Shape.square(n), dtype="bfloat16")
 
 
@@ -253,7 +255,7 @@ def test_a_missing_counter_is_named() -> None:
 # --- real captures (activate when tests/fixtures/ncu/h200_*.csv exist) ------------
 
 
-def _capture_point(path: Path) -> catalogue.Point:
+def _capture_point(path: Path) -> Point:
     m = re.fullmatch(r"h200_(?P<kernel>.+)_(?P<edge>\d+)\.csv", path.name)
     assert m, f"{path.name} is not named h200_<kernel>_<edge>.csv"
     return catalogue.point(m["kernel"], Shape.square(CAPTURE_N), int(m["edge"]))
@@ -401,7 +403,7 @@ def test_ncu_command_profiles_one_named_launch() -> None:
     assert option("--page") == "raw"
     assert option("--print-units") == "base"
     assert "--csv" in cmd
-    assert cmd[-9:] == ["/usr/bin/python3", "-m", "gemmlab.profile", "naive", "16", "256", "256", "256", "float32"]
+    assert cmd[-9:] == ["/usr/bin/python3", "-m", "gemmlab.measure.profile", "naive", "16", "256", "256", "256", "float32"]
 
 
 def test_mangled_name_tells_tiled_from_tiled_2x2() -> None:
@@ -498,7 +500,7 @@ def with_counters(page: str, counters: dict[str, str]) -> str:
 
 
 def test_cli_profile_shows_the_tensor_cores_share(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemmlab.commands.profile import profile_rows
+    from gemmlab.cli.profile import profile_rows
 
     model = 2 * 256**3
     counters = {profile.TENSOR_BF16: f"{model:,}", profile.TENSOR_FP16: "0", profile.TENSOR_TF32: "0",

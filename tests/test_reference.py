@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab import catalogue, reference
-from gemmlab.cpu import CPU_KERNELS
-from gemmlab.errors import UnknownName
+from gemmlab.backends.cpu import CPU_KERNELS
+from gemmlab.core.errors import UnknownName
+from gemmlab.kernels import catalogue
+from gemmlab.studies import reference
 
 # Row counts as documented in shared/reference/README.md.
 EXPECTED_ROWS = {

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gemmlab import report
-from gemmlab.cpu import is_cpu_kernel
-from gemmlab.errors import CompileError, GemmlabError, UnknownName
+from gemmlab.backends.cpu import is_cpu_kernel
+from gemmlab.core.errors import CompileError, GemmlabError, UnknownName
 from gemmlab.report import MetricTable, Section
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report_rows.json"
@@ -229,8 +229,8 @@ def test_experiment_filter_and_errors() -> None:
 def test_occupancy_tables_per_kernel_for_our_gpu_and_the_documents(
     sections: dict[str, Section], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gemmlab import kernel_occupancy
-    from gemmlab.occupancy import theoretical_occupancy
+    from gemmlab.measure import kernel_occupancy
+    from gemmlab.measure.occupancy import theoretical_occupancy
 
     calls = []
 
@@ -251,7 +251,7 @@ def test_occupancy_tables_per_kernel_for_our_gpu_and_the_documents(
 
 
 def test_occupancy_failure_is_a_note(sections: dict[str, Section], monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemmlab import kernel_occupancy
+    from gemmlab.measure import kernel_occupancy
 
     def broken(*args: object, **kwargs: object) -> list:
         raise CompileError("NVRTC is missing.", "Install nvidia-cuda-nvrtc.")
@@ -473,8 +473,8 @@ def test_missing_database_says_how_to_make_one(tmp_path: Path) -> None:
 def test_report_from_a_database_through_the_cli(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from gemmlab.cli import app
-    from gemmlab.store import Store
+    from gemmlab.cli.app import app
+    from gemmlab.results.store import Store
 
     rows = [r for r in load_rows() if r["experiment"] in ("int32-lab", "arequipa-any-size")]
     db = tmp_path / "results.sqlite"

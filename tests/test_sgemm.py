@@ -9,10 +9,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gemmlab import catalogue, sgemm
-from gemmlab.catalogue import Shape
-from gemmlab.compile import compile_kernel
-from gemmlab.errors import ConstraintError, UnknownName
+from gemmlab.backends.nvrtc import compile_kernel
+from gemmlab.core.errors import ConstraintError, UnknownName
+from gemmlab.core.shapes import MAX_INDEX, Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.sgemm import spec as sgemm
+from gemmlab.problems import sgemm as sgemm_problem
 
 LADDER = [
     "sgemm_coalesced", "sgemm_smem", "sgemm_1d_blocktile", "sgemm_2d_blocktile", "sgemm_vectorized",
@@ -36,7 +38,7 @@ def test_ladder_is_in_the_catalogue_in_order() -> None:
     assert [i for i in ids if i.startswith("sgemm_")] == LADDER
     for kid in LADDER:
         spec = catalogue.get(kid)
-        assert spec.problem is sgemm.SGEMM
+        assert spec.problem is sgemm_problem.SGEMM
         assert spec.dtypes == ("float32",)
         assert not spec.takes_block_edge and not spec.templated_on_edge
         text = spec.source_text()
@@ -184,7 +186,7 @@ def test_candidates_run_outside_the_catalogue() -> None:
     for kid in CANDIDATES:
         assert kid not in ids and kid not in {s.id for s in sgemm.SGEMM_KERNELS}
         spec = sgemm.variant(kid, {})
-        assert spec.problem is sgemm.SGEMM and not spec.takes_block_edge
+        assert spec.problem is sgemm_problem.SGEMM and not spec.takes_block_edge
         text = spec.source_text()
         assert text.startswith(f"// {kid}:") and f"{spec.function}(" in text
         assert catalogue.point(kid, Shape(127, 129, 131), spec=spec).spec is spec
@@ -253,8 +255,8 @@ def test_dynamic_shared_memory_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
 
     from cuda.bindings import driver
 
-    from gemmlab.errors import DeviceLimitError
-    from gemmlab.run import allow_dynamic_smem
+    from gemmlab.core.errors import DeviceLimitError
+    from gemmlab.measure.run import allow_dynamic_smem
 
     attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     fake = _FakeDriver(driver, driver.CUresult.CUDA_SUCCESS)
@@ -319,13 +321,13 @@ def test_cgma_models() -> None:
 
 
 def test_baseline_is_named_for_what_it_computes() -> None:
-    assert sgemm.baseline_name() == "cuBLAS SGEMM (cublasGemmEx FP32, same alpha and beta)"
+    assert sgemm_problem.baseline_name() == "cuBLAS SGEMM (cublasGemmEx FP32, same alpha and beta)"
 
 
 def test_device_bytes_cover_inputs_outputs_and_reference() -> None:
     p = catalogue.point("sgemm_multistage", Shape(100, 200, 300))
     elems = 100 * 300 + 300 * 200 + 3 * 100 * 200
-    assert sgemm.SGEMM.device_bytes(p) == elems * 12
+    assert sgemm_problem.SGEMM.device_bytes(p) == elems * 12
     assert p.min_bytes == (100 * 300 + 300 * 200 + 2 * 100 * 200) * 4
 
 
@@ -377,7 +379,7 @@ def test_padded_b_adds_its_copy_only_when_rows_of_b_are_unaligned() -> None:
         assert gy == edge.grid(shape, 0)[1] + math.ceil(sgemm.PAD_BLOCKS / gx)
         assert spec.workspace_bytes(shape, 1) == 16 + 4 * shape.k * math.ceil(shape.n / 4) * 4
     # B of 46340 x 46341 floats fits 32-bit indexing, padded to 46344 columns it does not.
-    assert 46340 * 46341 <= catalogue.MAX_INDEX < 46340 * 46344
+    assert 46340 * 46341 <= MAX_INDEX < 46340 * 46344
     bad = spec.violations(Shape(8, 46341, 46340), 0, "float32")
     assert any("padded" in v and "2^31" in v for v in bad), bad
 

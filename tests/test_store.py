@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab.catalogue import Shape
-from gemmlab.compile import Resources
-from gemmlab.errors import StoreError
-from gemmlab.run import RunResult
-from gemmlab.store import (
+from gemmlab.backends.nvrtc import Resources
+from gemmlab.core.errors import StoreError
+from gemmlab.core.shapes import Shape
+from gemmlab.measure.run import RunResult
+from gemmlab.measure.timing import Timing
+from gemmlab.results.store import (
     CEILING_FIELDS,
     MIGRATIONS,
     PEAK_FIELDS,
@@ -25,7 +26,6 @@ from gemmlab.store import (
     point_key,
     result_row,
 )
-from gemmlab.timing import Timing
 
 RUN = {"gpu_name": "Test GPU", "cc": "9.0", "driver_version": "13.0", "command_line": "pytest"}
 

@@ -16,13 +16,13 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from gemmlab.catalogue import Shape
-from gemmlab.compile import Resources
-from gemmlab.errors import ConstraintError, DeviceLimitError, NoGPUError, UnknownName, VerificationError
-from gemmlab.run import RunResult
-from gemmlab.store import Store
-from gemmlab.sweep import SLOW_REPS, SweepPoint, headline, plan, predicted_ms, run_record, sweep, timed_point
-from gemmlab.timing import Timing
+from gemmlab.backends.nvrtc import Resources
+from gemmlab.core.errors import ConstraintError, DeviceLimitError, NoGPUError, UnknownName, VerificationError
+from gemmlab.core.shapes import Shape
+from gemmlab.measure.run import RunResult
+from gemmlab.measure.timing import Timing
+from gemmlab.results.store import Store
+from gemmlab.studies.sweep import SLOW_REPS, SweepPoint, headline, plan, predicted_ms, run_record, sweep, timed_point
 
 TESTS = Path(__file__).resolve().parent
 SRC = TESTS.parent / "src"
@@ -321,7 +321,7 @@ def test_run_record_without_a_gpu_still_describes_the_host() -> None:
 
 
 def test_cli_sweep_of_cpu_baselines(tmp_path: Path) -> None:
-    from gemmlab.cli import app
+    from gemmlab.cli.app import app
 
     db = tmp_path / "cli.sqlite"
     args = ["sweep", "--kernels", "cpu_blas", "--sizes", "32,48", "--db", str(db), "--max-seconds", "0.1"]
@@ -336,7 +336,7 @@ def test_cli_sweep_of_cpu_baselines(tmp_path: Path) -> None:
 
 
 def test_cli_sweep_rejects_bad_lists(tmp_path: Path) -> None:
-    from gemmlab.cli import app
+    from gemmlab.cli.app import app
 
     result = CliRunner().invoke(app, ["sweep", "--kernels", "cpu_blas", "--sizes", "32,x", "--db",
                                       str(tmp_path / "x.sqlite")])  # fmt: skip
@@ -347,7 +347,7 @@ def test_cli_sweep_rejects_bad_lists(tmp_path: Path) -> None:
 
 
 def test_cli_sweep_with_a_broken_database(tmp_path: Path) -> None:
-    from gemmlab.cli import app
+    from gemmlab.cli.app import app
 
     db = tmp_path / "junk.sqlite"
     db.write_bytes(b"x" * 4096)

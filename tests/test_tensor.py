@@ -7,18 +7,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gemmlab import catalogue, tensor
-from gemmlab.catalogue import Shape
-from gemmlab.compile import compile_kernel
-from gemmlab.errors import ConstraintError, DeviceLimitError, UnknownName
-from gemmlab.sanitize import small_shapes
-from gemmlab.sass import find_tool, missing_claims, sass_opcodes, tensor_core_ops
+from gemmlab.backends.nvrtc import compile_kernel
+from gemmlab.core.dtypes import DTYPE_ITEMSIZE
+from gemmlab.core.errors import ConstraintError, DeviceLimitError, UnknownName
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.spec import KernelSpec
+from gemmlab.kernels.tensor import spec as tensor
+from gemmlab.measure.sanitize import small_shapes
+from gemmlab.measure.sass import find_tool, missing_claims, sass_opcodes, tensor_core_ops
+from gemmlab.problems import tensor as tensor_problem
 
 IDS = [r.id for r in tensor.RUNGS]
 NEEDS_CUOBJDUMP = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump is not installed")
 
 
-def _archs(spec: catalogue.KernelSpec) -> list[str]:
+def _archs(spec: KernelSpec) -> list[str]:
     return list(spec.archs) or ["sm_80", "sm_90"]
 
 
@@ -76,7 +80,7 @@ def test_hopper_rungs_refuse_other_architectures() -> None:
 def test_k_must_be_whole_16_byte_pieces(kernel_id: str) -> None:
     spec = catalogue.get(kernel_id)
     for dtype in spec.dtypes:
-        per_piece = 16 // catalogue.DTYPE_ITEMSIZE[dtype]
+        per_piece = 16 // DTYPE_ITEMSIZE[dtype]
         # N = 56: whole 16-byte rows of C too, which the TMA-store rung needs.
         assert not spec.violations(Shape(37, 56, 5 * per_piece), 0, dtype)
         with pytest.raises(ConstraintError, match=f"K = {5 * per_piece + 1} is not a multiple of {per_piece}") as err:
@@ -109,7 +113,7 @@ def test_hopper_shared_memory_is_stages_plus_barriers() -> None:
 def test_bf16_rounding_is_nearest_even() -> None:
     one_ulp = 2.0**-7  # bf16 keeps 7 fraction bits
     x = np.array([1.0, 1 + one_ulp / 2, 1 + 1.5 * one_ulp, -2.5, 1 + one_ulp / 4], dtype=np.float32)
-    bits = tensor._bf16_bits(np, x)
+    bits = tensor_problem._bf16_bits(np, x)
     assert bits.dtype == np.uint16
     assert [hex(b) for b in bits] == ["0x3f80", "0x3f80", "0x3f82", "0xc020", "0x3f80"]
 
@@ -151,9 +155,9 @@ def test_bfloat16_out_is_the_tma_store_rungs_alone() -> None:
     assert [r.id for r in tensor.RUNGS if "bfloat16-out" in r.dtypes] == ["tc_tma_store"]
     with pytest.raises(ConstraintError, match="no bfloat16-out version"):
         catalogue.point("tc_cluster", Shape(64, 64, 64), dtype="bfloat16-out")
-    assert tensor.input_dtype("bfloat16-out") == "bfloat16"
-    assert tensor.baseline_name("bfloat16-out") == "cuBLAS GemmEx bfloat16, FP32 accumulation, bfloat16 C"
-    assert tensor.baseline_name("tf32").endswith("float32 C")
+    assert tensor_problem.input_dtype("bfloat16-out") == "bfloat16"
+    assert tensor_problem.baseline_name("bfloat16-out") == "cuBLAS GemmEx bfloat16, FP32 accumulation, bfloat16 C"
+    assert tensor_problem.baseline_name("tf32").endswith("float32 C")
 
 
 def test_tma_store_shared_memory_is_ring_barriers_and_c_boxes() -> None:

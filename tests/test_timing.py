@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab.run import timing_warnings
-from gemmlab.timing import Timing, gbytes_per_s, gflops, planned_reps
+from gemmlab.measure.run import timing_warnings
+from gemmlab.measure.timing import Timing, gbytes_per_s, gflops, planned_reps
 
 
 def test_median_min_max() -> None:
@@ -75,7 +75,7 @@ class _FakeClock:
 
 
 def test_kernel_and_library_are_timed_in_alternation() -> None:
-    from gemmlab.run import _paired_series
+    from gemmlab.measure.run import _paired_series
 
     clock = _FakeClock()
     kernel, library = (lambda: clock.call("k")), (lambda: clock.call("b"))

@@ -15,14 +15,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gemmlab import catalogue, sgemm, tensor, tune
-from gemmlab.catalogue import KernelSpec, Shape
-from gemmlab.cli import app
-from gemmlab.compile import Resources
-from gemmlab.errors import CompileError, ConstraintError, GemmlabError, StoreError, UnknownName, VerificationError
-from gemmlab.run import RunResult
-from gemmlab.store import Store
-from gemmlab.timing import Timing, gflops
+from gemmlab.backends.nvrtc import Resources
+from gemmlab.cli.app import app
+from gemmlab.core.errors import CompileError, ConstraintError, GemmlabError, StoreError, UnknownName, VerificationError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.sgemm import spec as sgemm
+from gemmlab.kernels.spec import KernelSpec
+from gemmlab.kernels.tensor import spec as tensor
+from gemmlab.measure.run import RunResult
+from gemmlab.measure.timing import Timing, gflops
+from gemmlab.results.store import Store
+from gemmlab.studies import tune
 
 KERNEL = "sgemm_warptile"
 CONFIGS = sgemm.configs(KERNEL)
@@ -557,7 +561,7 @@ def test_cli_tune_and_run_a_tensor_kernel_per_dtype(tmp_path: Path, monkeypatch:
     assert tuned.exit_code == 0, tuned.output
     assert f"{TC_KERNEL} (tf32) tuned on Fake H200" in tuned.output and set(fake_gpu.dtypes) == {"tf32"}
     calls: list = []
-    monkeypatch.setattr("gemmlab.run.run", fake_run(calls))
+    monkeypatch.setattr("gemmlab.measure.run.run", fake_run(calls))
 
     run_tf32 = cli.invoke(app, ["run", TC_KERNEL, "--dtype", "tf32", "--size", "1000", "--db", str(db), "--json"])
     data = json.loads(run_tf32.output)
@@ -587,7 +591,7 @@ def test_cli_run_uses_the_tuned_config(tmp_path: Path, monkeypatch: pytest.Monke
     db = tmp_path / "t.sqlite"
     assert cli.invoke(app, ["tune", KERNEL, "--sizes", "1024", "--db", str(db)]).exit_code == 4
     calls: list = []
-    monkeypatch.setattr("gemmlab.run.run", fake_run(calls))
+    monkeypatch.setattr("gemmlab.measure.run.run", fake_run(calls))
 
     tuned = cli.invoke(app, ["run", KERNEL, "--size", "1000", "--db", str(db), "--json"])
     assert tuned.exit_code == 0, tuned.output
@@ -610,7 +614,7 @@ def test_cli_run_uses_the_tuned_config(tmp_path: Path, monkeypatch: pytest.Monke
 def test_cli_run_without_a_database_creates_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  fake_gpu: FakeRunner) -> None:  # fmt: skip
     calls: list = []
-    monkeypatch.setattr("gemmlab.run.run", fake_run(calls))
+    monkeypatch.setattr("gemmlab.measure.run.run", fake_run(calls))
     monkeypatch.chdir(tmp_path)
     result = cli.invoke(app, ["run", KERNEL, "--size", "1000", "--json"])
     assert result.exit_code == 0, result.output

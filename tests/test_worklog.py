@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gemmlab import worklog
+import worklog
 
 
 def test_doc_matches_newest_stored_benchmark() -> None:
@@ -12,13 +12,13 @@ def test_doc_matches_newest_stored_benchmark() -> None:
     bench = json.loads(path.read_text())
     doc = worklog.DOC.read_text()
     expected = worklog.render(doc, bench, str(path.relative_to(worklog.REPO)))
-    assert doc == expected, "docs/sgemm-ladder.md is stale: run `PYTHONPATH=src python3 -m gemmlab.worklog`"
+    assert doc == expected, "docs/sgemm-ladder.md is stale: run `python3 benchmarks/worklog.py`"
 
 
 def test_every_rung_measured_at_4096_with_cublas_ratio() -> None:
     bench = json.loads(worklog.newest_benchmark().read_text())
     at_4096 = {r["kernel"]: r for r in bench["results"] if r["m"] == r["n"] == r["k"] == 4096}
-    from gemmlab.sgemm import SGEMM_KERNELS
+    from gemmlab.kernels.sgemm.spec import SGEMM_KERNELS
 
     assert {s.id for s in SGEMM_KERNELS} <= set(at_4096)
     for r in at_4096.values():
@@ -33,12 +33,12 @@ def test_tensor_doc_matches_newest_stored_benchmark() -> None:
     bench = json.loads(path.read_text())
     doc = doc_path.read_text()
     expected = worklog.render(doc, bench, str(path.relative_to(worklog.REPO)), section_of)
-    assert doc == expected, "docs/tensor-ladder.md is stale: run `PYTHONPATH=src python3 -m gemmlab.worklog`"
+    assert doc == expected, "docs/tensor-ladder.md is stale: run `python3 benchmarks/worklog.py`"
 
 
 def test_every_tensor_rung_measured_in_every_type_with_its_claimed_sass() -> None:
     bench = json.loads(worklog.newest_benchmark(worklog.RESULTS, "*_tensor.json").read_text())
-    from gemmlab.tensor import TENSOR_KERNELS
+    from gemmlab.kernels.tensor.spec import TENSOR_KERNELS
 
     measured = {(r["kernel"], r["dtype"]) for r in bench["results"] if r["m"] == r["n"] == r["k"] == 4096}
     assert {(s.id, d) for s in TENSOR_KERNELS for d in s.dtypes} <= measured

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import sys
 
-from gemmlab import catalogue
-from gemmlab.catalogue import Shape
-from gemmlab.errors import GemmlabError
-from gemmlab.run import run
+from gemmlab.core.errors import GemmlabError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.measure.run import run
 
 SEARCH_SIZE = 1024
 SIZES = (1024, 4096)

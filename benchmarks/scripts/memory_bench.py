@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import sys
 
-from gemmlab.catalogue import Shape
-from gemmlab.memory import MEMORY_KERNELS, bandwidth_table, datasheet_bandwidth, measure_copy_ceiling
-from gemmlab.run import run
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels.memory.spec import MEMORY_KERNELS
+from gemmlab.measure.bandwidth import bandwidth_table, datasheet_bandwidth, measure_copy_ceiling
+from gemmlab.measure.run import run
 
 SHAPES = (Shape(4000, 4000, 1), Shape(16384, 16384, 1))
 

@@ -16,9 +16,9 @@ import argparse
 import json
 import statistics
 
-from gemmlab import gpu
-from gemmlab.catalogue import Shape
-from gemmlab.run import run
+from gemmlab.core import gpu
+from gemmlab.core.shapes import Shape
+from gemmlab.measure.run import run
 
 ALIGNED = Shape.square(4096)
 ODD = [

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import statistics
 
-from gemmlab.catalogue import Shape
-from gemmlab.run import run
+from gemmlab.core.shapes import Shape
+from gemmlab.measure.run import run
 
 SHAPES = [
     Shape(32, 4096, 4096),

@@ -33,11 +33,12 @@ import sys
 import time
 from pathlib import Path
 
-from gemmlab import catalogue
-from gemmlab.catalogue import KernelSpec, Shape
-from gemmlab.errors import GemmlabError, ProfilerError
-from gemmlab.experiments import PROFILER_GIVE_UP
-from gemmlab.profile import ProfileResult, find_ncu, profile_point
+from gemmlab.core.errors import GemmlabError, ProfilerError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.spec import KernelSpec
+from gemmlab.measure.profile import ProfileResult, find_ncu, profile_point
+from gemmlab.studies.experiments import PROFILER_GIVE_UP
 
 ROOT = Path(__file__).resolve().parents[2]
 BEST_EDGES = ROOT / "benchmarks" / "results" / "2026-11-21_h200_doc-ladder.json"

@@ -37,9 +37,9 @@ _ADDRESS = re.compile(r"/\*[0-9a-f]{4,}\*/")
 
 
 def sass_hash(job: tuple[str, dict, str]) -> tuple[str, str, int]:
-    from gemmlab import sgemm
-    from gemmlab.compile import compile_kernel
-    from gemmlab.sass import find_tool
+    from gemmlab.backends.nvrtc import compile_kernel
+    from gemmlab.kernels.sgemm import spec as sgemm
+    from gemmlab.measure.sass import find_tool
 
     rung_id, config, arch = job
     compiled = compile_kernel(sgemm.variant(rung_id, config), 0, "float32", arch, use_cache=False)
@@ -73,7 +73,7 @@ def main() -> None:
         sys.exit(1 if differ else 0)
     if not args.out:
         parser.error("OUT.json is needed unless --compare is given")
-    from gemmlab import sgemm
+    from gemmlab.kernels.sgemm import spec as sgemm
 
     jobs = [(r, dict(c), a) for r in args.rungs for c in sgemm.configs(r) for a in args.arch]
     with ProcessPoolExecutor(args.jobs) as pool:

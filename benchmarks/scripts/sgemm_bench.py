@@ -21,13 +21,13 @@ import json
 import sys
 import time
 
-from gemmlab import gpu
-from gemmlab.catalogue import Shape
-from gemmlab.compile import compile_kernel
-from gemmlab.errors import GemmlabError
-from gemmlab.run import run
-from gemmlab.sass import find_tool, sass_opcodes, tensor_core_ops, total
-from gemmlab.sgemm import SGEMM_KERNELS, config_of
+from gemmlab.backends.nvrtc import compile_kernel
+from gemmlab.core import gpu
+from gemmlab.core.errors import GemmlabError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels.sgemm.spec import SGEMM_KERNELS, config_of
+from gemmlab.measure.run import run
+from gemmlab.measure.sass import find_tool, sass_opcodes, tensor_core_ops, total
 
 SHAPES = [Shape.square(n) for n in (2048, 4096, 8192, 4095, 4097)] + [Shape(8192, 8192, 1024), Shape(4096, 1024, 8192)]
 QUICK_SHAPES = [Shape.square(4096)]

@@ -3,7 +3,7 @@
 For sgemm_multistage (its default configuration) and every configuration of
 sgemm_large_tile (gemmlab.sgemm.configs): verify against float64 at
 127 x 129 x 131 and 1000^3, then time at N = 4096, 8192 and 4097 beside cuBLAS
-in the same run (gemmlab.run.run with spec=variant(...): 20 repetitions, the
+in the same run (gemmlab.measure.run.run with spec=variant(...): 20 repetitions, the
 result checked after the first launch and after the timed ones). Every entry
 runs in a process of its own, so a kernel that faults cannot take the others
 down; all are compiled beforehand, in parallel, by this machine's NVRTC, whose
@@ -31,10 +31,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
-from gemmlab import gpu, sgemm
-from gemmlab.catalogue import Shape, point
-from gemmlab.compile import compile_kernel, nvrtc_version
-from gemmlab.errors import GemmlabError
+from gemmlab.backends.nvrtc import compile_kernel, nvrtc_version
+from gemmlab.core import gpu
+from gemmlab.core.errors import GemmlabError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels.catalogue import point
+from gemmlab.kernels.sgemm import spec as sgemm
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sgemm_bench import find_tool, sass_opcodes, sass_summary
@@ -67,7 +69,7 @@ def _shape_text(s: Shape) -> str:
 
 
 def child(kernel: str, config: dict, out: str) -> int:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     spec = sgemm.variant(kernel, config)
     record: dict = {"verified": [], "results": [], "errors": []}
@@ -96,7 +98,7 @@ def child(kernel: str, config: dict, out: str) -> int:
 
 
 def sanitize_child(jobs: list[list]) -> int:
-    from gemmlab.run import run
+    from gemmlab.measure.run import run
 
     for kernel, config in jobs:
         spec = sgemm.variant(kernel, config)
@@ -157,7 +159,7 @@ def run_entry(entry: dict) -> None:
 
 
 def sanitize(jobs: list[list]) -> dict:
-    from gemmlab.sanitize import find_sanitizer, parse_summary
+    from gemmlab.measure.sanitize import find_sanitizer, parse_summary
 
     found = {}
     for tool in ("memcheck", "racecheck"):

@@ -27,19 +27,22 @@ import json
 import sys
 import time
 
-from gemmlab import catalogue, gpu, peak
-from gemmlab.catalogue import Shape
-from gemmlab.compile import compile_kernel
-from gemmlab.errors import GemmlabError
-from gemmlab.run import run
-from gemmlab.sass import missing_claims, sass_opcodes, tensor_core_ops, total
-from gemmlab.tensor import TENSOR_KERNELS, input_dtype
+from gemmlab.backends.nvrtc import compile_kernel
+from gemmlab.core import gpu
+from gemmlab.core.errors import GemmlabError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels.spec import KernelSpec
+from gemmlab.kernels.tensor.spec import TENSOR_KERNELS
+from gemmlab.measure import peak
+from gemmlab.measure.run import run
+from gemmlab.measure.sass import missing_claims, sass_opcodes, tensor_core_ops, total
+from gemmlab.problems.tensor import input_dtype
 
 SHAPES = [Shape.square(n) for n in (2048, 4096, 8192)] + [Shape(8192, 8192, 2048), Shape(16384, 4096, 4096)]
 QUICK_SHAPES = [Shape.square(4096)]
 
 
-def sass_report(specs: list[catalogue.KernelSpec], arch: str) -> dict:
+def sass_report(specs: list[KernelSpec], arch: str) -> dict:
     found: dict = {}
     print("\nSASS, static counts per kernel and type")
     for spec in specs:

@@ -10,10 +10,10 @@ import dataclasses
 import json
 import sys
 
-from gemmlab import catalogue
-from gemmlab.catalogue import Shape
-from gemmlab.memory import measure_copy_ceiling
-from gemmlab.run import run
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.measure.bandwidth import measure_copy_ceiling
+from gemmlab.measure.run import run
 
 SHAPE = Shape(16384, 16384, 1)
 # (tile edge, thread rows): threads per block = tile x rows, each moves tile / rows elements.

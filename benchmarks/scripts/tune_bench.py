@@ -25,12 +25,13 @@ import json
 import time
 from pathlib import Path
 
-from gemmlab import gpu, sgemm
-from gemmlab.catalogue import Shape
-from gemmlab.errors import GemmlabError
-from gemmlab.run import run
-from gemmlab.store import Store
-from gemmlab.tune import config_label, size_class, tune
+from gemmlab.core import gpu
+from gemmlab.core.errors import GemmlabError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels.sgemm import spec as sgemm
+from gemmlab.measure.run import run
+from gemmlab.results.store import Store
+from gemmlab.studies.tune import config_label, size_class, tune
 
 KERNELS = ("sgemm_multistage", "sgemm_double_buffer")
 TUNE_SHAPE = Shape.square(4096)

@@ -1,3 +1,3 @@
-from gemmlab.cli import main
+from gemmlab.cli.app import main
 
 main()

@@ -1,0 +1,1 @@
+"""How a kernel becomes something to launch: NVRTC-compiled CUDA, and the CPU baselines."""

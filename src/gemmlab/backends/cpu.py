@@ -1,0 +1,190 @@
+"""CPU baselines: what the GPU kernels are compared with in the Kursk paper.
+
+- ``cpu_naive``: the textbook i-j-k triple loop, one thread. B is walked down
+  a column in the inner loop, so nearly every load of B misses the cache
+  once the matrices outgrow it; this is the paper's "в лоб" CPU column.
+- ``cpu_blocked``: the cache-optimised single-thread version the paper cites
+  (5-6 GFLOPS in its text): loops in i-k-j order, so the inner loop walks a
+  row of B and a row of C contiguously (and LLVM vectorises it), tiled in
+  ``CPU_TILE`` blocks so that the three tiles in use stay in the L1/L2 cache.
+- ``cpu_blas``: numpy's ``a @ b``, which for float32 is the installed BLAS on
+  every core: today's practical ceiling on the host. numpy has no BLAS path
+  for integers, so int32 goes through numpy's own single-thread loop.
+
+The first two are compiled with numba (no ``parallel``); the compile happens
+in a warm-up call on a tiny problem, outside every timing. Every run is
+checked against a float64 reference with the same tolerances as the GPU
+kernels (``problems.TOLERANCE``), on an output poisoned first.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from gemmlab.core.dtypes import DTYPE_ITEMSIZE, TOLERANCE
+from gemmlab.core.errors import ConstraintError, GemmlabError, UnknownName, VerificationError
+from gemmlab.core.shapes import Shape
+from gemmlab.measure.environment import host_record
+from gemmlab.measure.timing import Timing, gbytes_per_s, gflops, planned_reps
+from gemmlab.problems.base import poison, random_matrix, relative_error
+
+CPU_KERNELS = {
+    "cpu_naive": "single-thread i-j-k triple loop (numba)",
+    "cpu_blocked": "single-thread cache-blocked i-k-j loop (numba)",
+    "cpu_blas": "numpy a @ b (multithreaded BLAS for float32)",
+}
+CPU_DTYPES = ("float32", "int32")
+# Three 64 x 64 float32 tiles take 48 KiB: about an L1 and a half, well inside L2.
+CPU_TILE = 64
+NUMBA_FIX = "Install it with `pip install 'numba>=0.59'`; cpu_blas needs only numpy."
+
+
+def is_cpu_kernel(kernel_id: str) -> bool:
+    return kernel_id in CPU_KERNELS
+
+
+@functools.cache
+def _compiled() -> dict[str, Callable[..., None]]:
+    """The numba kernels, compiled lazily (importing numba takes a second)."""
+    try:
+        from numba import njit
+    except ImportError as exc:
+        raise GemmlabError(
+            f"numba is not installed ({exc}), so cpu_naive and cpu_blocked cannot run.", NUMBA_FIX
+        ) from None
+
+    @njit(cache=False)
+    def naive(a: Any, b: Any, c: Any, zero: Any) -> None:
+        m, kk = a.shape
+        n = b.shape[1]
+        for i in range(m):
+            for j in range(n):
+                # ``zero`` has the matrices' type, so float32 accumulates in float32
+                # as the paper's C loop did.
+                acc = zero
+                for p in range(kk):
+                    acc += a[i, p] * b[p, j]
+                c[i, j] = acc
+
+    @njit(cache=False)
+    def blocked(a: Any, b: Any, c: Any, zero: Any, tile: int) -> None:
+        m, kk = a.shape
+        n = b.shape[1]
+        c[:, :] = zero
+        for i0 in range(0, m, tile):
+            for p0 in range(0, kk, tile):
+                for j0 in range(0, n, tile):
+                    j1 = min(j0 + tile, n)
+                    for i in range(i0, min(i0 + tile, m)):
+                        # Row slices rather than c[i, j]: with 2-D indexing numba
+                        # keeps a negative-index check in the inner loop and LLVM
+                        # does not vectorise it (3x slower here).
+                        c_row = c[i, j0:j1]
+                        for p in range(p0, min(p0 + tile, kk)):
+                            a_ip = a[i, p]
+                            b_row = b[p, j0:j1]
+                            for j in range(c_row.shape[0]):
+                                c_row[j] += a_ip * b_row[j]
+
+    return {
+        "cpu_naive": lambda a, b, c: naive(a, b, c, c.dtype.type(0)),
+        "cpu_blocked": lambda a, b, c: blocked(a, b, c, c.dtype.type(0), CPU_TILE),
+    }
+
+
+def _function(kernel_id: str) -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
+    if kernel_id == "cpu_blas":
+        return lambda a, b, c: np.matmul(a, b, out=c)
+    return _compiled()[kernel_id]
+
+
+def check(kernel_id: str, dtype: str) -> None:
+    if kernel_id not in CPU_KERNELS:
+        raise UnknownName(f"Unknown CPU baseline '{kernel_id}'.", f"The CPU baselines are {', '.join(CPU_KERNELS)}.")
+    if dtype not in CPU_DTYPES:
+        raise ConstraintError(f"{kernel_id} has no {dtype} version.", f"It takes {', '.join(CPU_DTYPES)}.")
+
+
+def run_cpu(
+    kernel_id: str,
+    shape: Shape,
+    dtype: str = "float32",
+    *,
+    reps: int = 5,
+    max_seconds: float = 10.0,
+    seed: int | None = None,
+) -> dict:
+    """Verify and time one CPU baseline; returns a result dict the store takes.
+
+    The repetitions after the first are cut so that the series stays near
+    ``max_seconds`` (at least 3 in all), as on the GPU.
+    """
+    check(kernel_id, dtype)
+    fn = _function(kernel_id)
+    # Compile (numba) or warm the BLAS threads on a tiny problem first.
+    tiny = np.ones((8, 8), dtype=dtype)
+    fn(tiny, tiny, np.empty_like(tiny))
+
+    rng = np.random.default_rng(seed)
+    a = random_matrix(np, rng, shape.m, shape.k, dtype)
+    b = random_matrix(np, rng, shape.k, shape.n, dtype)
+    c = np.empty((shape.m, shape.n), dtype=dtype)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    tolerance = TOLERANCE[dtype]
+
+    first = _timed(fn, a, b, c)
+    error = _verified(relative_error(np, c, ref), tolerance, kernel_id, shape, dtype, "first call")
+    samples = [first] + [_timed(fn, a, b, c) for _ in range(planned_reps(first, reps, max_seconds) - 1)]
+    error = max(error, _verified(relative_error(np, c, ref), tolerance, kernel_id, shape, dtype, "after timing"))
+
+    timing = Timing.of(samples)
+    flops = 2 * shape.m * shape.n * shape.k
+    nbytes = (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n) * DTYPE_ITEMSIZE[dtype]
+    warnings = []
+    if kernel_id == "cpu_blas":
+        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        warnings.append(
+            f"multithreaded ({threads} cores available)"
+            if dtype == "float32"
+            else "numpy has no BLAS for int32: its own single-thread loop"
+        )
+    return {
+        "kernel": kernel_id,
+        "m": shape.m,
+        "n": shape.n,
+        "k": shape.k,
+        "block_edge": 0,
+        "dtype": dtype,
+        "variant": "",
+        "timing": timing,
+        "gflops": gflops(flops, timing.median_ms),
+        "gbytes_per_s": gbytes_per_s(nbytes, timing.median_ms),
+        "error": error,
+        "tolerance": tolerance,
+        "metric": "gflops",
+        "host": host_record(),
+        "warnings": warnings,
+    }
+
+
+def _timed(fn: Callable[..., None], a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
+    poison(np, c)
+    start = time.perf_counter()
+    fn(a, b, c)
+    return (time.perf_counter() - start) * 1e3
+
+
+def _verified(error: float, tolerance: float, kernel_id: str, shape: Shape, dtype: str, when: str) -> float:
+    if not error <= tolerance:  # NaN fails
+        raise VerificationError(
+            f"{kernel_id} gave a wrong result on {shape} ({dtype}, {when}): relative error {error:.3g}, "
+            f"tolerance {tolerance:.3g}.",
+            "No timing is reported for a wrong result; please report this with the command you ran.",
+        )
+    return error

@@ -1,0 +1,32 @@
+"""`gemmlab report`: tables, plots and an HTML page of the stored results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gemmlab.cli.app import app, console, friendly
+from gemmlab.results.store import DEFAULT_PATH
+
+DEFAULT_OUT = Path("gemmlab-report")
+
+
+@app.command()
+@friendly
+def report(
+    db: Annotated[Path, typer.Option(help="The results database.")] = DEFAULT_PATH,
+    out: Annotated[Path, typer.Option(help="Directory to write (a previous report there is replaced).")] = DEFAULT_OUT,
+    experiments: Annotated[str | None, typer.Option(help="Comma-separated experiments (default: all stored).")] = None,
+    occupancy: Annotated[
+        bool, typer.Option("--occupancy/--no-occupancy", help="Add theoretical occupancy tables (compiles kernels).")
+    ] = True,
+) -> None:
+    """Write the report: per experiment, tables (sizes x block edges) with the documents' figures beside ours,
+    plots, and one index.html that opens offline."""
+    from gemmlab.report import write_report
+
+    names = [name.strip() for name in experiments.split(",") if name.strip()] if experiments else None
+    index = write_report(db, out, names, occupancy=occupancy)
+    console.print(f"Report written: {index}")

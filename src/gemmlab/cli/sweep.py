@@ -1,0 +1,242 @@
+"""`gemmlab sweep` and `gemmlab reproduce`: many points into the results database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from gemmlab.cli.app import app, console, err_console, friendly
+from gemmlab.core.errors import GemmlabError, NoGPUError, ProfilerError
+from gemmlab.core.shapes import Shape
+from gemmlab.results.store import CEILING_FIELDS, DEFAULT_PATH, Store
+from gemmlab.studies.sweep import SweepPoint, SweepSummary
+
+if TYPE_CHECKING:
+    from gemmlab.studies.experiments import Profiler
+
+DEFAULT_REPORT_DIR = Path("gemmlab-report")
+EXIT_FAILED = 4
+# --profile was asked for and not one point could be profiled (the timings are stored).
+EXIT_NOT_PROFILED = ProfilerError.exit_code
+EXIT_INTERRUPTED = 130
+
+DbOption = Annotated[Path, typer.Option("--db", help="Results database (SQLite), created on first use.")]
+ForceOption = Annotated[bool, typer.Option("--force", help="Run points again even if they are stored.")]
+ProfileOption = Annotated[
+    bool,
+    typer.Option(
+        "--profile",
+        help="Also profile every GPU point with Nsight Compute (slow) and measure the roofline's ceilings.",
+    ),
+]
+
+
+def parse_ints(text: str, what: str) -> list[int]:
+    """'256,512' -> [256, 512], with a clear error for anything else."""
+    try:
+        values = [int(part) for part in text.replace(" ", "").split(",") if part]
+    except ValueError:
+        raise GemmlabError(f"--{what} takes whole numbers separated by commas, not '{text}'.",
+                           f"Example: --{what} 256,512,1024.") from None  # fmt: skip
+    if not values or min(values) < 1:
+        raise GemmlabError(f"--{what} needs positive whole numbers (got '{text}').", f"Example: --{what} 256,512.")
+    return values
+
+
+@app.command("sweep")
+@friendly
+def sweep_cmd(
+    kernels: Annotated[str, typer.Option(help="Kernel ids, comma-separated (catalogue ids or cpu_naive, ...).")],
+    sizes: Annotated[str, typer.Option(help="Square sizes N, comma-separated.")],
+    blocks: Annotated[
+        str | None, typer.Option(help="Block edges, comma-separated (default: each kernel's documented edges).")
+    ] = None,
+    dtype: Annotated[str | None, typer.Option(help="float32, int32, ... (default: each kernel's first).")] = None,
+    db: DbOption = DEFAULT_PATH,
+    force: ForceOption = False,
+    reps: Annotated[int, typer.Option(min=1, help="Timed repetitions per point.")] = 20,
+    max_seconds: Annotated[
+        float, typer.Option(min=0.0, help="Cap on each point's timed series [s] (at least 3 repetitions).")
+    ] = 2.0,
+    profile: ProfileOption = False,
+) -> None:
+    """Run kernels x sizes x block edges and store every point; a second run resumes where the first stopped."""
+    from gemmlab.backends import cpu
+    from gemmlab.core import gpu
+    from gemmlab.studies.sweep import plan, run_record, sweep
+
+    kernel_ids = [k for k in kernels.replace(" ", "").split(",") if k]
+    shapes = [Shape.square(n) for n in parse_ints(sizes, "sizes")]
+    edges = parse_ints(blocks, "blocks") if blocks else None
+    points, refused = plan(kernel_ids, shapes, edges, dtype, reps=reps)
+    on_gpu = any(not cpu.is_cpu_kernel(p.kernel) for p in points)
+    if on_gpu:
+        # Without a GPU every GPU point would fail alike: say so before the
+        # database is created or any CPU point is measured.
+        gpu.cupy()
+    for label, why in refused:
+        err_console.print(f"[dim]skipped: {label}: {why}[/]", highlight=False)
+    if profile and not on_gpu:
+        console.print("--profile: nothing to profile (CPU baselines only).", highlight=False)
+    with Store.open(db) as store:
+        run_info = run_record() if profile and on_gpu else None
+        profiler = _profiler(force, run_info) if run_info is not None else None
+
+        def profile_stored(point: SweepPoint, rows: list[dict]) -> None:
+            if profiler is not None:
+                profiler.profile(store, rows)
+
+        summary = sweep(points, store, force=force, max_seconds=max_seconds, console=err_console,
+                        run_info=run_info, after_point=profile_stored if profiler else None)  # fmt: skip
+    _print_summary(summary)
+    if profiler:
+        _print_profile_summary(profiler)
+    console.print(f"results in {db}", highlight=False)
+    _exit_for(summary.interrupted, bool(summary.failed), not_profiled=profile and on_gpu and _none_profiled(profiler))
+
+
+@app.command()
+@friendly
+def reproduce(
+    experiment_names: Annotated[
+        list[str] | None, typer.Argument(metavar="[EXPERIMENT]...", help="Experiments to run (default: all).")
+    ] = None,
+    db: DbOption = DEFAULT_PATH,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the report.")] = DEFAULT_REPORT_DIR,
+    list_only: Annotated[bool, typer.Option("--list", help="List the experiments and exit.")] = False,
+    force: ForceOption = False,
+    profile: ProfileOption = False,
+    sizes: Annotated[
+        str | None, typer.Option(help="Replace every experiment's sizes, e.g. 256 for a quick check.")
+    ] = None,
+) -> None:
+    """Re-run the source documents' experiments on this machine and write the report beside their figures."""
+    from gemmlab.studies import experiments
+    from gemmlab.studies.sweep import run_record
+
+    chosen = experiments.select(experiment_names)
+    if list_only:
+        _print_experiments(chosen)
+        return
+    size_list = parse_ints(sizes, "sizes") if sizes else None
+
+    def announce(experiment: experiments.Experiment, n_points: int) -> None:
+        console.rule(f"{experiment.name}: {experiment.title} ({n_points} points)")
+
+    with Store.open(db) as store:
+        run_info = run_record()  # once: every experiment of this call shares the description
+        profiler = _profiler(force, run_info) if profile else None
+        outcomes = experiments.reproduce([e.name for e in chosen], store, sizes=size_list, force=force,
+                                         run_info=run_info, on_start=announce)  # fmt: skip
+        failed = False
+        for outcome in outcomes:
+            name = outcome.experiment.name
+            if outcome.status == "not built yet":
+                console.print(f"{name}: not built yet ({', '.join(outcome.missing)} not in the catalogue); skipped.")
+                continue
+            console.print(f"[bold]{name}[/]", highlight=False)
+            for label, why in outcome.left_out:
+                console.print(f"  [dim]left out: {label}: {why}[/]", highlight=False)
+            if outcome.summary is not None:
+                _print_summary(outcome.summary, indent="  ")
+                failed = failed or bool(outcome.summary.failed)
+        if outcomes and outcomes[-1].status == "interrupted":
+            _exit_for(True, failed)
+        measured = [o.experiment.name for o in outcomes if o.status == "done"]
+        if profiler:
+            for name in measured:
+                if profiler.summary.stopped:
+                    break
+                console.print(f"profiling {name} with Nsight Compute...", highlight=False)
+                profiler.profile(store, store.rows(name))
+            _print_profile_summary(profiler)
+    if measured:
+        _write_report(db, out, measured)
+    _exit_for(False, failed, not_profiled=profile and bool(measured) and _none_profiled(profiler))
+
+
+def _profiler(force: bool, run_info: dict) -> Profiler | None:
+    """The profiler of this run, with the device's ceilings measured into ``run_info``;
+    None, after saying why, when Nsight Compute is missing (the timings go on)."""
+    from gemmlab.measure import profile, roofline
+    from gemmlab.studies.experiments import Profiler
+
+    try:
+        profile.find_ncu()
+    except ProfilerError as exc:
+        err_console.print(f"[yellow]--profile[/]: {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err_console.print("Profiling is off; the timings are measured and stored without it.", highlight=False)
+        return None
+    console.print("measuring the roofline's ceilings (cuBLAS SGEMM, device-to-device copy)...", highlight=False)
+    try:
+        peak, bandwidth = roofline.measure_ceilings()
+    except NoGPUError:
+        raise
+    except Exception as exc:  # an optional figure: its failure (out of memory, say) must not cost the run
+        err_console.print(f"[yellow]no ceilings[/]: {escape(str(exc) or type(exc).__name__)}; the report will have "
+                          "no roofline plot.", highlight=False, soft_wrap=True)  # fmt: skip
+    else:
+        run_info.update(peak_gflops_measured=peak, bandwidth_gbs_measured=bandwidth)
+        console.print(f"  {peak:,.0f} GFLOP/s, {bandwidth:,.0f} GB/s", highlight=False)
+    ceilings = {key: run_info.get(key) for key in CEILING_FIELDS}
+    return Profiler(profile.profile_point, force=force, ceilings=ceilings, gpu_name=run_info.get("gpu_name"))
+
+
+def _none_profiled(profiler: Profiler | None) -> bool:
+    """Nothing could be profiled: no profiler, or not one point profiled now or before."""
+    return profiler is None or profiler.summary.profiled + profiler.summary.already == 0
+
+
+def _print_profile_summary(profiler: Profiler) -> None:
+    for line in profiler.summary.lines():
+        if line.startswith(("not profiled", "profiling stopped")):
+            err_console.print(f"  [yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
+        else:
+            console.print(f"  {line}", highlight=False)
+
+
+def _write_report(db: Path, out: Path, names: list[str]) -> None:
+    try:
+        from gemmlab.report import write_report
+    except ModuleNotFoundError as exc:
+        if exc.name != "gemmlab.report":
+            raise
+        console.print(f"The report is not built yet; the results are in {db}.", highlight=False)
+        return
+    index = write_report(db, out, names)
+    console.print(f"report: {index}", highlight=False)
+
+
+def _print_summary(summary: SweepSummary, indent: str = "") -> None:
+    for line in summary.lines():
+        style = "red" if line.startswith("FAILED") else "yellow" if line.startswith("interrupted") else None
+        text = f"[{style}]{line}[/]" if style else line
+        (err_console if style else console).print(indent + text, highlight=False, soft_wrap=True)
+
+
+def _exit_for(interrupted: bool, failed: bool, not_profiled: bool = False) -> None:
+    if interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if failed:
+        raise typer.Exit(EXIT_FAILED)
+    if not_profiled:
+        raise typer.Exit(EXIT_NOT_PROFILED)
+
+
+def _print_experiments(chosen: list) -> None:
+    for e in chosen:
+        missing = e.missing_kernels()
+        status = f"not built yet: {', '.join(missing)} not in the catalogue" if missing else f"{len(e.points())} points"
+        console.print(f"[bold]{e.name}[/]  ({status})", highlight=False)
+        console.print(f"  {e.title}", highlight=False)
+        console.print(f"  from: {e.source_doc}", highlight=False)
+        edges = " ".join(map(str, e.block_edges)) or "-"
+        console.print(
+            f"  kernels: {', '.join(e.kernels)}; sizes: {' '.join(map(str, e.sizes))}; block edges: {edges}",
+            highlight=False,
+        )
+        for note in e.notes:
+            console.print(f"  [dim]{note}[/]", highlight=False)

@@ -1,0 +1,1 @@
+"""Shapes, element types, architecture limits, errors and the GPU handle: what every layer shares."""

@@ -1,0 +1,211 @@
+"""Everything that asks the driver about the GPU. Kept small: the rest of
+gemmlab takes plain values from here.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from gemmlab.core.errors import NoGPUError
+
+NO_GPU_FIX = (
+    "Commands that work without a GPU: `gemmlab kernels`, `gemmlab compile --arch sm_90a`, "
+    "`gemmlab occupancy --cc 9.0 ...`, `gemmlab report`."
+)
+
+# FP32 lanes per SM by compute capability (CUDA C Programming Guide,
+# "Arithmetic Instructions" throughput table: 32-bit fadd/fmul/ffma per clock per SM).
+FP32_LANES_PER_SM = {
+    (1, 0): 8, (1, 1): 8, (1, 2): 8, (1, 3): 8, (2, 0): 32, (2, 1): 48,
+    (3, 0): 192, (3, 2): 192, (3, 5): 192, (3, 7): 192, (5, 0): 128, (5, 2): 128, (5, 3): 128,
+    (6, 0): 64, (6, 1): 128, (6, 2): 128, (7, 0): 64, (7, 2): 64, (7, 5): 64,
+    (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128, (9, 0): 128,
+    (10, 0): 128, (10, 3): 128, (11, 0): 128, (12, 0): 128, (12, 1): 128,
+}  # fmt: skip
+
+
+# Dense tensor-core FLOPs per SM per clock, by compute capability and input
+# type (FP32 accumulation): 4 tensor cores per SM, each 512 (sm_90) or 256
+# (sm_80) FP16 multiply-adds per clock, tf32 at half that. They reproduce the
+# datasheets: A100 312 TFLOP/s BF16 = 108 SMs x 2048 x 1.41 GHz; H100 SXM 989
+# = 132 x 4096 x 1.83 GHz.
+TENSOR_FLOPS_PER_SM_CLOCK = {
+    (8, 0): {"bfloat16": 2048, "float16": 2048, "tf32": 1024},
+    (9, 0): {"bfloat16": 4096, "float16": 4096, "tf32": 2048},
+}
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    index: int
+    name: str
+    cc: tuple[int, int]
+    sm_count: int
+    memory_bytes: int
+    free_bytes: int
+    sm_clock_mhz: float | None
+    memory_clock_mhz: float | None
+    memory_bus_bits: int | None
+    l2_bytes: int
+    max_threads_per_block: int
+    max_smem_per_block: int  # default (48 KB)
+    max_smem_per_block_optin: int
+    driver_version: str
+    runtime_version: str
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.cc[0]}{self.cc[1]}"
+
+    @property
+    def peak_fp32_gflops(self) -> float | None:
+        return self.fp32_gflops_at()
+
+    def fp32_gflops_at(self, clock_mhz: float | None = None) -> float | None:
+        """The FP32 lanes' peak at ``clock_mhz`` (default: the boost clock), or
+        None where the lanes per SM are not known."""
+        lanes = FP32_LANES_PER_SM.get(self.cc)
+        clock = clock_mhz or self.sm_clock_mhz
+        if lanes is None or not clock:
+            return None
+        return 2 * lanes * self.sm_count * clock / 1e3  # one FMA = 2 FLOPs
+
+    def peak_tensor_gflops(self, dtype: str, clock_mhz: float | None = None) -> float | None:
+        """Dense tensor-core peak for ``dtype`` at ``clock_mhz`` (default: the
+        boost clock), or None where the rate is not known."""
+        rate = TENSOR_FLOPS_PER_SM_CLOCK.get(self.cc, {}).get(dtype)
+        clock = clock_mhz or self.sm_clock_mhz
+        if rate is None or not clock:
+            return None
+        return rate * self.sm_count * clock / 1e3
+
+    @property
+    def peak_bandwidth_gbs(self) -> float | None:
+        if not self.memory_clock_mhz or not self.memory_bus_bits:
+            return None
+        # Double data rate: two transfers per memory clock.
+        return 2 * self.memory_clock_mhz * 1e6 * self.memory_bus_bits / 8 / 1e9
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(arch=self.arch, peak_fp32_gflops=self.peak_fp32_gflops, peak_bandwidth_gbs=self.peak_bandwidth_gbs)
+        d["cc"] = f"{self.cc[0]}.{self.cc[1]}"
+        return d
+
+
+def _version(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
+@functools.cache
+def _cupy():
+    """Import CuPy and make sure a driver and a GPU are there."""
+    try:
+        import cupy
+    except Exception as exc:
+        raise NoGPUError(f"CuPy could not be loaded ({exc}).", NO_GPU_FIX) from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        raise NoGPUError(f"No usable NVIDIA driver or GPU on this machine ({exc}).", NO_GPU_FIX) from None
+    if count == 0:
+        raise NoGPUError("The NVIDIA driver reports no GPU.", NO_GPU_FIX)
+    return cupy
+
+
+def cupy():
+    return _cupy()
+
+
+def device_count() -> int:
+    return _cupy().cuda.runtime.getDeviceCount()
+
+
+def describe(index: int = 0) -> DeviceInfo:
+    cp = _cupy()
+    rt = cp.cuda.runtime
+    attr = rt.deviceGetAttribute
+    # Attribute numbers from cudaDeviceAttr (driver_types.h); they are stable.
+    clock_khz = _try(lambda: attr(13, index))  # cudaDevAttrClockRate
+    mem_clock_khz = _try(lambda: attr(36, index))  # cudaDevAttrMemoryClockRate
+    bus_bits = _try(lambda: attr(37, index))  # cudaDevAttrGlobalMemoryBusWidth
+    with cp.cuda.Device(index):
+        free, total = rt.memGetInfo()
+    props = rt.getDeviceProperties(index)
+    name = props["name"]
+    return DeviceInfo(
+        index=index,
+        name=name.decode() if isinstance(name, bytes) else str(name),
+        cc=(int(props["major"]), int(props["minor"])),
+        sm_count=int(props["multiProcessorCount"]),
+        memory_bytes=int(total),
+        free_bytes=int(free),
+        sm_clock_mhz=clock_khz / 1e3 if clock_khz else None,
+        memory_clock_mhz=mem_clock_khz / 1e3 if mem_clock_khz else None,
+        memory_bus_bits=bus_bits or None,
+        l2_bytes=int(props["l2CacheSize"]),
+        max_threads_per_block=int(props["maxThreadsPerBlock"]),
+        max_smem_per_block=int(props["sharedMemPerBlock"]),
+        max_smem_per_block_optin=int(props["sharedMemPerBlockOptin"]),
+        driver_version=_version(rt.driverGetVersion()),
+        runtime_version=_version(rt.runtimeGetVersion()),
+    )
+
+
+def _try(fn):
+    try:
+        return fn()
+    except Exception:
+        return None
+
+
+@functools.cache
+def _nvml_handle(index: int) -> Any:
+    """NVML's handle for GPU ``index``, or None without NVML (nvidia-ml-py) or permission."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml.nvmlDeviceGetHandleByIndex(index)
+    except Exception:  # no NVML, or not permitted
+        return None
+
+
+def current_sm_clock_mhz(index: int = 0) -> float | None:
+    """The SM clock right now, through NVML when it is installed."""
+    handle = _nvml_handle(index)
+    if handle is None:
+        return None
+    import pynvml
+
+    return _try(lambda: float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)))
+
+
+# NVML's clock-event reason bits that mean the GPU ran slower than it could
+# (nvml.h, nvmlClocksEventReason*); idle, application clocks and sync boost are
+# left out because they are not a slowdown of a busy GPU.
+SLOWDOWN_REASONS = {
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "power brake",
+}
+
+
+def clock_slowdown_reasons(index: int = 0) -> list[str] | None:
+    """Why the clocks are held back right now (empty: they are not); None if unreadable."""
+    handle = _nvml_handle(index)
+    if handle is None:
+        return None
+    import pynvml
+
+    read = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+    )
+    bits = _try(lambda: read(handle)) if read else None
+    if bits is None:
+        return None
+    return [name for bit, name in SLOWDOWN_REASONS.items() if bits & bit]

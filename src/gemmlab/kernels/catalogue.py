@@ -1,0 +1,59 @@
+"""The kernel catalogue: one explicit list of the kernel families, each
+defined in the ``spec.py`` beside its ``.cu`` files. Adding a family means
+adding its tuple here; adding a kernel means one ``.cu`` file and one entry in
+its family's spec."""
+
+from __future__ import annotations
+
+from gemmlab.core.dtypes import DTYPE_CTYPES
+from gemmlab.core.errors import UnknownName, unknown_name
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels.doc.spec import DOC_MATMUL
+from gemmlab.kernels.memory.spec import MEMORY_KERNELS
+from gemmlab.kernels.sgemm.spec import SGEMM_KERNELS
+from gemmlab.kernels.spec import KernelSpec, Point
+from gemmlab.kernels.tensor.spec import TENSOR_KERNELS
+
+# Every family, in the order `gemmlab kernels` lists them.
+FAMILIES: tuple[tuple[KernelSpec, ...], ...] = (DOC_MATMUL, MEMORY_KERNELS, SGEMM_KERNELS, TENSOR_KERNELS)
+
+CATALOGUE: tuple[KernelSpec, ...] = tuple(spec for family in FAMILIES for spec in family)
+_BY_ID = {spec.id: spec for spec in CATALOGUE}
+assert len(_BY_ID) == len(CATALOGUE), "duplicate kernel id in the catalogue"
+
+
+def kernel_ids() -> list[str]:
+    return list(_BY_ID)
+
+
+def get(kernel_id: str) -> KernelSpec:
+    """The catalogue entry for ``kernel_id``; an unknown id suggests close names."""
+    try:
+        return _BY_ID[kernel_id]
+    except KeyError:
+        raise unknown_name("kernel", kernel_id, _BY_ID, f"`gemmlab kernels` lists all {len(_BY_ID)}.") from None
+
+
+def point(
+    kernel_id: str,
+    shape: Shape,
+    block_edge: int | None = None,
+    dtype: str | None = None,
+    *,
+    spec: KernelSpec | None = None,
+) -> Point:
+    """Resolve defaults and check every constraint; raise a clear error otherwise.
+
+    ``spec``: an entry to use instead of the catalogue's (a tuned configuration,
+    see :func:`gemmlab.sgemm.variant`)."""
+    spec = spec or get(kernel_id)
+    if dtype is None:
+        dtype = spec.dtypes[0]
+    elif dtype not in DTYPE_CTYPES:
+        raise UnknownName(f"Unknown dtype '{dtype}'.", f"Use one of {', '.join(spec.dtypes)} for {spec.id}.")
+    if not spec.takes_block_edge:
+        block_edge = 0
+    elif block_edge is None:
+        block_edge = spec.default_block_edge()
+    spec.check(shape, block_edge, dtype)
+    return Point(spec, shape, block_edge, dtype)

@@ -1,0 +1,1 @@
+"""The documents' matmul kernels (the .cu files beside this one)."""

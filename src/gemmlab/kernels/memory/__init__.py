@@ -1,0 +1,1 @@
+"""The memory-bound lab (the .cu files beside this one)."""

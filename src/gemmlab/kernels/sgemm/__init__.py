@@ -1,0 +1,1 @@
+"""The FP32 ladder (the .cu files beside this one)."""

@@ -1,0 +1,688 @@
+"""The FP32 ladder beyond the documents: SGEMM from a coalesced naive kernel to
+a multistage cp.async pipeline, one idea per rung (docs/sgemm-ladder.md).
+
+Every rung computes C = alpha * A.B + beta * C in float32 with FP32 FFMA (no
+tensor cores), row-major (A is M x K, B is K x N), for any M, N, K, and takes
+the same arguments: ``(a, b, c_in, c_out, m, n, k, alpha, beta)``. The C that
+beta scales is a separate, read-only input, so every launch (warm-up, timed,
+checked) computes the same output, and the runner's NaN poison in ``c_out``
+still catches any output a kernel leaves unwritten.
+
+A rung's tile sizes are template parameters. ``SGEMM_KERNELS`` holds one
+catalogue entry per rung at its default configuration, chosen for H100/H200
+(sm_90: 132 SMs, 228 KB of shared memory and 64K registers per SM).
+``configs(kernel_id)`` lists the configurations a rung accepts within the
+thread, shared-memory and register limits, and ``variant(kernel_id, config)``
+returns the catalogue entry for one of them: what a tuner enumerates.
+
+Analytic CGMA here counts global-memory access instructions of one thread: a
+16-byte load is one access, as it is one request in Nsight Compute's
+``l1tex__t_requests`` (the measured CGMA), although it moves 4 floats.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gemmlab.core.arch import sm_limits
+from gemmlab.core.shapes import MAX_INDEX, Dim3, Shape
+from gemmlab.kernels.ladder import (
+    Config,
+    cdiv,
+    checked_config,
+    find_rung,
+    grid_rows_fit,
+    grid_y_fits,
+    needs,
+    search_configs,
+)
+from gemmlab.kernels.spec import Constraint, KernelSpec
+from gemmlab.problems.sgemm import SGEMM
+
+if TYPE_CHECKING:
+    pass
+
+
+SOURCE_DOC = "gemmlab FP32 ladder (beyond the documents)"
+# The search spaces are sized for the GPU the defaults are chosen for: sm_90's
+# limits, from the occupancy calculator's table. gemmlab.run.check_device_limits
+# refuses, before any launch, what a smaller GPU cannot give (163 KB of dynamic
+# shared memory on sm_80, for instance).
+_SM90 = sm_limits((9, 0))
+# Static shared memory a block may declare without cuFuncSetAttribute (48 KB).
+MAX_STATIC_SMEM = _SM90.max_smem_per_block
+# Dynamic shared memory a block may use once the kernel opts in
+# (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, set by gemmlab.run): 227 KB.
+MAX_DYNAMIC_SMEM = _SM90.max_smem_per_block_optin
+MAX_THREADS = _SM90.max_threads_per_block
+# Shared memory of an SM (228 KB), of which the driver keeps 1 KB per resident block.
+SMEM_PER_SM = _SM90.smem_per_sm
+SMEM_RESERVED_PER_BLOCK = _SM90.reserved_smem_per_block
+MAX_THREADS_PER_SM = _SM90.max_warps_per_sm * 32
+REGS_PER_SM = _SM90.regs_per_sm
+MAX_REGS_PER_THREAD = _SM90.max_regs_per_thread
+# Registers a thread needs beyond its accumulators and operand fragments
+# (indices, addresses, loop counters, predicates): a rough allowance, checked
+# by compiling every configuration in tests/test_sgemm.py.
+REG_OVERHEAD = 40
+# Swizzles of the A tile (a_swizzle in the .cu files) need these BK.
+SWIZZLE_BK = (4, 8, 16, 32)
+# More accumulators than this (a 64 x 64 warp tile on 4 warps holds 128 per
+# thread) take ptxas to 200-255 registers: one block per SM and a step from spilling.
+MAX_ACCUMULATORS = 64
+# The search space of the warp-tiled rungs: BM, BN, BK, WM, WN.
+WARP_TILES = ((128,), (128,), (8, 16), (32, 64), (32, 64))
+
+
+# --- the rungs ----------------------------------------------------------------
+
+
+def _tile_cgma(rows: int, cols: int, a_per_access: int, b_per_access: int) -> float:
+    """FLOPs per global access of a thread in a block that computes a rows x cols
+    tile of C: per step of K the block reads rows elements of A and cols of B
+    (a_per_access and b_per_access elements per access) for 2 rows cols FLOPs;
+    every thread has the same share of both."""
+    return 2 * rows * cols / (rows / a_per_access + cols / b_per_access)
+
+
+def _blocktile_rules(c: Config, threads: int, vec: int) -> list[str]:
+    """Rules of the block-tiled kernels' loads: every thread moves the same
+    number of vec-element pieces of each tile."""
+    bm, bn, bk = c["BM"], c["BN"], c["BK"]
+    return needs(
+        (bm * bk) % (vec * threads) == 0 and (bk * bn) % (vec * threads) == 0,
+        f"the {bm}x{bk} A tile and the {bk}x{bn} B tile must split evenly into {threads} threads' "
+        f"pieces of {vec} element{'s' if vec > 1 else ''}",
+    )
+
+
+def _thread_tile_rules(c: Config) -> list[str]:
+    return needs(c["BM"] % c["TM"] == 0 and c["BN"] % c["TN"] == 0, "thread tiles (TM x TN) must tile the block tile")
+
+
+def _vector_rules(c: Config) -> list[str]:
+    return needs(
+        c["BK"] % 4 == 0 and c["BN"] % 4 == 0 and c.get("TM", 4) % 4 == 0 and c.get("TN", 4) % 4 == 0,
+        "BK, BN, TM and TN must be multiples of 4 (whole float4s)",
+    )
+
+
+def _swizzle_rules(c: Config) -> list[str]:
+    return needs(c["BK"] in SWIZZLE_BK, f"BK must be one of {SWIZZLE_BK} (the A-tile swizzle)") + needs(
+        c["BM"] % 32 == 0, "BM must be a multiple of 32 (the A-tile swizzle)"
+    )
+
+
+def _warp_rules(c: Config) -> list[str]:
+    return needs(
+        c["BM"] % c["WM"] == 0 and c["BN"] % c["WN"] == 0, "warp tiles (WM x WN) must tile the block tile"
+    ) + needs(c["WM"] % 16 == 0 and c["WN"] % 32 == 0, "WM must be a multiple of 16 and WN of 32")
+
+
+def _warp_threads(c: Config) -> int:
+    return (c["BM"] // c["WM"]) * (c["BN"] // c["WN"]) * 32
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One kernel of the ladder: its template parameters and what follows from them."""
+
+    id: str
+    source: str  # file under kernels/sgemm/
+    summary: str
+    params: tuple[str, ...]  # the template parameters after the dtype, in order
+    default: tuple[int, ...]
+    choices: tuple[tuple[int, ...], ...]  # per parameter, what configs() enumerates (unless search is given)
+    threads: Callable[[Config], int]
+    tile: Callable[[Config], tuple[int, int]]  # rows x columns of C per block
+    outputs: Callable[[Config], int]  # outputs (accumulators) per thread
+    fragments: Callable[[Config], int]  # operand registers per thread in the inner loop
+    smem_bytes: Callable[[Config], int]  # static shared memory per block
+    cgma: Callable[[Config], float]
+    rules: Callable[[Config], list[str]] = lambda c: []
+    square_block: bool = False  # block (x, y) = tile's (columns, rows); else (threads, 1, 1)
+    # The most accumulators a thread may hold (a rung built for one block per SM takes more).
+    max_accumulators: int = MAX_ACCUMULATORS
+    # smem_bytes is the launch's dynamic shared memory (up to MAX_DYNAMIC_SMEM), not static.
+    dynamic_smem: bool = False
+    # The configurations configs() tries, when not the product of choices.
+    search: tuple[tuple[int, ...], ...] = ()
+    # One block per SM walking over tiles (KernelSpec.persistent); the grid counts tiles.
+    persistent: bool = False
+    # The kernel's workspace (KernelSpec.workspace_bytes) for a configuration.
+    workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None
+    # The grid for a configuration, when not one block per tile (sgemm_edge_strips).
+    grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None
+    # Requirements on the shape beyond those of the grid.
+    constraints: tuple[Constraint, ...] = ()
+
+    def config(self, values: tuple[int, ...] | None = None) -> Config:
+        return dict(zip(self.params, values or self.default, strict=True))
+
+    def violations(self, c: Config) -> list[str]:
+        """Every limit or kernel requirement the configuration breaks."""
+        threads = self.threads(c)
+        min_blocks = c.get("MIN_BLOCKS", 1)
+        found = needs(threads % 32 == 0 and 32 <= threads <= MAX_THREADS,
+                       f"{threads} threads per block: must be a multiple of 32 from 32 to {MAX_THREADS}")  # fmt: skip
+        smem_kind, smem_limit = ("dynamic", MAX_DYNAMIC_SMEM) if self.dynamic_smem else ("static", MAX_STATIC_SMEM)
+        found += needs(
+            self.smem_bytes(c) <= smem_limit,
+            f"{self.smem_bytes(c)} bytes of {smem_kind} shared memory, over {smem_limit}",
+        )
+        found += needs(
+            1 <= min_blocks and threads * min_blocks <= MAX_THREADS_PER_SM,
+            f"MIN_BLOCKS = {min_blocks} blocks of {threads} threads do not fit an SM ({MAX_THREADS_PER_SM})",
+        )
+        found += needs(
+            min_blocks * (self.smem_bytes(c) + SMEM_RESERVED_PER_BLOCK) <= SMEM_PER_SM,
+            f"MIN_BLOCKS = {min_blocks} blocks of {self.smem_bytes(c)} bytes of shared memory do not fit an SM "
+            f"({SMEM_PER_SM} bytes, {SMEM_RESERVED_PER_BLOCK} of them reserved per block)",
+        )
+        found += needs(
+            self.outputs(c) <= self.max_accumulators,
+            f"{self.outputs(c)} outputs per thread, over {self.max_accumulators} (registers)",
+        )
+        budget = min(MAX_REGS_PER_THREAD, REGS_PER_SM // max(1, threads * min_blocks))
+        need = self.outputs(c) + self.fragments(c) + REG_OVERHEAD
+        found += needs(
+            need <= budget,
+            f"about {need} registers per thread needed ({self.outputs(c)} accumulators), "
+            f"{budget} allowed for {min_blocks} block(s) of {threads} threads per SM",
+        )
+        return found + self.rules(c)
+
+
+def _spec(rung: Rung, c: Config) -> KernelSpec:
+    rows, cols = rung.tile(c)
+    threads = rung.threads(c)
+    block: Dim3 = (cols, rows, 1) if rung.square_block else (threads, 1, 1)
+    cgma = rung.cgma(c)
+    # Grouped rungs (GROUP_M) launch GROUP_M blocks along x per column of tiles,
+    # one grid row per GROUP_M rows of tiles (see 10_swizzle_l2.cu).
+    group = c.get("GROUP_M", 1)
+    grid = lambda s, b: (cdiv(s.n, cols) * group, cdiv(cdiv(s.m, rows), group), 1)
+    constraints = (grid_rows_fit(rows * group),)
+    if rung.persistent:
+        grid = lambda s, b: (cdiv(s.m, rows) * cdiv(s.n, cols), 1, 1)
+        constraints = ()
+    if rung.grid is not None:
+        grid = rung.grid(c)
+        constraints = (grid_y_fits(grid),)
+    constraints += rung.constraints
+    dynamic_elems = rung.smem_bytes(c) // 4 if rung.dynamic_smem else 0
+    return KernelSpec(
+        id=rung.id,
+        source=f"sgemm/{rung.source}",
+        function=rung.id,
+        source_doc=SOURCE_DOC,
+        summary=rung.summary,
+        dtypes=("float32",),
+        block_edges=(),
+        grid=grid,
+        block=lambda s, b: block,
+        constraints=constraints,
+        dynamic_smem_elems=lambda s, b: dynamic_elems,
+        # Inputs once, C read once (beta != 0) and written once.
+        min_elems_moved=lambda s: s.m * s.k + s.k * s.n + 2 * s.m * s.n,
+        cgma=lambda s, b: cgma,
+        any_size_alternative="sgemm_swizzle_l2",
+        problem=SGEMM,
+        templated_on_edge=False,
+        template_extra=tuple(c[p] for p in rung.params),
+        template_params=rung.params,
+        persistent=rung.persistent,
+        workspace_bytes=rung.workspace(c) if rung.workspace else None,
+    )
+
+
+def _warp_rung(rung_id: str, source: str, summary: str, extra: tuple[str, ...], default: tuple[int, ...],
+               choices: tuple[tuple[int, ...], ...], stages: Callable[[Config], int],
+               a_per_access: int) -> Rung:  # fmt: skip
+    """sgemm_warptile and the rungs built on it: (BM, BN, BK, WM, WN, *extra, MIN_BLOCKS)."""
+    return Rung(
+        id=rung_id,
+        source=source,
+        summary=summary,
+        params=("BM", "BN", "BK", "WM", "WN", *extra, "MIN_BLOCKS"),
+        default=default,
+        choices=choices,
+        threads=_warp_threads,
+        tile=lambda c: (c["BM"], c["BN"]),
+        outputs=lambda c: c["WM"] * c["WN"] // 32,
+        fragments=lambda c: c["WM"] // 4 + c["WN"] // 8,
+        smem_bytes=lambda c: 4 * stages(c) * c["BK"] * (c["BM"] + c["BN"]),
+        # B arrives in 16-byte pieces; A in 16-byte loads (warptile) or 4-byte copies (cp.async rungs).
+        cgma=lambda c: _tile_cgma(c["BM"], c["BN"], a_per_access, 4),
+        rules=lambda c: (
+            _warp_rules(c)
+            + _swizzle_rules(c)
+            + _vector_rules(c)
+            + _blocktile_rules(c, _warp_threads(c), 4)
+            + needs(c.get("STAGES", 2) >= 2, "STAGES must be at least 2")
+            + needs(c.get("GROUP_M", 1) >= 1, "GROUP_M must be at least 1")
+        ),
+    )
+
+
+def _thread_tile_threads(c: Config) -> int:
+    return (c["BM"] // c["TM"]) * (c["BN"] // c["TN"])
+
+
+def _vector_rung(rung_id: str, source: str, summary: str, swizzled: bool) -> Rung:
+    """sgemm_vectorized and sgemm_swizzled: (BM, BN, BK, TM, TN, MIN_BLOCKS)."""
+    return Rung(
+        id=rung_id,
+        source=source,
+        summary=summary,
+        params=("BM", "BN", "BK", "TM", "TN", "MIN_BLOCKS"),
+        default=(128, 128, 8, 8, 8, 2),
+        choices=((64, 128), (128,), (8, 16), (8,), (4, 8), (1, 2)),
+        threads=_thread_tile_threads,
+        tile=lambda c: (c["BM"], c["BN"]),
+        outputs=lambda c: c["TM"] * c["TN"],
+        fragments=lambda c: c["TM"] + c["TN"],
+        smem_bytes=lambda c: 4 * c["BK"] * (c["BM"] + c["BN"]),
+        cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 4, 4),
+        rules=lambda c: (
+            _thread_tile_rules(c)
+            + _vector_rules(c)
+            + _blocktile_rules(c, _thread_tile_threads(c), 4)
+            + (_swizzle_rules(c) if swizzled else [])
+        ),
+    )
+
+
+# The configurations rungs 11 and 12 try besides their default (128, 256, 16,
+# 64, 64, 3, 1). Each differs from it in one thing: the tile's orientation,
+# the ring's depth, BK, and the warp's shape (8 x 16 per thread).
+LARGE_TILE_SEARCH = (
+    (256, 128, 16, 64, 64, 3, 1),
+    (128, 256, 16, 64, 64, 2, 1),
+    (128, 256, 16, 64, 64, 4, 1),
+    (128, 256, 8, 64, 64, 4, 1),
+    (128, 256, 16, 32, 128, 3, 1),
+)
+
+
+def _large_tile_rules(c: Config) -> list[str]:
+    return (
+        _warp_rules(c)
+        + _swizzle_rules(c)
+        + _vector_rules(c)
+        + _blocktile_rules(c, _warp_threads(c), 4)
+        + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
+        + needs(c["BK"] % 2 == 0, "BK must be even (the two fragment buffers alternate)")
+    )
+
+
+# The default configuration of rungs 13 onward (sgemm_spread_copies to
+# sgemm_padded_b): sgemm_large_tile's tile with four stages instead of three.
+SPREAD_DEFAULT = (128, 256, 16, 64, 64, 4, 1)
+
+
+def _spread_rules(c: Config) -> list[str]:
+    return (
+        _large_tile_rules(c)
+        + needs(_warp_threads(c) == 256, "the copies are laid out for 8 warps: (BM / WM) x (BN / WN) must be 8")
+        + needs(c["BK"] % 8 == 0, "BK must be a multiple of 8 (a warp copies 8 k-slices of A at once)")
+        + needs(c["BN"] % 32 == 0, "BN must be a multiple of 32 (a warp copies 32 columns of B at once)")
+    )
+
+
+# sgemm_stream_k's search: LARGE_TILE_SEARCH less the 256 x 128 tile, for which
+# ptxas spills (64 bytes on sm_90, 88 on sm_80: the piece-of-work bookkeeping
+# around the main loop leaves it no register to spare).
+STREAM_K_SEARCH = tuple(c for c in LARGE_TILE_SEARCH if c[:2] != (256, 128))
+
+
+def _stream_k_workspace(c: Config) -> Callable[[Shape, int], int]:
+    """sgemm_stream_k's workspace for ``blocks`` blocks: two arrival counters
+    per block (4 bytes each, padded to 16 bytes), then two partial tiles of
+    BM x BN floats per block (see 14_stream_k.cu)."""
+    tile_bytes = 4 * c["BM"] * c["BN"]
+    return lambda s, blocks: cdiv(8 * blocks, 16) * 16 + 2 * blocks * tile_bytes
+
+
+# 16_edge_strips.cu's widest strip (EDGE_MAX): a remainder of M % BM or N % BN
+# up to this goes to edge blocks, each of which takes this many columns (rows
+# below the tiles) or rows (columns right of them).
+EDGE_MAX = 32
+EDGE_KC = 256  # k-slices per chunk an edge block stages (16_edge_strips.cu)
+
+
+def tiled_extent(extent: int, tile: int) -> int:
+    """How much of ``extent`` sgemm_edge_strips's tiles cover: all of it, or
+    all but a last strip of 1 .. EDGE_MAX (tiled_extent in 16_edge_strips.cu)."""
+    rest = extent % tile
+    return extent - rest if extent >= tile and rest <= EDGE_MAX else extent
+
+
+def edge_strips_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """sgemm_edge_strips's grid: the tiles, then rows of edge blocks (EDGE_MAX
+    columns of the strip below the tiles, or EDGE_MAX rows of the one to their
+    right, each), as many rows as those take at the tiles' width."""
+
+    def grid(s: Shape, block_edge: int) -> Dim3:
+        m_tiled, n_tiled = tiled_extent(s.m, c["BM"]), tiled_extent(s.n, c["BN"])
+        across, down = cdiv(n_tiled, c["BN"]), cdiv(m_tiled, c["BM"])
+        edge = (cdiv(s.n, EDGE_MAX) if m_tiled < s.m else 0) + (cdiv(m_tiled, EDGE_MAX) if n_tiled < s.n else 0)
+        return (across, down + cdiv(edge, across), 1)
+
+    return grid
+
+
+# The blocks of sgemm_padded_b that copy B into its padded form, in whole rows
+# of the grid in front of sgemm_edge_strips's (17_padded_b.cu counts the rows
+# past rung 16's as theirs).
+PAD_BLOCKS = 128
+
+
+def padded_b_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """sgemm_padded_b's grid: sgemm_edge_strips's, and when N % 4 != 0 the
+    rows of PAD_BLOCKS blocks (rounded up to whole rows) that copy B first."""
+    edge = edge_strips_grid(c)
+
+    def grid(s: Shape, block_edge: int) -> Dim3:
+        across, down, _ = edge(s, block_edge)
+        return (across, down + (cdiv(PAD_BLOCKS, across) if s.n % 4 else 0), 1)
+
+    return grid
+
+
+def _padded_b_elems(s: Shape) -> int:
+    """sgemm_padded_b's copy of B: K rows of N rounded up to 4 floats, or none
+    when N % 4 == 0."""
+    return s.k * cdiv(s.n, 4) * 4 if s.n % 4 else 0
+
+
+def _padded_b_workspace(c: Config) -> Callable[[Shape, int], int]:
+    """Two 64-bit counters (16 bytes), then the padded B (see 17_padded_b.cu)."""
+    return lambda s, blocks: 16 + 4 * _padded_b_elems(s)
+
+
+def _padded_b_fits(shape: Shape, block_edge: int) -> str | None:
+    elems = _padded_b_elems(shape)
+    if elems > MAX_INDEX:
+        return f"B padded to rows of a multiple of 4 floats has {elems} elements, over the 2^31 - 1 of 32-bit indexing"
+    return None
+
+
+def _edge_rules(c: Config) -> list[str]:
+    # A chunk of a strip's operand (EDGE_KC x (EDGE_MAX + 4) floats), then the 8 warps' sums.
+    floats, need = c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]), max(EDGE_KC * (EDGE_MAX + 4), 8 * EDGE_MAX * 32)
+    return _spread_rules(c) + needs(
+        floats >= need, f"the ring's {floats} floats of shared memory are fewer than an edge block's {need}"
+    )
+
+
+def _large_rung(
+    rung_id: str,
+    source: str,
+    summary: str,
+    default: tuple[int, ...] = (128, 256, 16, 64, 64, 3, 1),
+    rules: Callable[[Config], list[str]] = _large_tile_rules,
+    persistent: bool = False,
+    workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None,
+    search: tuple[tuple[int, ...], ...] = LARGE_TILE_SEARCH,
+    grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None,
+    constraints: tuple[Constraint, ...] = (),
+) -> Rung:
+    """sgemm_large_tile onwards: one block of 8 warps per SM, up to 128
+    accumulators and two fragment buffers per thread, dynamic shared memory."""
+    return Rung(
+        id=rung_id,
+        source=source,
+        summary=summary,
+        params=("BM", "BN", "BK", "WM", "WN", "STAGES", "MIN_BLOCKS"),
+        default=default,
+        choices=((128, 256), (128, 256), (8, 16), (32, 64), (64, 128), (2, 3, 4), (1,)),
+        search=search,
+        threads=_warp_threads,
+        tile=lambda c: (c["BM"], c["BN"]),
+        outputs=lambda c: c["WM"] * c["WN"] // 32,
+        # Two buffers of fragments: the slice in use and the next one.
+        fragments=lambda c: 2 * (c["WM"] // 4 + c["WN"] // 8),
+        smem_bytes=lambda c: 4 * c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]),
+        cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 1, 4),
+        rules=rules,
+        max_accumulators=128,
+        dynamic_smem=True,
+        persistent=persistent,
+        workspace=workspace,
+        grid=grid,
+        constraints=constraints,
+    )
+
+
+RUNGS: tuple[Rung, ...] = (
+    Rung(
+        id="sgemm_coalesced",
+        source="01_coalesced.cu",
+        summary="one output per thread, threadIdx.x along a row of C (coalesced B and C), any size",
+        params=("BX", "BY"),
+        default=(32, 32),
+        choices=((32,), (8, 16, 32)),
+        threads=lambda c: c["BX"] * c["BY"],
+        tile=lambda c: (c["BY"], c["BX"]),
+        outputs=lambda c: 1,
+        fragments=lambda c: 2,
+        smem_bytes=lambda c: 0,
+        cgma=lambda c: 1.0,
+        square_block=True,
+    ),
+    Rung(
+        id="sgemm_smem",
+        source="02_smem.cu",
+        summary="TILE x TILE tiles of A and B in shared memory, zero-filled at the edges",
+        params=("TILE",),
+        default=(32,),
+        choices=((16, 32),),
+        threads=lambda c: c["TILE"] ** 2,
+        tile=lambda c: (c["TILE"], c["TILE"]),
+        outputs=lambda c: 1,
+        fragments=lambda c: 2,
+        smem_bytes=lambda c: 2 * 4 * c["TILE"] ** 2,
+        cgma=lambda c: float(c["TILE"]),
+        square_block=True,
+    ),
+    Rung(
+        id="sgemm_1d_blocktile",
+        source="03_1d_blocktile.cu",
+        summary="BM x BN block tile; each thread TM outputs down a column of C",
+        params=("BM", "BN", "BK", "TM"),
+        default=(64, 64, 8, 8),
+        choices=((64, 128), (64,), (8,), (8, 16)),
+        threads=lambda c: c["BM"] * c["BN"] // c["TM"],
+        tile=lambda c: (c["BM"], c["BN"]),
+        outputs=lambda c: c["TM"],
+        fragments=lambda c: 2,
+        smem_bytes=lambda c: 4 * c["BK"] * (c["BM"] + c["BN"]),
+        cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 1, 1),
+        rules=lambda c: (
+            needs(c["BM"] % c["TM"] == 0, "TM must divide BM") + _blocktile_rules(c, c["BM"] * c["BN"] // c["TM"], 1)
+        ),
+    ),
+    Rung(
+        id="sgemm_2d_blocktile",
+        source="04_2d_blocktile.cu",
+        summary="BM x BN block tile; each thread a TM x TN outer product; scalar loads, any size and alignment",
+        params=("BM", "BN", "BK", "TM", "TN"),
+        default=(128, 128, 8, 8, 8),
+        # BK = 16 compiles too, but at 64 x 64 tiles ptxas needs 254 of its 255 registers.
+        choices=((64, 128), (64, 128), (8,), (8,), (8,)),
+        threads=_thread_tile_threads,
+        tile=lambda c: (c["BM"], c["BN"]),
+        outputs=lambda c: c["TM"] * c["TN"],
+        fragments=lambda c: c["TM"] + c["TN"],
+        smem_bytes=lambda c: 4 * c["BK"] * (c["BM"] + c["BN"]),
+        cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 1, 1),
+        rules=lambda c: _thread_tile_rules(c) + _blocktile_rules(c, _thread_tile_threads(c), 1),
+    ),
+    _vector_rung(
+        "sgemm_vectorized",
+        "05_vectorized.cu",
+        "2-D block tile with float4 loads and stores; A tile stored transposed",
+        swizzled=False,
+    ),
+    _vector_rung(
+        "sgemm_swizzled",
+        "06_swizzled.cu",
+        "sgemm_vectorized with an XOR-swizzled A tile and split B fragments: no bank conflicts",
+        swizzled=True,
+    ),
+    _warp_rung(
+        "sgemm_warptile",
+        "07_warptile.cu",
+        "block tile -> warp tile (WM x WN) -> 4 x 4 thread micro-tiles",
+        extra=(),
+        default=(128, 128, 16, 32, 64, 2),
+        choices=(*WARP_TILES, (1, 2)),
+        stages=lambda c: 1,
+        a_per_access=4,
+    ),
+    _warp_rung(
+        "sgemm_double_buffer",
+        "08_double_buffer.cu",
+        "sgemm_warptile fed by cp.async into two shared-memory stages",
+        extra=(),
+        default=(128, 128, 16, 32, 64, 2),
+        choices=(*WARP_TILES, (1, 2)),
+        stages=lambda c: 2,
+        a_per_access=1,
+    ),
+    _warp_rung(
+        "sgemm_multistage",
+        "09_multistage.cu",
+        "sgemm_double_buffer with a ring of STAGES cp.async stages",
+        extra=("STAGES",),
+        default=(128, 128, 16, 32, 64, 3, 2),
+        choices=(*WARP_TILES, (3, 4), (1, 2)),
+        stages=lambda c: c["STAGES"],
+        a_per_access=1,
+    ),
+    _warp_rung(
+        "sgemm_swizzle_l2",
+        "10_swizzle_l2.cu",
+        "sgemm_multistage with blocks ordered in groups of GROUP_M tile rows for L2 reuse",
+        extra=("STAGES", "GROUP_M"),
+        default=(128, 128, 16, 32, 64, 3, 8, 2),
+        # The tile of sgemm_multistage's default; only the order of the blocks varies.
+        choices=((128,), (128,), (16,), (32,), (64,), (3,), (4, 8, 16), (2,)),
+        stages=lambda c: c["STAGES"],
+        a_per_access=1,
+    ),
+    _large_rung(
+        "sgemm_large_tile",
+        "11_large_tile.cu",
+        "one block per SM (MIN_BLOCKS = 1): 128 x 256 block tile, 16 x 8 outputs per thread, "
+        "next k-slice's fragments loaded while the current one is used",
+    ),
+    _large_rung(
+        "sgemm_lean_loop",
+        "12_lean_loop.cu",
+        "sgemm_large_tile with each thread's copies worked out once: no bounds arithmetic in the main loop",
+    ),
+    _large_rung(
+        "sgemm_spread_copies",
+        "13_spread_copies.cu",
+        "sgemm_lean_loop with a tile's copies issued a share per k-slice, each warp's copy reading whole sectors",
+        default=SPREAD_DEFAULT,
+        rules=_spread_rules,
+    ),
+    _large_rung(
+        "sgemm_stream_k",
+        "14_stream_k.cu",
+        "sgemm_spread_copies in persistent blocks; the last partial wave of tiles and the full one before it shared "
+        "out along K (stream-K), their partial sums added by the last block to arrive",
+        default=SPREAD_DEFAULT,
+        rules=_spread_rules,
+        persistent=True,
+        workspace=_stream_k_workspace,
+        search=STREAM_K_SEARCH,
+    ),
+    _large_rung(
+        "sgemm_column_order",
+        "15_column_order.cu",
+        "sgemm_spread_copies (not stream-K) with each k-slice's FFMAs issued a column of outputs at a time",
+        default=SPREAD_DEFAULT,
+        rules=_spread_rules,
+    ),
+    _large_rung(
+        "sgemm_edge_strips",
+        "16_edge_strips.cu",
+        "sgemm_column_order on whole tiles; a last strip of up to 32 rows or columns of C in small blocks at the "
+        "end of the grid",
+        default=SPREAD_DEFAULT,
+        rules=_edge_rules,
+        grid=edge_strips_grid,
+    ),
+    _large_rung(
+        "sgemm_padded_b",
+        "17_padded_b.cu",
+        "sgemm_edge_strips that, when N % 4 != 0, first copies B with its rows padded to 16 bytes, so the tiles "
+        "copy B 16 bytes at a time at every N",
+        default=SPREAD_DEFAULT,
+        rules=_edge_rules,
+        grid=padded_b_grid,
+        workspace=_padded_b_workspace,
+        constraints=(Constraint("B padded to whole 16-byte rows fits 32-bit indexing", _padded_b_fits),),
+    ),
+)
+
+
+# Rungs written after the newest stored benchmark (benchmarks/results/*_sgemm.json,
+# which docs/sgemm-ladder.md and tests/test_worklog.py hold the catalogue to).
+# rung(), configs() and variant() know them, and gemmlab.measure.run.run(kernel_id,
+# shape, spec=variant(kernel_id, {})) runs them; they move into RUNGS, and with
+# it into the catalogue, in the change that stores a benchmark measuring them.
+CANDIDATE_RUNGS: tuple[Rung, ...] = ()
+
+_RUNGS = {r.id: r for r in (*RUNGS, *CANDIDATE_RUNGS)}
+SGEMM_KERNELS: tuple[KernelSpec, ...] = tuple(_spec(r, r.config()) for r in RUNGS)
+
+
+def rung(kernel_id: str) -> Rung:
+    return find_rung(_RUNGS, kernel_id, "FP32 ladder")
+
+
+def default_config(kernel_id: str) -> Config:
+    return rung(kernel_id).config()
+
+
+def config_of(spec: KernelSpec) -> Config:
+    """The configuration a ladder entry (default or variant) was built with."""
+    return rung(spec.id).config(spec.template_extra)
+
+
+def configs(kernel_id: str) -> list[Config]:
+    """Every configuration in the rung's search space that meets the thread,
+    shared-memory and register limits and the kernel's own requirements; the
+    default first."""
+    r = rung(kernel_id)
+    return search_configs(r, r.search or itertools.product(*r.choices))
+
+
+def variant(kernel_id: str, config: Config) -> KernelSpec:
+    """The catalogue entry of ``kernel_id`` built with ``config`` (parameters
+    not given keep their defaults). Raises ConstraintError for a configuration
+    the kernel cannot take, naming every reason."""
+    r = rung(kernel_id)
+    c = checked_config(kernel_id, r, config)
+    return _spec(r, c)
+
+
+def outputs_per_thread(spec: KernelSpec) -> int:
+    return rung(spec.id).outputs(config_of(spec))
+
+
+def threads_per_block(spec: KernelSpec) -> int:
+    return rung(spec.id).threads(config_of(spec))
+
+
+def block_tile(spec: KernelSpec) -> tuple[int, int]:
+    """Rows x columns of C one block computes."""
+    return rung(spec.id).tile(config_of(spec))

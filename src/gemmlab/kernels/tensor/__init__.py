@@ -1,0 +1,1 @@
+"""The tensor-core ladder (the .cu files beside this one)."""

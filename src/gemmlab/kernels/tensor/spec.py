@@ -1,0 +1,338 @@
+"""The tensor-core ladder: from WMMA fragments to Hopper's TMA + wgmma with
+warp specialisation, persistent blocks and clusters (docs/tensor-ladder.md).
+
+Every rung computes C = A . B^T, with A stored M x K and B stored N x K (both
+row-major, "K-major": the layout the tensor cores read without a transpose,
+and a linear layer's y = x . W^T), C in float32, accumulated in float32. The
+element types:
+
+- ``bfloat16`` and ``float16``: 16-bit inputs, FP32 accumulation;
+- ``tf32``: float32 inputs that the tensor cores read with a 10-bit mantissa;
+- ``bfloat16-out``: bfloat16 inputs, FP32 accumulation and a bfloat16 C (the
+  sums rounded to nearest even); the rungs that store C by TMA take it.
+
+The cuBLAS baseline runs the same layout and types through ``cublasGemmEx``
+(compute type CUBLAS_COMPUTE_32F, or CUBLAS_COMPUTE_32F_FAST_TF32 for tf32),
+with the same output type.
+
+Rungs from tc_mma on take K with rows of whole 16-byte pieces (K a multiple
+of 8 for 16-bit types, of 4 for tf32): 16-byte copies and TMA tensor maps
+need 16-byte row strides. tc_wmma takes any K and is the fallback. The Hopper
+rungs get their operands as TMA tensor maps, built here for each run
+(``cuTensorMapEncodeTiled`` through cuda.core) and passed by value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from gemmlab.core.arch import sm_limits
+from gemmlab.core.shapes import Dim3, Shape
+from gemmlab.kernels.ladder import Config, cdiv, checked_config, find_rung, grid_rows_fit, needs, search_configs
+from gemmlab.kernels.spec import Constraint, KernelSpec
+from gemmlab.problems.base import Problem
+from gemmlab.problems.tensor import (
+    BF16_OUT,
+    DTYPES,
+    DTYPES_16,
+    ROW_BYTES,
+    TENSOR,
+    prepare_tensor,
+    tensor_device_bytes,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+SOURCE_DOC = "gemmlab tensor-core ladder (beyond the documents)"
+MAX_DYNAMIC_SMEM = sm_limits((9, 0)).max_smem_per_block_optin  # the Hopper rungs' opt-in limit per block
+WARPGROUP = 128
+
+
+# --- the rungs ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One kernel of the ladder: its template parameters and what follows from them."""
+
+    id: str
+    source: str  # file under kernels/tensor/
+    summary: str
+    dtypes: tuple[str, ...]
+    params: tuple[str, ...]  # template parameters after the element type, in order
+    default: tuple[int, ...]
+    search: tuple[tuple[int, ...], ...]  # the configurations configs() tries besides the default
+    threads: Callable[[Config], int]
+    smem_bytes: Callable[[Config], int]  # dynamic shared memory in bytes; 0 = static only
+    sass: tuple[str, ...]
+    rules: Callable[[Config], list[str]] = lambda c: []
+    min_cc: tuple[int, int] = (8, 0)
+    archs: tuple[str, ...] = ()
+    any_k: bool = False  # takes K with rows that are not whole 16-byte pieces
+    tma: bool = False  # operands are tensor maps (boxes of BM and BN / cluster rows)
+    persistent: bool = False  # blocks loop over tiles; as many blocks as the GPU holds at once
+    cluster: int = 1  # blocks per cluster, along M
+    c_box_rows: int = 0  # C is a tensor map with boxes of this many rows x 128 bytes (0: a pointer)
+
+    def config(self, values: tuple[int, ...] | None = None) -> Config:
+        return dict(zip(self.params, values or self.default, strict=True))
+
+    def violations(self, c: Config) -> list[str]:
+        threads = self.threads(c)
+        found = needs(threads % 32 == 0 and 32 <= threads <= 1024,
+                       f"{threads} threads per block: must be a multiple of 32 from 32 to 1024")  # fmt: skip
+        smem = self.smem_bytes(c)
+        found += needs(smem <= MAX_DYNAMIC_SMEM, f"{smem} bytes of dynamic shared memory, over {MAX_DYNAMIC_SMEM}")
+        return found + self.rules(c)
+
+
+def _warp_threads(c: Config) -> int:
+    return (c["BM"] // c["WM"]) * (c["BN"] // c["WN"]) * 32
+
+
+def _warp_rules(c: Config) -> list[str]:
+    return needs(c["BM"] % c["WM"] == 0 and c["BN"] % c["WN"] == 0, "warp tiles (WM x WN) must tile the block") + (
+        needs(c["WM"] % 16 == 0 and c["WN"] % 16 == 0, "WM and WN must be multiples of 16")
+    )
+
+
+def _wgmma_rules(c: Config) -> list[str]:
+    return needs(c["BM"] % 64 == 0 and c["BM"] <= 256, "BM must be 64, 128, 192 or 256 (64-row warpgroup slabs)") + (
+        needs(c["BN"] in (128, 256), "BN must be 128 or 256 (the N of one wgmma)")
+    )
+
+
+def _specialised_rules(c: Config) -> list[str]:
+    # setmaxnreg: 40 registers for the producer, 232 for each consumer; the block's total must fit 64K.
+    consumers = c["BM"] // 64
+    registers = (40 + 232 * consumers) * WARPGROUP
+    return (
+        _wgmma_rules(c)
+        + needs(registers <= 65536, f"{consumers} consumer warpgroups do not fit 64K registers")
+        + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
+    )
+
+
+def _persistent_rules(c: Config) -> list[str]:
+    return _specialised_rules(c) + needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
+
+
+def _ring_bytes(c: Config, extra_barriers: int) -> int:
+    """STAGES x (BM + BN) swizzled rows of 128 bytes, then 8-byte mbarriers."""
+    return c["STAGES"] * (c["BM"] + c["BN"]) * ROW_BYTES + 8 * extra_barriers * c["STAGES"]
+
+
+# tc_tma_store: each consumer warpgroup stages C in C_BOXES boxes of its 64 rows x 128 bytes.
+C_BOX_ROWS = 64
+
+
+def _c_boxes_bytes(c: Config) -> int:
+    return c["BM"] // 64 * c["C_BOXES"] * C_BOX_ROWS * ROW_BYTES
+
+
+HOPPER = dict(min_cc=(9, 0), archs=("sm_90a",), tma=True)
+
+RUNGS: tuple[Rung, ...] = (
+    Rung(
+        id="tc_wmma",
+        source="01_wmma.cu",
+        summary="WMMA fragments (16 x 16 x 16, tf32 16 x 16 x 8) from padded shared tiles; any M, N, K",
+        dtypes=DTYPES,
+        params=("BM", "BN", "BK", "WM", "WN"),
+        default=(128, 128, 32, 64, 32),
+        search=((128, 128, 16, 64, 32), (128, 128, 32, 32, 32)),
+        threads=_warp_threads,
+        smem_bytes=lambda c: 0,
+        sass=("HMMA",),
+        rules=lambda c: (
+            _warp_rules(c)
+            + needs(c["BK"] % 16 == 0, "BK must be a multiple of 16")
+            # Static shared memory: padded rows of BK + 8 tf32 elements (the widest type).
+            + needs((c["BM"] + c["BN"]) * (c["BK"] + 8) * 4 <= 48 * 1024, "the tf32 tiles must fit 48 KB")
+        ),
+        any_k=True,
+    ),
+    Rung(
+        id="tc_mma",
+        source="02_mma.cu",
+        summary="mma.sync m16n8k16 fed by ldmatrix.x4 from 128-byte-swizzled tiles; 16-byte loads",
+        dtypes=DTYPES_16,
+        params=("BM", "BN", "WM", "WN"),
+        default=(128, 128, 64, 32),
+        search=((128, 128, 32, 64), (64, 128, 32, 32), (128, 64, 32, 32)),
+        threads=_warp_threads,
+        smem_bytes=lambda c: 0,
+        sass=("HMMA", "LDSM"),
+        rules=_warp_rules,
+    ),
+    Rung(
+        id="tc_mma_pipeline",
+        source="03_mma_pipeline.cu",
+        summary="tc_mma fed by a ring of STAGES cp.async stages",
+        dtypes=DTYPES_16,
+        params=("BM", "BN", "WM", "WN", "STAGES"),
+        default=(128, 128, 64, 32, 3),
+        search=((128, 128, 64, 32, 4), (128, 256, 64, 64, 3), (128, 128, 32, 64, 3), (256, 128, 64, 64, 3)),
+        threads=_warp_threads,
+        smem_bytes=lambda c: _ring_bytes(c, 0),
+        sass=("HMMA", "LDSM", "LDGSTS"),
+        rules=lambda c: _warp_rules(c) + needs(c["STAGES"] >= 2, "STAGES must be at least 2"),
+    ),
+    Rung(
+        id="tc_wgmma",
+        source="04_wgmma.cu",
+        summary="sm_90a: TMA tile loads on mbarriers, wgmma from shared memory; one barrier per tile",
+        dtypes=DTYPES,
+        params=("BM", "BN", "STAGES"),
+        default=(128, 128, 4),
+        search=((128, 256, 3), (128, 128, 5), (64, 256, 4)),
+        threads=lambda c: c["BM"] // 64 * WARPGROUP,
+        smem_bytes=lambda c: _ring_bytes(c, 1),
+        sass=("HGMMA", "UTMALDG"),
+        rules=lambda c: _wgmma_rules(c) + needs(c["STAGES"] >= 1, "STAGES must be at least 1"),
+        **HOPPER,
+    ),
+    Rung(
+        id="tc_warpspecialized",
+        source="05_warpspecialized.cu",
+        summary="sm_90a: a TMA producer warpgroup, wgmma consumer warpgroups, full/empty barriers, setmaxnreg",
+        dtypes=DTYPES,
+        params=("BM", "BN", "STAGES"),
+        default=(128, 256, 4),
+        search=((128, 256, 3), (128, 128, 6), (256, 128, 4)),
+        threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+        smem_bytes=lambda c: _ring_bytes(c, 2),
+        sass=("HGMMA", "UTMALDG", "USETMAXREG"),
+        rules=_specialised_rules,
+        **HOPPER,
+    ),
+    Rung(
+        id="tc_persistent",
+        source="06_persistent.cu",
+        summary="sm_90a: tc_warpspecialized with one block per SM over tiles in GROUP_M-row groups (L2 order)",
+        dtypes=DTYPES,
+        params=("BM", "BN", "STAGES", "GROUP_M"),
+        default=(128, 256, 4, 8),
+        search=((128, 256, 4, 4), (128, 256, 4, 16), (128, 256, 3, 8), (256, 128, 4, 8)),
+        threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+        smem_bytes=lambda c: _ring_bytes(c, 2),
+        sass=("HGMMA", "UTMALDG", "USETMAXREG"),
+        rules=_persistent_rules,
+        persistent=True,
+        **HOPPER,
+    ),
+    Rung(
+        id="tc_cluster",
+        source="07_cluster.cu",
+        summary="sm_90a: tc_persistent in clusters of 2 blocks along M sharing B by TMA multicast",
+        dtypes=DTYPES,
+        params=("BM", "BN", "STAGES", "GROUP_M"),
+        default=(128, 256, 4, 8),
+        search=((128, 256, 4, 4), (128, 256, 4, 16), (128, 256, 3, 8)),
+        threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+        smem_bytes=lambda c: _ring_bytes(c, 2),
+        sass=("HGMMA", "UTMALDG", "USETMAXREG"),
+        rules=_persistent_rules,
+        persistent=True,
+        cluster=2,
+        **HOPPER,
+    ),
+    Rung(
+        id="tc_tma_store",
+        source="08_tma_store.cu",
+        summary="sm_90a: tc_cluster storing C (float32, or bfloat16) from swizzled shared boxes by TMA",
+        dtypes=(*DTYPES, BF16_OUT),
+        params=("BM", "BN", "STAGES", "GROUP_M", "C_BOXES"),
+        default=(128, 256, 4, 8, 2),
+        search=((128, 256, 4, 8, 1), (128, 256, 3, 8, 4), (128, 256, 4, 16, 2)),
+        threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+        smem_bytes=lambda c: _ring_bytes(c, 2) + _c_boxes_bytes(c),
+        sass=("HGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
+        rules=lambda c: _persistent_rules(c) + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1"),
+        persistent=True,
+        cluster=2,
+        c_box_rows=C_BOX_ROWS,
+        **HOPPER,
+    ),
+)
+_RUNGS = {r.id: r for r in RUNGS}
+
+
+def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:
+    """One block per tile; persistent rungs: one per tile too, as the work to
+    share (the runner launches no more blocks than the GPU holds at once)."""
+    bm, bn = c["BM"], c["BN"]
+    if not rung.persistent:
+        return lambda s, b: (cdiv(s.n, bn), cdiv(s.m, bm), 1)
+    # A cluster's blocks share one tile column: the work comes in whole clusters.
+    return lambda s, b: (cdiv(s.m, bm * rung.cluster) * cdiv(s.n, bn) * rung.cluster, 1, 1)
+
+
+def _spec(rung: Rung, c: Config) -> KernelSpec:
+    threads = rung.threads(c)
+    bm, bn = c["BM"], c["BN"]
+    constraints: tuple[Constraint, ...] = ()
+    if not rung.persistent:
+        constraints += (grid_rows_fit(bm),)
+    problem = TENSOR
+    if rung.tma:
+        # TMA boxes: BM rows of A; BN rows of B, split between the blocks of a cluster.
+        prepare = partial(prepare_tensor, boxes=(bm, bn // rung.cluster), c_box_rows=rung.c_box_rows)
+        problem = Problem("tensor", prepare, tensor_device_bytes)
+    return KernelSpec(
+        id=rung.id,
+        source=f"tensor/{rung.source}",
+        function=rung.id,
+        source_doc=SOURCE_DOC,
+        summary=rung.summary,
+        dtypes=rung.dtypes,
+        block_edges=(),
+        grid=_grid(rung, c),
+        block=lambda s, b: (threads, 1, 1),
+        constraints=constraints,
+        dynamic_smem_bytes=lambda s, b, dtype: rung.smem_bytes(c),
+        # 16-byte copies and TMA row strides: rows of A and B are whole 16-byte pieces.
+        k_bytes_multiple=0 if rung.any_k else 16,
+        # A tensor map of C: its rows' stride must be whole 16-byte pieces too.
+        n_bytes_multiple=16 if rung.c_box_rows else 0,
+        # A and B once (element size), C written once in float32: counted in input elements.
+        min_elems_moved=lambda s: s.m * s.k + s.n * s.k + 2 * s.m * s.n,
+        # FLOPs per element of A or B brought on chip: a BM x BN tile reuses each one BN or BM times.
+        cgma=lambda s, b: 2 * bm * bn / (bm + bn),
+        any_size_alternative="tc_wmma",
+        problem=problem,
+        templated_on_edge=False,
+        template_extra=tuple(c[p] for p in rung.params),
+        template_params=rung.params,
+        archs=rung.archs,
+        min_cc=rung.min_cc,
+        cluster=(rung.cluster, 1, 1) if rung.cluster > 1 else None,
+        persistent=rung.persistent,
+        sass=rung.sass,
+    )
+
+
+TENSOR_KERNELS: tuple[KernelSpec, ...] = tuple(_spec(r, r.config()) for r in RUNGS)
+
+
+def rung(kernel_id: str) -> Rung:
+    return find_rung(_RUNGS, kernel_id, "tensor-core ladder")
+
+
+def configs(kernel_id: str) -> list[Config]:
+    """The default and every searched configuration that meets the limits."""
+    r = rung(kernel_id)
+    return search_configs(r, r.search)
+
+
+def variant(kernel_id: str, config: Config) -> KernelSpec:
+    """The catalogue entry of ``kernel_id`` built with ``config`` (parameters
+    not given keep their defaults); ConstraintError names every reason a
+    configuration cannot be built."""
+    r = rung(kernel_id)
+    return _spec(r, checked_config(kernel_id, r, config))

@@ -1,0 +1,468 @@
+"""Run one catalogue kernel: allocate, poison, launch, verify, time.
+
+No figure leaves this module for a kernel whose output was not checked in the
+same run: the result is verified after the warm-up launch and again after the
+timed launches (an error that moves between the two is a race).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gemmlab.backends.nvrtc import CompiledKernel, Resources, compile_kernel
+from gemmlab.core import gpu
+from gemmlab.core.dtypes import TOLERANCE
+from gemmlab.core.errors import DeviceLimitError, VerificationError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.spec import KernelSpec, Point
+from gemmlab.measure.environment import host_record
+from gemmlab.measure.timing import WIDE_SPREAD, Timing, gbytes_per_s, gflops, planned_reps
+from gemmlab.problems.base import Prepared
+
+# Leave this much device memory free for CuPy's pool, cuBLAS workspace and the driver.
+MEMORY_HEADROOM = 512 * 2**20
+# Shared memory (static + dynamic) a block may use without the kernel opting in
+# to more, on every architecture; check_device_limits checks the opt-in maximum.
+DEFAULT_SMEM_PER_BLOCK = 48 * 1024
+# Below this median a kernel's time is of the order of launch overhead; it is
+# then timed again by replaying a CUDA graph of GRAPH_LAUNCHES launches.
+SHORT_KERNEL_MS = 0.02
+GRAPH_LAUNCHES = 50
+# Threads an SM holds at once on every GPU gemmlab knows (sm_70 to sm_90): the
+# bound on resident blocks behind a persistent kernel's workspace estimate.
+MAX_THREADS_PER_SM = 2048
+
+
+@dataclass
+class RunResult:
+    kernel: str
+    m: int
+    n: int
+    k: int
+    block_edge: int
+    dtype: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_smem: int
+    resources: Resources
+    arch: str
+    timing: Timing
+    gflops: float
+    gbytes_per_s: float  # the minimum bytes (inputs once, output once) over the time
+    error: float
+    tolerance: float
+    metric: str = "gflops"  # the headline figure: "gflops", or "gbs" for memory-bound kernels
+    baseline_name: str | None = None
+    baseline_timing: Timing | None = None
+    baseline_gflops: float | None = None
+    baseline_gbytes_per_s: float | None = None
+    ratio_to_baseline: float | None = None
+    flush_l2: bool = False
+    sm_clock_after_mhz: float | None = None  # read through NVML right after the timed launches
+    # The named template parameters of a tunable kernel (the FP32 ladder's), as launched; else None.
+    config: dict | None = None
+    device: dict = field(default_factory=dict)
+    host: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def shape(self) -> Shape:
+        return Shape(self.m, self.n, self.k)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _Launcher:
+    """A compiled kernel bound to a stream, its geometry and its arguments."""
+
+    kernel: Any
+    config: Any
+    stream: Any
+    args: tuple
+    workspace: Any = None  # the device array behind a workspace argument, kept alive with the launcher
+
+    def __call__(self) -> None:
+        from cuda.core import launch
+
+        launch(self.stream, self.config, self.kernel, *self.args)
+
+
+def check_device_limits(point: Point, compiled: CompiledKernel, info: gpu.DeviceInfo) -> None:
+    """Refuse, before any launch, what the device cannot run."""
+    threads = point.spec.threads_per_block(point.shape, point.block_edge)
+    if threads > info.max_threads_per_block:
+        raise DeviceLimitError(
+            f"{point.spec.id} needs {threads} threads per block; {info.name} allows {info.max_threads_per_block}.",
+            "Use a smaller block edge or size.",
+        )
+    smem = compiled.resources.smem_bytes + point.dynamic_smem
+    if smem > info.max_smem_per_block_optin:
+        raise DeviceLimitError(
+            f"{point.spec.id} needs {smem} bytes of shared memory per block; {info.name} allows "
+            f"{info.max_smem_per_block_optin}.",
+            "Use a smaller block edge or K.",
+        )
+    regs = compiled.resources.registers * threads
+    if regs > 65536:
+        raise DeviceLimitError(
+            f"{point.spec.id} needs {regs} registers per block ({compiled.resources.registers} x {threads} "
+            "threads); a block may use 65536.",
+            "Use a smaller block edge.",
+        )
+    need = point.spec.problem.device_bytes(point) + workspace_bound(point, threads, info) + MEMORY_HEADROOM
+    if need > info.free_bytes:
+        raise DeviceLimitError(
+            f"{point.shape} needs about {need / 2**30:.1f} GiB of device memory (inputs, output and the "
+            f"float64 reference); {info.name} has {info.free_bytes / 2**30:.1f} GiB free.",
+            "Use a smaller size.",
+        )
+
+
+def workspace_bound(point: Point, threads: int, info: gpu.DeviceInfo) -> int:
+    """The most workspace ``point``'s launch can take: for a persistent kernel,
+    as if every SM held as many blocks as its threads allow (the launch
+    itself asks the driver how many fit)."""
+    if point.spec.workspace_bytes is None:
+        return 0
+    x, y, z = point.grid
+    blocks = x * y * z
+    if point.spec.persistent:
+        blocks = min(blocks, info.sm_count * max(1, MAX_THREADS_PER_SM // threads))
+    return point.spec.workspace_bytes(point.shape, blocks)
+
+
+def allow_dynamic_smem(kernel: Any, static_bytes: int, dynamic_bytes: int, device_index: int) -> None:
+    """Let ``kernel`` (a cuda.core Kernel) launch with ``dynamic_bytes`` of dynamic
+    shared memory when static + dynamic is over the 48 KB a launch gets by default:
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, which the driver requires
+    before such a launch. cuda.core loads cubins through the library API, so the
+    handle is a CUkernel (cuKernelSetAttribute, per device); a CUfunction handle
+    takes cuFuncSetAttribute. Raises DeviceLimitError when the driver refuses."""
+    if dynamic_bytes <= 0 or static_bytes + dynamic_bytes <= DEFAULT_SMEM_PER_BLOCK:
+        return
+    from cuda.bindings import driver
+
+    attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    handle = kernel.handle
+    if isinstance(handle, driver.CUfunction):
+        (status,) = driver.cuFuncSetAttribute(handle, attribute, dynamic_bytes)
+    else:
+        status, device = driver.cuDeviceGet(device_index)
+        if status == driver.CUresult.CUDA_SUCCESS:
+            (status,) = driver.cuKernelSetAttribute(attribute, dynamic_bytes, driver.CUkernel(int(handle)), device)
+    if status != driver.CUresult.CUDA_SUCCESS:
+        raise DeviceLimitError(
+            f"the driver refused {dynamic_bytes} bytes of dynamic shared memory (+ {static_bytes} static) for "
+            f"this kernel: {status.name}.",
+            "Use a configuration with less shared memory (fewer stages or a smaller tile).",
+        )
+
+
+def launch_config(point: Point, grid: tuple[int, int, int]) -> Any:
+    """cuda.core's LaunchConfig for ``point`` on ``grid`` (in blocks). With
+    clusters, cuda.core counts the grid in clusters, while a KernelSpec's grid
+    (what the kernel sees as gridDim) counts blocks."""
+    from cuda.core import LaunchConfig
+
+    cluster = point.spec.cluster
+    if cluster is None:
+        return LaunchConfig(grid=grid, block=point.block, shmem_size=point.dynamic_smem)
+    clusters = tuple(g // c for g, c in zip(grid, cluster, strict=True))
+    return LaunchConfig(grid=clusters, cluster=cluster, block=point.block, shmem_size=point.dynamic_smem)
+
+
+def resident_grid(kernel: Any, point: Point, info: gpu.DeviceInfo, stream: Any) -> tuple[int, int, int]:
+    """A persistent kernel's grid: its work units (point.grid's x), but no
+    more blocks than the GPU runs at once, as the driver's occupancy
+    calculator counts them (whole clusters for a clustered kernel: a cluster
+    needs its blocks on SMs of one GPC, so fewer may fit than SMs / size)."""
+    threads = point.spec.threads_per_block(point.shape, point.block_edge)
+    cluster = point.spec.cluster
+    if cluster is None:
+        per_sm = kernel.occupancy.max_active_blocks_per_multiprocessor(threads, point.dynamic_smem)
+        resident, what = per_sm * info.sm_count, "blocks"
+    else:
+        clusters = kernel.occupancy.max_active_clusters(launch_config(point, point.grid), stream=stream)
+        resident, what = clusters * cluster[0] * cluster[1] * cluster[2], "clustered blocks"
+    if resident < 1:
+        raise DeviceLimitError(
+            f"{point.spec.id} fits no {what} on {info.name}: {threads} threads and "
+            f"{point.dynamic_smem} bytes of shared memory per block.",
+            "Use a configuration with fewer stages or a smaller tile.",
+        )
+    x, y, z = point.grid
+    return (min(x, resident), y, z)
+
+
+def _time(cp: Any, stream: Any, fn: Any, reps: int, flush: Any | None) -> list[float]:
+    samples = []
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    for _ in range(reps):
+        if flush is not None:
+            flush()
+        start.record(stream)
+        fn()
+        end.record(stream)
+        end.synchronize()
+        samples.append(cp.cuda.get_elapsed_time(start, end))
+    return samples
+
+
+def _timed_series(
+    cp: Any, stream: Any, fn: Any, reps: int, max_seconds: float, flush: Any | None, graph_ok: bool = True
+) -> Timing:
+    first = _time(cp, stream, fn, 1, flush)
+    more = planned_reps(first[0], reps, max_seconds) - 1
+    timing = Timing.of(first + _time(cp, stream, fn, more, flush) if more > 0 else first)
+    return _graph_retimed(cp, stream, fn, timing, reps, flush) if graph_ok else timing
+
+
+def _graph_retimed(cp: Any, stream: Any, fn: Any, timing: Timing, reps: int, flush: Any | None) -> Timing:
+    """Events around one launch of a few microseconds measure the launch as
+    much as the kernel; such a kernel is timed again by replaying a graph of
+    back-to-back launches."""
+    if timing.median_ms >= SHORT_KERNEL_MS or flush is not None:
+        return timing
+    graph = _captured(stream, fn, GRAPH_LAUNCHES)
+    samples = _time(cp, stream, lambda: graph.launch(stream), reps, None)
+    return Timing.of([t / GRAPH_LAUNCHES for t in samples], GRAPH_LAUNCHES)
+
+
+def _paired_series(
+    cp: Any, stream: Any, fn: Any, library: Any, reps: int, max_seconds: float, flush: Any | None
+) -> tuple[Timing, Timing]:
+    """The kernel and the library routine timed in alternation, each round in
+    the opposite order to the last. A GPU under a power cap slows as it heats,
+    so two series timed one after the other favour whichever ran first (on an
+    H200 the SM clock moved between 1.5 and 1.98 GHz within one benchmark);
+    alternating gives both the same clocks. The library is never graph-timed
+    (CuPy refuses cuBLAS calls during stream capture)."""
+    kernel_ms = _time(cp, stream, fn, 1, flush)
+    library_ms = _time(cp, stream, library, 1, flush)
+    rounds = planned_reps(kernel_ms[0] + library_ms[0], reps, max_seconds) - 1
+    for i in range(rounds):
+        pair = ((library, library_ms), (fn, kernel_ms)) if i % 2 == 0 else ((fn, kernel_ms), (library, library_ms))
+        for call, samples in pair:
+            samples += _time(cp, stream, call, 1, flush)
+    timing = _graph_retimed(cp, stream, fn, Timing.of(kernel_ms), reps, flush)
+    return timing, Timing.of(library_ms)
+
+
+def _captured(stream: Any, fn: Any, count: int) -> Any:
+    """A CUDA graph of ``count`` calls of ``fn`` recorded on ``stream``."""
+    stream.begin_capture()
+    try:
+        for _ in range(count):
+            fn()
+    finally:
+        graph = stream.end_capture()
+    return graph
+
+
+@dataclass
+class _Measured:
+    timing: Timing
+    error: float
+    tolerance: float
+    sm_clock_mhz: float | None
+    clock_events: list[str] | None
+    baseline_timing: Timing | None
+    baseline_name: str | None
+    grid: tuple[int, int, int]
+
+
+def load_kernel(point: Point, compiled: CompiledKernel, device_index: int = 0) -> Any:
+    """``compiled`` loaded from its cubin, with ``point``'s dynamic shared memory opted in."""
+    from cuda.core import ObjectCode
+
+    kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
+    allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, device_index)
+    return kernel
+
+
+def bind(
+    cp: Any, point: Point, compiled: CompiledKernel, info: gpu.DeviceInfo, device_index: int, cp_stream: Any,
+    seed: int | None,
+) -> tuple[Prepared, _Launcher, tuple[int, int, int]]:  # fmt: skip
+    """The point's inputs, allocated on ``cp_stream`` (call it inside ``with
+    cp_stream``), and its compiled kernel bound to them on that stream, with
+    the dynamic shared memory opted in and, for a persistent kernel, the grid
+    the driver says fits at once: (prepared problem, launcher, grid)."""
+    from cuda.core import Stream
+
+    prepared = point.spec.problem.prepare(cp, point, cp.random.default_rng(seed))
+    kernel = load_kernel(point, compiled, device_index)
+    stream = Stream.from_handle(cp_stream.ptr)
+    grid = resident_grid(kernel, point, info, stream) if point.spec.persistent else point.grid
+    args, workspace = prepared.args, None
+    if point.spec.workspace_bytes is not None:
+        blocks = grid[0] * grid[1] * grid[2]
+        workspace = cp.zeros(max(1, point.spec.workspace_bytes(point.shape, blocks)), dtype=cp.uint8)
+        args = (*args, workspace.data.ptr)
+    return prepared, _Launcher(kernel, launch_config(point, grid), stream, args, workspace), grid
+
+
+def _measure(
+    cp: Any,
+    point: Point,
+    compiled: CompiledKernel,
+    info: gpu.DeviceInfo,
+    device_index: int,
+    *,
+    reps: int,
+    warmup: int,
+    max_seconds: float,
+    flush_l2: bool,
+    baseline: bool,
+    seed: int | None,
+) -> _Measured:
+    """Allocate, poison, launch, verify and time; every device buffer dies with this call."""
+    with cp.cuda.Device(device_index):
+        cp_stream = cp.cuda.Stream(non_blocking=True)
+        with cp_stream:
+            prepared, launch, grid = bind(cp, point, compiled, info, device_index, cp_stream, seed)
+            flush = _l2_flusher(cp, info) if flush_l2 else None
+
+            prepared.poison()
+            for _ in range(max(1, warmup)):
+                launch()
+            cp_stream.synchronize()
+            tolerance = TOLERANCE[point.dtype]
+            error = _verified(prepared.error(), tolerance, point, "first launch")
+
+            base_timing = None
+            if baseline and prepared.baseline is not None:
+                prepared.baseline()  # the library's own warm-up (handle, workspace, heuristics)
+                cp_stream.synchronize()
+                timing, base_timing = _paired_series(cp, cp_stream, launch, prepared.baseline, reps, max_seconds, flush)
+            else:
+                timing = _timed_series(cp, cp_stream, launch, reps, max_seconds, flush)
+            sm_clock_mhz = gpu.current_sm_clock_mhz(device_index)
+            clock_events = gpu.clock_slowdown_reasons(device_index)
+            prepared.poison()
+            launch()
+            cp_stream.synchronize()
+            error = max(error, _verified(prepared.error(), tolerance, point, "after timing"))
+    return _Measured(timing, error, tolerance, sm_clock_mhz, clock_events, base_timing, prepared.baseline_name, grid)
+
+
+def run(
+    kernel_id: str,
+    shape: Shape,
+    block_edge: int | None = None,
+    dtype: str | None = None,
+    *,
+    reps: int = 20,
+    warmup: int = 2,
+    max_seconds: float = 10.0,
+    flush_l2: bool = False,
+    baseline: bool = True,
+    seed: int | None = None,
+    device_index: int = 0,
+    spec: KernelSpec | None = None,
+) -> RunResult:
+    """Run ``kernel_id`` once on ``shape`` and return its verified, timed result.
+
+    ``spec``: the entry to run instead of the catalogue's, e.g. a tuned
+    configuration (:func:`gemmlab.sgemm.variant`, :func:`gemmlab.tune.tuned_spec`).
+    Raises ConstraintError / DeviceLimitError before touching the GPU when the
+    point cannot run, NoGPUError with no GPU, VerificationError on a wrong result.
+    """
+    point = catalogue.point(kernel_id, shape, block_edge, dtype, spec=spec)
+    cp = gpu.cupy()
+    info = gpu.describe(device_index)
+    compiled = compile_kernel(point.spec, point.block_edge, point.dtype, point.spec.compile_arch(info.arch))
+    check_device_limits(point, compiled, info)
+
+    from cuda.core import Device
+
+    Device(device_index).set_current()
+    try:
+        m = _measure(
+            cp, point, compiled, info, device_index,
+            reps=reps, warmup=warmup, max_seconds=max_seconds, flush_l2=flush_l2, baseline=baseline, seed=seed,
+        )  # fmt: skip
+    finally:
+        # CuPy's pool keeps freed blocks for reuse; over a sweep of many sizes
+        # they pile up, and the next point's free-memory check (which asks the
+        # driver) would see a full GPU. The buffers died with _measure: give
+        # their memory back.
+        cp.get_default_memory_pool().free_all_blocks()
+
+    result = RunResult(
+        kernel=point.spec.id,
+        m=shape.m,
+        n=shape.n,
+        k=shape.k,
+        block_edge=point.block_edge,
+        dtype=point.dtype,
+        grid=m.grid,
+        block=point.block,
+        dynamic_smem=point.dynamic_smem,
+        resources=compiled.resources,
+        arch=compiled.arch,
+        timing=m.timing,
+        gflops=gflops(point.flops, m.timing.median_ms),
+        gbytes_per_s=gbytes_per_s(point.min_bytes, m.timing.median_ms),
+        error=m.error,
+        tolerance=m.tolerance,
+        metric=point.spec.problem.metric,
+        flush_l2=flush_l2,
+        config=point.spec.config,
+        device=info.to_dict(),
+        host=host_record(),
+    )
+    base = m.baseline_timing
+    if base is not None:
+        result.baseline_name = m.baseline_name
+        result.baseline_timing = base
+        result.baseline_gflops = gflops(point.flops, base.median_ms)
+        result.baseline_gbytes_per_s = gbytes_per_s(point.min_bytes, base.median_ms)
+        # Same work on both sides, so the speed ratio is the inverse time ratio.
+        result.ratio_to_baseline = base.median_ms / m.timing.median_ms
+    result.sm_clock_after_mhz = m.sm_clock_mhz
+    result.warnings = timing_warnings(m.timing, m.clock_events)
+    return result
+
+
+def timing_warnings(timing: Timing, clock_events: list[str] | None = None) -> list[str]:
+    """Reasons not to trust a figure fully; stored and shown with the result."""
+    found = []
+    if timing.spread > WIDE_SPREAD:
+        found.append(f"wide spread: max/min = {timing.spread:.2f} over {timing.reps} repetitions")
+    if timing.graph_launches:
+        found.append(
+            f"short kernel ({timing.median_ms * 1e3:.1f} us): timed by replaying a CUDA graph of "
+            f"{timing.graph_launches} launches, so back-to-back launches overlap their ramp-up and drain"
+        )
+    elif timing.median_ms < SHORT_KERNEL_MS:
+        found.append(f"short kernel ({timing.median_ms * 1e3:.1f} us): launch overhead is a large part of it")
+    if clock_events:
+        found.append(f"clocks held back during the run: {', '.join(clock_events)}")
+    return found
+
+
+def _verified(error: float, tolerance: float, point: Point, when: str) -> float:
+    if not error <= tolerance:  # written this way so that NaN fails
+        raise VerificationError(
+            f"{point.spec.id} gave a wrong result on {point.shape} (block edge {point.block_edge}, {point.dtype}, "
+            f"{when}): relative error {error:.3g}, tolerance {tolerance:.3g}.",
+            "No timing is reported for a wrong result; please report this with the command you ran.",
+        )
+    return error
+
+
+def _l2_flusher(cp: Any, info: gpu.DeviceInfo) -> Any:
+    """Writing a buffer twice the L2's size between repetitions evicts the inputs."""
+    scratch = cp.empty(max(2 * info.l2_bytes, 1 << 20) // 4, dtype=cp.int32)
+    state = {"value": 0}
+
+    def flush() -> None:
+        state["value"] += 1
+        scratch.fill(state["value"])
+
+    return flush

@@ -1,0 +1,148 @@
+"""Run catalogue kernels under NVIDIA's compute-sanitizer.
+
+The parent (``check``) starts ``compute-sanitizer --tool T python -m
+gemmlab.sanitize POINT...``; the child runs each point once through the normal
+runner (so inputs, launch and verification are the real ones) and the parent
+reads the sanitizer's summary. Zero reports is the bar.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from gemmlab.core.errors import GemmlabError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.spec import KernelSpec
+
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+# Where compute-sanitizer lives when it is not on PATH: the toolkit's bin
+# folder and the standalone package's folders.
+SANITIZER_SEARCH_DIRS: tuple[str, ...] = (
+    "/usr/local/cuda/bin",
+    "/opt/nvidia/compute-sanitizer",
+    "/usr/local/cuda/compute-sanitizer",
+)
+_SUMMARY = re.compile(r"(ERROR|RACECHECK) SUMMARY: (\d+) (errors|hazards)")
+_RACE_ERRORS = re.compile(r"\((\d+) errors?, (\d+) warnings?\)")
+
+
+@dataclass(frozen=True)
+class SanitizerReport:
+    tool: str
+    points: int
+    errors: int
+    output: str
+
+    @property
+    def clean(self) -> bool:
+        return self.errors == 0
+
+    def findings(self, limit: int = 60) -> str:
+        """The sanitizer's own lines, without host backtraces, and any Python error."""
+        keep = [
+            line
+            for line in self.output.splitlines()
+            if ("=========" in line and "Host Frame" not in line and "Saved host backtrace" not in line)
+            or "Error" in line
+        ]
+        return "\n".join(keep[:limit])
+
+
+def find_sanitizer() -> str:
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    for root in SANITIZER_SEARCH_DIRS:
+        candidate = os.path.join(root, "compute-sanitizer")
+        if os.access(candidate, os.X_OK):
+            return candidate
+    raise GemmlabError(
+        "compute-sanitizer was not found on PATH or in /usr/local/cuda.",
+        "Install the CUDA toolkit (it ships compute-sanitizer) or add its bin folder to PATH.",
+    )
+
+
+def small_shapes(spec: KernelSpec, block_edge: int) -> list[Shape]:
+    """Small shapes the kernel accepts: square, rectangular, and odd where allowed."""
+    base = 2 * block_edge if block_edge else 16
+    candidates = [
+        Shape.square(base * 4),
+        Shape(base * 3, base * 5, max(block_edge, 1) * 7),
+        Shape(37, 53, 29),
+        Shape(1, 33, 65),
+        # Odd M and N with K in whole 16-byte pieces (the tensor-core rungs).
+        Shape(37, 53, 136),
+        # Odd N with no partial tile of K: a block crossing N copies whole tiles of unaligned rows of B.
+        Shape(37, 53, 64),
+        # One row and one column past 128 x 256: sgemm_edge_strips's edge blocks, both kinds.
+        Shape(129, 257, 40),
+    ]
+    if spec.n_bytes_multiple:
+        # C is a tensor map (N in whole 16-byte rows): odd M, and N still short of one tile.
+        candidates.append(Shape(37, 56, 136))
+    return [s for s in candidates if not spec.violations(s, block_edge, spec.dtypes[0])]
+
+
+def points_for(kernel_ids: list[str]) -> list[str]:
+    """Every block edge of every kernel at its small shapes, as 'id:edge:m:n:k'."""
+    out = []
+    for kid in kernel_ids:
+        spec = catalogue.get(kid)
+        for edge in spec.block_edges or (0,):
+            out += [f"{kid}:{edge}:{s.m}:{s.n}:{s.k}" for s in small_shapes(spec, edge)]
+    return out
+
+
+def parse_summary(tool: str, output: str) -> int:
+    """Errors the sanitizer reported; a missing summary counts as a failure."""
+    m = _SUMMARY.search(output)
+    if not m:
+        return -1
+    if tool == "racecheck":
+        r = _RACE_ERRORS.search(output[m.start() :])
+        return int(r.group(1)) + int(r.group(2)) if r else int(m.group(2))
+    return int(m.group(2))
+
+
+def check(kernel_ids: list[str] | None = None, tool: str = "memcheck", timeout: float = 1800) -> SanitizerReport:
+    if tool not in TOOLS:
+        raise GemmlabError(f"Unknown sanitizer tool '{tool}'.", f"Use one of {', '.join(TOOLS)}.")
+    ids = kernel_ids or catalogue.kernel_ids()
+    for kid in ids:
+        catalogue.get(kid)
+    points = points_for(ids)
+    # API errors are left out: cuda-bindings probes the driver for entry points
+    # it may lack (cuGetProcAddress returns "invalid value"), which says nothing
+    # about our kernels; a real API failure surfaces as a Python error anyway.
+    cmd = [find_sanitizer(), "--tool", tool, "--print-limit", "20", "--report-api-errors", "no"]
+    if tool == "racecheck":
+        cmd += ["--racecheck-report", "all"]
+    # initcheck runs with its defaults: unused-memory tracking is off unless
+    # asked for (`--track-unused-memory` is a flag, with no value to pass).
+    cmd += [sys.executable, "-m", "gemmlab.measure.sanitize", *points]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    output = proc.stdout + proc.stderr
+    errors = parse_summary(tool, output)
+    if proc.returncode != 0 and errors == 0:
+        errors = -1  # the child failed (a wrong result, a crash) although no hazard was printed
+    return SanitizerReport(tool, len(points), errors, output)
+
+
+def _child(points: list[str]) -> int:
+    from gemmlab.measure.run import run
+
+    for p in points:
+        kid, edge, m, n, k = p.split(":")
+        run(kid, Shape(int(m), int(n), int(k)), int(edge), reps=1, warmup=1, baseline=False)
+        print(f"ran {p}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1:]))

@@ -1,0 +1,151 @@
+"""GEMM on the tensor cores, C = A . B^T (A M x K, B N x K, both K-major):
+inputs stored as bfloat16/float16/tf32 with their exact float64 values, the
+float64 reference, TMA tensor maps for the Hopper rungs, and cuBLAS GemmEx in
+the same types and layout."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gemmlab.problems.base import Prepared, Problem, poison, relative_error
+
+if TYPE_CHECKING:
+    from gemmlab.kernels.spec import Point
+
+
+DTYPES_16 = ("bfloat16", "float16")
+DTYPES = (*DTYPES_16, "tf32")
+BF16_OUT = "bfloat16-out"
+# One swizzled shared-memory row of the mma.sync and Hopper rungs: 128 bytes
+# of K (64 16-bit elements, 32 tf32).
+ROW_BYTES = 128
+# cuda_runtime's cudaDataType values (library_types.h) for cublasGemmEx.
+CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14
+CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_GEMM_DEFAULT = 0, 1, -1
+
+
+def _bf16_bits(cp: Any, x: Any) -> Any:
+    """float32 -> bfloat16 bit patterns (uint16), rounded to nearest even."""
+    bits = x.view(cp.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(cp.uint16)
+
+
+def _bf16_value(cp: Any, bits: Any) -> Any:
+    """bfloat16 bit patterns (uint16) -> their exact float32 values."""
+    return (bits.astype(cp.uint32) << 16).view(cp.float32)
+
+
+def input_dtype(dtype: str) -> str:
+    """The type of A and B: ``bfloat16-out`` differs from bfloat16 in C alone."""
+    return "bfloat16" if dtype == BF16_OUT else dtype
+
+
+def _inputs(cp: Any, rng: Any, rows: int, cols: int, dtype: str) -> tuple[Any, Any]:
+    """A random rows x cols operand as the kernel reads it, and its exact
+    float64 value (what the stored bits mean), for the reference."""
+    x = rng.uniform(-1.0, 1.0, size=(rows, cols)).astype(cp.float32)
+    dtype = input_dtype(dtype)
+    if dtype == "bfloat16":
+        stored = _bf16_bits(cp, x)
+        exact = _bf16_value(cp, stored).astype(cp.float64)
+    elif dtype == "float16":
+        stored = x.astype(cp.float16)
+        exact = stored.astype(cp.float64)
+    else:  # tf32: float32 in memory; the rounding to tf32 is the kernel's, and the error budget's
+        stored = x
+        exact = x.astype(cp.float64)
+    return stored, exact
+
+
+def _tensor_map(array: Any, box_rows: int, bfloat16: bool) -> Any:
+    """A TMA descriptor of a row-major 2-D array: boxes of box_rows rows x
+    128 bytes, in shared memory with the 128-byte swizzle. ``bfloat16``: the
+    uint16 array holds bfloat16 bit patterns (otherwise its type says)."""
+    from cuda.core._tensor_map import TensorMapDataType, TensorMapSwizzle
+    from cuda.core.utils import StridedMemoryView
+
+    view = StridedMemoryView.from_cuda_array_interface(array, stream_ptr=-1)
+    data_type = TensorMapDataType.BFLOAT16 if bfloat16 else None
+    return view.as_tensor_map(
+        box_dim=(box_rows, ROW_BYTES // array.itemsize), data_type=data_type, swizzle=TensorMapSwizzle.SWIZZLE_128B
+    )
+
+
+def cublas_gemm(cp: Any, a: Any, b: Any, c: Any, dtype: str) -> Callable[[], None]:
+    """C (M x N, float32, or bfloat16 for ``bfloat16-out``) = A (M x K) .
+    B (N x K)^T through cublasGemmEx, in the kernels' types and layout. cuBLAS
+    is column-major: it computes C^T (N x M) = B . A^T, reading the row-major
+    B (N x K) as a transposed K x N."""
+    from cupy_backends.cuda.libs import cublas
+
+    m, k = a.shape
+    n = b.shape[0]
+    in_type = {"bfloat16": CUDA_R_16BF, "float16": CUDA_R_16F, "tf32": CUDA_R_32F}[input_dtype(dtype)]
+    out_type = CUDA_R_16BF if dtype == BF16_OUT else CUDA_R_32F
+    compute = cublas.CUBLAS_COMPUTE_32F_FAST_TF32 if dtype == "tf32" else cublas.CUBLAS_COMPUTE_32F
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)  # host scalars, kept alive by the closure
+    handle = cp.cuda.device.get_cublas_handle()
+
+    def call() -> None:
+        cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
+        cublas.gemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, one.ctypes.data, b.data.ptr, in_type, k,
+                      a.data.ptr, in_type, k, zero.ctypes.data, c.data.ptr, out_type, n, compute,
+                      CUBLAS_GEMM_DEFAULT)  # fmt: skip
+
+    return call
+
+
+def baseline_name(dtype: str) -> str:
+    kind = "TF32 (CUBLAS_COMPUTE_32F_FAST_TF32)" if dtype == "tf32" else f"{input_dtype(dtype)}, FP32 accumulation"
+    return f"cuBLAS GemmEx {kind}, {'bfloat16' if dtype == BF16_OUT else 'float32'} C"
+
+
+# A bfloat16 NaN (all exponent bits, a non-zero mantissa): what a bfloat16 C is
+# poisoned with, as float32 C is with NaN.
+BF16_NAN = 0xFFFF
+
+
+def prepare_tensor(
+    cp: Any, point: Point, rng: Any, boxes: tuple[int, int] | None = None, c_box_rows: int = 0
+) -> Prepared:
+    """Inputs, output, reference and baseline for one point. ``boxes``: rows of
+    the TMA boxes of A and B, for the rungs that take tensor maps;
+    ``c_box_rows``: those of C, for the rungs that store C by TMA (0: C is a
+    pointer)."""
+    s = point.shape
+    a, a_exact = _inputs(cp, rng, s.m, s.k, point.dtype)
+    b, b_exact = _inputs(cp, rng, s.n, s.k, point.dtype)
+    bf16_c = point.dtype == BF16_OUT
+    c = cp.empty((s.m, s.n), dtype=cp.uint16 if bf16_c else cp.float32)
+    # float64 on the same device (cuBLAS DGEMM), from the exact values of the stored inputs.
+    ref = a_exact @ b_exact.T
+    del a_exact, b_exact
+    lib_out = cp.empty_like(c)
+    bf16_in = input_dtype(point.dtype) == "bfloat16"
+    if boxes is None:
+        operands: tuple[Any, ...] = (a.data.ptr, b.data.ptr)
+    else:
+        operands = (_tensor_map(a, boxes[0], bf16_in), _tensor_map(b, boxes[1], bf16_in))
+    c_arg = _tensor_map(c, c_box_rows, bf16_c) if c_box_rows else c.data.ptr
+    return Prepared(
+        args=(*operands, c_arg, np.int32(s.m), np.int32(s.n), np.int32(s.k)),
+        poison=(lambda: c.fill(BF16_NAN)) if bf16_c else (lambda: poison(cp, c)),
+        error=lambda: relative_error(cp, _bf16_value(cp, c) if bf16_c else c, ref),
+        baseline=cublas_gemm(cp, a, b, lib_out, point.dtype),
+        baseline_name=baseline_name(point.dtype),
+        buffers=(a, b, c, ref, lib_out, *operands, c_arg),
+    )
+
+
+def tensor_device_bytes(point: Point) -> int:
+    """Peak device memory of prepare_tensor: float32 staging of A and B, the
+    stored inputs, their float64 values, the reference, C and cuBLAS's C."""
+    s = point.shape
+    inputs = s.m * s.k + s.n * s.k
+    return inputs * (4 + point.itemsize + 8) + s.m * s.n * (8 + 4 + 4)
+
+
+TENSOR = Problem("tensor", prepare_tensor, tensor_device_bytes)

@@ -1,0 +1,643 @@
+"""The results database: one SQLite file that sweeps write and reports read.
+
+Layout
+------
+``runs``: one row per sweep or reproduce invocation: where and when the
+numbers were measured (GPU, clocks, driver, CUDA and NVRTC versions, gemmlab
+version and git revision, CPU, host, command line), and with ``--profile`` the
+device's two roofline ceilings as measured (``peak_gflops_measured``: cuBLAS
+SGEMM; ``bandwidth_gbs_measured``: a device-to-device copy; see
+:func:`gemmlab.roofline.measure_ceilings`).
+
+``peaks``: one row per instruction family and element type measured by
+``gemmlab peak`` (:mod:`gemmlab.peak`): the rate (``gflops``), the SM clock
+read right after the timed launches (``sm_clock_after_mhz``, as for
+results), the nominal rate at that clock and the ratio of the two, the
+timing, and the run (``run_id``) that says on which GPU, when, and with which
+versions. :meth:`Store.latest_peak` gives a GPU's peak for an element type.
+
+``results``: one row per measured point, unique per (experiment, point_key).
+``point_key`` is ``kernel|m|n|k|block_edge|dtype|variant`` (see
+:func:`point_key`). ``variant`` says what the time covers:
+
+- ``""``: the kernel alone (CUDA events around the launch), or for the CPU
+  baselines (kernel ids ``cpu_*``) the call on the host;
+- ``"pinned"`` / ``"pageable"``: an end-to-end row (the Kursk paper's
+  definition): ``median_ms`` is still the kernel's time, and ``h2d_ms``,
+  ``d2h_ms``, ``e2e_gflops`` and ``host_memory`` hold the copies with that
+  kind of host memory.
+
+Robustness
+----------
+The schema version lives in ``PRAGMA user_version`` and grows only through
+:data:`MIGRATIONS`. The file runs in WAL mode, every write is one
+``BEGIN IMMEDIATE`` transaction (so a process killed mid-sweep loses at most
+the point in flight), and another writer is waited for up to ``timeout``
+seconds. A file this gemmlab cannot use (newer schema, not a database, locked,
+read-only) raises :class:`~gemmlab.errors.StoreError` before anything is
+written to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sqlite3
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from gemmlab.core.errors import StoreError
+from gemmlab.measure.environment import now_utc
+
+DEFAULT_PATH = Path("gemmlab-results.sqlite")
+DEFAULT_TIMEOUT_S = 30.0
+
+# Each entry takes the schema from version i to i + 1. Entries are never edited
+# once released: a file written by an older gemmlab is brought forward by
+# running the entries it has not seen, in order, in one transaction.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # v1: runs and results.
+    (
+        """CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            started TEXT NOT NULL,
+            gemmlab_version TEXT,
+            git_revision TEXT,
+            gpu_name TEXT,
+            cc TEXT,
+            sm_clock_mhz REAL,
+            memory_clock_mhz REAL,
+            driver_version TEXT,
+            runtime_version TEXT,
+            nvrtc_version TEXT,
+            cpu TEXT,
+            host_name TEXT,
+            python TEXT,
+            command_line TEXT
+        )""",
+        """CREATE TABLE results (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            experiment TEXT,
+            point_key TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            m INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            block_edge INTEGER NOT NULL,
+            dtype TEXT NOT NULL,
+            variant TEXT NOT NULL DEFAULT '',
+            median_ms REAL,
+            min_ms REAL,
+            max_ms REAL,
+            reps INTEGER,
+            graph_launches INTEGER,
+            gflops REAL,
+            gbytes_per_s REAL,
+            error REAL,
+            tolerance REAL,
+            metric TEXT,
+            baseline_name TEXT,
+            baseline_median_ms REAL,
+            baseline_gflops REAL,
+            baseline_gbytes_per_s REAL,
+            ratio_to_baseline REAL,
+            registers INTEGER,
+            smem_bytes INTEGER,
+            arch TEXT,
+            flush_l2 INTEGER,
+            sm_clock_after_mhz REAL,
+            h2d_ms REAL,
+            d2h_ms REAL,
+            e2e_gflops REAL,
+            host_memory TEXT,
+            warnings TEXT,
+            created TEXT NOT NULL
+        )""",
+        # NULL experiments (ad-hoc sweeps) must collide with each other too,
+        # which a plain UNIQUE(experiment, point_key) would not do.
+        "CREATE UNIQUE INDEX results_point ON results (COALESCE(experiment, ''), point_key)",
+        "CREATE INDEX results_run ON results (run_id)",
+    ),
+    # v2: what Nsight Compute measured (see gemmlab.profile), plus the analytic CGMA.
+    (
+        "ALTER TABLE results ADD COLUMN gips REAL",
+        "ALTER TABLE results ADD COLUMN inst_executed REAL",
+        "ALTER TABLE results ADD COLUMN flops_measured REAL",
+        "ALTER TABLE results ADD COLUMN global_requests REAL",
+        "ALTER TABLE results ADD COLUMN cgma_measured REAL",
+        "ALTER TABLE results ADD COLUMN cgma_analytic REAL",
+        "ALTER TABLE results ADD COLUMN achieved_occupancy REAL",
+        "ALTER TABLE results ADD COLUMN dram_bytes REAL",
+        "ALTER TABLE results ADD COLUMN profile_json TEXT",
+    ),
+    # v3: the roofline's ceilings, measured once per run with --profile.
+    (
+        "ALTER TABLE runs ADD COLUMN peak_gflops_measured REAL",
+        "ALTER TABLE runs ADD COLUMN bandwidth_gbs_measured REAL",
+    ),
+    # v4: measured peak rates per instruction family and element type (gemmlab peak).
+    (
+        """CREATE TABLE peaks (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            family TEXT NOT NULL,
+            instruction TEXT NOT NULL,
+            dtype TEXT NOT NULL,
+            gflops REAL NOT NULL,
+            nominal_gflops REAL,
+            ratio_to_nominal REAL,
+            sm_clock_after_mhz REAL,
+            median_ms REAL,
+            min_ms REAL,
+            max_ms REAL,
+            reps INTEGER,
+            flops INTEGER,
+            iterations INTEGER,
+            grid INTEGER,
+            block INTEGER,
+            registers INTEGER,
+            arch TEXT,
+            warnings TEXT,
+            created TEXT NOT NULL
+        )""",
+        "CREATE INDEX peaks_run ON peaks (run_id)",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+CEILING_FIELDS = ("peak_gflops_measured", "bandwidth_gbs_measured")
+RUN_FIELDS = (
+    "started", "gemmlab_version", "git_revision", "gpu_name", "cc", "sm_clock_mhz", "memory_clock_mhz",
+    "driver_version", "runtime_version", "nvrtc_version", "cpu", "host_name", "python", "command_line",
+    *CEILING_FIELDS,
+)  # fmt: skip
+PROFILE_FIELDS = (
+    "gips", "inst_executed", "flops_measured", "global_requests", "cgma_measured", "cgma_analytic",
+    "achieved_occupancy", "dram_bytes",
+)  # fmt: skip
+# What rows() adds to each result from its run (``started`` is renamed ``date``).
+RUN_FIELDS_IN_ROWS = ("gpu_name", "cc", "date", *(f for f in RUN_FIELDS if f not in ("gpu_name", "cc", "started")))
+# Peak fields a caller gives (gemmlab.peak.Peak.row(); id, run_id and created are computed).
+PEAK_FIELDS = (
+    "family", "instruction", "dtype", "gflops", "nominal_gflops", "ratio_to_nominal", "sm_clock_after_mhz",
+    "median_ms", "min_ms", "max_ms", "reps", "flops", "iterations", "grid", "block", "registers", "arch", "warnings",
+)  # fmt: skip
+# Result fields a caller may give (the rest are computed: id, run_id, experiment, point_key, created).
+RESULT_FIELDS = (
+    "kernel", "m", "n", "k", "block_edge", "dtype", "variant", "median_ms", "min_ms", "max_ms", "reps",
+    "graph_launches", "gflops", "gbytes_per_s", "error", "tolerance", "metric", "baseline_name", "baseline_median_ms",
+    "baseline_gflops", "baseline_gbytes_per_s", "ratio_to_baseline", "registers", "smem_bytes", "arch",
+    "flush_l2", "sm_clock_after_mhz", "h2d_ms", "d2h_ms", "e2e_gflops", "host_memory", "warnings", *PROFILE_FIELDS,
+)  # fmt: skip
+
+
+def point_key(kernel: str, m: int, n: int, k: int, block_edge: int, dtype: str, variant: str = "") -> str:
+    """The identity of a measured point inside an experiment."""
+    return f"{kernel}|{m}|{n}|{k}|{block_edge}|{dtype}|{variant}"
+
+
+def result_row(result: Any) -> dict:
+    """A RunResult, its ``to_dict()``, or a flat dict of row fields, as a flat row.
+
+    Nested ``timing``, ``baseline_timing`` and ``resources`` (as RunResult has
+    them) are flattened to ``median_ms``..., ``baseline_median_ms``,
+    ``registers`` and ``smem_bytes``; keys the table has no column for are
+    dropped.
+    """
+    data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+    row: dict[str, Any] = {}
+    if timing := data.get("timing"):
+        timing = _as_dict(timing)
+        row.update({key: timing.get(key) for key in ("median_ms", "min_ms", "max_ms", "reps", "graph_launches")})
+    if base := data.get("baseline_timing"):
+        row["baseline_median_ms"] = _as_dict(base)["median_ms"]
+    if resources := data.get("resources"):
+        resources = _as_dict(resources)
+        row.update(registers=resources.get("registers"), smem_bytes=resources.get("smem_bytes"))
+    for key in RESULT_FIELDS:
+        if key in data and key not in row:
+            row[key] = data[key]
+    missing = [key for key in ("kernel", "m", "n", "k", "dtype") if row.get(key) is None]
+    if missing:
+        raise ValueError(f"a result needs {', '.join(missing)}")
+    row["block_edge"] = int(row.get("block_edge") or 0)
+    row["variant"] = row.get("variant") or ""
+    row["warnings"] = list(row.get("warnings") or [])
+    if row.get("flush_l2") is not None:
+        row["flush_l2"] = int(bool(row["flush_l2"]))
+    return row
+
+
+def _as_dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else vars(value)
+
+
+class Store:
+    """An open results database. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, timeout: float) -> None:
+        self.path = path
+        self._conn = conn
+        self._timeout = timeout
+
+    # -- opening -------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path = DEFAULT_PATH, *, timeout: float | None = None, readonly: bool = False) -> Store:
+        """Open (and on first use create) the database at ``path``, migrating it
+        to :data:`SCHEMA_VERSION`. ``readonly`` opens an existing file for
+        reading only (no migration: columns it lacks read as None). ``timeout``
+        defaults to :data:`DEFAULT_TIMEOUT_S`, read at each call."""
+        path = Path(path)
+        timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
+        if readonly:
+            if not path.is_file():
+                raise StoreError(f"There is no results database at {path}.", "Run `gemmlab reproduce` or give --db.")
+            # Opened for writing but refusing every write (query_only, see _prepare):
+            # a mode=ro connection leaves behind the -wal and -shm files that reading
+            # a WAL file creates, while the last read-write connection removes them.
+            uri = f"{path.resolve().as_uri()}?mode=rw"
+        else:
+            _check_writable(path)
+            uri = path.resolve().as_uri()
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise _store_error(exc, path, timeout) from None
+        store = cls(path, conn, timeout)
+        try:
+            store._prepare(readonly)
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def _prepare(self, readonly: bool) -> None:
+        with self._guard():
+            self._conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+            if readonly:
+                self._conn.execute("PRAGMA query_only = ON")
+            # The first read of the file: a file that is not a database fails here,
+            # before anything has been written to it.
+            version = self.schema_version
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} was written by a newer gemmlab (results schema v{version}; this one reads up "
+                    f"to v{SCHEMA_VERSION}).",
+                    "Upgrade gemmlab, or give --db another file; this one is left as it is.",
+                )
+            # Tables with no version may also be another gemmlab creating this
+            # file right now (it writes its tables and the version in one
+            # commit): read the version again before calling the file foreign.
+            if version == 0 and self._tables() and self.schema_version == 0:
+                raise StoreError(
+                    f"{self.path} is an SQLite database, but not one of gemmlab's (it has tables of its own).",
+                    "Give --db another path; gemmlab does not write into other programs' databases.",
+                )
+            if readonly:
+                return
+            self._switch_to_wal()
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            if version < SCHEMA_VERSION:
+                self._migrate()
+
+    def _switch_to_wal(self) -> None:
+        """Put the file in WAL mode. When two processes do this to a new file at
+        once, SQLite can answer "locked" at once instead of waiting for
+        busy_timeout (the switch needs the file to itself), so retry until the
+        timeout; anything else is raised as it is."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                if self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self._conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def _migrate(self) -> None:
+        with self._transaction() as conn:
+            # Read again inside the lock: a concurrent process may have migrated first.
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            for steps in MIGRATIONS[version:]:
+                for statement in steps:
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------
+
+    def start_run(self, record: dict) -> int:
+        """Record where and when the next results are measured; returns the run id.
+
+        ``record`` takes the keys of :data:`RUN_FIELDS` (all optional;
+        ``started`` defaults to now). Unknown keys are a programming error.
+        """
+        unknown = set(record) - set(RUN_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown run fields: {', '.join(sorted(unknown))}")
+        values = {"started": now_utc(), "host_name": socket.gethostname(), **record}
+        columns = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        with self._transaction() as conn:
+            cursor = conn.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", tuple(values.values()))
+            return int(cursor.lastrowid)  # type: ignore[arg-type]
+
+    def add_result(self, run_id: int, experiment: str | None, result: Any) -> int:
+        """Store one result (a RunResult or a dict, see :func:`result_row`),
+        replacing any earlier result of the same point in the same experiment.
+        Returns the new row's id."""
+        return self.add_results(run_id, experiment, [result])[0]
+
+    def add_results(self, run_id: int, experiment: str | None, results: list[Any]) -> list[int]:
+        """Several results in one transaction: all of them are stored, or none."""
+        rows = [result_row(r) for r in results]
+        columns = self._columns()
+        ids = []
+        with self._transaction() as conn:
+            for row in rows:
+                key = point_key(row["kernel"], row["m"], row["n"], row["k"], row["block_edge"], row["dtype"],
+                                row["variant"])  # fmt: skip
+                values = {key_: value for key_, value in row.items() if key_ in columns}
+                values["warnings"] = json.dumps(values.get("warnings") or [])
+                values.update(run_id=run_id, experiment=experiment, point_key=key, created=now_utc())
+                conn.execute(
+                    "DELETE FROM results WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key = ?",
+                    (experiment, key),
+                )
+                names = ", ".join(values)
+                marks = ", ".join("?" for _ in values)
+                cursor = conn.execute(f"INSERT INTO results ({names}) VALUES ({marks})", tuple(values.values()))
+                ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
+        return ids
+
+    def add_peaks(self, run_id: int, peaks: list[dict]) -> list[int]:
+        """Measured peak rates (rows with the keys of :data:`PEAK_FIELDS`, as
+        :meth:`gemmlab.peak.Peak.row` gives them) in one transaction: all of
+        them are stored, or none. Returns the new rows' ids."""
+        rows = []
+        for peak in peaks:
+            unknown = set(peak) - set(PEAK_FIELDS)
+            if unknown:
+                raise ValueError(f"unknown peak fields: {', '.join(sorted(unknown))}")
+            rows.append({**peak, "warnings": json.dumps(peak.get("warnings") or [])})
+        ids = []
+        with self._transaction() as conn:
+            for row in rows:
+                values = {**row, "run_id": run_id, "created": now_utc()}
+                names = ", ".join(values)
+                marks = ", ".join("?" for _ in values)
+                cursor = conn.execute(f"INSERT INTO peaks ({names}) VALUES ({marks})", tuple(values.values()))
+                ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
+        return ids
+
+    def update_profile(self, result_id: int, metrics: dict) -> None:
+        """Attach the profiler's figures to a stored result.
+
+        Keys named in :data:`PROFILE_FIELDS` fill their columns; the whole
+        dict is kept as JSON in ``profile_json``.
+        """
+        values = {key: metrics[key] for key in PROFILE_FIELDS if metrics.get(key) is not None}
+        values["profile_json"] = json.dumps(metrics, default=str)
+        assignments = ", ".join(f"{key} = ?" for key in values)
+        with self._transaction() as conn:
+            cursor = conn.execute(f"UPDATE results SET {assignments} WHERE id = ?", (*values.values(), result_id))
+            if cursor.rowcount == 0:
+                raise StoreError(f"{self.path} has no result with id {result_id}.", "List the ids with Store.rows().")
+
+    def fill_ceilings(self, run_ids: list[int], gpu_name: str | None, ceilings: dict) -> None:
+        """Give runs that have no ceilings yet the ones measured now on the same GPU.
+
+        A run measured without --profile has none; when a later run profiles
+        its points (they were stored already, so no new run holds them), its
+        ceilings are what places those points under the roofline. Runs of
+        another GPU and runs that have their own are left as they are.
+        """
+        if not run_ids or not gpu_name or any(ceilings.get(key) is None for key in CEILING_FIELDS):
+            return
+        assignments = ", ".join(f"{key} = ?" for key in CEILING_FIELDS)
+        unset = " AND ".join(f"{key} IS NULL" for key in CEILING_FIELDS)
+        marks = ", ".join("?" for _ in run_ids)
+        with self._transaction() as conn:
+            conn.execute(
+                f"UPDATE runs SET {assignments} WHERE id IN ({marks}) AND gpu_name = ? AND {unset}",
+                (*(ceilings[key] for key in CEILING_FIELDS), *run_ids, gpu_name),
+            )
+
+    # -- reading -------------------------------------------------------------
+
+    def has_point(self, experiment: str | None, key: str) -> bool:
+        with self._guard():
+            found = self._conn.execute(
+                "SELECT 1 FROM results WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key = ?",
+                (experiment, key),
+            ).fetchone()
+        return found is not None
+
+    def rows(self, experiment: str | None = None) -> list[dict]:
+        """Stored results (of one experiment, or all), each with its run's
+        ``gpu_name``, ``cc``, ``date`` and the rest of :data:`RUN_FIELDS_IN_ROWS`.
+
+        ``warnings`` comes back as a list and ``profile_json`` as a dict (or
+        None); every column of the current schema is present (None when a
+        read-only older file lacks it).
+        """
+        if experiment is None:
+            return self._select("", ())
+        return self._select("WHERE results.experiment = ?", (experiment,))
+
+    def point_rows(self, experiment: str | None, keys: list[str]) -> list[dict]:
+        """The stored rows of these point keys in ``experiment`` (None: the rows
+        stored without one), as :meth:`rows` returns them."""
+        marks = ", ".join("?" for _ in keys)
+        where = f"WHERE COALESCE(results.experiment, '') = COALESCE(?, '') AND results.point_key IN ({marks})"
+        return self._select(where, (experiment, *keys))
+
+    def _run_columns(self) -> str:
+        """The run's columns of :data:`RUN_FIELDS_IN_ROWS` to select beside a
+        row (``started`` as ``date``). A read-only older file may lack run
+        columns that later versions added; those are left out."""
+        present = {r[1] for r in self._conn.execute("PRAGMA table_info(runs)")}
+        run_columns = [f for f in RUN_FIELDS_IN_ROWS if ("started" if f == "date" else f) in present]
+        return ", ".join(f"runs.{'started AS date' if f == 'date' else f}" for f in run_columns)
+
+    def _select(self, where: str, params: tuple) -> list[dict]:
+        with self._guard():
+            selected = self._run_columns()
+            query = f"SELECT results.*, {selected} FROM results JOIN runs ON runs.id = results.run_id {where}"
+            query += " ORDER BY results.experiment, results.kernel, results.dtype, results.variant,"
+            query += " results.block_edge, results.m, results.n, results.k"
+            cursor = self._conn.execute(query, params)
+            names = [d[0] for d in cursor.description]
+            found = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+        for row in found:
+            for key in (*PROFILE_FIELDS, "profile_json", *RUN_FIELDS_IN_ROWS):
+                row.setdefault(key, None)
+            row["warnings"] = json.loads(row["warnings"]) if row.get("warnings") else []
+            row["profile_json"] = json.loads(row["profile_json"]) if row["profile_json"] else None
+        return found
+
+    def peaks(self, gpu_name: str | None = None, dtype: str | None = None) -> list[dict]:
+        """Stored peak rates (of one GPU, one element type, or all), oldest
+        first, each with its run's ``gpu_name``, ``cc``, ``date`` and the rest
+        of :data:`RUN_FIELDS_IN_ROWS`; ``warnings`` as a list. A read-only file
+        older than the ``peaks`` table has none."""
+        with self._guard():
+            if "peaks" not in self._tables():
+                return []
+            given = [(c, v) for c, v in (("runs.gpu_name = ?", gpu_name), ("peaks.dtype = ?", dtype)) if v is not None]
+            query = f"SELECT peaks.*, {self._run_columns()} FROM peaks JOIN runs ON runs.id = peaks.run_id"
+            if given:
+                query += " WHERE " + " AND ".join(clause for clause, _ in given)
+            cursor = self._conn.execute(query + " ORDER BY peaks.id", tuple(value for _, value in given))
+            names = [d[0] for d in cursor.description]
+            found = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+        for row in found:
+            for key in RUN_FIELDS_IN_ROWS:
+                row.setdefault(key, None)
+            row["warnings"] = json.loads(row["warnings"]) if row.get("warnings") else []
+        return found
+
+    def latest_peak(self, gpu_name: str, dtype: str) -> dict | None:
+        """The measured peak of ``dtype`` on ``gpu_name``: the newest row of
+        each instruction family that measured it, then the fastest of those
+        (on Hopper, wgmma's rather than mma.sync's); None if none is stored."""
+        newest = {row["family"]: row for row in self.peaks(gpu_name, dtype)}
+        return max(newest.values(), key=lambda row: row["gflops"], default=None)
+
+    def runs(self) -> list[dict]:
+        with self._guard():
+            cursor = self._conn.execute("SELECT * FROM runs ORDER BY id")
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+
+    @property
+    def schema_version(self) -> int:
+        with self._guard():
+            return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def integrity_check(self) -> str:
+        with self._guard():
+            return str(self._conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+    # -- plumbing ------------------------------------------------------------
+
+    def _tables(self) -> list[str]:
+        return [r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+    def _columns(self) -> set[str]:
+        with self._guard():
+            return {r[1] for r in self._conn.execute("PRAGMA table_info(results)")}
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise _store_error(exc, self.path, self._timeout) from None
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction. IMMEDIATE takes the write lock at BEGIN, so a
+        busy database is waited for there (busy_timeout) instead of failing
+        half-way; anything raised inside, KeyboardInterrupt too, rolls back."""
+        with self._guard():
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def execute(self, sql: str, params: tuple = ()) -> list[dict]:
+        """Run one SQL statement and return the rows it yields, as dicts.
+
+        The hook for tables a module keeps outside :data:`MIGRATIONS` (the
+        tuner's ``tuned`` and ``tuned_candidates``, created with ``CREATE TABLE
+        IF NOT EXISTS`` in :mod:`gemmlab.tune`). One statement is atomic on its
+        own, so a write needs no transaction around it; a read-only store
+        refuses writes with StoreError.
+        """
+        with self._guard():
+            cursor = self._conn.execute(sql, params)
+            names = [d[0] for d in cursor.description or ()]
+            return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse, before SQLite touches anything, a file or folder marked read-only.
+
+    The permission bits are read as well as os.access: root may write to a
+    file marked read-only, but whoever marked it meant it to stay as it is.
+    WAL mode also creates ``-wal`` and ``-shm`` files beside the database, so
+    its folder must be writable too.
+    """
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.exists():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"Cannot create the folder {folder} for the results database ({exc.strerror}).",
+                "Give --db a path in a folder you can write.",
+            ) from None
+    if path.exists():
+        if not path.is_file():
+            raise StoreError(f"{path} is not a file.", "Give --db the path of a results database file.")
+        if _marked_read_only(path):
+            raise StoreError(
+                f"The results database {path} is read-only.",
+                f"Make it writable (chmod u+w {path}), or give --db a new path.",
+            )
+    if _marked_read_only(folder):
+        raise StoreError(
+            f"Cannot write in the folder {folder} (SQLite keeps {path.name}-wal and -shm beside the database).",
+            "Give --db a path in a folder you can write, or make this one writable.",
+        )
+
+
+def _marked_read_only(path: Path) -> bool:
+    return not os.access(path, os.W_OK) or not stat.S_IMODE(path.stat().st_mode) & 0o222
+
+
+def _store_error(exc: sqlite3.Error, path: Path, timeout: float) -> StoreError:
+    """One sentence of cause and one of fix for what SQLite said."""
+    message = str(exc)
+    lowered = message.lower()
+    if "locked" in lowered or "busy" in lowered:
+        return StoreError(
+            f"The results database {path} is locked by another process (waited {timeout:g} s).",
+            "Wait for the other gemmlab command to finish, or give --db another file.",
+        )
+    if "not a database" in lowered or "malformed" in lowered:
+        return StoreError(
+            f"{path} is not a usable results database (SQLite: {message}).",
+            "Give --db another path, or move this file away; gemmlab does not overwrite it.",
+        )
+    if "readonly" in lowered or "read-only" in lowered:
+        return StoreError(
+            f"The results database {path} cannot be written (SQLite: {message}).",
+            "Make the file and its folder writable, or give --db a path in a folder you can write.",
+        )
+    if "unable to open" in lowered:
+        return StoreError(
+            f"SQLite cannot open {path} ({message}).", "Check that its folder exists and that you may write in it."
+        )
+    return StoreError(f"The results database {path} could not be used (SQLite: {message}).", "")

@@ -1,0 +1,1 @@
+"""Many points at once: sweeps, the tuner, and the documents' experiments."""

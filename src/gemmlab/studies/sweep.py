@@ -1,0 +1,370 @@
+"""Sweeps: run many points, store each as soon as it is measured, resume.
+
+A point is stored in its own transaction the moment its run ends, so a sweep
+killed at any instant loses at most the point in flight, and running the same
+sweep again skips what is stored (``force`` re-runs it). Points a kernel
+cannot take are listed and skipped; a point whose result fails verification
+(or that meets any error but a missing GPU or an unusable database) is
+reported as a failure, stores nothing, and the sweep goes on.
+
+The runner is injectable: ``runner(kernel, shape, block_edge, dtype, *,
+reps, warmup, max_seconds, variant)`` returns a RunResult, a result dict, or a
+list of them (an end-to-end point gives one row per kind of host memory).
+The default, :func:`measure_point`, sends catalogue kernels to
+:func:`gemmlab.measure.run.run`, ``cpu_*`` ids to :mod:`gemmlab.cpu`, and
+``variant="e2e"`` to :mod:`gemmlab.endtoend`.
+
+``after_point(point, rows)``, where given, follows every point that is in the
+store (measured now or before) with its rows as :meth:`Store.rows` gives them:
+`sweep --profile` profiles each point there (:class:`gemmlab.experiments.Profiler`).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gemmlab.backends import cpu
+from gemmlab.core.errors import ConstraintError, DeviceLimitError, GemmlabError, NoGPUError, StoreError, failure_text
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.results.store import Store, point_key, result_row
+
+# A point variant that is measured once and stored as one row per host-memory kind.
+E2E = "e2e"
+E2E_ROWS = ("pinned", "pageable")
+
+# The speed model behind the repetition plan (see predicted_ms): deliberately
+# crude, only meant to tell a millisecond kernel from a multi-second one.
+ASSUMED_GPU_FLOPS = 1e12  # a global-memory kernel with every lane of every SM busy
+ASSUMED_SMS = 128  # about an H100's 132; fewer blocks than this leave SMs idle
+ASSUMED_CPU_FLOPS = {"cpu_naive": 0.5e9, "cpu_blocked": 5e9, "cpu_blas": 100e9}
+# Points predicted slower than this get SLOW_REPS timed repetitions and one warm-up.
+SLOW_MS = 500.0
+SLOW_REPS = 3
+
+Runner = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One point of a sweep. ``variant``: "" (the kernel's own time) or "e2e"."""
+
+    kernel: str
+    shape: Shape
+    block_edge: int = 0
+    dtype: str = "float32"
+    variant: str = ""
+    reps: int = 20
+    warmup: int = 2
+
+    @property
+    def label(self) -> str:
+        edge = f" b{self.block_edge}" if self.block_edge else ""
+        extra = f" {self.variant}" if self.variant else ""
+        return f"{self.kernel} {self.shape}{edge} {self.dtype}{extra}"
+
+    @property
+    def row_variants(self) -> tuple[str, ...]:
+        return E2E_ROWS if self.variant == E2E else (self.variant,)
+
+    def keys(self) -> list[str]:
+        """The point keys of the rows this point stores."""
+        s = self.shape
+        return [point_key(self.kernel, s.m, s.n, s.k, self.block_edge, self.dtype, v) for v in self.row_variants]
+
+
+@dataclass
+class SweepSummary:
+    done: list[str] = field(default_factory=list)
+    skipped_existing: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (point, why)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (point, what went wrong)
+    interrupted: bool = False
+    total: int = 0
+
+    def lines(self) -> list[str]:
+        """The summary in words, one line each."""
+        out = [f"{len(self.done)} measured and stored, {len(self.skipped_existing)} already stored"]
+        out += [f"refused: {point}: {why}" for point, why in self.refused]
+        out += [f"FAILED: {point}: {what}" for point, what in self.failed]
+        if self.interrupted:
+            left = self.total - len(self.done) - len(self.skipped_existing) - len(self.refused) - len(self.failed)
+            out.append(
+                f"interrupted: {len(self.done)} points stored in this run, {left} not run; "
+                "run the same command again to resume (stored points are skipped)."
+            )
+        return out
+
+
+# -- planning ---------------------------------------------------------------
+
+
+def kernel_dtypes(kernel_id: str) -> tuple[str, ...]:
+    if cpu.is_cpu_kernel(kernel_id):
+        return cpu.CPU_DTYPES
+    return catalogue.get(kernel_id).dtypes
+
+
+def kernel_edges(kernel_id: str) -> tuple[int, ...]:
+    """The block edges a kernel was measured with in the documents; (0,) if it takes none."""
+    if cpu.is_cpu_kernel(kernel_id):
+        return (0,)
+    return catalogue.get(kernel_id).block_edges or (0,)
+
+
+def violations(kernel_id: str, shape: Shape, block_edge: int, dtype: str) -> list[str]:
+    """Why a point cannot run (empty when it can). Unknown kernels raise UnknownName."""
+    if cpu.is_cpu_kernel(kernel_id):
+        return [] if dtype in cpu.CPU_DTYPES else [f"{kernel_id} has no {dtype} version"]
+    return catalogue.get(kernel_id).violations(shape, block_edge, dtype)
+
+
+def predicted_ms(kernel_id: str, shape: Shape, block_edge: int) -> float:
+    """A rough guess of one launch's time, used only to plan repetitions.
+
+    GPU: 2MNK over ASSUMED_GPU_FLOPS, scaled down by the share of each warp's
+    lanes that have a thread (a 1x1 block runs 1 lane of 32) and by the share
+    of SMs that get a block at all (single_block uses one SM).
+    """
+    flops = 2 * shape.m * shape.n * shape.k
+    if cpu.is_cpu_kernel(kernel_id):
+        return flops / ASSUMED_CPU_FLOPS[kernel_id] * 1e3
+    spec = catalogue.get(kernel_id)
+    threads = spec.threads_per_block(shape, block_edge)
+    lanes = threads / (32 * math.ceil(threads / 32))
+    blocks = math.prod(spec.grid(shape, block_edge))
+    busy_sms = min(1.0, blocks / ASSUMED_SMS)
+    return flops / (ASSUMED_GPU_FLOPS * lanes * busy_sms) * 1e3
+
+
+def plan(
+    kernels: Sequence[str],
+    shapes: Sequence[Shape],
+    block_edges: Sequence[int] | None = None,
+    dtype: str | None = None,
+    *,
+    variant: str = "",
+    reps: int = 20,
+) -> tuple[list[SweepPoint], list[tuple[str, str]]]:
+    """Expand kernels x shapes x block edges into points, and list those a kernel
+    cannot take (with the reason). ``block_edges=None``: each kernel's own
+    documented edges; kernels that take no block edge get one point (edge 0).
+    ``dtype=None``: each kernel's first dtype. Unknown kernels raise UnknownName.
+    """
+    points: list[SweepPoint] = []
+    refused: list[tuple[str, str]] = []
+    for kernel in kernels:
+        kind = dtype or kernel_dtypes(kernel)[0]
+        own_edges = kernel_edges(kernel)
+        edges = own_edges if block_edges is None or own_edges == (0,) else tuple(block_edges)
+        for shape in shapes:
+            for edge in dict.fromkeys(edges):
+                problems = violations(kernel, shape, edge, kind)
+                p = timed_point(kernel, shape, edge, kind, variant=variant, reps=reps)
+                if problems:
+                    refused.append((p.label, "; ".join(problems)))
+                else:
+                    points.append(p)
+    return points, refused
+
+
+def timed_point(kernel: str, shape: Shape, edge: int, dtype: str, *, variant: str = "", reps: int = 20) -> SweepPoint:
+    """A point with its repetitions planned: slow points get few (see SLOW_MS)."""
+    try:
+        slow = predicted_ms(kernel, shape, edge) > SLOW_MS
+    except (GemmlabError, ValueError, ZeroDivisionError):
+        slow = False
+    if slow:
+        return SweepPoint(kernel, shape, edge, dtype, variant, reps=min(reps, SLOW_REPS), warmup=1)
+    return SweepPoint(kernel, shape, edge, dtype, variant, reps=reps)
+
+
+# -- running ----------------------------------------------------------------
+
+
+def measure_point(
+    kernel: str,
+    shape: Shape,
+    block_edge: int,
+    dtype: str,
+    *,
+    reps: int = 20,
+    warmup: int = 2,
+    max_seconds: float = 10.0,
+    variant: str = "",
+) -> Any:
+    """The default runner: CPU baselines, end-to-end points and catalogue kernels."""
+    if cpu.is_cpu_kernel(kernel):
+        return cpu.run_cpu(kernel, shape, dtype, reps=reps, max_seconds=max_seconds)
+    if variant == E2E:
+        from gemmlab.measure import endtoend
+
+        return endtoend.measure(kernel, shape, block_edge, dtype, reps=reps, warmup=warmup, max_seconds=max_seconds)
+    if variant:
+        raise ValueError(f"unknown point variant {variant!r}")
+    from gemmlab.measure.run import run
+
+    return run(kernel, shape, block_edge, dtype, reps=reps, warmup=warmup, max_seconds=max_seconds)
+
+
+def run_record(command_line: str | None = None) -> dict:
+    """Where the sweep runs: this host, and the GPU when there is one."""
+    from gemmlab.core import gpu
+    from gemmlab.measure.environment import host_record
+
+    host = host_record()
+    record = {
+        "gemmlab_version": host["gemmlab_version"],
+        "git_revision": host["git_revision"],
+        "cpu": host["cpu"],
+        "python": host["python"],
+        "command_line": command_line if command_line is not None else shlex.join(sys.argv),
+    }
+    try:
+        info = gpu.describe(0)
+    except GemmlabError:
+        return record
+    record.update(
+        gpu_name=info.name,
+        cc=f"{info.cc[0]}.{info.cc[1]}",
+        sm_clock_mhz=info.sm_clock_mhz,
+        memory_clock_mhz=info.memory_clock_mhz,
+        driver_version=info.driver_version,
+        runtime_version=info.runtime_version,
+    )
+    try:
+        from gemmlab.backends.nvrtc import nvrtc_version
+
+        record["nvrtc_version"] = nvrtc_version()
+    except Exception:  # no NVRTC wheel: the version stays unknown
+        pass
+    return record
+
+
+def sweep(
+    points: Iterable[SweepPoint | tuple],
+    store: Store,
+    experiment: str | None = None,
+    *,
+    force: bool = False,
+    runner: Runner | None = None,
+    progress: bool = True,
+    max_seconds: float = 2.0,
+    run_info: dict | None = None,
+    console: Any = None,
+    after_point: Callable[[SweepPoint, list[dict]], None] | None = None,
+) -> SweepSummary:
+    """Run and store every point not stored yet; see the module's docstring.
+
+    ``points`` are SweepPoints or (kernel, shape, block_edge, dtype) tuples;
+    ``runner`` defaults to :func:`measure_point`.
+    ``max_seconds`` caps each point's timed series (at least 3 repetitions).
+    Ctrl-C stops after storing what is done; the summary says so
+    (``interrupted``) and the same call resumes.
+    """
+    runner = runner or measure_point
+    todo = [p if isinstance(p, SweepPoint) else timed_point(*p) for p in points]
+    summary = SweepSummary(total=len(todo))
+    run_id: int | None = None
+    bar = _Progress(len(todo), console) if progress else None
+    try:
+        for p in todo:
+            if bar:
+                bar.start(p.label)
+            if not force and all(store.has_point(experiment, key) for key in p.keys()):
+                summary.skipped_existing.append(p.label)
+                if after_point:
+                    after_point(p, store.point_rows(experiment, p.keys()))
+                if bar:
+                    bar.advance("already stored")
+                continue
+            try:
+                result = runner(p.kernel, p.shape, p.block_edge, p.dtype, reps=p.reps, warmup=p.warmup,
+                                max_seconds=max_seconds, variant=p.variant)  # fmt: skip
+            except (NoGPUError, StoreError):
+                raise  # the same for every point that follows
+            except (ConstraintError, DeviceLimitError) as exc:
+                summary.refused.append((p.label, exc.cause))
+                if bar:
+                    bar.advance("refused", note=f"refused: {p.label}: {exc.cause}")
+                continue
+            except Exception as exc:
+                # A bug met on one point should not cost the rest of a long unattended
+                # run either: it is reported as a failure (and the command exits non-zero).
+                what = failure_text(exc)
+                summary.failed.append((p.label, what))
+                if bar:
+                    bar.advance("FAILED", note=f"[red]FAILED[/]: {p.label}: {what}")
+                continue
+            rows = [_with_analytic_cgma(result_row(r)) for r in (result if isinstance(result, list) else [result])]
+            if run_id is None:
+                run_id = store.start_run(run_info if run_info is not None else run_record())
+            store.add_results(run_id, experiment, rows)
+            summary.done.append(p.label)
+            if after_point:
+                after_point(p, store.point_rows(experiment, p.keys()))
+            if bar:
+                bar.advance(headline(rows[0]))
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    finally:
+        if bar:
+            bar.stop()
+    return summary
+
+
+def headline(row: dict) -> str:
+    """The point's figure as people read it: GB/s for memory-bound kernels, else GFLOPS."""
+    if row.get("metric") == "gbs":
+        return f"{row.get('gbytes_per_s') or 0:,.1f} GB/s"
+    text = f"{row.get('gflops') or 0:,.1f} GFLOPS"
+    if row.get("e2e_gflops"):
+        text += f" ({row['e2e_gflops']:,.1f} end to end, {row['host_memory']})"
+    return text
+
+
+def _with_analytic_cgma(row: dict) -> dict:
+    """The catalogue's structural CGMA, stored with the row so reports need no profiler for it.
+    Memory-bound kernels (metric "gbs") do no arithmetic, so they get none."""
+    if row.get("cgma_analytic") is None and row.get("metric") != "gbs" and not cpu.is_cpu_kernel(row["kernel"]):
+        try:
+            spec = catalogue.get(row["kernel"])
+            row["cgma_analytic"] = float(spec.cgma(Shape(row["m"], row["n"], row["k"]), row["block_edge"]))
+        except (GemmlabError, ArithmeticError):
+            pass
+    return row
+
+
+class _Progress:
+    """A rich progress bar: the point being run, the last figure, time left."""
+
+    def __init__(self, total: int, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[figure]}"),
+            TimeRemainingColumn(),
+            console=console or Console(stderr=True),
+        )
+        self._task = self._progress.add_task("", total=total, figure="")
+        self._progress.start()
+
+    def start(self, label: str) -> None:
+        self._progress.update(self._task, description=label)
+
+    def advance(self, figure: str, note: str | None = None) -> None:
+        if note:
+            self._progress.console.print(note, highlight=False)
+        self._progress.update(self._task, advance=1, figure=f"last: {figure}")
+
+    def stop(self) -> None:
+        self._progress.stop()

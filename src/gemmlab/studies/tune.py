@@ -1,0 +1,647 @@
+"""Autotuning the FP32 and tensor-core ladders: on this GPU, try every
+configuration a rung accepts and keep the fastest one that verifies, per size
+class and element type.
+
+The search
+----------
+Each ladder gives the tuner the same two functions (:class:`Family`):
+``configs(kernel_id)``, the configurations to try (:func:`gemmlab.sgemm.configs`,
+:func:`gemmlab.tensor.configs`), and ``variant(kernel_id, config)``, a
+catalogue entry of its own for each. A candidate goes through the runner like
+any kernel: compiled with NVRTC, checked against the device's limits, verified
+against the float64 reference after the warm-up and again after the timed
+launches, and timed (median of ``reps`` CUDA event timings, at least
+:data:`MIN_REPS`). A candidate that does not compile, exceeds the device's
+limits or cannot take the shape is *skipped*; one whose result is wrong is
+*rejected*. Neither can be chosen. cuBLAS is timed once per shape, with the
+first candidate that verifies there, for the ratio.
+
+Candidates are taken configuration by configuration, each at every shape asked
+for, the catalogue's default first: a search cut short by the time budget has
+compared the same configurations (all but perhaps the last) in every size
+class, the default among them.
+
+Element types
+-------------
+The FP32 ladder runs float32 only; a tensor-core rung runs each of its
+``dtypes`` (bfloat16, float16, tf32) and is tuned for each apart: tf32 moves
+twice the bytes of a 16-bit type per element and runs its MMAs at half the
+rate, so the tile and the number of stages that keep the tensor cores fed need
+not be the same. A search is for one element type (the kernel's first by
+default), and nothing measured for one is used for another.
+
+Size classes
+------------
+One configuration is kept per (GPU, kernel, element type, size class). The
+class comes from the largest of M, N and K (:func:`size_class`): ``small`` up
+to 1024, ``medium`` up to 4096, ``large`` beyond. The best configuration moves
+with the size: at 1024 a 128 x 128 tile gives 64 blocks for an H100's 132 SMs,
+so what keeps the few blocks busy matters; at 4096 and beyond every
+configuration fills the GPU many times over and the work of one block
+decides. Shapes of one call that fall into the same class are
+scored together: a configuration must verify at all of them, and the
+geometric mean of its GFLOPS ranks it.
+
+The database
+------------
+Two tables in the results database, kept here (outside
+:data:`gemmlab.results.store.MIGRATIONS`, through :meth:`gemmlab.results.store.Store.execute`)
+and brought forward the way the store brings its own: :data:`TUNER_MIGRATIONS`.
+
+- ``tuned_candidates``: one row per (GPU, kernel, element type, shape,
+  configuration) tried, written the moment it is known: ``status`` is ``ok``
+  (with ``median_ms``, ``gflops``, ``error`` and, for the first candidate of a
+  shape, ``baseline_gflops`` of cuBLAS), ``rejected`` or ``skipped`` (with the
+  ``reason``). A second run skips every stored candidate, so a search stopped
+  by Ctrl-C or a killed process resumes where it was; ``force`` measures
+  again. A candidate that meets an unexpected error is not stored, so it is
+  tried again.
+- ``tuned``: the chosen configuration per (GPU, kernel, element type, size
+  class), with its GFLOPS, its ratio to cuBLAS, the default configuration's
+  GFLOPS and the shapes it was chosen on. ``gemmlab run`` reads it
+  (:func:`tuned_spec`).
+
+Rows are keyed by the GPU's name (``gpu_name``, as in ``runs``), with its
+compute capability (``cc``) beside it, and by ``dtype`` (named as in
+``results``). Configurations are JSON objects in the order of the kernel's
+template parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gemmlab.core.errors import (
+    CompileError,
+    ConstraintError,
+    DeviceLimitError,
+    GemmlabError,
+    NoGPUError,
+    StoreError,
+    VerificationError,
+    failure_text,
+    unknown_name,
+)
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels.sgemm import spec as sgemm
+from gemmlab.kernels.spec import KernelSpec
+from gemmlab.kernels.tensor import spec as tensor
+from gemmlab.measure.environment import now_utc
+from gemmlab.results.store import Store
+
+# The upper bound of each size class on max(M, N, K); anything above is "large".
+SIZE_CLASS_LIMITS = (("small", 1024), ("medium", 4096))
+LARGE = "large"
+DEFAULT_SIZES = (1024, 4096, 8192)  # one of each class
+# The median of fewer timings is not worth ranking configurations on.
+MIN_REPS = 10
+
+OK, REJECTED, SKIPPED = "ok", "rejected", "skipped"
+
+# Each entry takes the tuner's tables from version i to i + 1, as
+# gemmlab.results.store.MIGRATIONS does the results schema: entries are never edited
+# once released, and those a file has not seen run in order, in one
+# transaction (see ensure_tables and tuner_version).
+TUNER_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # v1: the FP32 ladder's tables (float32 only, so no dtype).
+    (
+        """CREATE TABLE IF NOT EXISTS tuned_candidates (
+            id INTEGER PRIMARY KEY,
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            size_class TEXT NOT NULL,
+            m INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            config TEXT NOT NULL,
+            status TEXT NOT NULL,
+            median_ms REAL,
+            gflops REAL,
+            baseline_gflops REAL,
+            error REAL,
+            reason TEXT,
+            date TEXT NOT NULL,
+            UNIQUE (gpu_name, kernel, m, n, k, config)
+        )""",
+        """CREATE TABLE IF NOT EXISTS tuned (
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            size_class TEXT NOT NULL,
+            config TEXT NOT NULL,
+            gflops REAL NOT NULL,
+            ratio_to_cublas REAL,
+            default_gflops REAL,
+            shapes TEXT NOT NULL,
+            date TEXT NOT NULL,
+            PRIMARY KEY (gpu_name, kernel, size_class)
+        )""",
+    ),
+    # v2: dtype in both keys, for the tensor-core ladder's element types.
+    # SQLite cannot change a table's keys in place: each table is built anew
+    # and its rows copied over (sqlite.org/lang_altertable.html, "making other
+    # kinds of table schema changes"). The rows before were the FP32 ladder's:
+    # float32, the column's default, which is also what a gemmlab of v1 still
+    # writes into a v2 file.
+    (
+        """CREATE TABLE tuned_candidates_v2 (
+            id INTEGER PRIMARY KEY,
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            dtype TEXT NOT NULL DEFAULT 'float32',
+            size_class TEXT NOT NULL,
+            m INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            config TEXT NOT NULL,
+            status TEXT NOT NULL,
+            median_ms REAL,
+            gflops REAL,
+            baseline_gflops REAL,
+            error REAL,
+            reason TEXT,
+            date TEXT NOT NULL,
+            UNIQUE (gpu_name, kernel, dtype, m, n, k, config)
+        )""",
+        """INSERT INTO tuned_candidates_v2 (id, gpu_name, cc, kernel, size_class, m, n, k, config, status,
+            median_ms, gflops, baseline_gflops, error, reason, date)
+        SELECT id, gpu_name, cc, kernel, size_class, m, n, k, config, status, median_ms, gflops, baseline_gflops,
+            error, reason, date FROM tuned_candidates""",
+        "DROP TABLE tuned_candidates",
+        "ALTER TABLE tuned_candidates_v2 RENAME TO tuned_candidates",
+        """CREATE TABLE tuned_v2 (
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            dtype TEXT NOT NULL DEFAULT 'float32',
+            size_class TEXT NOT NULL,
+            config TEXT NOT NULL,
+            gflops REAL NOT NULL,
+            ratio_to_cublas REAL,
+            default_gflops REAL,
+            shapes TEXT NOT NULL,
+            date TEXT NOT NULL,
+            PRIMARY KEY (gpu_name, kernel, dtype, size_class)
+        )""",
+        """INSERT INTO tuned_v2 (gpu_name, cc, kernel, size_class, config, gflops, ratio_to_cublas, default_gflops,
+            shapes, date)
+        SELECT gpu_name, cc, kernel, size_class, config, gflops, ratio_to_cublas, default_gflops, shapes, date
+        FROM tuned""",
+        "DROP TABLE tuned",
+        "ALTER TABLE tuned_v2 RENAME TO tuned",
+    ),
+)
+TUNER_VERSION = len(TUNER_MIGRATIONS)
+
+# runner(spec, shape, *, dtype, reps, warmup, max_seconds, baseline) -> RunResult (see measure_candidate)
+Runner = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Family:
+    """A ladder of tunable kernels: what the tuner calls on its kernel ids."""
+
+    name: str
+    kernels: tuple[KernelSpec, ...]  # the catalogue's entries, built with the default configurations
+    configs: Callable[[str], list[dict]]  # kernel id -> the configurations to search, the default first
+    # (kernel id, configuration) -> the entry built with it; ConstraintError for one it cannot take.
+    variant: Callable[[str, dict], KernelSpec]
+
+
+FAMILIES = (
+    Family("FP32 ladder", sgemm.SGEMM_KERNELS, sgemm.configs, sgemm.variant),
+    Family("tensor-core ladder", tensor.TENSOR_KERNELS, tensor.configs, tensor.variant),
+)
+_TUNABLE = {spec.id: (spec, ladder) for ladder in FAMILIES for spec in ladder.kernels}
+
+
+def family(kernel_id: str) -> Family:
+    """The ladder ``kernel_id`` is a rung of; UnknownName, listing every tunable kernel, otherwise."""
+    return _tunable(kernel_id)[1]
+
+
+def default_config(kernel_id: str) -> dict:
+    """The configuration of the catalogue's entry."""
+    return _tunable(kernel_id)[0].config
+
+
+def resolved_dtype(kernel_id: str, dtype: str | None = None) -> str:
+    """``dtype``, or the kernel's first when None; ConstraintError for an element type it has no version of."""
+    dtypes = _tunable(kernel_id)[0].dtypes
+    if dtype is None:
+        return dtypes[0]
+    if dtype not in dtypes:
+        raise ConstraintError(f"{kernel_id} has no {dtype} version (it takes {', '.join(dtypes)}).",
+                              f"Use --dtype {' or '.join(dtypes)}.")  # fmt: skip
+    return dtype
+
+
+def size_class(shape: Shape) -> str:
+    """'small', 'medium' or 'large', from the largest of M, N and K (see the module's docstring)."""
+    edge = max(shape.m, shape.n, shape.k)
+    return next((name for name, limit in SIZE_CLASS_LIMITS if edge <= limit), LARGE)
+
+
+def config_label(config: dict) -> str:
+    return " ".join(f"{name}={value}" for name, value in config.items())
+
+
+def config_json(kernel_id: str, config: dict) -> str:
+    """The stored form of a configuration: every parameter, in template order.
+    A configuration the kernel cannot take raises ConstraintError."""
+    return json.dumps(family(kernel_id).variant(kernel_id, config).config)
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """The configuration chosen for one size class."""
+
+    kernel: str
+    dtype: str
+    size_class: str
+    config: dict
+    gflops: float  # geometric mean over the shapes
+    ratio_to_cublas: float | None
+    default_gflops: float | None  # the catalogue default's, on the same shapes
+    shapes: tuple[Shape, ...]
+
+    @property
+    def gain_over_default(self) -> float | None:
+        return self.gflops / self.default_gflops if self.default_gflops else None
+
+
+@dataclass
+class TuneSummary:
+    kernel: str
+    dtype: str
+    gpu_name: str
+    cc: str
+    total: int = 0  # configurations x shapes
+    measured: list[str] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (candidate, why)
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    best: dict[str, Tuned] = field(default_factory=dict)  # by size class
+    unchosen: list[str] = field(default_factory=list)  # size classes with no verified configuration
+    interrupted: bool = False
+    out_of_budget: bool = False
+
+    @property
+    def not_run(self) -> int:
+        done = len(self.measured) + len(self.already) + len(self.skipped) + len(self.rejected) + len(self.failed)
+        return self.total - done
+
+    def lines(self) -> list[str]:
+        """The summary in words, one line each."""
+        out = [f"{self.kernel} ({self.dtype}) on {self.gpu_name}: {len(self.measured)} candidates measured and "
+               f"stored, {len(self.already)} already stored"]  # fmt: skip
+        out += [f"skipped: {label}: {why}" for label, why in self.skipped]
+        out += [f"REJECTED (wrong result): {label}: {why}" for label, why in self.rejected]
+        out += [f"FAILED: {label}: {what}" for label, what in self.failed]
+        if self.out_of_budget:
+            out.append(f"time budget spent: {self.not_run} candidates not run; the best is chosen among the others "
+                       "(run again to go on: stored candidates are skipped).")  # fmt: skip
+        if self.interrupted:
+            out.append(f"interrupted: {self.not_run} candidates not run and nothing chosen; "
+                       "run the same command again to resume (stored candidates are skipped).")  # fmt: skip
+        out += [f"no verified configuration for {name} sizes" for name in self.unchosen]
+        return out
+
+
+def current_device() -> tuple[str, str]:
+    """(name, compute capability) of GPU 0: what tuned configurations are filed under."""
+    from gemmlab.core import gpu
+
+    info = gpu.describe(0)
+    return info.name, f"{info.cc[0]}.{info.cc[1]}"
+
+
+def measure_candidate(
+    spec: KernelSpec, shape: Shape, *, dtype: str, reps: int, warmup: int, max_seconds: float, baseline: bool
+) -> Any:
+    """The default runner: :func:`gemmlab.measure.run.run` on the candidate's own entry."""
+    from gemmlab.measure.run import run
+
+    return run(spec.id, shape, dtype=dtype, spec=spec, reps=reps, warmup=warmup, max_seconds=max_seconds,
+               baseline=baseline)  # fmt: skip
+
+
+def tuner_version(store: Store) -> int:
+    """How many of :data:`TUNER_MIGRATIONS` a file's tables have had. PRAGMA
+    user_version counts gemmlab.store's migrations, so this is read from the
+    tables: no ``tuned`` (0; v1 created it last), ``tuned`` without ``dtype``
+    (1), with it (2). An entry added later must leave a mark to read here."""
+    columns = {r["name"] for r in store.execute("PRAGMA table_info(tuned)")}
+    if not columns:
+        return 0
+    return 2 if "dtype" in columns else 1
+
+
+def ensure_tables(store: Store) -> None:
+    """Create the tuner's tables, or bring a file's forward to :data:`TUNER_VERSION`."""
+    if tuner_version(store) == TUNER_VERSION:
+        return
+    # BEGIN IMMEDIATE waits for another writer; the version is read again inside
+    # the lock, in case another process has just done the same.
+    store.execute("BEGIN IMMEDIATE")
+    try:
+        for steps in TUNER_MIGRATIONS[tuner_version(store) :]:
+            for statement in steps:
+                store.execute(statement)
+    except BaseException:
+        store.execute("ROLLBACK")
+        raise
+    store.execute("COMMIT")
+
+
+def tune(
+    kernel_id: str,
+    sizes: Sequence[int | Shape],
+    store: Store,
+    *,
+    dtype: str | None = None,
+    budget_seconds: float | None = None,
+    force: bool = False,
+    reps: int = 20,
+    warmup: int = 2,
+    max_seconds: float = 5.0,
+    configs: Sequence[dict] | None = None,
+    runner: Runner | None = None,
+    device: tuple[str, str] | None = None,
+    progress: bool = True,
+    console: Any = None,
+) -> TuneSummary:
+    """Search ``kernel_id``'s configurations at ``sizes`` (square N, or Shapes)
+    in element type ``dtype`` (default: the kernel's first) on this GPU and
+    store the best per size class; see the module's docstring.
+
+    ``budget_seconds``: stop starting candidates once this much time is spent
+    (stored candidates cost nothing). ``configs``: the candidates (default:
+    the family's ``configs``). ``max_seconds`` caps one candidate's timed
+    series: the runner times fewer than ``reps`` only launches longer than
+    ``max_seconds / reps``, and fewer than MIN_REPS only launches over
+    ``max_seconds / MIN_REPS`` (0.5 s at the defaults, far above any rung
+    at 8192). ``runner`` defaults to :func:`measure_candidate`; ``device``
+    (name, compute capability) to GPU 0's. Ctrl-C stops after storing what is
+    measured, chooses nothing, and the same call resumes.
+    """
+    dtype = resolved_dtype(kernel_id, dtype)  # UnknownName for a kernel outside the ladders
+    ladder = family(kernel_id)
+    if reps < MIN_REPS:
+        raise GemmlabError(f"Tuning needs at least {MIN_REPS} timed repetitions (got {reps}).",
+                           f"Use --reps {MIN_REPS} or more.")  # fmt: skip
+    shapes = list(dict.fromkeys(s if isinstance(s, Shape) else Shape.square(s) for s in sizes))
+    if not shapes or min(min(s.m, s.n, s.k) for s in shapes) < 1:
+        raise GemmlabError("Tuning needs positive sizes.", "Example: --sizes 1024,4096.")
+    gpu_name, cc = device or current_device()
+    runner = runner or measure_candidate
+    candidates = [config_json(kernel_id, c) for c in (configs or ladder.configs(kernel_id))]
+    ensure_tables(store)
+
+    todo = [(c, s) for c in dict.fromkeys(candidates) for s in shapes]
+    stored = set() if force else _stored(store, gpu_name, kernel_id, dtype)
+    pending = [(c, s) for c, s in todo if (c, s) not in stored]
+    summary = TuneSummary(kernel_id, dtype, gpu_name, cc, total=len(todo))
+    summary.already = [_label(c, s) for c, s in todo if (c, s) in stored]
+    best_seen = _best_seen(store, gpu_name, kernel_id, dtype) if not force else {}
+    timed_cublas: set[Shape] = set()
+
+    def record(config: str, shape: Shape, status: str, **values: Any) -> None:
+        row = {"gpu_name": gpu_name, "cc": cc, "kernel": kernel_id, "dtype": dtype, "size_class": size_class(shape),
+               "m": shape.m, "n": shape.n, "k": shape.k, "config": config, "status": status, "date": now_utc(),
+               **values}  # fmt: skip
+        marks = ", ".join("?" for _ in row)
+        store.execute(f"INSERT OR REPLACE INTO tuned_candidates ({', '.join(row)}) VALUES ({marks})",
+                      tuple(row.values()))  # fmt: skip
+
+    bar = _Progress(len(pending), budget_seconds, console) if progress else None
+    start = time.monotonic()
+    try:
+        for config, shape in pending:
+            if budget_seconds is not None and time.monotonic() - start >= budget_seconds:
+                summary.out_of_budget = True
+                break
+            label = _label(config, shape)
+            if bar:
+                bar.start(label)
+            spec = ladder.variant(kernel_id, json.loads(config))
+            try:
+                result = runner(spec, shape, dtype=dtype, reps=reps, warmup=warmup, max_seconds=max_seconds,
+                                baseline=shape not in timed_cublas)  # fmt: skip
+            except (NoGPUError, StoreError):
+                raise  # the same for every candidate that follows
+            except VerificationError as exc:
+                record(config, shape, REJECTED, reason=exc.cause)
+                summary.rejected.append((label, exc.cause))
+                if bar:
+                    bar.advance("rejected", note=f"[red]rejected[/] (wrong result): {label}: {exc.cause}")
+                continue
+            except (CompileError, DeviceLimitError, ConstraintError) as exc:
+                record(config, shape, SKIPPED, reason=exc.cause)
+                summary.skipped.append((label, exc.cause))
+                if bar:
+                    bar.advance("skipped", note=f"[dim]skipped: {label}: {exc.cause}[/]")
+                continue
+            except Exception as exc:
+                what = failure_text(exc)
+                summary.failed.append((label, what))
+                if bar:
+                    bar.advance("FAILED", note=f"[red]FAILED[/]: {label}: {what}")
+                continue
+            if result.baseline_gflops is not None:
+                timed_cublas.add(shape)
+            record(config, shape, OK, median_ms=result.timing.median_ms, gflops=result.gflops,
+                   baseline_gflops=result.baseline_gflops, error=result.error)  # fmt: skip
+            summary.measured.append(label)
+            best_seen[shape] = max(best_seen.get(shape, 0.0), result.gflops)
+            if bar:
+                bar.advance(f"{result.gflops / 1e3:.1f} TFLOP/s", best=best_seen[shape] / 1e3)
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    finally:
+        if bar:
+            bar.stop()
+    if not summary.interrupted:
+        _choose(store, summary, shapes, default=config_json(kernel_id, default_config(kernel_id)))
+    return summary
+
+
+def best_config(rows: Sequence[dict], shapes: Sequence[Shape]) -> tuple[str, float] | None:
+    """The configuration with the highest geometric-mean GFLOPS over ``shapes``
+    among those with a verified row (``status`` ok) at every one of them, and
+    that mean; None if no configuration has all. Ties go to the first seen."""
+    scores = _scores(rows, shapes)
+    if not scores:
+        return None
+    config = max(scores, key=lambda c: scores[c])
+    return config, scores[config]
+
+
+def tuned_spec(
+    kernel_id: str, shape: Shape, store: Store, device_name: str, dtype: str | None = None
+) -> KernelSpec | None:
+    """The entry of ``kernel_id`` tuned on ``device_name`` in element type
+    ``dtype`` (default: the kernel's first) for ``shape``'s size class, or None
+    when none is stored. A stored configuration this gemmlab's kernel no longer
+    accepts is ignored (None). Reads a file of any :func:`tuner_version`
+    without changing it: rows from before v2 are float32."""
+    dtype = resolved_dtype(kernel_id, dtype)
+    version = tuner_version(store)
+    if version == 0:
+        return None
+    stored_dtype = "dtype" if version >= 2 else "'float32'"
+    found = store.execute(
+        f"SELECT config FROM tuned WHERE gpu_name = ? AND kernel = ? AND {stored_dtype} = ? AND size_class = ?",
+        (device_name, kernel_id, dtype, size_class(shape)),
+    )
+    if not found:
+        return None
+    try:
+        return family(kernel_id).variant(kernel_id, json.loads(found[0]["config"]))
+    except (GemmlabError, ValueError):
+        return None
+
+
+def stored_tuned_spec(kernel_id: str, shape: Shape, db: str | Path, dtype: str | None = None) -> KernelSpec | None:
+    """What `gemmlab run` uses: the entry tuned for this GPU and ``dtype``
+    (default: the kernel's first) from ``db``; None for a kernel outside the
+    ladders or when ``db`` does not exist (nothing is created: the file is
+    opened read-only)."""
+    if kernel_id not in _TUNABLE or not Path(db).is_file():
+        return None
+    with Store.open(db, readonly=True) as store:
+        return tuned_spec(kernel_id, shape, store, current_device()[0], dtype)
+
+
+# -- plumbing -------------------------------------------------------------------
+
+
+def _tunable(kernel_id: str) -> tuple[KernelSpec, Family]:
+    try:
+        return _TUNABLE[kernel_id]
+    except KeyError:
+        ladders = "; ".join(f"the {f.name}'s {', '.join(s.id for s in f.kernels)}" for f in FAMILIES)
+        raise unknown_name("tunable kernel", kernel_id, _TUNABLE, f"Tunable kernels: {ladders}.") from None
+
+
+def _label(config: str, shape: Shape) -> str:
+    return f"{shape} {config_label(json.loads(config))}"
+
+
+def _stored(store: Store, gpu_name: str, kernel_id: str, dtype: str) -> set[tuple[str, Shape]]:
+    rows = store.execute("SELECT config, m, n, k FROM tuned_candidates WHERE gpu_name = ? AND kernel = ? AND dtype = ?",
+                         (gpu_name, kernel_id, dtype))  # fmt: skip
+    return {(r["config"], Shape(r["m"], r["n"], r["k"])) for r in rows}
+
+
+def _ok_rows(store: Store, gpu_name: str, kernel_id: str, dtype: str) -> list[dict]:
+    return store.execute(
+        "SELECT config, m, n, k, gflops, baseline_gflops, status FROM tuned_candidates "
+        "WHERE gpu_name = ? AND kernel = ? AND dtype = ? AND status = ? ORDER BY id",
+        (gpu_name, kernel_id, dtype, OK),
+    )
+
+
+def _best_seen(store: Store, gpu_name: str, kernel_id: str, dtype: str) -> dict[Shape, float]:
+    found: dict[Shape, float] = {}
+    for r in _ok_rows(store, gpu_name, kernel_id, dtype):
+        shape = Shape(r["m"], r["n"], r["k"])
+        found[shape] = max(found.get(shape, 0.0), r["gflops"])
+    return found
+
+
+def _scores(rows: Sequence[dict], shapes: Sequence[Shape]) -> dict[str, float]:
+    """Geometric-mean GFLOPS per configuration verified at every shape."""
+    per_config: dict[str, dict[Shape, float]] = {}
+    for r in rows:
+        shape = Shape(r["m"], r["n"], r["k"])
+        if r["status"] == OK and shape in shapes:
+            per_config.setdefault(r["config"], {})[shape] = r["gflops"]
+    return {c: _geomean(list(g.values())) for c, g in per_config.items() if len(g) == len(set(shapes))}
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if all(v > 0 for v in values) else 0.0
+
+
+def _choose(store: Store, summary: TuneSummary, shapes: list[Shape], default: str) -> None:
+    """Pick and store the best configuration of each size class among the stored candidates."""
+    rows = _ok_rows(store, summary.gpu_name, summary.kernel, summary.dtype)
+    # cuBLAS per shape: the latest figure stored (any configuration timed it beside itself).
+    cublas = {Shape(r["m"], r["n"], r["k"]): r["baseline_gflops"] for r in rows if r["baseline_gflops"]}
+    for name in dict.fromkeys(size_class(s) for s in shapes):
+        group = [s for s in shapes if size_class(s) == name]
+        chosen = best_config(rows, group)
+        if chosen is None:
+            summary.unchosen.append(name)
+            continue
+        config, gflops = chosen
+        ratio = None
+        if all(s in cublas for s in group):
+            ratio = _geomean([_gflops_at(rows, config, s) / cublas[s] for s in group])
+        tuned = Tuned(summary.kernel, summary.dtype, name, json.loads(config), gflops, ratio,
+                      _scores(rows, group).get(default), tuple(group))  # fmt: skip
+        summary.best[name] = tuned
+        store.execute(
+            "INSERT OR REPLACE INTO tuned (gpu_name, cc, kernel, dtype, size_class, config, gflops, ratio_to_cublas, "
+            "default_gflops, shapes, date) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (summary.gpu_name, summary.cc, summary.kernel, summary.dtype, name, config, gflops, ratio,
+             tuned.default_gflops, json.dumps([[s.m, s.n, s.k] for s in group]), now_utc()),
+        )  # fmt: skip
+
+
+def _gflops_at(rows: Sequence[dict], config: str, shape: Shape) -> float:
+    return next(r["gflops"] for r in rows if r["config"] == config and Shape(r["m"], r["n"], r["k"]) == shape)
+
+
+class _Progress:
+    """A rich progress bar: the candidate, its TFLOP/s, the best so far at its
+    shape, and the time left (the budget's, when it runs out first)."""
+
+    def __init__(self, total: int, budget_seconds: float | None, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[figure]}"),
+            TextColumn("{task.fields[left]}"),
+            console=console or Console(stderr=True),
+        )
+        self._task = self._progress.add_task("", total=total, figure="", left="")
+        self._total = total
+        self._done = 0
+        self._budget = budget_seconds
+        self._start = time.monotonic()
+        self._progress.start()
+
+    def start(self, label: str) -> None:
+        self._progress.update(self._task, description=label)
+
+    def advance(self, figure: str, best: float | None = None, note: str | None = None) -> None:
+        if note:
+            self._progress.console.print(note, highlight=False)
+        self._done += 1
+        text = f"last: {figure}" + (f", best: {best:.1f} TFLOP/s" if best else "")
+        self._progress.update(self._task, advance=1, figure=text, left=self._left())
+
+    def _left(self) -> str:
+        spent = time.monotonic() - self._start
+        left = spent / self._done * (self._total - self._done)
+        if self._budget is not None and self._budget - spent < left:
+            return f"budget: {max(0.0, self._budget - spent):.0f} s left"
+        return f"about {left:.0f} s left"
+
+    def stop(self) -> None:
+        self._progress.stop()
