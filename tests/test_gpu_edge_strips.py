@@ -85,7 +85,7 @@ def test_padded_b_launch_after_launch(shape: Shape) -> None:
 
 
 class _Launch:
-    """The runner's binding of a kernel (run.bind: geometry, stream, and the
+    """The runner's binding of a kernel (nvrtc.bind: geometry, stream, and the
     workspace it allocates), launched with other arguments and waited for."""
 
     def __init__(self, cp, launcher, grid) -> None:
@@ -99,8 +99,7 @@ class _Launch:
 
 def _bound(kernel_id: str, shape: Shape, seed: int):
     """CuPy, the problem prepared from ``seed``, and a launcher of the kernel as the runner binds it."""
-    from gemmlab.backends.nvrtc import compile_kernel
-    from gemmlab.measure.run import bind
+    from gemmlab.backends.nvrtc import bind, compile_kernel
 
     cp, info = gpu.cupy(), gpu.describe(0)
     point = catalogue.point(kernel_id, shape, spec=sgemm.variant(kernel_id, {}))

@@ -30,9 +30,8 @@ def device():
 def test_calculator_matches_driver(device, kernel_id: str, edge: int) -> None:
     from cuda.core import ObjectCode
 
-    from gemmlab.backends.nvrtc import compile_kernel
+    from gemmlab.backends.nvrtc import allow_dynamic_smem, compile_kernel
     from gemmlab.measure.occupancy import theoretical_occupancy
-    from gemmlab.measure.run import allow_dynamic_smem
 
     _, info = device
     spec = catalogue.get(kernel_id)

@@ -37,7 +37,7 @@ GRIDS = [1, 2, 3, 7, 13, 64]
 def test_every_grid_gives_the_same_right_answer(shape: Shape) -> None:
     from cuda.core import Stream, launch
 
-    from gemmlab.measure.run import launch_config, load_kernel
+    from gemmlab.backends.nvrtc import launch_config, load_kernel
 
     cp = gpu.cupy()
     spec = sgemm.variant(KERNEL, {})

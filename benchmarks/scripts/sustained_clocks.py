@@ -18,11 +18,10 @@ import sys
 import threading
 import time
 
-from gemmlab.backends.nvrtc import compile_kernel
+from gemmlab.backends.nvrtc import bind, compile_kernel
 from gemmlab.core import gpu
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
-from gemmlab.measure.run import bind
 
 CASES = (("sgemm_multistage", 8192, None), ("sgemm_lean_loop", 8192, None), ("tc_cluster", 8192, "bfloat16"))
 PHASE_S = 3.0

@@ -1,1 +1,51 @@
-"""How a kernel becomes something to launch: NVRTC-compiled CUDA, and the CPU baselines."""
+"""How a kernel becomes something to measure: the explicit list of backends.
+
+Every kernel id is served by exactly one backend (:mod:`gemmlab.backends.base`
+defines what a backend provides):
+
+- ``nvrtc`` (:mod:`gemmlab.backends.nvrtc`): the catalogue's CUDA C++ kernels,
+  compiled with NVRTC to cubins, loaded and launched through cuda.core;
+- ``cpu`` (:mod:`gemmlab.backends.cpu`): the CPU baselines ``cpu_naive``,
+  ``cpu_blocked`` and ``cpu_blas``, run on the host.
+
+Code that needs to know anything about a kernel's kind asks
+:func:`for_kernel` (or :func:`on_host`), never the id's spelling.
+
+Adding a backend: write ``backends/<name>.py`` as :mod:`gemmlab.backends.base`
+describes and append its ``BACKEND`` to :data:`BACKENDS` below; nothing else
+changes.
+"""
+
+from __future__ import annotations
+
+from gemmlab.backends import cpu, nvrtc
+from gemmlab.backends.base import Backend
+from gemmlab.core.errors import unknown_name
+
+# Every backend, in the order `gemmlab kernels` and error messages list their kernels.
+BACKENDS: tuple[Backend, ...] = (nvrtc.BACKEND, cpu.BACKEND)
+
+# The backend names as stored with results.
+NVRTC: str = nvrtc.BACKEND.name
+CPU: str = cpu.BACKEND.name
+
+
+_BY_KERNEL: dict[str, Backend] = {kernel_id: b for b in BACKENDS for kernel_id in b.kernel_ids()}
+assert len(_BY_KERNEL) == sum(len(b.kernel_ids()) for b in BACKENDS), "a kernel id is served by two backends"
+
+
+def for_kernel(kernel_id: str) -> Backend:
+    """The backend that serves ``kernel_id``; UnknownName (with close names) otherwise."""
+    try:
+        return _BY_KERNEL[kernel_id]
+    except KeyError:
+        listing = f"`gemmlab kernels` lists the catalogue; the CPU baselines are {', '.join(cpu.CPU_KERNELS)}."
+        raise unknown_name("kernel", kernel_id, _BY_KERNEL, listing) from None
+
+
+def on_host(kernel_id: str) -> bool:
+    """Whether ``kernel_id`` runs on the host (no GPU, no profile, no roofline point).
+    An id no backend serves (a stored row of a kernel since renamed, say) counts
+    as a GPU kernel, as every stored kernel but the CPU baselines was."""
+    backend = _BY_KERNEL.get(kernel_id)
+    return backend is not None and backend.on_host

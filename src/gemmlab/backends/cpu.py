@@ -42,11 +42,10 @@ CPU_KERNELS = {
 CPU_DTYPES = ("float32", "int32")
 # Three 64 x 64 float32 tiles take 48 KiB: about an L1 and a half, well inside L2.
 CPU_TILE = 64
+# A rough speed of each baseline on a desktop core (cpu_blas on all of them), only
+# for planning repetitions: a 4096^3 cpu_naive run takes minutes, not milliseconds.
+ASSUMED_FLOPS = {"cpu_naive": 0.5e9, "cpu_blocked": 5e9, "cpu_blas": 100e9}
 NUMBA_FIX = "Install it with `pip install 'numba>=0.59'`; cpu_blas needs only numpy."
-
-
-def is_cpu_kernel(kernel_id: str) -> bool:
-    return kernel_id in CPU_KERNELS
 
 
 @functools.cache
@@ -109,6 +108,39 @@ def check(kernel_id: str, dtype: str) -> None:
         raise UnknownName(f"Unknown CPU baseline '{kernel_id}'.", f"The CPU baselines are {', '.join(CPU_KERNELS)}.")
     if dtype not in CPU_DTYPES:
         raise ConstraintError(f"{kernel_id} has no {dtype} version.", f"It takes {', '.join(CPU_DTYPES)}.")
+
+
+class CpuBackend:
+    """The CPU baselines as a host backend (:class:`gemmlab.backends.base.HostBackend`)."""
+
+    name = "cpu"
+    on_host = True
+
+    def kernel_ids(self) -> tuple[str, ...]:
+        return tuple(CPU_KERNELS)
+
+    def dtypes(self, kernel_id: str) -> tuple[str, ...]:
+        return CPU_DTYPES
+
+    def block_edges(self, kernel_id: str) -> tuple[int, ...]:
+        return (0,)
+
+    def violations(self, kernel_id: str, shape: Shape, block_edge: int, dtype: str) -> list[str]:
+        return [] if dtype in CPU_DTYPES else [f"{kernel_id} has no {dtype} version"]
+
+    def predicted_ms(self, kernel_id: str, shape: Shape, block_edge: int) -> float:
+        return 2 * shape.m * shape.n * shape.k / ASSUMED_FLOPS[kernel_id] * 1e3
+
+    def analytic_cgma(self, kernel_id: str, shape: Shape, block_edge: int) -> float | None:
+        return None  # a CPU loop's loads go through caches the model does not describe
+
+    def measure(
+        self, kernel_id: str, shape: Shape, dtype: str, *, reps: int, max_seconds: float, seed: int | None = None
+    ) -> dict:
+        return run_cpu(kernel_id, shape, dtype, reps=reps, max_seconds=max_seconds, seed=seed)
+
+
+BACKEND = CpuBackend()
 
 
 def run_cpu(

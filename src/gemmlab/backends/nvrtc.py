@@ -1,8 +1,25 @@
-"""Compile catalogue kernels with NVRTC (through ``cuda.core``) to cubin.
+"""The NVRTC backend: CUDA C++ kernels compiled with NVRTC (through
+``cuda.core``) to cubins, loaded and launched through cuda.core.
 
-Works with no GPU: CI compiles every kernel for several architectures and reads
-the resource usage from the ptxas log. Compiled code is cached on disk, keyed
-by the source text, the options, the architecture and the NVRTC version.
+The stages the runner (:func:`gemmlab.measure.run.run`) goes through for one
+point, each a function here:
+
+1. :func:`compile_kernel`: the spec's instantiation to a cubin for the device's
+   architecture. Works with no GPU: CI compiles every kernel for several
+   architectures and reads the resource usage from the ptxas log. Compiled code
+   is cached on disk, keyed by the source text, the options, the architecture
+   and the NVRTC version. The source is a catalogue file or, for a spec whose
+   ``source`` is a ``Path``, any file (see :func:`gemmlab.kernels.spec.kernel_source`).
+2. :func:`check_device_limits`: refuse what the device cannot run, before any launch.
+3. :func:`load_kernel`: the cubin loaded, with dynamic shared memory opted in
+   (:func:`allow_dynamic_smem`).
+4. :func:`bind`: the problem's inputs allocated and the kernel bound to them,
+   its launch configuration (:func:`launch_config`) and, for a persistent
+   kernel, the grid the device holds at once (:func:`resident_grid`).
+5. The returned :class:`Launcher` launches it once per call.
+
+:data:`BACKEND` offers these as a :class:`gemmlab.backends.base.DeviceBackend`
+serving the catalogue's kernels.
 """
 
 from __future__ import annotations
@@ -11,11 +28,17 @@ import hashlib
 import json
 import os
 import re
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from gemmlab.core.errors import CompileError, UnknownName
-from gemmlab.kernels.spec import KernelSpec, kernel_source
+from gemmlab.core import gpu
+from gemmlab.core.errors import CompileError, DeviceLimitError, UnknownName
+from gemmlab.core.shapes import Dim3, Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.spec import KernelSpec, Point, kernel_source
+from gemmlab.problems.base import Prepared
 
 # Architectures NVRTC from CUDA 13 can target; "a" variants unlock
 # architecture-specific instructions (wgmma, setmaxnreg on sm_90a).
@@ -24,6 +47,16 @@ KNOWN_ARCHS = (
     "sm_100", "sm_100a", "sm_103", "sm_110", "sm_120", "sm_120a", "sm_121",
 )  # fmt: skip
 CXX_STANDARD = "c++17"
+# Shared memory (static + dynamic) a block may use without the kernel opting in
+# to more, on every architecture; check_device_limits checks the opt-in maximum.
+DEFAULT_SMEM_PER_BLOCK = 48 * 1024
+# Threads an SM holds at once on every GPU gemmlab knows (sm_70 to sm_90): the
+# bound on resident blocks behind a persistent kernel's workspace estimate.
+MAX_THREADS_PER_SM = 2048
+# The speed model behind the sweep's repetition plan (NvrtcBackend.predicted_ms):
+# deliberately crude, only meant to tell a millisecond kernel from a multi-second one.
+ASSUMED_GPU_FLOPS = 1e12  # a global-memory kernel with every lane of every SM busy
+ASSUMED_SMS = 128  # about an H100's 132; fewer blocks than this leave SMs idle
 
 
 @dataclass(frozen=True)
@@ -170,10 +203,12 @@ def compile_kernel(
     return compile_source(spec.id, spec.source, spec.name_expression(dtype, block_edge), arch, use_cache=use_cache)
 
 
-def compile_source(kernel_id: str, source: str, expr: str, arch: str, *, use_cache: bool = True) -> CompiledKernel:
+def compile_source(
+    kernel_id: str, source: str | Path, expr: str, arch: str, *, use_cache: bool = True
+) -> CompiledKernel:
     """Compile the instantiation ``expr`` (``function<args>``) of the kernel in
-    ``kernels/<source>`` to a cubin for ``arch``; ``kernel_id`` names it in the
-    result and in errors. :func:`compile_kernel` takes both from a catalogue
+    ``source`` (``kernels/<source>`` for a str, the file itself for a Path) to a
+    cubin for ``arch``; ``kernel_id`` names it in the result and in errors. :func:`compile_kernel` takes both from a catalogue
     entry; kernels that are no catalogue entry (the peak-rate kernels of
     :mod:`gemmlab.peak`) come here directly."""
     from cuda.core import Program
@@ -254,3 +289,207 @@ def _store(meta_path: Path, cubin_path: Path, compiled: CompiledKernel) -> None:
             os.replace(tmp, path)
     except OSError:
         pass
+
+
+# -- loading and launching ----------------------------------------------------
+
+
+@dataclass
+class Launcher:
+    """A compiled kernel bound to a stream, its geometry and its arguments."""
+
+    kernel: Any
+    config: Any
+    stream: Any
+    args: tuple
+    workspace: Any = None  # the device array behind a workspace argument, kept alive with the launcher
+
+    def __call__(self) -> None:
+        from cuda.core import launch
+
+        launch(self.stream, self.config, self.kernel, *self.args)
+
+
+def check_device_limits(point: Point, compiled: CompiledKernel, info: gpu.DeviceInfo) -> None:
+    """Refuse, before any launch, what the device cannot run."""
+    threads = point.spec.threads_per_block(point.shape, point.block_edge)
+    if threads > info.max_threads_per_block:
+        raise DeviceLimitError(
+            f"{point.spec.id} needs {threads} threads per block; {info.name} allows {info.max_threads_per_block}.",
+            "Use a smaller block edge or size.",
+        )
+    smem = compiled.resources.smem_bytes + point.dynamic_smem
+    if smem > info.max_smem_per_block_optin:
+        raise DeviceLimitError(
+            f"{point.spec.id} needs {smem} bytes of shared memory per block; {info.name} allows "
+            f"{info.max_smem_per_block_optin}.",
+            "Use a smaller block edge or K.",
+        )
+    regs = compiled.resources.registers * threads
+    if regs > 65536:
+        raise DeviceLimitError(
+            f"{point.spec.id} needs {regs} registers per block ({compiled.resources.registers} x {threads} "
+            "threads); a block may use 65536.",
+            "Use a smaller block edge.",
+        )
+    need = point.spec.problem.device_bytes(point) + workspace_bound(point, threads, info) + gpu.MEMORY_HEADROOM
+    if need > info.free_bytes:
+        raise DeviceLimitError(
+            f"{point.shape} needs about {need / 2**30:.1f} GiB of device memory (inputs, output and the "
+            f"float64 reference); {info.name} has {info.free_bytes / 2**30:.1f} GiB free.",
+            "Use a smaller size.",
+        )
+
+
+def workspace_bound(point: Point, threads: int, info: gpu.DeviceInfo) -> int:
+    """The most workspace ``point``'s launch can take: for a persistent kernel,
+    as if every SM held as many blocks as its threads allow (the launch
+    itself asks the driver how many fit)."""
+    if point.spec.workspace_bytes is None:
+        return 0
+    x, y, z = point.grid
+    blocks = x * y * z
+    if point.spec.persistent:
+        blocks = min(blocks, info.sm_count * max(1, MAX_THREADS_PER_SM // threads))
+    return point.spec.workspace_bytes(point.shape, blocks)
+
+
+def allow_dynamic_smem(kernel: Any, static_bytes: int, dynamic_bytes: int, device_index: int) -> None:
+    """Let ``kernel`` (a cuda.core Kernel) launch with ``dynamic_bytes`` of dynamic
+    shared memory when static + dynamic is over the 48 KB a launch gets by default:
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, which the driver requires
+    before such a launch. cuda.core loads cubins through the library API, so the
+    handle is a CUkernel (cuKernelSetAttribute, per device); a CUfunction handle
+    takes cuFuncSetAttribute. Raises DeviceLimitError when the driver refuses."""
+    if dynamic_bytes <= 0 or static_bytes + dynamic_bytes <= DEFAULT_SMEM_PER_BLOCK:
+        return
+    from cuda.bindings import driver
+
+    attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    handle = kernel.handle
+    if isinstance(handle, driver.CUfunction):
+        (status,) = driver.cuFuncSetAttribute(handle, attribute, dynamic_bytes)
+    else:
+        status, device = driver.cuDeviceGet(device_index)
+        if status == driver.CUresult.CUDA_SUCCESS:
+            (status,) = driver.cuKernelSetAttribute(attribute, dynamic_bytes, driver.CUkernel(int(handle)), device)
+    if status != driver.CUresult.CUDA_SUCCESS:
+        raise DeviceLimitError(
+            f"the driver refused {dynamic_bytes} bytes of dynamic shared memory (+ {static_bytes} static) for "
+            f"this kernel: {status.name}.",
+            "Use a configuration with less shared memory (fewer stages or a smaller tile).",
+        )
+
+
+def launch_config(point: Point, grid: tuple[int, int, int]) -> Any:
+    """cuda.core's LaunchConfig for ``point`` on ``grid`` (in blocks). With
+    clusters, cuda.core counts the grid in clusters, while a KernelSpec's grid
+    (what the kernel sees as gridDim) counts blocks."""
+    from cuda.core import LaunchConfig
+
+    cluster = point.spec.cluster
+    if cluster is None:
+        return LaunchConfig(grid=grid, block=point.block, shmem_size=point.dynamic_smem)
+    clusters = tuple(g // c for g, c in zip(grid, cluster, strict=True))
+    return LaunchConfig(grid=clusters, cluster=cluster, block=point.block, shmem_size=point.dynamic_smem)
+
+
+def resident_grid(kernel: Any, point: Point, info: gpu.DeviceInfo, stream: Any) -> tuple[int, int, int]:
+    """A persistent kernel's grid: its work units (point.grid's x), but no
+    more blocks than the GPU runs at once, as the driver's occupancy
+    calculator counts them (whole clusters for a clustered kernel: a cluster
+    needs its blocks on SMs of one GPC, so fewer may fit than SMs / size)."""
+    threads = point.spec.threads_per_block(point.shape, point.block_edge)
+    cluster = point.spec.cluster
+    if cluster is None:
+        per_sm = kernel.occupancy.max_active_blocks_per_multiprocessor(threads, point.dynamic_smem)
+        resident, what = per_sm * info.sm_count, "blocks"
+    else:
+        clusters = kernel.occupancy.max_active_clusters(launch_config(point, point.grid), stream=stream)
+        resident, what = clusters * cluster[0] * cluster[1] * cluster[2], "clustered blocks"
+    if resident < 1:
+        raise DeviceLimitError(
+            f"{point.spec.id} fits no {what} on {info.name}: {threads} threads and "
+            f"{point.dynamic_smem} bytes of shared memory per block.",
+            "Use a configuration with fewer stages or a smaller tile.",
+        )
+    x, y, z = point.grid
+    return (min(x, resident), y, z)
+
+
+def load_kernel(point: Point, compiled: CompiledKernel, device_index: int = 0) -> Any:
+    """``compiled`` loaded from its cubin, with ``point``'s dynamic shared memory opted in."""
+    from cuda.core import ObjectCode
+
+    kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
+    allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, device_index)
+    return kernel
+
+
+def bind(
+    cp: Any, point: Point, compiled: CompiledKernel, info: gpu.DeviceInfo, device_index: int, cp_stream: Any,
+    seed: int | None,
+) -> tuple[Prepared, Launcher, tuple[int, int, int]]:  # fmt: skip
+    """The point's inputs, allocated on ``cp_stream`` (call it inside ``with
+    cp_stream``), and its compiled kernel bound to them on that stream, with
+    the dynamic shared memory opted in and, for a persistent kernel, the grid
+    the driver says fits at once: (prepared problem, launcher, grid)."""
+    from cuda.core import Stream
+
+    prepared = point.spec.problem.prepare(cp, point, cp.random.default_rng(seed))
+    kernel = load_kernel(point, compiled, device_index)
+    stream = Stream.from_handle(cp_stream.ptr)
+    grid = resident_grid(kernel, point, info, stream) if point.spec.persistent else point.grid
+    args, workspace = prepared.args, None
+    if point.spec.workspace_bytes is not None:
+        blocks = grid[0] * grid[1] * grid[2]
+        workspace = cp.zeros(max(1, point.spec.workspace_bytes(point.shape, blocks)), dtype=cp.uint8)
+        args = (*args, workspace.data.ptr)
+    return prepared, Launcher(kernel, launch_config(point, grid), stream, args, workspace), grid
+
+
+class NvrtcBackend:
+    """The catalogue's CUDA kernels as a :class:`gemmlab.backends.base.DeviceBackend`."""
+
+    name = "nvrtc"
+    on_host = False
+
+    def kernel_ids(self) -> list[str]:
+        return catalogue.kernel_ids()
+
+    def dtypes(self, kernel_id: str) -> tuple[str, ...]:
+        return catalogue.get(kernel_id).dtypes
+
+    def block_edges(self, kernel_id: str) -> tuple[int, ...]:
+        return catalogue.get(kernel_id).block_edges or (0,)
+
+    def violations(self, kernel_id: str, shape: Shape, block_edge: int, dtype: str) -> list[str]:
+        return catalogue.get(kernel_id).violations(shape, block_edge, dtype)
+
+    def predicted_ms(self, kernel_id: str, shape: Shape, block_edge: int) -> float:
+        """2MNK over ASSUMED_GPU_FLOPS, scaled down by the share of each warp's
+        lanes that have a thread (a 1x1 block runs 1 lane of 32) and by the share
+        of SMs that get a block at all (single_block uses one SM)."""
+        spec = catalogue.get(kernel_id)
+        threads = spec.threads_per_block(shape, block_edge)
+        lanes = threads / (32 * math.ceil(threads / 32))
+        blocks = math.prod(spec.grid(shape, block_edge))
+        busy_sms = min(1.0, blocks / ASSUMED_SMS)
+        return 2 * shape.m * shape.n * shape.k / (ASSUMED_GPU_FLOPS * lanes * busy_sms) * 1e3
+
+    def analytic_cgma(self, kernel_id: str, shape: Shape, block_edge: int) -> float | None:
+        return float(catalogue.get(kernel_id).cgma(shape, block_edge))
+
+    def compile(self, point: Point, info: gpu.DeviceInfo) -> CompiledKernel:
+        compiled = compile_kernel(point.spec, point.block_edge, point.dtype, point.spec.compile_arch(info.arch))
+        check_device_limits(point, compiled, info)
+        return compiled
+
+    def bind(
+        self, cp: Any, point: Point, compiled: CompiledKernel, info: gpu.DeviceInfo, device_index: int,
+        cp_stream: Any, seed: int | None,
+    ) -> tuple[Prepared, Launcher, Dim3]:  # fmt: skip
+        return bind(cp, point, compiled, info, device_index, cp_stream, seed)
+
+
+BACKEND = NvrtcBackend()

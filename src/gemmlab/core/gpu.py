@@ -15,6 +15,10 @@ NO_GPU_FIX = (
     "`gemmlab occupancy --cc 9.0 ...`, `gemmlab report`."
 )
 
+# Device memory a point's own buffers must leave free, for CuPy's pool, cuBLAS's
+# workspace and the driver.
+MEMORY_HEADROOM = 512 * 2**20
+
 # FP32 lanes per SM by compute capability (CUDA C Programming Guide,
 # "Arithmetic Instructions" throughput table: 32-bit fadd/fmul/ffma per clock per SM).
 FP32_LANES_PER_SM = {

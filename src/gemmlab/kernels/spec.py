@@ -11,12 +11,17 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gemmlab.core.dtypes import DTYPE_CTYPES, DTYPE_ITEMSIZE, c_itemsize
-from gemmlab.core.errors import ConstraintError, DeviceLimitError
+from gemmlab.core.errors import CompileError, ConstraintError, DeviceLimitError
 from gemmlab.core.shapes import MAX_GRID_YZ, MAX_INDEX, Dim3, Shape
 from gemmlab.problems.base import Problem
 from gemmlab.problems.matmul import MATMUL
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable  # Python 3.11+, and only read by type checkers
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,7 @@ class KernelSpec:
     """A catalogue entry. Geometry and models are functions of (shape, block_edge)."""
 
     id: str
-    source: str  # path under gemmlab/kernels/
+    source: str | Path  # str: a path under gemmlab/kernels/; Path: a file anywhere (see kernel_source)
     function: str  # the __global__ template's name
     source_doc: str
     summary: str
@@ -270,23 +275,42 @@ class KernelSpec:
 _LOCAL_INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.MULTILINE)
 
 
-def kernel_source(relative: str, _seen: frozenset[str] = frozenset()) -> str:
-    """The text of ``kernels/<relative>`` with every ``#include "file"`` (a path
-    relative to that file) replaced by the file's own text; a file is never
-    inlined into itself, directly or through another.
+def kernel_source(source: str | Path) -> str:
+    """The text of a kernel's CUDA file with every ``#include "file"`` (a path
+    relative to the including file) replaced by the file's own text; a file is
+    never inlined into itself, directly or through another.
+
+    ``source``: a ``str`` is a path under the package's ``kernels/`` folder (a
+    catalogue kernel); a ``Path`` is a file anywhere (a user's own kernel),
+    relative to the current directory unless absolute.
 
     NVRTC gets one self-contained string, so what a kernel shares with its
     neighbours lives in one header and the compile cache, keyed by this text,
     sees a change to the header as well.
     """
+    if isinstance(source, Path):
+        path = source.resolve()
+        return _inlined(path.parent, path.name, frozenset())
+    return _inlined(resources.files("gemmlab").joinpath("kernels"), source, frozenset())
+
+
+def _inlined(root: Traversable, relative: str, seen: frozenset[str]) -> str:
+    """``root/relative`` with its local includes inlined (see :func:`kernel_source`)."""
     folder = posixpath.dirname(relative)
-    text = resources.files("gemmlab").joinpath("kernels", relative).read_text()
+    file = root.joinpath(relative)
+    try:
+        text = file.read_text()
+    except OSError as exc:
+        raise CompileError(
+            f"cannot read the kernel source {file}: {exc.strerror or exc}.",
+            "Check the path in the kernel's spec and in its #include lines (relative to the including file).",
+        ) from None
 
     def inline(match: re.Match) -> str:
         name = posixpath.normpath(posixpath.join(folder, match.group(1)))
-        if name in _seen:
+        if name in seen:
             return ""
-        return kernel_source(name, _seen | {relative, name})
+        return _inlined(root, name, seen | {relative, name})
 
     return _LOCAL_INCLUDE.sub(inline, text)
 

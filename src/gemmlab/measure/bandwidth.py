@@ -19,12 +19,11 @@ def measure_copy_ceiling(nbytes: int = 4 * 2**30, reps: int = 20, device_index: 
     can reach, usually well under the datasheet figure.
     """
     from gemmlab.core import gpu
-    from gemmlab.measure.run import MEMORY_HEADROOM
     from gemmlab.measure.timing import Timing, gbytes_per_s
 
     cp = gpu.cupy()
     free = gpu.describe(device_index).free_bytes
-    size = min(nbytes, (free - MEMORY_HEADROOM) // 2) // 256 * 256
+    size = min(nbytes, (free - gpu.MEMORY_HEADROOM) // 2) // 256 * 256
     if size <= 0 or reps < 1:
         raise ValueError(f"nothing to time: {size} bytes fit in free memory, {reps} repetitions asked")
     with cp.cuda.Device(device_index):

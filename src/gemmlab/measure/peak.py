@@ -42,12 +42,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gemmlab.backends.nvrtc import compile_source
+from gemmlab.backends.nvrtc import Launcher, compile_source
 from gemmlab.core import gpu
 from gemmlab.core.dtypes import DTYPE_CTYPES
 from gemmlab.core.errors import DeviceLimitError, UnknownName
 from gemmlab.kernels.tensor.spec import WARPGROUP
-from gemmlab.measure.run import _Launcher, _time, timing_warnings
+from gemmlab.measure.run import _time, timing_warnings
 from gemmlab.measure.timing import Timing, gflops
 
 LAUNCH_MS = 50.0  # each timed launch: launch overhead and the clock reading are small against it
@@ -329,8 +329,8 @@ def _measure_one(
     config = LaunchConfig(grid=blocks, block=family.threads)
     stream = Stream.from_handle(cp_stream.ptr)
 
-    def launcher(iterations: int) -> _Launcher:
-        return _Launcher(kernel, config, stream, (out.data.ptr, np.int32(iterations), np.uint32(SEED)))
+    def launcher(iterations: int) -> Launcher:
+        return Launcher(kernel, config, stream, (out.data.ptr, np.int32(iterations), np.uint32(SEED)))
 
     # Short launches back to back until the clock has settled under this
     # load; timed then, the probe sizes launches that last launch_ms at the

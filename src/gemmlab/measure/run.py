@@ -1,4 +1,8 @@
-"""Run one catalogue kernel: allocate, poison, launch, verify, time.
+"""Run one GPU kernel: allocate, poison, launch, verify, time.
+
+The kernel's backend (a :class:`gemmlab.backends.base.DeviceBackend`: NVRTC
+for the catalogue) prepares it for the device and binds it to the inputs;
+everything about measuring is here and the same for every backend.
 
 No figure leaves this module for a kernel whose output was not checked in the
 same run: the result is verified after the warm-up launch and again after the
@@ -10,29 +14,22 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gemmlab.backends.nvrtc import CompiledKernel, Resources, compile_kernel
+from gemmlab import backends
+from gemmlab.backends.base import Compiled, DeviceBackend
+from gemmlab.backends.nvrtc import Resources
 from gemmlab.core import gpu
 from gemmlab.core.dtypes import TOLERANCE
-from gemmlab.core.errors import DeviceLimitError, VerificationError
+from gemmlab.core.errors import UnknownName, VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec, Point
 from gemmlab.measure.environment import host_record
 from gemmlab.measure.timing import WIDE_SPREAD, Timing, gbytes_per_s, gflops, planned_reps
-from gemmlab.problems.base import Prepared
 
-# Leave this much device memory free for CuPy's pool, cuBLAS workspace and the driver.
-MEMORY_HEADROOM = 512 * 2**20
-# Shared memory (static + dynamic) a block may use without the kernel opting in
-# to more, on every architecture; check_device_limits checks the opt-in maximum.
-DEFAULT_SMEM_PER_BLOCK = 48 * 1024
 # Below this median a kernel's time is of the order of launch overhead; it is
 # then timed again by replaying a CUDA graph of GRAPH_LAUNCHES launches.
 SHORT_KERNEL_MS = 0.02
 GRAPH_LAUNCHES = 50
-# Threads an SM holds at once on every GPU gemmlab knows (sm_70 to sm_90): the
-# bound on resident blocks behind a persistent kernel's workspace estimate.
-MAX_THREADS_PER_SM = 2048
 
 
 @dataclass
@@ -73,129 +70,6 @@ class RunResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-@dataclass
-class _Launcher:
-    """A compiled kernel bound to a stream, its geometry and its arguments."""
-
-    kernel: Any
-    config: Any
-    stream: Any
-    args: tuple
-    workspace: Any = None  # the device array behind a workspace argument, kept alive with the launcher
-
-    def __call__(self) -> None:
-        from cuda.core import launch
-
-        launch(self.stream, self.config, self.kernel, *self.args)
-
-
-def check_device_limits(point: Point, compiled: CompiledKernel, info: gpu.DeviceInfo) -> None:
-    """Refuse, before any launch, what the device cannot run."""
-    threads = point.spec.threads_per_block(point.shape, point.block_edge)
-    if threads > info.max_threads_per_block:
-        raise DeviceLimitError(
-            f"{point.spec.id} needs {threads} threads per block; {info.name} allows {info.max_threads_per_block}.",
-            "Use a smaller block edge or size.",
-        )
-    smem = compiled.resources.smem_bytes + point.dynamic_smem
-    if smem > info.max_smem_per_block_optin:
-        raise DeviceLimitError(
-            f"{point.spec.id} needs {smem} bytes of shared memory per block; {info.name} allows "
-            f"{info.max_smem_per_block_optin}.",
-            "Use a smaller block edge or K.",
-        )
-    regs = compiled.resources.registers * threads
-    if regs > 65536:
-        raise DeviceLimitError(
-            f"{point.spec.id} needs {regs} registers per block ({compiled.resources.registers} x {threads} "
-            "threads); a block may use 65536.",
-            "Use a smaller block edge.",
-        )
-    need = point.spec.problem.device_bytes(point) + workspace_bound(point, threads, info) + MEMORY_HEADROOM
-    if need > info.free_bytes:
-        raise DeviceLimitError(
-            f"{point.shape} needs about {need / 2**30:.1f} GiB of device memory (inputs, output and the "
-            f"float64 reference); {info.name} has {info.free_bytes / 2**30:.1f} GiB free.",
-            "Use a smaller size.",
-        )
-
-
-def workspace_bound(point: Point, threads: int, info: gpu.DeviceInfo) -> int:
-    """The most workspace ``point``'s launch can take: for a persistent kernel,
-    as if every SM held as many blocks as its threads allow (the launch
-    itself asks the driver how many fit)."""
-    if point.spec.workspace_bytes is None:
-        return 0
-    x, y, z = point.grid
-    blocks = x * y * z
-    if point.spec.persistent:
-        blocks = min(blocks, info.sm_count * max(1, MAX_THREADS_PER_SM // threads))
-    return point.spec.workspace_bytes(point.shape, blocks)
-
-
-def allow_dynamic_smem(kernel: Any, static_bytes: int, dynamic_bytes: int, device_index: int) -> None:
-    """Let ``kernel`` (a cuda.core Kernel) launch with ``dynamic_bytes`` of dynamic
-    shared memory when static + dynamic is over the 48 KB a launch gets by default:
-    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, which the driver requires
-    before such a launch. cuda.core loads cubins through the library API, so the
-    handle is a CUkernel (cuKernelSetAttribute, per device); a CUfunction handle
-    takes cuFuncSetAttribute. Raises DeviceLimitError when the driver refuses."""
-    if dynamic_bytes <= 0 or static_bytes + dynamic_bytes <= DEFAULT_SMEM_PER_BLOCK:
-        return
-    from cuda.bindings import driver
-
-    attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    handle = kernel.handle
-    if isinstance(handle, driver.CUfunction):
-        (status,) = driver.cuFuncSetAttribute(handle, attribute, dynamic_bytes)
-    else:
-        status, device = driver.cuDeviceGet(device_index)
-        if status == driver.CUresult.CUDA_SUCCESS:
-            (status,) = driver.cuKernelSetAttribute(attribute, dynamic_bytes, driver.CUkernel(int(handle)), device)
-    if status != driver.CUresult.CUDA_SUCCESS:
-        raise DeviceLimitError(
-            f"the driver refused {dynamic_bytes} bytes of dynamic shared memory (+ {static_bytes} static) for "
-            f"this kernel: {status.name}.",
-            "Use a configuration with less shared memory (fewer stages or a smaller tile).",
-        )
-
-
-def launch_config(point: Point, grid: tuple[int, int, int]) -> Any:
-    """cuda.core's LaunchConfig for ``point`` on ``grid`` (in blocks). With
-    clusters, cuda.core counts the grid in clusters, while a KernelSpec's grid
-    (what the kernel sees as gridDim) counts blocks."""
-    from cuda.core import LaunchConfig
-
-    cluster = point.spec.cluster
-    if cluster is None:
-        return LaunchConfig(grid=grid, block=point.block, shmem_size=point.dynamic_smem)
-    clusters = tuple(g // c for g, c in zip(grid, cluster, strict=True))
-    return LaunchConfig(grid=clusters, cluster=cluster, block=point.block, shmem_size=point.dynamic_smem)
-
-
-def resident_grid(kernel: Any, point: Point, info: gpu.DeviceInfo, stream: Any) -> tuple[int, int, int]:
-    """A persistent kernel's grid: its work units (point.grid's x), but no
-    more blocks than the GPU runs at once, as the driver's occupancy
-    calculator counts them (whole clusters for a clustered kernel: a cluster
-    needs its blocks on SMs of one GPC, so fewer may fit than SMs / size)."""
-    threads = point.spec.threads_per_block(point.shape, point.block_edge)
-    cluster = point.spec.cluster
-    if cluster is None:
-        per_sm = kernel.occupancy.max_active_blocks_per_multiprocessor(threads, point.dynamic_smem)
-        resident, what = per_sm * info.sm_count, "blocks"
-    else:
-        clusters = kernel.occupancy.max_active_clusters(launch_config(point, point.grid), stream=stream)
-        resident, what = clusters * cluster[0] * cluster[1] * cluster[2], "clustered blocks"
-    if resident < 1:
-        raise DeviceLimitError(
-            f"{point.spec.id} fits no {what} on {info.name}: {threads} threads and "
-            f"{point.dynamic_smem} bytes of shared memory per block.",
-            "Use a configuration with fewer stages or a smaller tile.",
-        )
-    x, y, z = point.grid
-    return (min(x, resident), y, z)
 
 
 def _time(cp: Any, stream: Any, fn: Any, reps: int, flush: Any | None) -> list[float]:
@@ -275,41 +149,11 @@ class _Measured:
     grid: tuple[int, int, int]
 
 
-def load_kernel(point: Point, compiled: CompiledKernel, device_index: int = 0) -> Any:
-    """``compiled`` loaded from its cubin, with ``point``'s dynamic shared memory opted in."""
-    from cuda.core import ObjectCode
-
-    kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.mangled_name)
-    allow_dynamic_smem(kernel, compiled.resources.smem_bytes, point.dynamic_smem, device_index)
-    return kernel
-
-
-def bind(
-    cp: Any, point: Point, compiled: CompiledKernel, info: gpu.DeviceInfo, device_index: int, cp_stream: Any,
-    seed: int | None,
-) -> tuple[Prepared, _Launcher, tuple[int, int, int]]:  # fmt: skip
-    """The point's inputs, allocated on ``cp_stream`` (call it inside ``with
-    cp_stream``), and its compiled kernel bound to them on that stream, with
-    the dynamic shared memory opted in and, for a persistent kernel, the grid
-    the driver says fits at once: (prepared problem, launcher, grid)."""
-    from cuda.core import Stream
-
-    prepared = point.spec.problem.prepare(cp, point, cp.random.default_rng(seed))
-    kernel = load_kernel(point, compiled, device_index)
-    stream = Stream.from_handle(cp_stream.ptr)
-    grid = resident_grid(kernel, point, info, stream) if point.spec.persistent else point.grid
-    args, workspace = prepared.args, None
-    if point.spec.workspace_bytes is not None:
-        blocks = grid[0] * grid[1] * grid[2]
-        workspace = cp.zeros(max(1, point.spec.workspace_bytes(point.shape, blocks)), dtype=cp.uint8)
-        args = (*args, workspace.data.ptr)
-    return prepared, _Launcher(kernel, launch_config(point, grid), stream, args, workspace), grid
-
-
 def _measure(
     cp: Any,
+    backend: DeviceBackend,
     point: Point,
-    compiled: CompiledKernel,
+    compiled: Compiled,
     info: gpu.DeviceInfo,
     device_index: int,
     *,
@@ -324,7 +168,7 @@ def _measure(
     with cp.cuda.Device(device_index):
         cp_stream = cp.cuda.Stream(non_blocking=True)
         with cp_stream:
-            prepared, launch, grid = bind(cp, point, compiled, info, device_index, cp_stream, seed)
+            prepared, launch, grid = backend.bind(cp, point, compiled, info, device_index, cp_stream, seed)
             flush = _l2_flusher(cp, info) if flush_l2 else None
 
             prepared.poison()
@@ -372,18 +216,23 @@ def run(
     Raises ConstraintError / DeviceLimitError before touching the GPU when the
     point cannot run, NoGPUError with no GPU, VerificationError on a wrong result.
     """
+    backend = backends.for_kernel(kernel_id)
+    if not isinstance(backend, DeviceBackend):
+        raise UnknownName(
+            f"{kernel_id} runs on the host ({backend.name} backend), not on a GPU.",
+            f"Measure it with `gemmlab sweep --kernels {kernel_id} ...`.",
+        )
     point = catalogue.point(kernel_id, shape, block_edge, dtype, spec=spec)
     cp = gpu.cupy()
     info = gpu.describe(device_index)
-    compiled = compile_kernel(point.spec, point.block_edge, point.dtype, point.spec.compile_arch(info.arch))
-    check_device_limits(point, compiled, info)
+    compiled = backend.compile(point, info)
 
     from cuda.core import Device
 
     Device(device_index).set_current()
     try:
         m = _measure(
-            cp, point, compiled, info, device_index,
+            cp, backend, point, compiled, info, device_index,
             reps=reps, warmup=warmup, max_seconds=max_seconds, flush_l2=flush_l2, baseline=baseline, seed=seed,
         )  # fmt: skip
     finally:
