@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gemmlab.backends.nvrtc import compile_kernel, normalise_arch, parse_ptxas_log
-from gemmlab.core.errors import UnknownName
+from gemmlab.core.errors import CompileError, UnknownName
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
 
@@ -80,3 +82,45 @@ def test_local_headers_are_inlined_into_the_source() -> None:
     assert "void cp_async16(" in text
     assert text.count("void cp_async16(") == 1
     assert "sgemm_multistage(" in text
+
+
+HEADER = """#pragma once
+template <typename T> __device__ T twice(T v) { return v + v; }
+"""
+KERNEL = """// A user's kernel outside the package, with a header beside it.
+#include "parts/twice.cuh"
+template <typename T, int B>
+__global__ void doubled(const T* x, T* y, int n) {
+    int i = blockIdx.x * B + threadIdx.x;
+    if (i < n) y[i] = twice(x[i]);
+}
+"""
+
+
+def _user_spec(source: Path) -> KernelSpec:
+    return KernelSpec(
+        id="user_doubled", source=source, function="doubled", source_doc="a test", summary="y = 2x",
+        dtypes=("float32",), block_edges=(128,), grid=lambda s, b: (s.n // b, 1, 1), block=lambda s, b: (b, 1, 1),
+    )  # fmt: skip
+
+
+def test_a_kernel_outside_the_package_compiles_with_its_local_header(tmp_path: Path) -> None:
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "twice.cuh").write_text(HEADER)
+    (tmp_path / "doubled.cu").write_text(KERNEL)
+    spec = _user_spec(tmp_path / "doubled.cu")
+    assert "v + v" in spec.source_text()  # the header, inlined relative to the kernel's own folder
+    compiled = compile_kernel(spec, 128, "float32", "sm_80", use_cache=False)
+    assert compiled.kernel_id == "user_doubled" and compiled.arch == "sm_80"
+    assert compiled.cubin[:4] == b"\x7fELF"
+    assert compiled.resources.registers > 0
+
+
+def test_a_broken_or_missing_outside_kernel_is_a_compile_error(tmp_path: Path) -> None:
+    (tmp_path / "broken.cu").write_text(KERNEL.replace('#include "parts/twice.cuh"\n', ""))
+    with pytest.raises(CompileError, match="user_doubled") as broken:
+        compile_kernel(_user_spec(tmp_path / "broken.cu"), 128, "float32", "sm_80", use_cache=False)
+    assert "twice" in broken.value.cause  # NVRTC's log names what it did not find
+    (tmp_path / "lost.cu").write_text(KERNEL)  # its header is not there
+    with pytest.raises(CompileError, match=r"twice\.cuh"):
+        compile_kernel(_user_spec(tmp_path / "lost.cu"), 128, "float32", "sm_80", use_cache=False)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gemmlab import report
-from gemmlab.backends.cpu import is_cpu_kernel
+from gemmlab.backends import on_host
 from gemmlab.core.errors import CompileError, GemmlabError, UnknownName
 from gemmlab.report import MetricTable, Section
 
@@ -288,7 +288,7 @@ def profiled_rows(experiment: str, ceilings: dict | None = CEILINGS) -> list[dic
         if r["experiment"] != experiment:
             continue
         row = {**r, **(ceilings or {})}
-        if row.get("gips") is not None and not is_cpu_kernel(row["kernel"]):
+        if row.get("gips") is not None and not on_host(row["kernel"]):
             row["dram_bytes"] = 3.0 * 4 * row["n"] ** 2
         out.append(row)
     return out
@@ -314,7 +314,7 @@ def test_roofline_points_leave_out_cpu_memory_and_duplicate_host_memory_rows() -
     kursk = [{**r, "dram_bytes": 1e6, **CEILINGS} for r in load_rows() if r["experiment"] == "kursk-cpu-gpu"]
     (section,) = report.build_sections(kursk)
     points = report.roofline_points(section)
-    gpu_points = {(r["kernel"], r["n"], r["block_edge"]) for r in kursk if not is_cpu_kernel(r["kernel"])}
+    gpu_points = {(r["kernel"], r["n"], r["block_edge"]) for r in kursk if not on_host(r["kernel"])}
     assert len(points) == len(gpu_points)  # pinned and pageable rows share one point
     assert not any(p["label"].startswith("cpu_") for p in points)
     brno = [{**r, "dram_bytes": 1e6, **CEILINGS} for r in load_rows() if r["experiment"] == "brno-transpose"]

@@ -255,8 +255,8 @@ def test_dynamic_shared_memory_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
 
     from cuda.bindings import driver
 
-    from gemmlab.core.errors import DeviceLimitError
     from gemmlab.backends.nvrtc import allow_dynamic_smem
+    from gemmlab.core.errors import DeviceLimitError
 
     attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     fake = _FakeDriver(driver, driver.CUresult.CUDA_SUCCESS)

@@ -16,13 +16,14 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from gemmlab import backends
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.core.errors import ConstraintError, DeviceLimitError, NoGPUError, UnknownName, VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.measure.run import RunResult
 from gemmlab.measure.timing import Timing
 from gemmlab.results.store import Store
-from gemmlab.studies.sweep import SLOW_REPS, SweepPoint, headline, plan, predicted_ms, run_record, sweep, timed_point
+from gemmlab.studies.sweep import SLOW_REPS, SweepPoint, headline, plan, run_record, sweep, timed_point
 
 TESTS = Path(__file__).resolve().parent
 SRC = TESTS.parent / "src"
@@ -292,8 +293,9 @@ def test_slow_points_get_few_repetitions() -> None:
     fast = timed_point("tiled", Shape.square(1024), 32, "float32")
     assert (slow.reps, slow.warmup) == (SLOW_REPS, 1)
     assert (fast.reps, fast.warmup) == (20, 2)
-    assert predicted_ms("single_block", Shape.square(528), 22) > predicted_ms("naive", Shape.square(528), 22)
-    assert predicted_ms("cpu_naive", Shape.square(1024), 0) > 1000
+    gpu, host = backends.for_kernel("naive"), backends.for_kernel("cpu_naive")
+    assert gpu.predicted_ms("single_block", Shape.square(528), 22) > gpu.predicted_ms("naive", Shape.square(528), 22)
+    assert host.predicted_ms("cpu_naive", Shape.square(1024), 0) > 1000
 
 
 def test_no_analytic_cgma_for_memory_kernels(tmp_path: Path) -> None:

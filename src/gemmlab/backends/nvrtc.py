@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
-import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -208,9 +208,9 @@ def compile_source(
 ) -> CompiledKernel:
     """Compile the instantiation ``expr`` (``function<args>``) of the kernel in
     ``source`` (``kernels/<source>`` for a str, the file itself for a Path) to a
-    cubin for ``arch``; ``kernel_id`` names it in the result and in errors. :func:`compile_kernel` takes both from a catalogue
-    entry; kernels that are no catalogue entry (the peak-rate kernels of
-    :mod:`gemmlab.peak`) come here directly."""
+    cubin for ``arch``; ``kernel_id`` names it in the result and in errors.
+    :func:`compile_kernel` takes both from a spec; kernels that have no spec
+    (the peak-rate kernels of :mod:`gemmlab.measure.peak`) come here directly."""
     from cuda.core import Program
 
     _nvrtc()  # before cuda.core touches NVRTC

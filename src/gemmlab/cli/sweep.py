@@ -64,7 +64,7 @@ def sweep_cmd(
     profile: ProfileOption = False,
 ) -> None:
     """Run kernels x sizes x block edges and store every point; a second run resumes where the first stopped."""
-    from gemmlab.backends import cpu
+    from gemmlab import backends
     from gemmlab.core import gpu
     from gemmlab.studies.sweep import plan, run_record, sweep
 
@@ -72,7 +72,7 @@ def sweep_cmd(
     shapes = [Shape.square(n) for n in parse_ints(sizes, "sizes")]
     edges = parse_ints(blocks, "blocks") if blocks else None
     points, refused = plan(kernel_ids, shapes, edges, dtype, reps=reps)
-    on_gpu = any(not cpu.is_cpu_kernel(p.kernel) for p in points)
+    on_gpu = any(not backends.on_host(p.kernel) for p in points)
     if on_gpu:
         # Without a GPU every GPU point would fail alike: say so before the
         # database is created or any CPU point is measured.

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gemmlab.backends.cpu import is_cpu_kernel
+from gemmlab.backends import on_host
 from gemmlab.core.errors import GemmlabError, UnknownName
 from gemmlab.kernels import catalogue
 from gemmlab.studies import reference
@@ -286,7 +286,7 @@ def _series_of(rows: list[Row]) -> list[Series]:
         by_key[key].cells[(size, edge)] = r
     # CPU baselines first, then the catalogue's ladder, then anything else.
     ladder = {kernel: i for i, kernel in enumerate(catalogue.kernel_ids())}
-    return sorted(by_key.values(), key=lambda s: (not is_cpu_kernel(s.kernel), ladder.get(s.kernel, len(ladder))))
+    return sorted(by_key.values(), key=lambda s: (not on_host(s.kernel), ladder.get(s.kernel, len(ladder))))
 
 
 def build_sections(rows: Iterable[Row], experiments: Sequence[str] | None = None) -> list[Section]:
@@ -428,7 +428,7 @@ def _csv_number(value: float | None) -> str:
 def published_metric(section: Section, kernel: str, metric: Metric) -> str | None:
     """The published metric (reference.METRICS) shown beside ``metric`` of ``kernel``."""
     mapping = section.layout.published_metrics
-    if is_cpu_kernel(kernel):
+    if on_host(kernel):
         mapping = {PLAIN_OF_E2E.get(key, key): ref for key, ref in mapping.items()}
     return mapping.get(metric.key)
 
@@ -792,7 +792,7 @@ def plot_cpu_gpu(section: Section, out: Path) -> list[Plot]:
         pts = [(size, best[0]) for size in s.sizes() if (best := s.best(metric, size))]
         if not pts:
             continue
-        how = "CPU" if is_cpu_kernel(s.kernel) else ("end to end" if metric is E2E_GFLOPS else "kernel only")
+        how = "CPU" if on_host(s.kernel) else ("end to end" if metric is E2E_GFLOPS else "kernel only")
         if len(s.edges()) > 1:
             how += ", best block edge"
         # A kernel's second series (pageable host memory, say) keeps its colour, in another style.
@@ -1069,7 +1069,7 @@ def roofline_points(section: Section) -> list[Row]:
     pageable rows of an end-to-end point share the kernel, so they give one point."""
     points: dict[tuple, Row] = {}
     for s in section.series:
-        if is_cpu_kernel(s.kernel):
+        if on_host(s.kernel):
             continue
         for ((m, n, k), edge), row in s.cells.items():
             dram_bytes, achieved = _number(row.get("dram_bytes")), GFLOPS.value(row)

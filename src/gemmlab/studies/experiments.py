@@ -29,10 +29,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from gemmlab.backends import cpu
+from gemmlab import backends
 from gemmlab.core.errors import GemmlabError, NoGPUError, ProfilerError, UnknownName, unknown_name
 from gemmlab.core.shapes import Shape
-from gemmlab.kernels import catalogue
 from gemmlab.results.store import Store
 from gemmlab.studies.sweep import E2E, SweepPoint, SweepSummary, plan, sweep
 
@@ -95,13 +94,11 @@ class Experiment:
         return tuple(sorted({e for s in self.series for e in (s.block_edges or ())}))
 
     def missing_kernels(self) -> list[str]:
-        """Kernels of this experiment that the catalogue does not have (yet)."""
+        """Kernels of this experiment that no backend serves (yet)."""
         missing = []
         for kernel in self.kernels:
-            if cpu.is_cpu_kernel(kernel):
-                continue
             try:
-                catalogue.get(kernel)
+                backends.for_kernel(kernel)
             except UnknownName:
                 missing.append(kernel)
         return missing
@@ -345,7 +342,7 @@ class Profiler:
         which is also added to ``summary``."""
         groups: dict[tuple, list[dict]] = {}
         for row in rows:
-            if not cpu.is_cpu_kernel(row["kernel"]):
+            if not backends.on_host(row["kernel"]):
                 key = (row["kernel"], row["m"], row["n"], row["k"], row["block_edge"], row["dtype"])
                 groups.setdefault(key, []).append(row)
         done = ProfileSummary()

@@ -10,9 +10,10 @@ reported as a failure, stores nothing, and the sweep goes on.
 The runner is injectable: ``runner(kernel, shape, block_edge, dtype, *,
 reps, warmup, max_seconds, variant)`` returns a RunResult, a result dict, or a
 list of them (an end-to-end point gives one row per kind of host memory).
-The default, :func:`measure_point`, sends catalogue kernels to
-:func:`gemmlab.measure.run.run`, ``cpu_*`` ids to :mod:`gemmlab.cpu`, and
-``variant="e2e"`` to :mod:`gemmlab.endtoend`.
+The default, :func:`measure_point`, asks the kernel's backend
+(:func:`gemmlab.backends.for_kernel`): a host backend measures the point
+itself, a GPU kernel goes to :func:`gemmlab.measure.run.run`, or with
+``variant="e2e"`` to :mod:`gemmlab.measure.endtoend`.
 
 ``after_point(point, rows)``, where given, follows every point that is in the
 store (measured now or before) with its rows as :meth:`Store.rows` gives them:
@@ -21,29 +22,23 @@ store (measured now or before) with its rows as :meth:`Store.rows` gives them:
 
 from __future__ import annotations
 
-import math
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gemmlab.backends import cpu
+from gemmlab import backends
+from gemmlab.backends.base import HostBackend
 from gemmlab.core.errors import ConstraintError, DeviceLimitError, GemmlabError, NoGPUError, StoreError, failure_text
 from gemmlab.core.shapes import Shape
-from gemmlab.kernels import catalogue
 from gemmlab.results.store import Store, point_key, result_row
 
 # A point variant that is measured once and stored as one row per host-memory kind.
 E2E = "e2e"
 E2E_ROWS = ("pinned", "pageable")
 
-# The speed model behind the repetition plan (see predicted_ms): deliberately
-# crude, only meant to tell a millisecond kernel from a multi-second one.
-ASSUMED_GPU_FLOPS = 1e12  # a global-memory kernel with every lane of every SM busy
-ASSUMED_SMS = 128  # about an H100's 132; fewer blocks than this leave SMs idle
-ASSUMED_CPU_FLOPS = {"cpu_naive": 0.5e9, "cpu_blocked": 5e9, "cpu_blas": 100e9}
-# Points predicted slower than this get SLOW_REPS timed repetitions and one warm-up.
+# Points predicted (by their backend's predicted_ms) slower than this get SLOW_REPS timed repetitions and one warm-up.
 SLOW_MS = 500.0
 SLOW_REPS = 3
 
@@ -104,44 +99,6 @@ class SweepSummary:
 # -- planning ---------------------------------------------------------------
 
 
-def kernel_dtypes(kernel_id: str) -> tuple[str, ...]:
-    if cpu.is_cpu_kernel(kernel_id):
-        return cpu.CPU_DTYPES
-    return catalogue.get(kernel_id).dtypes
-
-
-def kernel_edges(kernel_id: str) -> tuple[int, ...]:
-    """The block edges a kernel was measured with in the documents; (0,) if it takes none."""
-    if cpu.is_cpu_kernel(kernel_id):
-        return (0,)
-    return catalogue.get(kernel_id).block_edges or (0,)
-
-
-def violations(kernel_id: str, shape: Shape, block_edge: int, dtype: str) -> list[str]:
-    """Why a point cannot run (empty when it can). Unknown kernels raise UnknownName."""
-    if cpu.is_cpu_kernel(kernel_id):
-        return [] if dtype in cpu.CPU_DTYPES else [f"{kernel_id} has no {dtype} version"]
-    return catalogue.get(kernel_id).violations(shape, block_edge, dtype)
-
-
-def predicted_ms(kernel_id: str, shape: Shape, block_edge: int) -> float:
-    """A rough guess of one launch's time, used only to plan repetitions.
-
-    GPU: 2MNK over ASSUMED_GPU_FLOPS, scaled down by the share of each warp's
-    lanes that have a thread (a 1x1 block runs 1 lane of 32) and by the share
-    of SMs that get a block at all (single_block uses one SM).
-    """
-    flops = 2 * shape.m * shape.n * shape.k
-    if cpu.is_cpu_kernel(kernel_id):
-        return flops / ASSUMED_CPU_FLOPS[kernel_id] * 1e3
-    spec = catalogue.get(kernel_id)
-    threads = spec.threads_per_block(shape, block_edge)
-    lanes = threads / (32 * math.ceil(threads / 32))
-    blocks = math.prod(spec.grid(shape, block_edge))
-    busy_sms = min(1.0, blocks / ASSUMED_SMS)
-    return flops / (ASSUMED_GPU_FLOPS * lanes * busy_sms) * 1e3
-
-
 def plan(
     kernels: Sequence[str],
     shapes: Sequence[Shape],
@@ -154,17 +111,19 @@ def plan(
     """Expand kernels x shapes x block edges into points, and list those a kernel
     cannot take (with the reason). ``block_edges=None``: each kernel's own
     documented edges; kernels that take no block edge get one point (edge 0).
-    ``dtype=None``: each kernel's first dtype. Unknown kernels raise UnknownName.
+    ``dtype=None``: each kernel's first dtype. Each kernel's backend answers for
+    it; unknown kernels raise UnknownName.
     """
     points: list[SweepPoint] = []
     refused: list[tuple[str, str]] = []
     for kernel in kernels:
-        kind = dtype or kernel_dtypes(kernel)[0]
-        own_edges = kernel_edges(kernel)
+        backend = backends.for_kernel(kernel)
+        kind = dtype or backend.dtypes(kernel)[0]
+        own_edges = backend.block_edges(kernel)
         edges = own_edges if block_edges is None or own_edges == (0,) else tuple(block_edges)
         for shape in shapes:
             for edge in dict.fromkeys(edges):
-                problems = violations(kernel, shape, edge, kind)
+                problems = backend.violations(kernel, shape, edge, kind)
                 p = timed_point(kernel, shape, edge, kind, variant=variant, reps=reps)
                 if problems:
                     refused.append((p.label, "; ".join(problems)))
@@ -176,7 +135,7 @@ def plan(
 def timed_point(kernel: str, shape: Shape, edge: int, dtype: str, *, variant: str = "", reps: int = 20) -> SweepPoint:
     """A point with its repetitions planned: slow points get few (see SLOW_MS)."""
     try:
-        slow = predicted_ms(kernel, shape, edge) > SLOW_MS
+        slow = backends.for_kernel(kernel).predicted_ms(kernel, shape, edge) > SLOW_MS
     except (GemmlabError, ValueError, ZeroDivisionError):
         slow = False
     if slow:
@@ -198,9 +157,11 @@ def measure_point(
     max_seconds: float = 10.0,
     variant: str = "",
 ) -> Any:
-    """The default runner: CPU baselines, end-to-end points and catalogue kernels."""
-    if cpu.is_cpu_kernel(kernel):
-        return cpu.run_cpu(kernel, shape, dtype, reps=reps, max_seconds=max_seconds)
+    """The default runner: host kernels through their backend, GPU kernels
+    (kernel time or end to end) through gemmlab's runner."""
+    backend = backends.for_kernel(kernel)
+    if isinstance(backend, HostBackend):
+        return backend.measure(kernel, shape, dtype, reps=reps, max_seconds=max_seconds)
     if variant == E2E:
         from gemmlab.measure import endtoend
 
@@ -329,12 +290,13 @@ def headline(row: dict) -> str:
 
 
 def _with_analytic_cgma(row: dict) -> dict:
-    """The catalogue's structural CGMA, stored with the row so reports need no profiler for it.
+    """The backend's structural CGMA, stored with the row so reports need no profiler for it.
     Memory-bound kernels (metric "gbs") do no arithmetic, so they get none."""
-    if row.get("cgma_analytic") is None and row.get("metric") != "gbs" and not cpu.is_cpu_kernel(row["kernel"]):
+    if row.get("cgma_analytic") is None and row.get("metric") != "gbs":
         try:
-            spec = catalogue.get(row["kernel"])
-            row["cgma_analytic"] = float(spec.cgma(Shape(row["m"], row["n"], row["k"]), row["block_edge"]))
+            kernel = row["kernel"]
+            shape = Shape(row["m"], row["n"], row["k"])
+            row["cgma_analytic"] = backends.for_kernel(kernel).analytic_cgma(kernel, shape, row["block_edge"])
         except (GemmlabError, ArithmeticError):
             pass
     return row

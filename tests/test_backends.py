@@ -1,0 +1,103 @@
+"""The backend registry: every kernel id has one backend, and the sweep asks it, not the id."""
+
+from __future__ import annotations
+
+import pytest
+
+from gemmlab import backends
+from gemmlab.backends import cpu, nvrtc
+from gemmlab.backends.base import Backend, DeviceBackend, HostBackend
+from gemmlab.core.errors import UnknownName
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.studies import sweep
+
+
+def test_every_catalogue_kernel_is_nvrtcs_and_every_baseline_the_cpus() -> None:
+    for kernel_id in catalogue.kernel_ids():
+        assert backends.for_kernel(kernel_id) is nvrtc.BACKEND, kernel_id
+        assert not backends.on_host(kernel_id)
+    for kernel_id in ("cpu_naive", "cpu_blocked", "cpu_blas"):
+        assert backends.for_kernel(kernel_id) is cpu.BACKEND
+        assert backends.on_host(kernel_id)
+    assert (backends.NVRTC, backends.CPU) == ("nvrtc", "cpu")
+    assert [b.name for b in backends.BACKENDS] == [backends.NVRTC, backends.CPU]
+
+
+def test_each_backend_offers_its_kind_of_interface() -> None:
+    assert isinstance(nvrtc.BACKEND, DeviceBackend) and not isinstance(nvrtc.BACKEND, HostBackend)
+    assert isinstance(cpu.BACKEND, HostBackend) and not isinstance(cpu.BACKEND, DeviceBackend)
+
+
+def test_an_unknown_kernel_names_its_neighbours_and_the_baselines() -> None:
+    with pytest.raises(UnknownName, match="tiledd") as found:
+        backends.for_kernel("tiledd")
+    assert "tiled" in found.value.fix and "cpu_naive" in found.value.fix
+    assert not backends.on_host("tiledd")  # a stored row of a kernel since renamed: a GPU kernel, as before
+
+
+class _Recording:
+    """A backend serving one made-up kernel, recording what it is asked."""
+
+    def __init__(self, name: str, on_host: bool) -> None:
+        self.name, self.on_host, self.asked = name, on_host, []
+
+    def kernel_ids(self) -> tuple[str, ...]:
+        return (f"{self.name}_kernel",)
+
+    def dtypes(self, kernel_id: str) -> tuple[str, ...]:
+        self.asked.append("dtypes")
+        return ("int32", "float32")
+
+    def block_edges(self, kernel_id: str) -> tuple[int, ...]:
+        self.asked.append("block_edges")
+        return (8, 16)
+
+    def violations(self, kernel_id: str, shape: Shape, block_edge: int, dtype: str) -> list[str]:
+        self.asked.append("violations")
+        return ["edge 8 is too small"] if block_edge == 8 else []
+
+    def predicted_ms(self, kernel_id: str, shape: Shape, block_edge: int) -> float:
+        self.asked.append("predicted_ms")
+        return 1e6  # slow: few repetitions
+
+    def analytic_cgma(self, kernel_id: str, shape: Shape, block_edge: int) -> float | None:
+        return 3.0
+
+
+class _RecordingHost(_Recording):
+    """The same, measuring on the host as a HostBackend does."""
+
+    def measure(
+        self, kernel_id: str, shape: Shape, dtype: str, *, reps: int, max_seconds: float, seed: int | None = None
+    ) -> dict:
+        self.asked.append("measure")
+        return {"kernel": kernel_id}
+
+
+@pytest.mark.parametrize("host", [True, False], ids=["host", "device"])
+def test_sweep_plans_and_runs_through_the_backend(monkeypatch: pytest.MonkeyPatch, host: bool) -> None:
+    fake = _RecordingHost("fakehost", True) if host else _Recording("fakegpu", False)
+    kernel = fake.kernel_ids()[0]
+    assert isinstance(fake, Backend)
+    monkeypatch.setitem(backends._BY_KERNEL, kernel, fake)
+    points, refused = sweep.plan([kernel], [Shape.square(64)])
+    assert [(p.block_edge, p.dtype, p.reps) for p in points] == [(16, "int32", sweep.SLOW_REPS)]
+    assert refused == [(f"{kernel} 64 b8 int32", "edge 8 is too small")]
+    assert {"dtypes", "block_edges", "violations", "predicted_ms"} <= set(fake.asked)
+    assert backends.on_host(kernel) is host
+    if host:
+        assert sweep.measure_point(kernel, Shape.square(64), 16, "int32") == {"kernel": kernel}
+        assert fake.asked[-1] == "measure"
+    else:  # a GPU kernel goes to gemmlab's runner, not to a measure of its backend's
+        ran = []
+        monkeypatch.setattr("gemmlab.measure.run.run", lambda *args, **kwargs: ran.append(args) or "timed")
+        assert sweep.measure_point(kernel, Shape.square(64), 16, "int32") == "timed"
+        assert ran == [(kernel, Shape.square(64), 16, "int32")] and "measure" not in fake.asked
+
+
+def test_the_runner_refuses_a_host_kernel_before_touching_the_gpu() -> None:
+    from gemmlab.measure.run import run
+
+    with pytest.raises(UnknownName, match="runs on the host"):
+        run("cpu_naive", Shape.square(64))
