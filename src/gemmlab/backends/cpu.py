@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from gemmlab.backends import CPU
 from gemmlab.core.dtypes import DTYPE_ITEMSIZE, TOLERANCE
 from gemmlab.core.errors import ConstraintError, GemmlabError, UnknownName, VerificationError
 from gemmlab.core.shapes import Shape
@@ -162,6 +163,7 @@ def run_cpu(
         "block_edge": 0,
         "dtype": dtype,
         "variant": "",
+        "backend": CPU,
         "timing": timing,
         "gflops": gflops(flops, timing.median_ms),
         "gbytes_per_s": gbytes_per_s(nbytes, timing.median_ms),

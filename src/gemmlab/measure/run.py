@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gemmlab.backends import NVRTC
 from gemmlab.backends.nvrtc import CompiledKernel, Resources, compile_kernel
 from gemmlab.core import gpu
 from gemmlab.core.dtypes import TOLERANCE
@@ -61,8 +62,9 @@ class RunResult:
     ratio_to_baseline: float | None = None
     flush_l2: bool = False
     sm_clock_after_mhz: float | None = None  # read through NVML right after the timed launches
-    # The named template parameters of a tunable kernel (the FP32 ladder's), as launched; else None.
+    # The named template parameters of a tunable kernel (the ladders'), as launched; else None.
     config: dict | None = None
+    backend: str = NVRTC  # what compiled and launched it (see gemmlab.backends)
     device: dict = field(default_factory=dict)
     host: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)

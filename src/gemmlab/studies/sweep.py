@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gemmlab.backends import cpu
+from gemmlab.backends import CPU, NVRTC, cpu
 from gemmlab.core.errors import ConstraintError, DeviceLimitError, GemmlabError, NoGPUError, StoreError, failure_text
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
@@ -73,9 +73,11 @@ class SweepPoint:
         return E2E_ROWS if self.variant == E2E else (self.variant,)
 
     def keys(self) -> list[str]:
-        """The point keys of the rows this point stores."""
-        s = self.shape
-        return [point_key(self.kernel, s.m, s.n, s.k, self.block_edge, self.dtype, v) for v in self.row_variants]
+        """The point keys of the rows this point stores: the kernel runs on its
+        backend with the catalogue's configuration."""
+        s, backend, config = self.shape, kernel_backend(self.kernel), kernel_config(self.kernel)
+        return [point_key(self.kernel, s.m, s.n, s.k, self.block_edge, self.dtype, v, backend=backend, config=config)
+                for v in self.row_variants]  # fmt: skip
 
 
 @dataclass
@@ -108,6 +110,16 @@ def kernel_dtypes(kernel_id: str) -> tuple[str, ...]:
     if cpu.is_cpu_kernel(kernel_id):
         return cpu.CPU_DTYPES
     return catalogue.get(kernel_id).dtypes
+
+
+def kernel_backend(kernel_id: str) -> str:
+    """The backend that runs a kernel (see gemmlab.backends)."""
+    return CPU if cpu.is_cpu_kernel(kernel_id) else NVRTC
+
+
+def kernel_config(kernel_id: str) -> dict | None:
+    """The configuration a sweep runs a kernel with: the catalogue's (None for a kernel without one)."""
+    return None if cpu.is_cpu_kernel(kernel_id) else catalogue.get(kernel_id).config
 
 
 def kernel_edges(kernel_id: str) -> tuple[int, ...]:
