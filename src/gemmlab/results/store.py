@@ -17,15 +17,36 @@ timing, and the run (``run_id``) that says on which GPU, when, and with which
 versions. :meth:`Store.latest_peak` gives a GPU's peak for an element type.
 
 ``results``: one row per measured point, unique per (experiment, point_key).
-``point_key`` is ``kernel|m|n|k|block_edge|dtype|variant`` (see
-:func:`point_key`). ``variant`` says what the time covers:
+``point_key`` is ``kernel|m|n|k|block_edge|dtype|variant|backend|config`` (see
+:func:`point_key`), so two configurations of one point are two rows.
+``backend`` names what ran it (``nvrtc``: a CUDA kernel compiled by gemmlab;
+``cpu``: the CPU baselines; :mod:`gemmlab.backends`), ``config`` its named
+template parameters as JSON with sorted keys (:func:`config_text`; ``""`` for
+a kernel without any). Rows measured before schema v5 have both empty
+(:func:`predates_config`); they stand for their point as the sweeps of then
+measured it, with the catalogue's default configuration (:meth:`Store.has_point`).
+``variant`` says what the time covers:
 
 - ``""``: the kernel alone (CUDA events around the launch), or for the CPU
-  baselines (kernel ids ``cpu_*``) the call on the host;
+  baselines the call on the host;
 - ``"pinned"`` / ``"pageable"``: an end-to-end row (the Kursk paper's
   definition): ``median_ms`` is still the kernel's time, and ``h2d_ms``,
   ``d2h_ms``, ``e2e_gflops`` and ``host_memory`` hold the copies with that
   kind of host memory.
+
+``tuned_candidates``: the tuner's (:mod:`gemmlab.studies.tune`) candidates, one
+row per (GPU, kernel, dtype, shape, configuration) tried, with its ``status``:
+``ok`` (with ``median_ms``, ``gflops``, ``error`` and, for the first candidate
+of a shape, ``baseline_gflops`` of cuBLAS), ``rejected`` or ``skipped`` (with
+the ``reason``). :meth:`Store.add_candidate`, :meth:`Store.candidates`.
+
+``tuned``: the configuration the tuner chose per (GPU, kernel, dtype, size
+class), with its GFLOPS, its ratio to cuBLAS, the default configuration's
+GFLOPS and the shapes it was chosen on. :meth:`Store.set_tuned`,
+:meth:`Store.tuned_config`. Both tuner tables name the GPU as ``runs`` does
+(``gpu_name``, with ``cc``) and store configurations as ``results`` does.
+Before schema v5 the tuner created them itself (:data:`TUNER_HISTORY`); v5
+brings such a file's tables to their last layout.
 
 Robustness
 ----------
