@@ -82,4 +82,4 @@ def test_the_store_takes_a_cpu_result(tmp_path: Path) -> None:
         store.add_result(store.start_run({}), "kursk-cpu-gpu", result)
         (row,) = store.rows()
     assert row["kernel"] == "cpu_blocked" and row["median_ms"] == result["timing"].median_ms
-    assert row["point_key"] == "cpu_blocked|32|32|32|0|float32|"
+    assert row["point_key"] == "cpu_blocked|32|32|32|0|float32||cpu|" and row["backend"] == "cpu"

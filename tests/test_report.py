@@ -523,3 +523,11 @@ def test_rows_of_a_sweep_without_experiment(tmp_path: Path) -> None:
     assert (section.experiment, section.slug) == ("(no experiment)", "no-experiment")
     index = report.write_report(rows, tmp_path / "out", occupancy=False)
     assert (index.parent / "no-experiment" / "tiled_any_size_vs_size.png").is_file()
+
+
+def test_summary_counts_rows_from_before_the_configuration_record() -> None:
+    rows = [r for r in load_rows() if r["experiment"] == "int32-lab"]
+    (section,) = report.build_sections([dict(rows[0], backend=""), *(dict(r, backend="nvrtc") for r in rows[1:])])
+    assert "(1 from before results schema v5: no configuration or backend recorded)" in report._summary(section)
+    (plain,) = report.build_sections(rows)  # rows from elsewhere than the store say nothing of it
+    assert "schema" not in report._summary(plain)

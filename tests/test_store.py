@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gemmlab.backends import CPU, NVRTC
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.core.errors import StoreError
 from gemmlab.core.shapes import Shape
@@ -22,21 +23,26 @@ from gemmlab.results.store import (
     PROFILE_FIELDS,
     RUN_FIELDS_IN_ROWS,
     SCHEMA_VERSION,
+    TUNER_HISTORY,
     Store,
+    config_text,
     point_key,
+    predates_config,
     result_row,
 )
 
 RUN = {"gpu_name": "Test GPU", "cc": "9.0", "driver_version": "13.0", "command_line": "pytest"}
 
 
-def run_result(kernel: str = "tiled", size: int = 256, edge: int = 16, gflops: float = 1234.5) -> RunResult:
+def run_result(
+    kernel: str = "tiled", size: int = 256, edge: int = 16, gflops: float = 1234.5, config: dict | None = None
+) -> RunResult:
     return RunResult(
         kernel=kernel, m=size, n=size, k=size, block_edge=edge, dtype="float32", grid=(size // edge,) * 2 + (1,),
         block=(edge, edge, 1), dynamic_smem=0, resources=Resources(32, 2048, 0, 0, 0, 1), arch="sm_90",
         timing=Timing(0.5, 0.4, 0.7, 20), gflops=gflops, gbytes_per_s=12.0, error=1e-7, tolerance=1e-5,
         baseline_name="cuBLAS", baseline_timing=Timing(0.1, 0.1, 0.1, 20), baseline_gflops=5000.0,
-        ratio_to_baseline=0.2, warnings=["wide spread"],
+        ratio_to_baseline=0.2, warnings=["wide spread"], config=config,
     )  # fmt: skip
 
 
@@ -44,9 +50,23 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def tiled(size: int) -> str:
+    """The key run_result(size=size) is stored under."""
+    return point_key("tiled", size, size, size, 16, "float32", backend=NVRTC, config=None)
+
+
 def test_point_key_is_plain_text() -> None:
-    assert point_key("tiled", 256, 256, 128, 16, "float32") == "tiled|256|256|128|16|float32|"
-    assert point_key("naive", 1, 2, 3, 0, "int32", "pinned") == "naive|1|2|3|0|int32|pinned"
+    assert tiled(256) == "tiled|256|256|256|16|float32||nvrtc|"
+    assert point_key("cpu_blas", 1, 2, 3, 0, "int32", "pinned", backend=CPU, config=None) == \
+        "cpu_blas|1|2|3|0|int32|pinned|cpu|"  # fmt: skip
+    warptile = point_key("sgemm_warptile", 64, 64, 64, 0, "float32", backend=NVRTC, config={"BN": 128, "BM": 64})
+    assert warptile == 'sgemm_warptile|64|64|64|0|float32||nvrtc|{"BM": 64, "BN": 128}'
+
+
+def test_config_text_is_one_text_per_configuration() -> None:
+    assert config_text({"BN": 128, "BM": 64}) == config_text({"BM": 64, "BN": 128}) == '{"BM": 64, "BN": 128}'
+    assert config_text('{"BN":128,"BM":64}') == '{"BM": 64, "BN": 128}'  # stored text comes back in one form
+    assert config_text(None) == config_text({}) == config_text("") == ""
 
 
 def test_round_trip_of_a_run_result(tmp_path: Path) -> None:
@@ -54,8 +74,10 @@ def test_round_trip_of_a_run_result(tmp_path: Path) -> None:
     with Store.open(db) as store:
         run_id = store.start_run(RUN)
         store.add_result(run_id, "poznan-group1", run_result())
-        assert store.has_point("poznan-group1", point_key("tiled", 256, 256, 256, 16, "float32"))
-        assert not store.has_point(None, point_key("tiled", 256, 256, 256, 16, "float32"))
+        assert store.has_point("poznan-group1", tiled(256))
+        assert not store.has_point(None, tiled(256))
+        assert not store.has_point("poznan-group1", point_key("tiled", 256, 256, 256, 16, "float32", backend=CPU,
+                                                             config=None))  # fmt: skip
     with Store.open(db) as store:
         (row,) = store.rows("poznan-group1")
         assert store.schema_version == SCHEMA_VERSION
@@ -66,6 +88,8 @@ def test_round_trip_of_a_run_result(tmp_path: Path) -> None:
     assert row["warnings"] == ["wide spread"]
     assert (row["gpu_name"], row["cc"]) == ("Test GPU", "9.0") and row["date"]
     assert row["variant"] == "" and row["experiment"] == "poznan-group1"
+    assert (row["backend"], row["config"], row["point_key"]) == ("nvrtc", "", tiled(256))
+    assert not predates_config(row)
     assert all(key in row for key in RUN_FIELDS_IN_ROWS + PROFILE_FIELDS + ("profile_json", "id", "created"))
 
 
@@ -81,6 +105,21 @@ def test_a_point_is_stored_once_per_experiment(tmp_path: Path) -> None:
     assert {r["experiment"]: r["gflops"] for r in rows if r["experiment"] != "b"} == {None: 2.0, "a": 2.0}
 
 
+def test_two_configurations_of_one_point_are_two_rows(tmp_path: Path) -> None:
+    small, large = {"BM": 64, "BN": 64}, {"BN": 128, "BM": 128}
+    key = lambda config: point_key("sgemm_warptile", 256, 256, 256, 16, "float32", backend=NVRTC, config=config)
+    with Store.open(tmp_path / "r.sqlite") as store:
+        run_id = store.start_run(RUN)
+        store.add_result(run_id, "t", run_result("sgemm_warptile", config=small, gflops=1.0))
+        assert store.has_point("t", key(small)) and not store.has_point("t", key(large))
+        store.add_result(run_id, "t", run_result("sgemm_warptile", config=large, gflops=2.0))
+        store.add_result(run_id, "t", run_result("sgemm_warptile", config=dict(reversed(large.items())), gflops=3.0))
+        rows = store.rows("t")
+        (found,) = store.point_rows("t", [key(large)])
+    assert [(r["config"], r["gflops"]) for r in rows] == [(config_text(small), 1.0), (config_text(large), 3.0)]
+    assert found["point_key"] == key(large) and found["gflops"] == 3.0
+
+
 def test_flat_dicts_and_end_to_end_rows(tmp_path: Path) -> None:
     row = {"kernel": "tiled", "m": 512, "n": 512, "k": 512, "block_edge": 32, "dtype": "float32",
            "variant": "pinned", "timing": Timing(1.0, 1.0, 1.0, 3), "gflops": 268.4, "h2d_ms": 0.3, "d2h_ms": 0.2,
@@ -88,7 +127,7 @@ def test_flat_dicts_and_end_to_end_rows(tmp_path: Path) -> None:
     with Store.open(tmp_path / "r.sqlite") as store:
         store.add_result(store.start_run({}), "kursk-cpu-gpu", row)
         (got,) = store.rows()
-        assert store.has_point("kursk-cpu-gpu", "tiled|512|512|512|32|float32|pinned")
+        assert store.has_point("kursk-cpu-gpu", "tiled|512|512|512|32|float32|pinned||")  # no backend given
     assert (got["h2d_ms"], got["d2h_ms"], got["e2e_gflops"], got["host_memory"]) == (0.3, 0.2, 178.9, "pinned")
     assert got["warnings"] == [] and "not_a_column" not in got
 
@@ -181,7 +220,7 @@ def test_migration_from_v2_adds_the_ceilings_to_runs(tmp_path: Path) -> None:
     assert old["gips"] == 4.5 and old["dram_bytes"] == 49152.0 and old["profile_json"] == {"gips": 4.5}
     assert all(old[key] is None for key in CEILING_FIELDS) and old["gpu_name"] == "Old" and old["date"]
     with Store.open(db) as store:
-        assert store.schema_version == SCHEMA_VERSION == 4
+        assert store.schema_version == SCHEMA_VERSION == 5
         (row,) = store.rows("e")
         assert row["gips"] == 4.5 and all(row[key] is None for key in CEILING_FIELDS)
         ceilings = {"peak_gflops_measured": 51_000.0, "bandwidth_gbs_measured": 4_100.0}
@@ -215,7 +254,7 @@ def test_migration_from_v3_adds_the_peaks_table(tmp_path: Path) -> None:
         assert store.schema_version == 3
         assert store.peaks() == [] and store.latest_peak("Old", "bfloat16") is None  # no table: nothing stored
     with Store.open(db) as store:
-        assert store.schema_version == SCHEMA_VERSION == 4
+        assert store.schema_version == SCHEMA_VERSION == 5
         (row,) = store.rows("e")
         assert row["gflops"] == 52.4 and row["peak_gflops_measured"] == 51_000.0
         run_id = store.start_run(RUN)
@@ -251,9 +290,8 @@ def test_point_rows(tmp_path: Path) -> None:
         store.add_result(run_id, None, run_result(size=128))
         store.add_result(run_id, None, run_result(size=256))
         store.add_result(run_id, "x", run_result(size=128))
-        key = point_key("tiled", 128, 128, 128, 16, "float32")
-        (adhoc,) = store.point_rows(None, [key])
-        (named,) = store.point_rows("x", [key, point_key("tiled", 256, 256, 256, 16, "float32")])
+        (adhoc,) = store.point_rows(None, [tiled(128)])
+        (named,) = store.point_rows("x", [tiled(128), tiled(256)])
     assert adhoc["experiment"] is None and named["experiment"] == "x" and adhoc["id"] != named["id"]
     assert adhoc["gpu_name"] == "Test GPU" and adhoc["profile_json"] is None
 
@@ -363,3 +401,128 @@ def test_store_shape_helper_roundtrip() -> None:
     row = result_row(run_result(size=128, edge=8))
     assert Shape(row["m"], row["n"], row["k"]) == Shape.square(128)
     assert row["flush_l2"] == 0 and row["baseline_median_ms"] == 0.1
+
+
+# -- v5: backend and configuration in every key; the tuner's tables in the schema -----
+
+# A configuration as the tuner wrote it before v5: template order, not sorted.
+TUNER_CONFIG = '{"BM": 128, "BN": 64, "BK": 16}'
+
+
+def make_v4_file(path: Path, tuner_layout: int) -> None:
+    """A database as gemmlab wrote it before v5: results schema v4 with one
+    result, and the tuner's tables of ``tuner_layout`` (0: none; 1: before
+    dtypes; 2: with them), each with one candidate and one choice."""
+    make_v3_file(path)
+    conn = sqlite3.connect(path)
+    for statement in MIGRATIONS[3]:
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 4")
+    for steps in TUNER_HISTORY[:tuner_layout]:
+        for statement in steps:
+            conn.execute(statement)
+    if tuner_layout:
+        dtype = {"columns": ", dtype", "value": ", 'float16'"} if tuner_layout == 2 else {"columns": "", "value": ""}
+        conn.execute(
+            f"INSERT INTO tuned_candidates (gpu_name, cc, kernel{dtype['columns']}, size_class, m, n, k, config, "
+            f"status, gflops, date) VALUES ('Old', '8.0', 'sgemm_warptile'{dtype['value']}, 'small', 64, 64, 64, ?, "
+            "'ok', 9.0, 'then')",
+            (TUNER_CONFIG,),
+        )
+        conn.execute(
+            f"INSERT INTO tuned (gpu_name, cc, kernel{dtype['columns']}, size_class, config, gflops, shapes, date) "
+            f"VALUES ('Old', '8.0', 'sgemm_warptile'{dtype['value']}, 'small', ?, 9.0, '[[64, 64, 64]]', 'then')",
+            (TUNER_CONFIG,),
+        )
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("tuner_layout", [0, 1, 2])
+def test_migration_from_v4_keeps_rows_and_marks_them_unrecorded(tmp_path: Path, tuner_layout: int) -> None:
+    db = tmp_path / "v4.sqlite"
+    make_v4_file(db, tuner_layout)
+    dtype = "float16" if tuner_layout == 2 else "float32"  # choices from before dtypes are float32
+    with Store.open(db, readonly=True) as store:  # read as it is: nothing was recorded, nothing is changed
+        (old,) = store.rows("e")
+        assert store.schema_version == 4 and (old["backend"], old["config"]) == ("", "") and predates_config(old)
+        found = store.tuned_config("Old", "sgemm_warptile", dtype, "small")
+        assert found == (TUNER_CONFIG if tuner_layout else None)
+    with Store.open(db) as store:
+        assert store.schema_version == SCHEMA_VERSION == 5 and store.integrity_check() == "ok"
+        (row,) = store.rows("e")
+        assert (row["backend"], row["config"], row["point_key"]) == ("", "", "naive|64|64|64|8|float32|||")
+        assert predates_config(row) and row["gflops"] == 52.4 and row["gips"] == 4.5
+        # The old row answers for its point in the configuration a sweep asks for...
+        new_key = point_key("naive", 64, 64, 64, 8, "float32", backend=NVRTC, config=None)
+        assert store.has_point("e", new_key) and [r["id"] for r in store.point_rows("e", [new_key])] == [row["id"]]
+        assert not store.has_point("e", tiled(64))
+        # ...and the tuner's tables are the last layout, its configurations in the one stored form.
+        tried = store.candidates("Old", "sgemm_warptile")
+        assert [(r["dtype"], r["config"], r["gflops"]) for r in tried] == (
+            [(dtype, config_text(TUNER_CONFIG), 9.0)] if tuner_layout else []
+        )
+        found = store.tuned_config("Old", "sgemm_warptile", dtype, "small")
+        assert found == (config_text(TUNER_CONFIG) if tuner_layout else None)
+        # A new measurement of the point replaces the old row.
+        store.add_result(store.start_run(RUN), "e", run_result("naive", size=64, edge=8))
+        (replaced,) = store.rows("e")
+        assert replaced["point_key"] == new_key and not predates_config(replaced)
+    conn = sqlite3.connect(db)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tuned_columns = {r[1] for r in conn.execute("PRAGMA table_info(tuned)")}
+    conn.close()
+    assert {"tuned", "tuned_candidates"} <= names and not any(name.endswith("_v2") for name in names)
+    assert "dtype" in tuned_columns
+
+
+def test_a_migration_that_fails_half_way_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "v4.sqlite"
+    make_v4_file(db, 1)
+    import gemmlab.results.store as store_module
+
+    v1, v2 = TUNER_HISTORY
+    monkeypatch.setattr(store_module, "TUNER_HISTORY", (v1, (*v2, "INSERT INTO no_such_table VALUES (1)")))
+    with pytest.raises(StoreError, match="no_such_table"):
+        Store.open(db)
+    with Store.open(db, readonly=True) as store:
+        assert store.schema_version == 4 and store.rows("e")[0]["point_key"] == "naive|64|64|64|8|float32|"
+    conn = sqlite3.connect(db)
+    assert "dtype" not in {r[1] for r in conn.execute("PRAGMA table_info(tuned_candidates)")}
+    conn.close()
+
+
+def test_tuner_rows_go_through_the_store(tmp_path: Path) -> None:
+    candidate = {
+        "gpu_name": "G",
+        "cc": "9.0",
+        "kernel": "k",
+        "dtype": "float32",
+        "size_class": "small",
+        "m": 64,
+        "n": 64,
+        "k": 64,
+        "config": {"BN": 64, "BM": 128},
+        "status": "ok",
+        "gflops": 1.0,
+        "date": "now",
+    }
+    with Store.open(tmp_path / "t.sqlite") as store:
+        store.add_candidate(candidate)
+        store.add_candidate({**candidate, "gflops": 2.0})  # the same candidate again replaces it
+        store.add_candidate({**candidate, "dtype": "tf32", "status": "skipped", "reason": "no"})
+        assert [r["gflops"] for r in store.candidates("G", "k", "float32", "ok")] == [2.0]
+        assert len(store.candidates("G", "k")) == 2 and store.candidates("G", "k", status="rejected") == []
+        with pytest.raises(ValueError, match="unknown tuned_candidates fields: typo"):
+            store.add_candidate({**candidate, "typo": 1})
+        choice = {"gpu_name": "G", "cc": "9.0", "kernel": "k", "dtype": "float32", "size_class": "small",
+                  "config": candidate["config"], "gflops": 2.0, "shapes": "[]", "date": "now"}  # fmt: skip
+        store.set_tuned(choice)
+        store.set_tuned({**choice, "config": {"BM": 64, "BN": 64}})
+        assert store.tuned_config("G", "k", "float32", "small") == '{"BM": 64, "BN": 64}'
+        assert store.tuned_config("G", "k", "tf32", "small") is None
+    with (
+        Store.open(tmp_path / "t.sqlite", readonly=True) as store,
+        pytest.raises(StoreError, match="cannot be written"),
+    ):
+        store.set_tuned(choice)

@@ -20,9 +20,10 @@ from gemmlab import backends
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.core.errors import ConstraintError, DeviceLimitError, NoGPUError, UnknownName, VerificationError
 from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
 from gemmlab.measure.run import RunResult
 from gemmlab.measure.timing import Timing
-from gemmlab.results.store import Store
+from gemmlab.results.store import MIGRATIONS, Store, config_text
 from gemmlab.studies.sweep import SLOW_REPS, SweepPoint, headline, plan, run_record, sweep, timed_point
 
 TESTS = Path(__file__).resolve().parent
@@ -240,7 +241,46 @@ def test_end_to_end_points_store_two_rows(tmp_path: Path) -> None:
         assert sorted(r["variant"] for r in store.rows("k")) == ["pageable", "pinned"]
         again = sweep(e2e, store, "k", runner=fake_runner, progress=False, run_info=RUN_INFO)
     assert len(again.skipped_existing) == 1
-    assert e2e[0].keys() == ["tiled|64|64|64|16|float32|pinned", "tiled|64|64|64|16|float32|pageable"]
+    assert e2e[0].keys() == ["tiled|64|64|64|16|float32|pinned|nvrtc|", "tiled|64|64|64|16|float32|pageable|nvrtc|"]
+
+
+def test_a_point_is_stored_with_its_backend_and_configuration(tmp_path: Path) -> None:
+    default = catalogue.get("sgemm_warptile").config
+
+    def runner(kernel: str, *args: object, **kwargs: object) -> RunResult | list[dict]:
+        result = fake_runner(kernel, *args, **kwargs)  # type: ignore[arg-type]
+        result.config = catalogue.get(kernel).config  # type: ignore[union-attr]
+        return result
+
+    point = SweepPoint("sgemm_warptile", Shape.square(256))
+    with Store.open(tmp_path / "r.sqlite") as store:
+        sweep([point], store, "c", runner=runner, progress=False, run_info=RUN_INFO)
+        again = sweep([point], store, "c", runner=runner, progress=False, run_info=RUN_INFO)
+        (row,) = store.rows("c")
+    assert again.skipped_existing == [point.label]
+    assert (row["backend"], row["config"]) == ("nvrtc", config_text(default)) and point.keys() == [row["point_key"]]
+
+
+def test_rows_from_before_the_configuration_record_are_not_measured_again(tmp_path: Path) -> None:
+    db = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(db)
+    for steps in MIGRATIONS[:4]:  # results schema v4: keys without backend or configuration
+        for statement in steps:
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 4")
+    conn.execute("INSERT INTO runs (id, started) VALUES (1, 'then')")
+    conn.execute("INSERT INTO results (run_id, experiment, point_key, kernel, m, n, k, block_edge, dtype, gflops, "
+                 "created) VALUES (1, 'e', 'tiled|16|16|16|16|float32|', 'tiled', 16, 16, 16, 16, 'float32', 1.0, "
+                 "'then')")  # fmt: skip
+    conn.commit()
+    conn.close()
+    with Store.open(db) as store:
+        summary = sweep(points(1, 2), store, "e", runner=fake_runner, progress=False, run_info=RUN_INFO)
+        assert summary.skipped_existing == ["tiled 16 b16 float32"] and len(summary.done) == 1
+        forced = sweep(points(1, 1), store, "e", force=True, runner=fake_runner, progress=False, run_info=RUN_INFO)
+        rows = store.rows("e")
+    assert len(forced.done) == 1 and len(rows) == 2  # measured again, the old row is replaced
+    assert all(r["backend"] == "nvrtc" for r in rows)
 
 
 def test_tuples_are_points(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.cli.app import app
-from gemmlab.core.errors import CompileError, ConstraintError, GemmlabError, StoreError, UnknownName, VerificationError
+from gemmlab.core.errors import CompileError, ConstraintError, GemmlabError, UnknownName, VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.sgemm import spec as sgemm
@@ -25,7 +25,7 @@ from gemmlab.kernels.spec import KernelSpec
 from gemmlab.kernels.tensor import spec as tensor
 from gemmlab.measure.run import RunResult
 from gemmlab.measure.timing import Timing, gflops
-from gemmlab.results.store import Store
+from gemmlab.results.store import MIGRATIONS, SCHEMA_VERSION, TUNER_HISTORY, Store, config_text
 from gemmlab.studies import tune
 
 KERNEL = "sgemm_warptile"
@@ -371,16 +371,21 @@ def test_element_types_are_tuned_and_stored_apart(tmp_path: Path) -> None:
 
 # -- the tables of an older gemmlab ------------------------------------------------
 
-OLD_CONFIG = json.dumps(CONFIGS[1])
+OLD_CONFIG = json.dumps(CONFIGS[1])  # template order, as the tuner wrote it before results schema v5
 
 
-def make_tuner_v1_file(path: Path) -> None:
-    """A results database whose tuner tables are as the v1 tuner wrote them
-    (no dtype): one candidate and one choice of sgemm_warptile at 1024."""
-    Store.open(path).close()
+def make_old_file(path: Path, tuner_layout: int) -> None:
+    """A results database as gemmlab wrote it before v5: results schema v4, and
+    the tuner's tables as the tuner of ``tuner_layout`` left them (1: no dtype;
+    2: with it), with one candidate and one choice of sgemm_warptile at 1024."""
     conn = sqlite3.connect(path)
-    for statement in tune.TUNER_MIGRATIONS[0]:
-        conn.execute(statement)
+    for steps in MIGRATIONS[:4]:
+        for statement in steps:
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 4")
+    for steps in TUNER_HISTORY[:tuner_layout]:
+        for statement in steps:
+            conn.execute(statement)
     conn.execute(
         "INSERT INTO tuned_candidates (id, gpu_name, cc, kernel, size_class, m, n, k, config, status, median_ms, "
         "gflops, error, date) VALUES (7, ?, ?, ?, 'small', 1024, 1024, 1024, ?, 'ok', 0.1, 20000.0, 1e-7, 'then')",
@@ -395,70 +400,44 @@ def make_tuner_v1_file(path: Path) -> None:
     conn.close()
 
 
-def test_tables_from_before_dtypes_are_read_as_float32_and_brought_forward(tmp_path: Path) -> None:
-    db = tmp_path / "v1.sqlite"
-    make_tuner_v1_file(db)
+@pytest.mark.parametrize("tuner_layout", [1, 2])
+def test_tables_of_an_older_gemmlab_are_read_and_brought_forward(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tuner_layout: int
+) -> None:
+    db = tmp_path / "old.sqlite"
+    make_old_file(db, tuner_layout)
+    monkeypatch.setattr(tune, "current_device", lambda: DEVICE)
     shape = Shape.square(1024)
-    with Store.open(db, readonly=True) as store:  # read as they are, not changed
-        assert tune.tuner_version(store) == 1
-        assert tune.tuned_spec(KERNEL, shape, store, DEVICE[0]).config == CONFIGS[1]
-        assert tune.tuned_spec(TC_KERNEL, shape, store, DEVICE[0]) is None
-    assert "dtype" not in tuned_rows(db)[0]
+    # Read as it is (read-only, no migration): rows from before dtypes are float32.
+    assert tune.stored_tuned_spec(KERNEL, shape, db).config == CONFIGS[1]
+    assert tune.stored_tuned_spec(TC_KERNEL, shape, db) is None
+    with Store.open(db, readonly=True) as store:
+        assert store.schema_version == 4
 
     runner = FakeRunner()
     summary = run_tune(db, runner)
     assert summary.already == [f"1024 {tune.config_label(CONFIGS[1])}"]  # the old candidate still counts
     assert CONFIGS[1] not in [c for c, _s, _b in runner.calls]
     with Store.open(db) as store:
-        assert tune.tuner_version(store) == tune.TUNER_VERSION == 2
-        assert store.integrity_check() == "ok"
+        assert store.schema_version == SCHEMA_VERSION and store.integrity_check() == "ok"
     old = next(r for r in candidates(db) if r["id"] == 7)
     assert (old["dtype"], old["gflops"], old["date"]) == ("float32", 20000.0, "then")
+    assert old["config"] == config_text(CONFIGS[1])  # brought to the one stored form
     assert {r["dtype"] for r in candidates(db)} == {"float32"}
     (chosen,) = tuned_rows(db)
     # Chosen among old and new candidates alike: the old one's 20,000 GFLOPS beats the fake figures.
     assert chosen["dtype"] == "float32" and json.loads(chosen["config"]) == CONFIGS[1]
     assert summary.best["small"].gflops == pytest.approx(20000.0)
+    assert list(summary.best["small"].config) == list(CONFIGS[1])  # shown in template order
+    assert tune.stored_tuned_spec(KERNEL, shape, db).config == CONFIGS[1]
 
-    # dtype is part of both keys now: the same candidate in another element type is a row of its own...
-    conn = sqlite3.connect(db)
-    conn.execute(
-        "INSERT INTO tuned_candidates (gpu_name, cc, kernel, dtype, size_class, m, n, k, config, status, date) "
-        "VALUES (?, ?, ?, 'tf32', 'small', 1024, 1024, 1024, ?, 'ok', 'now')",
-        (*DEVICE, KERNEL, OLD_CONFIG),
-    )
-    # ... and what a v1 tuner still writes into this file is float32, as it meant.
-    conn.execute(
-        "INSERT OR REPLACE INTO tuned (gpu_name, cc, kernel, size_class, config, gflops, shapes, date) "
-        "VALUES ('Old GPU', '8.0', ?, 'small', ?, 1.0, '[]', 'then')",
-        (KERNEL, OLD_CONFIG),
-    )
-    conn.commit()
+
+def test_a_new_file_has_the_tuner_tables(tmp_path: Path) -> None:
+    Store.open(tmp_path / "t.sqlite").close()
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     conn.close()
-    assert sum(r["config"] == OLD_CONFIG for r in candidates(db)) == 2
-    assert {r["dtype"] for r in tuned_rows(db)} == {"float32"}
-
-
-def test_a_migration_that_fails_half_way_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    db = tmp_path / "v1.sqlite"
-    make_tuner_v1_file(db)
-    v1, v2 = tune.TUNER_MIGRATIONS
-    monkeypatch.setattr(tune, "TUNER_MIGRATIONS", (v1, (*v2, "INSERT INTO no_such_table VALUES (1)")))
-    with Store.open(db) as store:
-        with pytest.raises(StoreError, match="no_such_table"):
-            tune.ensure_tables(store)
-        assert tune.tuner_version(store) == 1
-    assert [r["id"] for r in candidates(db)] == [7] and "dtype" not in candidates(db)[0]
-
-
-def test_a_new_file_gets_the_current_tables_and_ensure_tables_is_idempotent(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "t.sqlite") as store:
-        assert tune.tuner_version(store) == 0
-        tune.ensure_tables(store)
-        tune.ensure_tables(store)
-        assert tune.tuner_version(store) == tune.TUNER_VERSION
-        names = {r["name"] for r in store.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert {"tuned", "tuned_candidates"} <= names and not any(name.endswith("_v2") for name in names)
+    assert {"tuned", "tuned_candidates"} <= names and not any(name.endswith("_v2") for name in names)
 
 
 # -- reading tuned configurations -------------------------------------------------
@@ -467,22 +446,23 @@ def test_a_new_file_gets_the_current_tables_and_ensure_tables_is_idempotent(tmp_
 def test_tuned_spec(tmp_path: Path) -> None:
     db = tmp_path / "t.sqlite"
     with Store.open(db) as store:
-        assert tune.tuned_spec(KERNEL, Shape.square(1024), store, DEVICE[0]) is None  # no tables yet
+        assert tune.tuned_spec(KERNEL, Shape.square(1024), store, DEVICE[0]) is None  # nothing tuned yet
     run_tune(db, FakeRunner())
     with Store.open(db, readonly=True) as store:
         spec = tune.tuned_spec(KERNEL, Shape(1000, 17, 3), store, DEVICE[0])
         assert spec is not None and spec.id == KERNEL and sgemm.config_of(spec) == FASTEST_GOOD
         assert spec.template_extra == tuple(FASTEST_GOOD.values())
         assert tune.tuned_spec("sgemm_multistage", Shape.square(1024), store, DEVICE[0]) is None
-        with pytest.raises(StoreError, match="cannot be written"):
-            store.execute("DELETE FROM tuned")
 
 
 def test_a_config_the_kernel_no_longer_takes_is_ignored(tmp_path: Path) -> None:
     db = tmp_path / "t.sqlite"
     run_tune(db, FakeRunner())
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE tuned SET config = ?", (json.dumps({"BM": 128, "TILE": 7}),))
+    conn.commit()
+    conn.close()
     with Store.open(db) as store:
-        store.execute("UPDATE tuned SET config = ?", (json.dumps({"BM": 128, "TILE": 7}),))
         assert tune.tuned_spec(KERNEL, Shape.square(1024), store, DEVICE[0]) is None
 
 

@@ -56,8 +56,7 @@ def tune_all(store: Store, budget_s: float, kernels: tuple[str, ...]) -> tuple[l
             print(f"{kernel}: {config_label(best.config)}: {best.gflops:,.0f} GFLOPS, "
                   f"{best.gain_over_default or 0:.3f}x the default, {best.ratio_to_cublas or 0:.1%} of cuBLAS "
                   f"({spent:.0f} s of {share:.0f})", flush=True)  # fmt: skip
-        rows = store.execute("SELECT * FROM tuned_candidates WHERE gpu_name = ? AND kernel = ? ORDER BY id",
-                             (summary.gpu_name, kernel))  # fmt: skip
+        rows = store.candidates(summary.gpu_name, kernel)
         records.append({
             "kernel": kernel, "budget_s": share, "seconds": spent, "summary": summary.lines(),
             "chosen": None if best is None else {

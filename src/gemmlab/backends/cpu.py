@@ -194,6 +194,7 @@ def run_cpu(
         "block_edge": 0,
         "dtype": dtype,
         "variant": "",
+        "backend": BACKEND.name,
         "timing": timing,
         "gflops": gflops(flops, timing.median_ms),
         "gbytes_per_s": gbytes_per_s(nbytes, timing.median_ms),

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gemmlab import backends
+from gemmlab.backends import NVRTC
 from gemmlab.backends.base import Compiled, DeviceBackend
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.core import gpu
@@ -58,8 +59,9 @@ class RunResult:
     ratio_to_baseline: float | None = None
     flush_l2: bool = False
     sm_clock_after_mhz: float | None = None  # read through NVML right after the timed launches
-    # The named template parameters of a tunable kernel (the FP32 ladder's), as launched; else None.
+    # The named template parameters of a tunable kernel (the ladders'), as launched; else None.
     config: dict | None = None
+    backend: str = NVRTC  # what compiled and launched it (see gemmlab.backends)
     device: dict = field(default_factory=dict)
     host: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -244,6 +246,7 @@ def run(
 
     result = RunResult(
         kernel=point.spec.id,
+        backend=backend.name,
         m=shape.m,
         n=shape.n,
         k=shape.k,

@@ -31,6 +31,7 @@ from typing import Any
 from gemmlab.backends import on_host
 from gemmlab.core.errors import GemmlabError, UnknownName
 from gemmlab.kernels import catalogue
+from gemmlab.results.store import CONFIG_RECORDED_FROM, predates_config
 from gemmlab.studies import reference
 
 Row = dict[str, Any]
@@ -1347,7 +1348,9 @@ def _summary(section: Section) -> str:
     cc = f" (compute capability {section.cc})" if section.cc else ""
     devices = reference.devices(section.experiment)
     pub = f"; published figures: {'; '.join(devices)}" if devices else ""
-    return f"{section.gpu_name}{cc}, measured {section.dates}; {len(section.rows)} results{pub}"
+    old = sum(predates_config(r) for r in section.rows)
+    unrecorded = f" ({old} from before results schema v{CONFIG_RECORDED_FROM}: no configuration or backend recorded)"
+    return f"{section.gpu_name}{cc}, measured {section.dates}; {len(section.rows)} results{unrecorded * bool(old)}{pub}"
 
 
 def _markdown(section: Section, tables: list[MetricTable]) -> str:

@@ -17,15 +17,36 @@ timing, and the run (``run_id``) that says on which GPU, when, and with which
 versions. :meth:`Store.latest_peak` gives a GPU's peak for an element type.
 
 ``results``: one row per measured point, unique per (experiment, point_key).
-``point_key`` is ``kernel|m|n|k|block_edge|dtype|variant`` (see
-:func:`point_key`). ``variant`` says what the time covers:
+``point_key`` is ``kernel|m|n|k|block_edge|dtype|variant|backend|config`` (see
+:func:`point_key`), so two configurations of one point are two rows.
+``backend`` names what ran it (``nvrtc``: a CUDA kernel compiled by gemmlab;
+``cpu``: the CPU baselines; :mod:`gemmlab.backends`), ``config`` its named
+template parameters as JSON with sorted keys (:func:`config_text`; ``""`` for
+a kernel without any). Rows measured before schema v5 have both empty
+(:func:`predates_config`); they stand for their point as the sweeps of then
+measured it, with the catalogue's default configuration (:meth:`Store.has_point`).
+``variant`` says what the time covers:
 
 - ``""``: the kernel alone (CUDA events around the launch), or for the CPU
-  baselines (kernel ids ``cpu_*``) the call on the host;
+  baselines the call on the host;
 - ``"pinned"`` / ``"pageable"``: an end-to-end row (the Kursk paper's
   definition): ``median_ms`` is still the kernel's time, and ``h2d_ms``,
   ``d2h_ms``, ``e2e_gflops`` and ``host_memory`` hold the copies with that
   kind of host memory.
+
+``tuned_candidates``: the tuner's (:mod:`gemmlab.studies.tune`) candidates, one
+row per (GPU, kernel, dtype, shape, configuration) tried, with its ``status``:
+``ok`` (with ``median_ms``, ``gflops``, ``error`` and, for the first candidate
+of a shape, ``baseline_gflops`` of cuBLAS), ``rejected`` or ``skipped`` (with
+the ``reason``). :meth:`Store.add_candidate`, :meth:`Store.candidates`.
+
+``tuned``: the configuration the tuner chose per (GPU, kernel, dtype, size
+class), with its GFLOPS, its ratio to cuBLAS, the default configuration's
+GFLOPS and the shapes it was chosen on. :meth:`Store.set_tuned`,
+:meth:`Store.tuned_config`. Both tuner tables name the GPU as ``runs`` does
+(``gpu_name``, with ``cc``) and store configurations as ``results`` does.
+Before schema v5 the tuner created them itself (:data:`TUNER_HISTORY`); v5
+brings such a file's tables to their last layout.
 
 Robustness
 ----------
@@ -47,7 +68,7 @@ import socket
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +78,133 @@ from gemmlab.measure.environment import now_utc
 DEFAULT_PATH = Path("gemmlab-results.sqlite")
 DEFAULT_TIMEOUT_S = 30.0
 
+# A step of a migration: an SQL statement, or a function of the connection for
+# what SQL alone cannot say (a choice on what the file holds, a rewrite of JSON).
+Step = str | Callable[[sqlite3.Connection], None]
+
+# The tuner's tables as gemmlab.studies.tune created and brought them forward
+# itself before results schema v5, each entry as released: tuner v1 (the FP32
+# ladder's, no dtype), then v2 (dtype in both keys). Schema v5 runs the ones a
+# file lacks (see _adopt_tuner_tables); tests build old files with it.
+TUNER_HISTORY: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE IF NOT EXISTS tuned_candidates (
+            id INTEGER PRIMARY KEY,
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            size_class TEXT NOT NULL,
+            m INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            config TEXT NOT NULL,
+            status TEXT NOT NULL,
+            median_ms REAL,
+            gflops REAL,
+            baseline_gflops REAL,
+            error REAL,
+            reason TEXT,
+            date TEXT NOT NULL,
+            UNIQUE (gpu_name, kernel, m, n, k, config)
+        )""",
+        """CREATE TABLE IF NOT EXISTS tuned (
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            size_class TEXT NOT NULL,
+            config TEXT NOT NULL,
+            gflops REAL NOT NULL,
+            ratio_to_cublas REAL,
+            default_gflops REAL,
+            shapes TEXT NOT NULL,
+            date TEXT NOT NULL,
+            PRIMARY KEY (gpu_name, kernel, size_class)
+        )""",
+    ),
+    # SQLite cannot change a table's keys in place: each table is built anew
+    # and its rows copied over (sqlite.org/lang_altertable.html, "making other
+    # kinds of table schema changes"). The rows before were the FP32 ladder's:
+    # float32, the column's default.
+    (
+        """CREATE TABLE tuned_candidates_v2 (
+            id INTEGER PRIMARY KEY,
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            dtype TEXT NOT NULL DEFAULT 'float32',
+            size_class TEXT NOT NULL,
+            m INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            config TEXT NOT NULL,
+            status TEXT NOT NULL,
+            median_ms REAL,
+            gflops REAL,
+            baseline_gflops REAL,
+            error REAL,
+            reason TEXT,
+            date TEXT NOT NULL,
+            UNIQUE (gpu_name, kernel, dtype, m, n, k, config)
+        )""",
+        """INSERT INTO tuned_candidates_v2 (id, gpu_name, cc, kernel, size_class, m, n, k, config, status,
+            median_ms, gflops, baseline_gflops, error, reason, date)
+        SELECT id, gpu_name, cc, kernel, size_class, m, n, k, config, status, median_ms, gflops, baseline_gflops,
+            error, reason, date FROM tuned_candidates""",
+        "DROP TABLE tuned_candidates",
+        "ALTER TABLE tuned_candidates_v2 RENAME TO tuned_candidates",
+        """CREATE TABLE tuned_v2 (
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            dtype TEXT NOT NULL DEFAULT 'float32',
+            size_class TEXT NOT NULL,
+            config TEXT NOT NULL,
+            gflops REAL NOT NULL,
+            ratio_to_cublas REAL,
+            default_gflops REAL,
+            shapes TEXT NOT NULL,
+            date TEXT NOT NULL,
+            PRIMARY KEY (gpu_name, kernel, dtype, size_class)
+        )""",
+        """INSERT INTO tuned_v2 (gpu_name, cc, kernel, size_class, config, gflops, ratio_to_cublas, default_gflops,
+            shapes, date)
+        SELECT gpu_name, cc, kernel, size_class, config, gflops, ratio_to_cublas, default_gflops, shapes, date
+        FROM tuned""",
+        "DROP TABLE tuned",
+        "ALTER TABLE tuned_v2 RENAME TO tuned",
+    ),
+)
+
+
+def _tuner_layout(conn: sqlite3.Connection) -> int:
+    """How many entries of TUNER_HISTORY a file's tables have had. The tuner
+    recorded no version of its own, so it is read from the tables: no ``tuned``
+    (0; v1 created it last), ``tuned`` without ``dtype`` (1), with it (2)."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(tuned)")}
+    if not columns:
+        return 0
+    return 2 if "dtype" in columns else 1
+
+
+def _adopt_tuner_tables(conn: sqlite3.Connection) -> None:
+    """Create the tuner's tables, or bring a file's own forward to the last layout."""
+    for steps in TUNER_HISTORY[_tuner_layout(conn) :]:
+        for statement in steps:
+            conn.execute(statement)
+
+
+def _canonical_tuner_configs(conn: sqlite3.Connection) -> None:
+    """The tuner wrote configurations in template order; results and tuner now
+    share one form (config_text), so that one configuration has one text."""
+    for table in ("tuned_candidates", "tuned"):
+        for rowid, config in conn.execute(f"SELECT rowid, config FROM {table}").fetchall():
+            conn.execute(f"UPDATE {table} SET config = ? WHERE rowid = ?", (config_text(config), rowid))
+
+
 # Each entry takes the schema from version i to i + 1. Entries are never edited
 # once released: a file written by an older gemmlab is brought forward by
 # running the entries it has not seen, in order, in one transaction.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # v1: runs and results.
     (
         """CREATE TABLE runs (
@@ -168,8 +312,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX peaks_run ON peaks (run_id)",
     ),
+    # v5: every result records the backend that ran it and its configuration,
+    # both in its point key; rows from before keep both empty (predates_config).
+    # The tuner's tables join this list (before, gemmlab.studies.tune kept them).
+    (
+        "ALTER TABLE results ADD COLUMN backend TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE results ADD COLUMN config TEXT NOT NULL DEFAULT ''",
+        "UPDATE results SET point_key = point_key || '||'",
+        _adopt_tuner_tables,
+        _canonical_tuner_configs,
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+# The first schema whose results record their backend and configuration.
+CONFIG_RECORDED_FROM = 5
 
 CEILING_FIELDS = ("peak_gflops_measured", "bandwidth_gbs_measured")
 RUN_FIELDS = (
@@ -190,16 +346,54 @@ PEAK_FIELDS = (
 )  # fmt: skip
 # Result fields a caller may give (the rest are computed: id, run_id, experiment, point_key, created).
 RESULT_FIELDS = (
-    "kernel", "m", "n", "k", "block_edge", "dtype", "variant", "median_ms", "min_ms", "max_ms", "reps",
-    "graph_launches", "gflops", "gbytes_per_s", "error", "tolerance", "metric", "baseline_name", "baseline_median_ms",
-    "baseline_gflops", "baseline_gbytes_per_s", "ratio_to_baseline", "registers", "smem_bytes", "arch",
-    "flush_l2", "sm_clock_after_mhz", "h2d_ms", "d2h_ms", "e2e_gflops", "host_memory", "warnings", *PROFILE_FIELDS,
+    "kernel", "m", "n", "k", "block_edge", "dtype", "variant", "backend", "config", "median_ms", "min_ms", "max_ms",
+    "reps", "graph_launches", "gflops", "gbytes_per_s", "error", "tolerance", "metric", "baseline_name",
+    "baseline_median_ms", "baseline_gflops", "baseline_gbytes_per_s", "ratio_to_baseline", "registers", "smem_bytes",
+    "arch", "flush_l2", "sm_clock_after_mhz", "h2d_ms", "d2h_ms", "e2e_gflops", "host_memory", "warnings",
+    *PROFILE_FIELDS,
+)  # fmt: skip
+# The tuner's rows: a candidate tried (tuned_candidates; id is computed) and a
+# configuration chosen (tuned).
+CANDIDATE_FIELDS = (
+    "gpu_name", "cc", "kernel", "dtype", "size_class", "m", "n", "k", "config", "status", "median_ms", "gflops",
+    "baseline_gflops", "error", "reason", "date",
+)  # fmt: skip
+TUNED_FIELDS = (
+    "gpu_name", "cc", "kernel", "dtype", "size_class", "config", "gflops", "ratio_to_cublas", "default_gflops",
+    "shapes", "date",
 )  # fmt: skip
 
 
-def point_key(kernel: str, m: int, n: int, k: int, block_edge: int, dtype: str, variant: str = "") -> str:
-    """The identity of a measured point inside an experiment."""
-    return f"{kernel}|{m}|{n}|{k}|{block_edge}|{dtype}|{variant}"
+def config_text(config: dict | str | None) -> str:
+    """The stored form of a configuration (named template parameters): JSON
+    with sorted keys, so that one configuration has one text whatever order
+    it was given in; ``""`` for a kernel without one. Stored text is read back
+    and written again in this form."""
+    if not config:
+        return ""
+    return json.dumps(json.loads(config) if isinstance(config, str) else config, sort_keys=True)
+
+
+def point_key(
+    kernel: str, m: int, n: int, k: int, block_edge: int, dtype: str, variant: str = "", *, backend: str,
+    config: dict | str | None,
+) -> str:  # fmt: skip
+    """The identity of a measured point inside an experiment: what ran
+    (kernel, backend, configuration) on what (shape, block edge, dtype) and
+    what the time covers (variant)."""
+    return f"{kernel}|{m}|{n}|{k}|{block_edge}|{dtype}|{variant}|{backend}|{config_text(config)}"
+
+
+def _unrecorded_key(key: str) -> str:
+    """The key a row from before schema v5 has for the same point: backend and configuration empty."""
+    return "|".join(key.split("|")[:7]) + "||"
+
+
+def predates_config(row: dict) -> bool:
+    """Whether a stored row was measured before results recorded a backend and
+    a configuration (schema v5): both are empty. A row that does not come
+    from the store (no ``backend`` key at all) is not counted."""
+    return row.get("backend") == ""
 
 
 def result_row(result: Any) -> dict:
@@ -228,6 +422,8 @@ def result_row(result: Any) -> dict:
         raise ValueError(f"a result needs {', '.join(missing)}")
     row["block_edge"] = int(row.get("block_edge") or 0)
     row["variant"] = row.get("variant") or ""
+    row["backend"] = row.get("backend") or ""
+    row["config"] = config_text(row.get("config"))
     row["warnings"] = list(row.get("warnings") or [])
     if row.get("flush_l2") is not None:
         row["flush_l2"] = int(bool(row["flush_l2"]))
@@ -329,7 +525,10 @@ class Store:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             for steps in MIGRATIONS[version:]:
                 for statement in steps:
-                    conn.execute(statement)
+                    if callable(statement):
+                        statement(conn)
+                    else:
+                        conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
@@ -361,8 +560,9 @@ class Store:
 
     def add_result(self, run_id: int, experiment: str | None, result: Any) -> int:
         """Store one result (a RunResult or a dict, see :func:`result_row`),
-        replacing any earlier result of the same point in the same experiment.
-        Returns the new row's id."""
+        replacing any earlier result of the same point in the same experiment
+        (a row from before schema v5 counts as the same point, see
+        :meth:`has_point`). Returns the new row's id."""
         return self.add_results(run_id, experiment, [result])[0]
 
     def add_results(self, run_id: int, experiment: str | None, results: list[Any]) -> list[int]:
@@ -373,13 +573,13 @@ class Store:
         with self._transaction() as conn:
             for row in rows:
                 key = point_key(row["kernel"], row["m"], row["n"], row["k"], row["block_edge"], row["dtype"],
-                                row["variant"])  # fmt: skip
+                                row["variant"], backend=row["backend"], config=row["config"])  # fmt: skip
                 values = {key_: value for key_, value in row.items() if key_ in columns}
                 values["warnings"] = json.dumps(values.get("warnings") or [])
                 values.update(run_id=run_id, experiment=experiment, point_key=key, created=now_utc())
                 conn.execute(
-                    "DELETE FROM results WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key = ?",
-                    (experiment, key),
+                    "DELETE FROM results WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key IN (?, ?)",
+                    (experiment, key, _unrecorded_key(key)),
                 )
                 names = ", ".join(values)
                 marks = ", ".join("?" for _ in values)
@@ -440,15 +640,35 @@ class Store:
                 (*(ceilings[key] for key in CEILING_FIELDS), *run_ids, gpu_name),
             )
 
+    def add_candidate(self, candidate: dict) -> None:
+        """Store one configuration the tuner tried (the keys of
+        :data:`CANDIDATE_FIELDS`), replacing an earlier row of the same GPU,
+        kernel, dtype, shape and configuration."""
+        self._replace("tuned_candidates", CANDIDATE_FIELDS, {**candidate, "config": config_text(candidate["config"])})
+
+    def set_tuned(self, choice: dict) -> None:
+        """Store the configuration chosen for one GPU, kernel, dtype and size
+        class (the keys of :data:`TUNED_FIELDS`), replacing the earlier choice."""
+        self._replace("tuned", TUNED_FIELDS, {**choice, "config": config_text(choice["config"])})
+
+    def _replace(self, table: str, fields: tuple[str, ...], row: dict) -> None:
+        unknown = set(row) - set(fields)
+        if unknown:
+            raise ValueError(f"unknown {table} fields: {', '.join(sorted(unknown))}")
+        names = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self._transaction() as conn:
+            conn.execute(f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({marks})", tuple(row.values()))
+
     # -- reading -------------------------------------------------------------
 
     def has_point(self, experiment: str | None, key: str) -> bool:
-        with self._guard():
-            found = self._conn.execute(
-                "SELECT 1 FROM results WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key = ?",
-                (experiment, key),
-            ).fetchone()
-        return found is not None
+        """Whether the point of ``key`` (see :func:`point_key`) is stored in
+        ``experiment``. A row from before schema v5 answers for its point
+        whatever backend and configuration ``key`` names: until then results
+        held only sweeps of the catalogue's entries, each with its default
+        configuration, so it is what a sweep would measure again."""
+        return bool(self.point_rows(experiment, [key]))
 
     def rows(self, experiment: str | None = None) -> list[dict]:
         """Stored results (of one experiment, or all), each with its run's
@@ -464,10 +684,12 @@ class Store:
 
     def point_rows(self, experiment: str | None, keys: list[str]) -> list[dict]:
         """The stored rows of these point keys in ``experiment`` (None: the rows
-        stored without one), as :meth:`rows` returns them."""
-        marks = ", ".join("?" for _ in keys)
+        stored without one), as :meth:`rows` returns them; rows from before
+        schema v5 of the same points too (see :meth:`has_point`)."""
+        wanted = list(dict.fromkeys([*keys, *(_unrecorded_key(key) for key in keys)]))
+        marks = ", ".join("?" for _ in wanted)
         where = f"WHERE COALESCE(results.experiment, '') = COALESCE(?, '') AND results.point_key IN ({marks})"
-        return self._select(where, (experiment, *keys))
+        return self._select(where, (experiment, *wanted))
 
     def _run_columns(self) -> str:
         """The run's columns of :data:`RUN_FIELDS_IN_ROWS` to select beside a
@@ -482,13 +704,17 @@ class Store:
             selected = self._run_columns()
             query = f"SELECT results.*, {selected} FROM results JOIN runs ON runs.id = results.run_id {where}"
             query += " ORDER BY results.experiment, results.kernel, results.dtype, results.variant,"
-            query += " results.block_edge, results.m, results.n, results.k"
+            # Stored order last: of two rows of one point (two configurations), the later comes later.
+            query += " results.block_edge, results.m, results.n, results.k, results.id"
             cursor = self._conn.execute(query, params)
             names = [d[0] for d in cursor.description]
             found = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
         for row in found:
             for key in (*PROFILE_FIELDS, "profile_json", *RUN_FIELDS_IN_ROWS):
                 row.setdefault(key, None)
+            # A read-only file older than v5 has neither column: nothing was recorded.
+            row.setdefault("backend", "")
+            row.setdefault("config", "")
             row["warnings"] = json.loads(row["warnings"]) if row.get("warnings") else []
             row["profile_json"] = json.loads(row["profile_json"]) if row["profile_json"] else None
         return found
@@ -520,6 +746,38 @@ class Store:
         (on Hopper, wgmma's rather than mma.sync's); None if none is stored."""
         newest = {row["family"]: row for row in self.peaks(gpu_name, dtype)}
         return max(newest.values(), key=lambda row: row["gflops"], default=None)
+
+    def candidates(self, gpu_name: str, kernel: str, dtype: str | None = None, status: str | None = None) -> list[dict]:
+        """The configurations the tuner tried for ``kernel`` on ``gpu_name``
+        (of one dtype and one status, or all), in the order they were stored.
+        A read-only file the tuner never wrote has none; one from before
+        dtypes (tuner tables of v1) holds float32 rows."""
+        with self._guard():
+            layout = _tuner_layout(self._conn)
+            if layout == 0:
+                return []
+            table = "tuned_candidates" if layout >= 2 else "(SELECT *, 'float32' AS dtype FROM tuned_candidates)"
+            given = [(c, v) for c, v in (("gpu_name", gpu_name), ("kernel", kernel), ("dtype", dtype),
+                                         ("status", status)) if v is not None]  # fmt: skip
+            where = " AND ".join(f"{column} = ?" for column, _ in given)
+            cursor = self._conn.execute(f"SELECT * FROM {table} WHERE {where} ORDER BY id", tuple(v for _, v in given))
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+
+    def tuned_config(self, gpu_name: str, kernel: str, dtype: str, size_class: str) -> str | None:
+        """The configuration (stored JSON) the tuner chose for these, or None.
+        Reads a read-only file of any tuner layout without changing it: a file
+        the tuner never wrote has none, and choices from before dtypes are float32."""
+        with self._guard():
+            layout = _tuner_layout(self._conn)
+            if layout == 0:
+                return None
+            stored_dtype = "dtype" if layout >= 2 else "'float32'"
+            found = self._conn.execute(
+                f"SELECT config FROM tuned WHERE gpu_name = ? AND kernel = ? AND {stored_dtype} = ? AND size_class = ?",
+                (gpu_name, kernel, dtype, size_class),
+            ).fetchone()
+        return None if found is None else str(found[0])
 
     def runs(self) -> list[dict]:
         with self._guard():
@@ -565,20 +823,6 @@ class Store:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
-
-    def execute(self, sql: str, params: tuple = ()) -> list[dict]:
-        """Run one SQL statement and return the rows it yields, as dicts.
-
-        The hook for tables a module keeps outside :data:`MIGRATIONS` (the
-        tuner's ``tuned`` and ``tuned_candidates``, created with ``CREATE TABLE
-        IF NOT EXISTS`` in :mod:`gemmlab.tune`). One statement is atomic on its
-        own, so a write needs no transaction around it; a read-only store
-        refuses writes with StoreError.
-        """
-        with self._guard():
-            cursor = self._conn.execute(sql, params)
-            names = [d[0] for d in cursor.description or ()]
-            return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 
 
 def _check_writable(path: Path) -> None:

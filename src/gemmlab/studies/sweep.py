@@ -32,6 +32,7 @@ from gemmlab import backends
 from gemmlab.backends.base import HostBackend
 from gemmlab.core.errors import ConstraintError, DeviceLimitError, GemmlabError, NoGPUError, StoreError, failure_text
 from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
 from gemmlab.results.store import Store, point_key, result_row
 
 # A point variant that is measured once and stored as one row per host-memory kind.
@@ -68,9 +69,11 @@ class SweepPoint:
         return E2E_ROWS if self.variant == E2E else (self.variant,)
 
     def keys(self) -> list[str]:
-        """The point keys of the rows this point stores."""
-        s = self.shape
-        return [point_key(self.kernel, s.m, s.n, s.k, self.block_edge, self.dtype, v) for v in self.row_variants]
+        """The point keys of the rows this point stores: the kernel runs on its
+        backend with the catalogue's configuration."""
+        s, backend, config = self.shape, kernel_backend(self.kernel), kernel_config(self.kernel)
+        return [point_key(self.kernel, s.m, s.n, s.k, self.block_edge, self.dtype, v, backend=backend, config=config)
+                for v in self.row_variants]  # fmt: skip
 
 
 @dataclass
@@ -97,6 +100,16 @@ class SweepSummary:
 
 
 # -- planning ---------------------------------------------------------------
+
+
+def kernel_backend(kernel_id: str) -> str:
+    """The name of the backend that runs a kernel (see gemmlab.backends)."""
+    return backends.for_kernel(kernel_id).name
+
+
+def kernel_config(kernel_id: str) -> dict | None:
+    """The configuration a sweep runs a kernel with: the catalogue's (None for a kernel without one)."""
+    return None if backends.on_host(kernel_id) else catalogue.get(kernel_id).config
 
 
 def plan(

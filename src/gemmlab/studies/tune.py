@@ -44,27 +44,23 @@ geometric mean of its GFLOPS ranks it.
 
 The database
 ------------
-Two tables in the results database, kept here (outside
-:data:`gemmlab.results.store.MIGRATIONS`, through :meth:`gemmlab.results.store.Store.execute`)
-and brought forward the way the store brings its own: :data:`TUNER_MIGRATIONS`.
+Two tables of the results database (:mod:`gemmlab.results.store` describes
+them and creates them with its other tables), written and read through
+:class:`~gemmlab.results.store.Store` methods, each write one transaction:
 
-- ``tuned_candidates``: one row per (GPU, kernel, element type, shape,
-  configuration) tried, written the moment it is known: ``status`` is ``ok``
-  (with ``median_ms``, ``gflops``, ``error`` and, for the first candidate of a
-  shape, ``baseline_gflops`` of cuBLAS), ``rejected`` or ``skipped`` (with the
-  ``reason``). A second run skips every stored candidate, so a search stopped
-  by Ctrl-C or a killed process resumes where it was; ``force`` measures
-  again. A candidate that meets an unexpected error is not stored, so it is
-  tried again.
-- ``tuned``: the chosen configuration per (GPU, kernel, element type, size
-  class), with its GFLOPS, its ratio to cuBLAS, the default configuration's
-  GFLOPS and the shapes it was chosen on. ``gemmlab run`` reads it
-  (:func:`tuned_spec`).
+- ``tuned_candidates`` (:meth:`~gemmlab.results.store.Store.add_candidate`):
+  every candidate is stored the moment it is known, with its ``status``: ``ok``
+  (with its figures), ``rejected`` or ``skipped`` (with the ``reason``). A
+  second run skips every stored candidate, so a search stopped by Ctrl-C or a
+  killed process resumes where it was; ``force`` measures again. A candidate
+  that meets an unexpected error is not stored, so it is tried again.
+- ``tuned`` (:meth:`~gemmlab.results.store.Store.set_tuned`): the chosen
+  configuration per (GPU, kernel, element type, size class). ``gemmlab run``
+  reads it (:func:`tuned_spec`).
 
-Rows are keyed by the GPU's name (``gpu_name``, as in ``runs``), with its
-compute capability (``cc``) beside it, and by ``dtype`` (named as in
-``results``). Configurations are JSON objects in the order of the kernel's
-template parameters.
+Configurations are stored as the results table stores them
+(:func:`gemmlab.results.store.config_text`): JSON with sorted keys, every
+parameter of the kernel's template.
 """
 
 from __future__ import annotations
@@ -93,7 +89,7 @@ from gemmlab.kernels.sgemm import spec as sgemm
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.kernels.tensor import spec as tensor
 from gemmlab.measure.environment import now_utc
-from gemmlab.results.store import Store
+from gemmlab.results.store import Store, config_text
 
 # The upper bound of each size class on max(M, N, K); anything above is "large".
 SIZE_CLASS_LIMITS = (("small", 1024), ("medium", 4096))
@@ -103,103 +99,6 @@ DEFAULT_SIZES = (1024, 4096, 8192)  # one of each class
 MIN_REPS = 10
 
 OK, REJECTED, SKIPPED = "ok", "rejected", "skipped"
-
-# Each entry takes the tuner's tables from version i to i + 1, as
-# gemmlab.results.store.MIGRATIONS does the results schema: entries are never edited
-# once released, and those a file has not seen run in order, in one
-# transaction (see ensure_tables and tuner_version).
-TUNER_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    # v1: the FP32 ladder's tables (float32 only, so no dtype).
-    (
-        """CREATE TABLE IF NOT EXISTS tuned_candidates (
-            id INTEGER PRIMARY KEY,
-            gpu_name TEXT NOT NULL,
-            cc TEXT NOT NULL,
-            kernel TEXT NOT NULL,
-            size_class TEXT NOT NULL,
-            m INTEGER NOT NULL,
-            n INTEGER NOT NULL,
-            k INTEGER NOT NULL,
-            config TEXT NOT NULL,
-            status TEXT NOT NULL,
-            median_ms REAL,
-            gflops REAL,
-            baseline_gflops REAL,
-            error REAL,
-            reason TEXT,
-            date TEXT NOT NULL,
-            UNIQUE (gpu_name, kernel, m, n, k, config)
-        )""",
-        """CREATE TABLE IF NOT EXISTS tuned (
-            gpu_name TEXT NOT NULL,
-            cc TEXT NOT NULL,
-            kernel TEXT NOT NULL,
-            size_class TEXT NOT NULL,
-            config TEXT NOT NULL,
-            gflops REAL NOT NULL,
-            ratio_to_cublas REAL,
-            default_gflops REAL,
-            shapes TEXT NOT NULL,
-            date TEXT NOT NULL,
-            PRIMARY KEY (gpu_name, kernel, size_class)
-        )""",
-    ),
-    # v2: dtype in both keys, for the tensor-core ladder's element types.
-    # SQLite cannot change a table's keys in place: each table is built anew
-    # and its rows copied over (sqlite.org/lang_altertable.html, "making other
-    # kinds of table schema changes"). The rows before were the FP32 ladder's:
-    # float32, the column's default, which is also what a gemmlab of v1 still
-    # writes into a v2 file.
-    (
-        """CREATE TABLE tuned_candidates_v2 (
-            id INTEGER PRIMARY KEY,
-            gpu_name TEXT NOT NULL,
-            cc TEXT NOT NULL,
-            kernel TEXT NOT NULL,
-            dtype TEXT NOT NULL DEFAULT 'float32',
-            size_class TEXT NOT NULL,
-            m INTEGER NOT NULL,
-            n INTEGER NOT NULL,
-            k INTEGER NOT NULL,
-            config TEXT NOT NULL,
-            status TEXT NOT NULL,
-            median_ms REAL,
-            gflops REAL,
-            baseline_gflops REAL,
-            error REAL,
-            reason TEXT,
-            date TEXT NOT NULL,
-            UNIQUE (gpu_name, kernel, dtype, m, n, k, config)
-        )""",
-        """INSERT INTO tuned_candidates_v2 (id, gpu_name, cc, kernel, size_class, m, n, k, config, status,
-            median_ms, gflops, baseline_gflops, error, reason, date)
-        SELECT id, gpu_name, cc, kernel, size_class, m, n, k, config, status, median_ms, gflops, baseline_gflops,
-            error, reason, date FROM tuned_candidates""",
-        "DROP TABLE tuned_candidates",
-        "ALTER TABLE tuned_candidates_v2 RENAME TO tuned_candidates",
-        """CREATE TABLE tuned_v2 (
-            gpu_name TEXT NOT NULL,
-            cc TEXT NOT NULL,
-            kernel TEXT NOT NULL,
-            dtype TEXT NOT NULL DEFAULT 'float32',
-            size_class TEXT NOT NULL,
-            config TEXT NOT NULL,
-            gflops REAL NOT NULL,
-            ratio_to_cublas REAL,
-            default_gflops REAL,
-            shapes TEXT NOT NULL,
-            date TEXT NOT NULL,
-            PRIMARY KEY (gpu_name, kernel, dtype, size_class)
-        )""",
-        """INSERT INTO tuned_v2 (gpu_name, cc, kernel, size_class, config, gflops, ratio_to_cublas, default_gflops,
-            shapes, date)
-        SELECT gpu_name, cc, kernel, size_class, config, gflops, ratio_to_cublas, default_gflops, shapes, date
-        FROM tuned""",
-        "DROP TABLE tuned",
-        "ALTER TABLE tuned_v2 RENAME TO tuned",
-    ),
-)
-TUNER_VERSION = len(TUNER_MIGRATIONS)
 
 # runner(spec, shape, *, dtype, reps, warmup, max_seconds, baseline) -> RunResult (see measure_candidate)
 Runner = Callable[..., Any]
@@ -255,9 +154,10 @@ def config_label(config: dict) -> str:
 
 
 def config_json(kernel_id: str, config: dict) -> str:
-    """The stored form of a configuration: every parameter, in template order.
-    A configuration the kernel cannot take raises ConstraintError."""
-    return json.dumps(family(kernel_id).variant(kernel_id, config).config)
+    """The stored form of a configuration: every parameter (those not given
+    keep their defaults), as :func:`~gemmlab.results.store.config_text` writes
+    it. A configuration the kernel cannot take raises ConstraintError."""
+    return config_text(family(kernel_id).variant(kernel_id, config).config)
 
 
 @dataclass(frozen=True)
@@ -335,34 +235,6 @@ def measure_candidate(
                baseline=baseline)  # fmt: skip
 
 
-def tuner_version(store: Store) -> int:
-    """How many of :data:`TUNER_MIGRATIONS` a file's tables have had. PRAGMA
-    user_version counts gemmlab.store's migrations, so this is read from the
-    tables: no ``tuned`` (0; v1 created it last), ``tuned`` without ``dtype``
-    (1), with it (2). An entry added later must leave a mark to read here."""
-    columns = {r["name"] for r in store.execute("PRAGMA table_info(tuned)")}
-    if not columns:
-        return 0
-    return 2 if "dtype" in columns else 1
-
-
-def ensure_tables(store: Store) -> None:
-    """Create the tuner's tables, or bring a file's forward to :data:`TUNER_VERSION`."""
-    if tuner_version(store) == TUNER_VERSION:
-        return
-    # BEGIN IMMEDIATE waits for another writer; the version is read again inside
-    # the lock, in case another process has just done the same.
-    store.execute("BEGIN IMMEDIATE")
-    try:
-        for steps in TUNER_MIGRATIONS[tuner_version(store) :]:
-            for statement in steps:
-                store.execute(statement)
-    except BaseException:
-        store.execute("ROLLBACK")
-        raise
-    store.execute("COMMIT")
-
-
 def tune(
     kernel_id: str,
     sizes: Sequence[int | Shape],
@@ -405,23 +277,19 @@ def tune(
     gpu_name, cc = device or current_device()
     runner = runner or measure_candidate
     candidates = [config_json(kernel_id, c) for c in (configs or ladder.configs(kernel_id))]
-    ensure_tables(store)
 
     todo = [(c, s) for c in dict.fromkeys(candidates) for s in shapes]
     stored = set() if force else _stored(store, gpu_name, kernel_id, dtype)
     pending = [(c, s) for c, s in todo if (c, s) not in stored]
     summary = TuneSummary(kernel_id, dtype, gpu_name, cc, total=len(todo))
-    summary.already = [_label(c, s) for c, s in todo if (c, s) in stored]
+    summary.already = [_label(kernel_id, c, s) for c, s in todo if (c, s) in stored]
     best_seen = _best_seen(store, gpu_name, kernel_id, dtype) if not force else {}
     timed_cublas: set[Shape] = set()
 
     def record(config: str, shape: Shape, status: str, **values: Any) -> None:
-        row = {"gpu_name": gpu_name, "cc": cc, "kernel": kernel_id, "dtype": dtype, "size_class": size_class(shape),
-               "m": shape.m, "n": shape.n, "k": shape.k, "config": config, "status": status, "date": now_utc(),
-               **values}  # fmt: skip
-        marks = ", ".join("?" for _ in row)
-        store.execute(f"INSERT OR REPLACE INTO tuned_candidates ({', '.join(row)}) VALUES ({marks})",
-                      tuple(row.values()))  # fmt: skip
+        store.add_candidate({"gpu_name": gpu_name, "cc": cc, "kernel": kernel_id, "dtype": dtype,
+                             "size_class": size_class(shape), "m": shape.m, "n": shape.n, "k": shape.k,
+                             "config": config, "status": status, "date": now_utc(), **values})  # fmt: skip
 
     bar = _Progress(len(pending), budget_seconds, console) if progress else None
     start = time.monotonic()
@@ -430,7 +298,7 @@ def tune(
             if budget_seconds is not None and time.monotonic() - start >= budget_seconds:
                 summary.out_of_budget = True
                 break
-            label = _label(config, shape)
+            label = _label(kernel_id, config, shape)
             if bar:
                 bar.start(label)
             spec = ladder.variant(kernel_id, json.loads(config))
@@ -492,21 +360,14 @@ def tuned_spec(
     """The entry of ``kernel_id`` tuned on ``device_name`` in element type
     ``dtype`` (default: the kernel's first) for ``shape``'s size class, or None
     when none is stored. A stored configuration this gemmlab's kernel no longer
-    accepts is ignored (None). Reads a file of any :func:`tuner_version`
-    without changing it: rows from before v2 are float32."""
+    accepts is ignored (None). Reads a read-only file from before results
+    schema v5 as it is (see :meth:`gemmlab.results.store.Store.tuned_config`)."""
     dtype = resolved_dtype(kernel_id, dtype)
-    version = tuner_version(store)
-    if version == 0:
-        return None
-    stored_dtype = "dtype" if version >= 2 else "'float32'"
-    found = store.execute(
-        f"SELECT config FROM tuned WHERE gpu_name = ? AND kernel = ? AND {stored_dtype} = ? AND size_class = ?",
-        (device_name, kernel_id, dtype, size_class(shape)),
-    )
-    if not found:
+    found = store.tuned_config(device_name, kernel_id, dtype, size_class(shape))
+    if found is None:
         return None
     try:
-        return family(kernel_id).variant(kernel_id, json.loads(found[0]["config"]))
+        return family(kernel_id).variant(kernel_id, json.loads(found))
     except (GemmlabError, ValueError):
         return None
 
@@ -533,22 +394,24 @@ def _tunable(kernel_id: str) -> tuple[KernelSpec, Family]:
         raise unknown_name("tunable kernel", kernel_id, _TUNABLE, f"Tunable kernels: {ladders}.") from None
 
 
-def _label(config: str, shape: Shape) -> str:
-    return f"{shape} {config_label(json.loads(config))}"
+def _label(kernel_id: str, config: str, shape: Shape) -> str:
+    return f"{shape} {config_label(_in_template_order(kernel_id, config))}"
+
+
+def _in_template_order(kernel_id: str, config: str) -> dict:
+    """A stored configuration (sorted keys) with its parameters in the kernel's
+    template order, the order people read them in (see config_label)."""
+    values = json.loads(config)
+    ordered = {name: values[name] for name in _tunable(kernel_id)[0].template_params if name in values}
+    return ordered | values
 
 
 def _stored(store: Store, gpu_name: str, kernel_id: str, dtype: str) -> set[tuple[str, Shape]]:
-    rows = store.execute("SELECT config, m, n, k FROM tuned_candidates WHERE gpu_name = ? AND kernel = ? AND dtype = ?",
-                         (gpu_name, kernel_id, dtype))  # fmt: skip
-    return {(r["config"], Shape(r["m"], r["n"], r["k"])) for r in rows}
+    return {(r["config"], Shape(r["m"], r["n"], r["k"])) for r in store.candidates(gpu_name, kernel_id, dtype)}
 
 
 def _ok_rows(store: Store, gpu_name: str, kernel_id: str, dtype: str) -> list[dict]:
-    return store.execute(
-        "SELECT config, m, n, k, gflops, baseline_gflops, status FROM tuned_candidates "
-        "WHERE gpu_name = ? AND kernel = ? AND dtype = ? AND status = ? ORDER BY id",
-        (gpu_name, kernel_id, dtype, OK),
-    )
+    return store.candidates(gpu_name, kernel_id, dtype, OK)
 
 
 def _best_seen(store: Store, gpu_name: str, kernel_id: str, dtype: str) -> dict[Shape, float]:
@@ -588,15 +451,13 @@ def _choose(store: Store, summary: TuneSummary, shapes: list[Shape], default: st
         ratio = None
         if all(s in cublas for s in group):
             ratio = _geomean([_gflops_at(rows, config, s) / cublas[s] for s in group])
-        tuned = Tuned(summary.kernel, summary.dtype, name, json.loads(config), gflops, ratio,
+        tuned = Tuned(summary.kernel, summary.dtype, name, _in_template_order(summary.kernel, config), gflops, ratio,
                       _scores(rows, group).get(default), tuple(group))  # fmt: skip
         summary.best[name] = tuned
-        store.execute(
-            "INSERT OR REPLACE INTO tuned (gpu_name, cc, kernel, dtype, size_class, config, gflops, ratio_to_cublas, "
-            "default_gflops, shapes, date) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (summary.gpu_name, summary.cc, summary.kernel, summary.dtype, name, config, gflops, ratio,
-             tuned.default_gflops, json.dumps([[s.m, s.n, s.k] for s in group]), now_utc()),
-        )  # fmt: skip
+        store.set_tuned({"gpu_name": summary.gpu_name, "cc": summary.cc, "kernel": summary.kernel,
+                         "dtype": summary.dtype, "size_class": name, "config": config, "gflops": gflops,
+                         "ratio_to_cublas": ratio, "default_gflops": tuned.default_gflops,
+                         "shapes": json.dumps([[s.m, s.n, s.k] for s in group]), "date": now_utc()})  # fmt: skip
 
 
 def _gflops_at(rows: Sequence[dict], config: str, shape: Shape) -> float:
