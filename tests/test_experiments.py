@@ -14,7 +14,8 @@ from gemmlab.core.errors import GemmlabError, ProfilerError, UnknownName
 from gemmlab.core.shapes import Shape
 from gemmlab.results.store import Store
 from gemmlab.studies import experiments
-from gemmlab.studies.experiments import PROFILER_GIVE_UP, Experiment, Profiler, Series, profile_experiment, reproduce
+from gemmlab.studies.experiments.base import REPRODUCE_REPS, Experiment, Layout, Series, matrix_or_vector
+from gemmlab.studies.reproduce import PROFILER_GIVE_UP, Profiler, profile_experiment, reproduce
 from gemmlab.studies.sweep import SLOW_REPS
 from test_sweep import RUN_INFO, fake_runner
 
@@ -28,6 +29,8 @@ EXPECTED_POINTS = {
     # GPU: naive_uncoalesced 4, col/row_buffered 3 each, tiled 4 x 6, blocked_x4 4 x 4; CPU: naive 3, others 4 + 4
     "kursk-cpu-gpu": 4 + 3 + 3 + 24 + 16 + 3 + 4 + 4,
 }
+# A layout for experiments made up by a test, which no report shows.
+NO_PLOTS = Layout("t", ())
 
 
 def test_the_six_experiments() -> None:
@@ -62,7 +65,7 @@ def test_kursk_leaves_out_what_cannot_run_and_says_why() -> None:
 
 
 def test_constraint_skipping() -> None:
-    e = Experiment("t", "t", "t", (Series(("tiled", "tiled_2x2"), (128, 176), (16, 22)),))
+    e = Experiment("t", "t", "t", (Series(("tiled", "tiled_2x2"), (128, 176), (16, 22)),), None, NO_PLOTS)
     found, left_out = e.plan()
     labels = {p.label for p in found}
     assert {"tiled 128 b16 float32", "tiled 176 b16 float32", "tiled 176 b22 float32"} <= labels
@@ -79,14 +82,14 @@ def test_slow_int32_points_are_planned_short() -> None:
     by_label = {p.label: p for p in found}
     assert by_label["naive_i32 4096 b1 int32"].reps == SLOW_REPS
     assert by_label["tiled_i32 4096 b1 int32"].warmup == 1
-    assert by_label["tiled_i32 4096 b32 int32"].reps == experiments.REPRODUCE_REPS
+    assert by_label["tiled_i32 4096 b32 int32"].reps == REPRODUCE_REPS
     assert by_label["cpu_blocked 1024 int32"].dtype == "int32"
 
 
 def test_brno_shapes() -> None:
     experiment = experiments.get("brno-transpose")
-    assert experiments.matrix_or_vector("vecadd", 4000) == Shape(1, 16_000_000, 1)
-    assert experiments.matrix_or_vector("transpose_tiled", 4000) == Shape(4000, 4000, 1)
+    assert matrix_or_vector("vecadd", 4000) == Shape(1, 16_000_000, 1)
+    assert matrix_or_vector("transpose_tiled", 4000) == Shape(4000, 4000, 1)
     if not experiment.missing_kernels():
         shapes = {p.shape for p in experiment.points()}
         assert Shape(4000, 4000, 1) in shapes and Shape(16384, 16384, 1) in shapes
@@ -108,7 +111,7 @@ def test_unknown_experiment_suggests_close_names() -> None:
 
 
 def test_an_experiment_with_missing_kernels_is_not_built_yet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    future = Experiment("future", "t", "t", (Series(("tiled", "warp_specialised"), (128,), (16,)),))
+    future = Experiment("future", "t", "t", (Series(("tiled", "warp_specialised"), (128,), (16,)),), None, NO_PLOTS)
     assert future.missing_kernels() == ["warp_specialised"]
     monkeypatch.setitem(experiments._BY_NAME, "future", future)
     with Store.open(tmp_path / "r.sqlite") as store:

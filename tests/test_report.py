@@ -422,7 +422,7 @@ def test_a_failure_leaves_the_previous_report_and_no_debris(tmp_path: Path, monk
     def boom(section: Section, out: Path) -> list:
         raise GemmlabError("plotting failed", "")
 
-    monkeypatch.setitem(report.LAYOUTS, "arequipa-any-size", report.Layout("x", (boom,)))
+    monkeypatch.setitem(report.PLOTS, "vs_size", boom)  # the arequipa layout's first plot
     with pytest.raises(GemmlabError, match="plotting failed"):
         report.write_report(rows, out, occupancy=False)
     assert (out / "index.html").read_text() == before

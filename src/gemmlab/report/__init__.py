@@ -13,7 +13,6 @@ pure, so it is tested without a GPU or a database.
 from __future__ import annotations
 
 import csv
-import functools
 import html
 import io
 import itertools
@@ -31,7 +30,9 @@ from typing import Any
 from gemmlab.backends.cpu import is_cpu_kernel
 from gemmlab.core.errors import GemmlabError, UnknownName
 from gemmlab.kernels import catalogue
-from gemmlab.studies import reference
+from gemmlab.studies import experiments as registry
+from gemmlab.studies.experiments.base import Layout, PlotSpec, plot
+from gemmlab.studies.reference import METRIC_TITLES, Published, ReferenceRow
 
 Row = dict[str, Any]
 SizeKey = tuple[int, int, int]  # (m, n, k)
@@ -112,21 +113,8 @@ METRICS: tuple[Metric, ...] = (
            "ratio", _column("ratio_to_baseline")),
 )  # fmt: skip
 
-# Which published metric sits beside which of ours, unless a layout says otherwise.
-DEFAULT_PUBLISHED = {"time": "time_ms", "gflops": "gflops", "bandwidth": "gbs", "gips": "gips", "cgma_measured": "cgma"}
-# The Kursk paper's times and GFLOPS include the copies, so they sit beside
-# our end-to-end figures.
-KURSK_PUBLISHED = {"e2e_time": "time_ms", "e2e_gflops": "gflops"}
 # A CPU baseline copies nothing, so its plain figure is its end-to-end one.
 PLAIN_OF_E2E = {"e2e_time": "time", "e2e_gflops": "gflops"}
-# Titles of the published metrics (reference.METRICS) where ours differ in kind.
-PUBLISHED_TITLES = {
-    "time_ms": ("Time", "ms"),
-    "gflops": ("GFLOPS", "GFLOP/s"),
-    "gbs": ("Bandwidth", "GB/s"),
-    "gips": ("GIPS", "10^9/s"),
-    "cgma": ("CGMA", "FLOP/request"),
-}
 
 
 # --------------------------------------------------------------------------
@@ -220,7 +208,17 @@ class Section:
 
     @property
     def layout(self) -> Layout:
-        return LAYOUTS.get(self.experiment, DEFAULT_LAYOUT)
+        document = registry.find(self.experiment)
+        return document.layout if document else SWEEP_LAYOUT
+
+    @property
+    def published(self) -> Published | None:
+        """The document's figures this section is compared with (None: no document)."""
+        document = registry.find(self.experiment)
+        return document.published if document else None
+
+    def published_rows(self) -> tuple[ReferenceRow, ...]:
+        return self.published.rows() if self.published else ()
 
     @property
     def cc(self) -> str | None:
@@ -303,7 +301,7 @@ def build_sections(rows: Iterable[Row], experiments: Sequence[str] | None = None
                 f"Stored: {', '.join(present)}. Run `gemmlab reproduce {missing[0]}` to measure it.",
             )
         present = [e for e in present if e in experiments]
-    order = {name: i for i, name in enumerate(LAYOUTS)}
+    order = {name: i for i, name in enumerate(registry.names())}
     present.sort(key=lambda e: order.get(e, len(order)))
     sections = []
     for experiment in present:
@@ -437,7 +435,9 @@ def _published_cells(section: Section, kernel: str, metric: Metric) -> tuple[dic
     ref_metric = published_metric(section, kernel, metric)
     if ref_metric is None:
         return {}, []
-    found = reference.published(section.experiment, kernel, ref_metric)
+    if section.published is None:
+        return {}, []
+    found = section.published.values(kernel, ref_metric)
     cells = {(_size_of(section, n), block): value for (n, block), (value, _) in found.items()}
     devices = list(dict.fromkeys(device for _, device in found.values()))
     return cells, devices
@@ -454,7 +454,7 @@ def _published_only_kernels(section: Section) -> list[tuple[str, str]]:
     """(lookup name, label) of kernels the document measured and this section lacks."""
     ours = {s.kernel for s in section.series}
     seen: dict[str, str] = {}
-    for r in reference.experiment_rows(section.experiment):
+    for r in section.published_rows():
         name = r.kernel_id or r.kernel
         if name not in ours:
             seen.setdefault(name, r.label)
@@ -521,9 +521,6 @@ def metric_tables(section: Section) -> list[MetricTable]:
 class Plot:
     file: str  # relative to the section's directory
     caption: str
-
-
-PlotFn = Callable[[Section, Path], list[Plot]]
 
 
 def _figure(nrows: int = 1, ncols: int = 1, width: float | None = None, height: float | None = None) -> tuple:
@@ -830,7 +827,7 @@ def _bandwidth_size(section: Section) -> SizeKey | None:
     sizes = {size for s in section.series for size in s.sizes() if s.has(BANDWIDTH)}
     if not sizes:
         return None
-    doc = {_size_of(section, r.n) for r in reference.experiment_rows(section.experiment)}
+    doc = {_size_of(section, r.n) for r in section.published_rows()}
     return max(sizes & doc) if sizes & doc else max(sizes)
 
 
@@ -845,7 +842,7 @@ def plot_bandwidth_bars(section: Section, out: Path) -> list[Plot]:
                 ours[s.label] = best[0]
     pub: dict[str, float] = {}
     pub_devices: list[str] = []
-    for r in reference.experiment_rows(section.experiment):
+    for r in section.published_rows():
         if r.report_metric == "gbs":
             pub[r.label] = r.report_value
             pub_devices.append(r.device)
@@ -968,7 +965,7 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
                     points.setdefault(s.label, []).append((p, ours))
                     devices.append(dev)
                     used.append(metric)
-    panels = [(ref, *found[ref]) for ref in PUBLISHED_TITLES if ref in found and found[ref][0]]
+    panels = [(ref, *found[ref]) for ref in METRIC_TITLES if ref in found and found[ref][0]]
     if not panels:
         return []
     ncols = min(2, len(panels))
@@ -992,7 +989,7 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
         ax.set_ylim(lo, hi)
         ax.set_aspect("equal")
         _diagonals(ax, lo, hi)
-        title, unit = PUBLISHED_TITLES[ref]
+        title, unit = METRIC_TITLES[ref]
         if any(m in (E2E_TIME, E2E_GFLOPS) for m in used):
             title += " (GPU: end to end)"
         ax.set_xlabel(f"published [{unit}]\n{'; '.join(dict.fromkeys(devices))}")
@@ -1110,59 +1107,33 @@ def plot_roofline(section: Section, out: Path) -> list[Plot]:
 
 
 # --------------------------------------------------------------------------
-# Layouts: what each experiment's section shows
+# Layouts: the plot kinds an experiment's layout names, and the layout of
+# results that belong to no document
 
 
-@dataclass(frozen=True)
-class Layout:
-    title: str
-    plots: tuple[PlotFn, ...]
-    published_metrics: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PUBLISHED))
-    document_cc: str | None = None  # the document's GPU, for a second occupancy table
-
-
-_POZNAN_PLOTS: tuple[PlotFn, ...] = (plot_vs_size, plot_compare_largest, plot_published_vs_ours)
-
-LAYOUTS: dict[str, Layout] = {
-    "poznan-group1": Layout(
-        "Poznań 2014 report, sizes 176/352/528 (GeForce GT 240): one block, naive, tiled",
-        _POZNAN_PLOTS,
-        document_cc="1.2",
-    ),
-    "poznan-group2": Layout(
-        "Poznań 2014 report, sizes 128-640 (GeForce GT 240): tiled and its prefetching and 2x2 variants",
-        _POZNAN_PLOTS,
-        document_cc="1.2",
-    ),
-    "int32-lab": Layout(
-        "2023 int32 GEMM lab report: naive and shared-memory kernels against block edge",
-        (
-            functools.partial(plot_time_vs_edge, kernels=("naive_i32", "tiled_i32")),
-            functools.partial(plot_speedup, slow="naive_i32", fast="tiled_i32", edge=32),
-            plot_compare_largest,
-            plot_published_vs_ours,
-        ),
-    ),
-    "brno-transpose": Layout(
-        "Brno 2014 lecture (GeForce GTX 280): transposes against copies, in GB/s",
-        (plot_bandwidth_bars, plot_compare_largest, plot_published_vs_ours),
-    ),
-    "arequipa-any-size": Layout(
-        "Arequipa 2017 report: a tiled kernel for any size (no published measurements)",
-        (plot_vs_size, plot_compare_largest),
-    ),
-    "kursk-cpu-gpu": Layout(
-        "Kursk 2014 paper (GTS 450, GTX 770): CPU against GPU, copies included",
-        (
-            plot_cpu_gpu,
-            functools.partial(plot_time_vs_edge, kernels=("tiled", "blocked_x4")),
-            plot_compare_largest,
-            plot_published_vs_ours,
-        ),
-        published_metrics=dict(KURSK_PUBLISHED),
-    ),
+PLOTS: dict[str, Callable[..., list[Plot]]] = {
+    "vs_size": plot_vs_size,
+    "time_vs_edge": plot_time_vs_edge,
+    "speedup": plot_speedup,
+    "cpu_gpu": plot_cpu_gpu,
+    "bandwidth_bars": plot_bandwidth_bars,
+    "compare_largest": plot_compare_largest,
+    "published_vs_ours": plot_published_vs_ours,
 }
-DEFAULT_LAYOUT = Layout("Results", (plot_vs_size, plot_compare_largest))
+# Results of a plain sweep, or rows of a notebook's own, have no document.
+SWEEP_LAYOUT = Layout("Results", (plot("vs_size"), plot("compare_largest")))
+
+
+def draw(spec: PlotSpec, section: Section, out: Path) -> list[Plot]:
+    """The plots of one of a layout's plot specs."""
+    try:
+        fn = PLOTS[spec.kind]
+    except KeyError:
+        raise UnknownName(
+            f"The layout of {section.experiment} names a plot kind '{spec.kind}' that the report does not draw.",
+            f"Use one of {', '.join(PLOTS)} (report PLOTS), or add the plot function there.",
+        ) from None
+    return fn(section, out, **dict(spec.options))
 
 
 # --------------------------------------------------------------------------
@@ -1334,7 +1305,7 @@ def _render(sections: list[Section], root: Path, occupancy: bool) -> None:
         for t in tables:
             (sdir / f"{t.file_stem}.csv").write_text(t.to_csv(), encoding="utf-8")
         # Every section gets a roofline where it has the data for one.
-        plots = [p for fn in (*section.layout.plots, plot_roofline) for p in fn(section, sdir)]
+        plots = [p for spec in section.layout.plots for p in draw(spec, section, sdir)] + plot_roofline(section, sdir)
         blocks = occupancy_blocks(section) if occupancy else []
         (sdir / "tables.md").write_text(_markdown(section, tables), encoding="utf-8")
         if section.notes.texts:
@@ -1345,7 +1316,7 @@ def _render(sections: list[Section], root: Path, occupancy: bool) -> None:
 
 def _summary(section: Section) -> str:
     cc = f" (compute capability {section.cc})" if section.cc else ""
-    devices = reference.devices(section.experiment)
+    devices = section.published.devices() if section.published else []
     pub = f"; published figures: {'; '.join(devices)}" if devices else ""
     return f"{section.gpu_name}{cc}, measured {section.dates}; {len(section.rows)} results{pub}"
 

@@ -16,7 +16,7 @@ The default, :func:`measure_point`, sends catalogue kernels to
 
 ``after_point(point, rows)``, where given, follows every point that is in the
 store (measured now or before) with its rows as :meth:`Store.rows` gives them:
-`sweep --profile` profiles each point there (:class:`gemmlab.experiments.Profiler`).
+`sweep --profile` profiles each point there (:class:`gemmlab.studies.reproduce.Profiler`).
 """
 
 from __future__ import annotations
