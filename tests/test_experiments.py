@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
@@ -12,8 +13,9 @@ from typer.testing import CliRunner
 
 from gemmlab.core.errors import GemmlabError, ProfilerError, UnknownName
 from gemmlab.core.shapes import Shape
+from gemmlab.report import model, plots
 from gemmlab.results.store import Store
-from gemmlab.studies import experiments
+from gemmlab.studies import experiments, reference
 from gemmlab.studies.experiments.base import REPRODUCE_REPS, Experiment, Layout, Series, matrix_or_vector
 from gemmlab.studies.reproduce import PROFILER_GIVE_UP, Profiler, profile_experiment, reproduce
 from gemmlab.studies.sweep import SLOW_REPS
@@ -37,6 +39,41 @@ def test_the_six_experiments() -> None:
     assert experiments.names() == list(EXPECTED_POINTS)
     for e in experiments.EXPERIMENTS:
         assert e.title and e.source_doc and e.kernels and e.sizes
+
+
+# The documents that printed no measurements: the only experiments without published figures.
+WITHOUT_PUBLISHED = {"arequipa-any-size"}
+
+
+def test_the_registry_names_each_experiment_once() -> None:
+    assert len(set(experiments.names())) == len(experiments.EXPERIMENTS)
+    assert all(experiments.find(e.name) is e for e in experiments.EXPERIMENTS)
+    assert experiments.find("my-own-sweep") is None
+
+
+@pytest.mark.parametrize("experiment", experiments.EXPERIMENTS, ids=lambda e: e.name)
+def test_every_experiment_has_its_published_figures_and_layout(experiment: Experiment) -> None:
+    if experiment.name in WITHOUT_PUBLISHED:
+        assert experiment.published is None
+    else:
+        assert experiment.published is not None and experiment.published.rows()
+        # Every published kernel that gemmlab has is one this experiment measures.
+        measured = set(experiment.kernels)
+        assert {r.kernel_id for r in experiment.published.rows() if r.kernel_id} <= measured
+    layout = experiment.layout
+    assert isinstance(layout, Layout) and layout.title and layout.plots
+    for spec in layout.plots:
+        inspect.signature(plots.PLOTS[spec.kind]).bind(None, None, **dict(spec.options))
+    assert set(layout.published_metrics) <= {m.key for m in model.METRICS}
+    assert set(layout.published_metrics.values()) <= reference.METRICS
+
+
+def test_an_experiment_cannot_be_written_without_its_published_figures_and_layout() -> None:
+    series = (Series(("tiled",), (128,), (16,)),)
+    with pytest.raises(TypeError, match="published"):
+        Experiment("t", "t", "t", series)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="layout"):
+        Experiment("t", "t", "t", series, None)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize("name", list(EXPECTED_POINTS))
