@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
@@ -12,9 +13,11 @@ from typer.testing import CliRunner
 
 from gemmlab.core.errors import GemmlabError, ProfilerError, UnknownName
 from gemmlab.core.shapes import Shape
+from gemmlab.report import model, plots
 from gemmlab.results.store import Store
-from gemmlab.studies import experiments
-from gemmlab.studies.experiments import PROFILER_GIVE_UP, Experiment, Profiler, Series, profile_experiment, reproduce
+from gemmlab.studies import experiments, reference
+from gemmlab.studies.experiments.base import REPRODUCE_REPS, Experiment, Layout, Series, matrix_or_vector
+from gemmlab.studies.reproduce import PROFILER_GIVE_UP, Profiler, profile_experiment, reproduce
 from gemmlab.studies.sweep import SLOW_REPS
 from test_sweep import RUN_INFO, fake_runner
 
@@ -28,12 +31,49 @@ EXPECTED_POINTS = {
     # GPU: naive_uncoalesced 4, col/row_buffered 3 each, tiled 4 x 6, blocked_x4 4 x 4; CPU: naive 3, others 4 + 4
     "kursk-cpu-gpu": 4 + 3 + 3 + 24 + 16 + 3 + 4 + 4,
 }
+# A layout for experiments made up by a test, which no report shows.
+NO_PLOTS = Layout("t", ())
 
 
 def test_the_six_experiments() -> None:
     assert experiments.names() == list(EXPECTED_POINTS)
     for e in experiments.EXPERIMENTS:
         assert e.title and e.source_doc and e.kernels and e.sizes
+
+
+# The documents that printed no measurements: the only experiments without published figures.
+WITHOUT_PUBLISHED = {"arequipa-any-size"}
+
+
+def test_the_registry_names_each_experiment_once() -> None:
+    assert len(set(experiments.names())) == len(experiments.EXPERIMENTS)
+    assert all(experiments.find(e.name) is e for e in experiments.EXPERIMENTS)
+    assert experiments.find("my-own-sweep") is None
+
+
+@pytest.mark.parametrize("experiment", experiments.EXPERIMENTS, ids=lambda e: e.name)
+def test_every_experiment_has_its_published_figures_and_layout(experiment: Experiment) -> None:
+    if experiment.name in WITHOUT_PUBLISHED:
+        assert experiment.published is None
+    else:
+        assert experiment.published is not None and experiment.published.rows()
+        # Every published kernel that gemmlab has is one this experiment measures.
+        measured = set(experiment.kernels)
+        assert {r.kernel_id for r in experiment.published.rows() if r.kernel_id} <= measured
+    layout = experiment.layout
+    assert isinstance(layout, Layout) and layout.title and layout.plots
+    for spec in layout.plots:
+        inspect.signature(plots.PLOTS[spec.kind]).bind(None, None, **dict(spec.options))
+    assert set(layout.published_metrics) <= {m.key for m in model.METRICS}
+    assert set(layout.published_metrics.values()) <= reference.METRICS
+
+
+def test_an_experiment_cannot_be_written_without_its_published_figures_and_layout() -> None:
+    series = (Series(("tiled",), (128,), (16,)),)
+    with pytest.raises(TypeError, match="published"):
+        Experiment("t", "t", "t", series)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="layout"):
+        Experiment("t", "t", "t", series, None)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize("name", list(EXPECTED_POINTS))
@@ -62,7 +102,7 @@ def test_kursk_leaves_out_what_cannot_run_and_says_why() -> None:
 
 
 def test_constraint_skipping() -> None:
-    e = Experiment("t", "t", "t", (Series(("tiled", "tiled_2x2"), (128, 176), (16, 22)),))
+    e = Experiment("t", "t", "t", (Series(("tiled", "tiled_2x2"), (128, 176), (16, 22)),), None, NO_PLOTS)
     found, left_out = e.plan()
     labels = {p.label for p in found}
     assert {"tiled 128 b16 float32", "tiled 176 b16 float32", "tiled 176 b22 float32"} <= labels
@@ -79,14 +119,14 @@ def test_slow_int32_points_are_planned_short() -> None:
     by_label = {p.label: p for p in found}
     assert by_label["naive_i32 4096 b1 int32"].reps == SLOW_REPS
     assert by_label["tiled_i32 4096 b1 int32"].warmup == 1
-    assert by_label["tiled_i32 4096 b32 int32"].reps == experiments.REPRODUCE_REPS
+    assert by_label["tiled_i32 4096 b32 int32"].reps == REPRODUCE_REPS
     assert by_label["cpu_blocked 1024 int32"].dtype == "int32"
 
 
 def test_brno_shapes() -> None:
     experiment = experiments.get("brno-transpose")
-    assert experiments.matrix_or_vector("vecadd", 4000) == Shape(1, 16_000_000, 1)
-    assert experiments.matrix_or_vector("transpose_tiled", 4000) == Shape(4000, 4000, 1)
+    assert matrix_or_vector("vecadd", 4000) == Shape(1, 16_000_000, 1)
+    assert matrix_or_vector("transpose_tiled", 4000) == Shape(4000, 4000, 1)
     if not experiment.missing_kernels():
         shapes = {p.shape for p in experiment.points()}
         assert Shape(4000, 4000, 1) in shapes and Shape(16384, 16384, 1) in shapes
@@ -108,7 +148,7 @@ def test_unknown_experiment_suggests_close_names() -> None:
 
 
 def test_an_experiment_with_missing_kernels_is_not_built_yet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    future = Experiment("future", "t", "t", (Series(("tiled", "warp_specialised"), (128,), (16,)),))
+    future = Experiment("future", "t", "t", (Series(("tiled", "warp_specialised"), (128,), (16,)),), None, NO_PLOTS)
     assert future.missing_kernels() == ["warp_specialised"]
     monkeypatch.setitem(experiments._BY_NAME, "future", future)
     with Store.open(tmp_path / "r.sqlite") as store:

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from gemmlab.core.shapes import Shape
 from gemmlab.results.store import Store
-from gemmlab.studies.experiments import reproduce
+from gemmlab.studies.reproduce import reproduce
 
 pytestmark = pytest.mark.gpu
 

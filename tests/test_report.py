@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import report
 from gemmlab.backends import on_host
 from gemmlab.core.errors import CompileError, GemmlabError, UnknownName
-from gemmlab.report import MetricTable, Section
+from gemmlab.report import model, plots, tables, write_report
+from gemmlab.report.model import Section
+from gemmlab.report.tables import MetricTable
+from gemmlab.studies.experiments.base import PlotSpec
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report_rows.json"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -68,20 +70,20 @@ def rows() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def sections(rows: list[dict]) -> dict[str, Section]:
-    return {s.experiment: s for s in report.build_sections(rows)}
+    return {s.experiment: s for s in model.build_sections(rows)}
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One full report of the fixture rows, shared by the tests that read files."""
     out = tmp_path_factory.mktemp("report") / "out"
-    index = report.write_report(load_rows(), out, occupancy=False)
+    index = write_report(load_rows(), out, occupancy=False)
     assert index == out / "index.html"
     return out
 
 
 def table(section: Section, label: str, metric: str) -> MetricTable:
-    return next(t for t in report.metric_tables(section) if t.label == label and t.metric.key == metric)
+    return next(t for t in tables.metric_tables(section) if t.label == label and t.metric.key == metric)
 
 
 def find_row(rows: list[dict], experiment: str, kernel: str, n: int, edge: int, **extra: object) -> dict:
@@ -120,7 +122,7 @@ def test_table_rows_are_sizes_and_columns_block_edges(rows: list[dict], sections
     assert t.published_devices == ["NVIDIA GeForce GT 240"]
     grid = t.grid(lambda marks: "", lambda pub: f" ({pub})")
     assert len(grid) == 3 and all(len(line) == 3 for line in grid)
-    assert grid[0][0] == f"{report.fmt(t.ours[((176, 176, 176), 8)])} (0.316)"
+    assert grid[0][0] == f"{tables.fmt(t.ours[((176, 176, 176), 8)])} (0.316)"
 
 
 def test_the_second_poznan_group_has_its_own_sizes_and_edges(sections: dict[str, Section]) -> None:
@@ -149,7 +151,7 @@ def test_markdown_table_shape(sections: dict[str, Section]) -> None:
 
 
 def test_profiler_tables_only_where_measured(sections: dict[str, Section]) -> None:
-    keys = lambda label: {t.metric.key for t in report.metric_tables(sections["poznan-group1"]) if t.label == label}
+    keys = lambda label: {t.metric.key for t in tables.metric_tables(sections["poznan-group1"]) if t.label == label}
     # single_block was not profiled (null gips / cgma_measured); the document's figures still show.
     assert {"time", "gflops", "gips", "cgma_measured", "cgma_analytic"} <= keys("naive")
     single = table(sections["poznan-group1"], "single_block", "gips")
@@ -167,19 +169,19 @@ def test_kursk_published_sits_beside_end_to_end(sections: dict[str, Section]) ->
     assert cpu.published[((256, 256, 256), None)] == pytest.approx(45.0)
     assert ((2048, 2048, 2048), None) in cpu.published and ((2048, 2048, 2048), None) not in cpu.ours
     # Kernel figures once per kernel, end-to-end ones per host memory.
-    labels = {t.label for t in report.metric_tables(kursk)}
+    labels = {t.label for t in tables.metric_tables(kursk)}
     assert {"tiled", "tiled, pinned host memory", "tiled, pageable host memory"} <= labels
 
 
 def test_brno_matches_the_documents_size_and_keeps_the_unmapped_kernel(sections: dict[str, Section]) -> None:
     brno = sections["brno-transpose"]
     copy = table(brno, "copy", "bandwidth")
-    assert [report.size_label(s) for s in copy.sizes] == ["4000x4000", "16384x16384"]
+    assert [model.size_label(s) for s in copy.sizes] == ["4000x4000", "16384x16384"]
     assert copy.edges == [None, 16, 32]
     assert copy.published == {((4000, 4000, 1), None): 112.4}
     strided = table(brno, "transpose_strided_both (no gemmlab kernel)", "bandwidth")
     assert strided.published == {((4000, 4000, 1), None): 2.7} and not strided.ours
-    assert {t.metric.key for t in report.metric_tables(brno)}.isdisjoint({"gflops"})
+    assert {t.metric.key for t in tables.metric_tables(brno)}.isdisjoint({"gflops"})
 
 
 def test_warnings_become_marks_and_footnotes(sections: dict[str, Section]) -> None:
@@ -195,7 +197,7 @@ def test_warnings_become_marks_and_footnotes(sections: dict[str, Section]) -> No
 def test_one_section_per_gpu() -> None:
     rows = [r for r in load_rows() if r["experiment"] == "arequipa-any-size"]
     other = [{**r, "gpu_name": "NVIDIA H200", "cc": "9.0"} for r in rows[:3]]
-    sections = report.build_sections(rows + other)
+    sections = model.build_sections(rows + other)
     assert [s.slug for s in sections] == [
         "arequipa-any-size--nvidia-h100-80gb-hbm3",
         "arequipa-any-size--nvidia-h200",
@@ -205,21 +207,21 @@ def test_one_section_per_gpu() -> None:
 def test_later_rows_of_a_point_replace_earlier_ones() -> None:
     rows = [r for r in load_rows() if r["experiment"] == "arequipa-any-size"]
     again = {**rows[0], "median_ms": 123.0}
-    section = report.build_sections([*rows, again])[0]
+    section = model.build_sections([*rows, again])[0]
     t = table(section, "tiled_any_size", "time")
     assert t.ours[((rows[0]["n"],) * 3, rows[0]["block_edge"])] == 123.0
 
 
 def test_experiment_filter_and_errors() -> None:
     rows = load_rows()
-    assert [s.experiment for s in report.build_sections(rows, ["kursk-cpu-gpu", "int32-lab"])] == [
+    assert [s.experiment for s in model.build_sections(rows, ["kursk-cpu-gpu", "int32-lab"])] == [
         "int32-lab",
         "kursk-cpu-gpu",
     ]
     with pytest.raises(UnknownName, match="gemmlab reproduce"):
-        report.build_sections(rows, ["int32-lab", "no-such-experiment"])
+        model.build_sections(rows, ["int32-lab", "no-such-experiment"])
     with pytest.raises(GemmlabError, match="no results"):
-        report.build_sections([])
+        model.build_sections([])
 
 
 # --------------------------------------------------------------------------
@@ -240,7 +242,7 @@ def test_occupancy_tables_per_kernel_for_our_gpu_and_the_documents(
         return [(f"{e}x{e}", theoretical_occupancy(cc, e * e, 32, 2 * e * e * 4)) for e in block_edges or [16]]
 
     monkeypatch.setattr(kernel_occupancy, "kernel_occupancy", fake)
-    blocks = report.occupancy_blocks(sections["poznan-group1"])
+    blocks = tables.occupancy_blocks(sections["poznan-group1"])
     assert ("tiled", "sm_90", [8, 16, 22], "9.0") in calls
     # The GT 240 (1.2) is older than NVRTC's oldest target: an sm_75 compile, 1.2's rules.
     assert ("tiled", "sm_75", [8, 16, 22], "1.2") in calls
@@ -257,7 +259,7 @@ def test_occupancy_failure_is_a_note(sections: dict[str, Section], monkeypatch: 
         raise CompileError("NVRTC is missing.", "Install nvidia-cuda-nvrtc.")
 
     monkeypatch.setattr(kernel_occupancy, "kernel_occupancy", broken)
-    blocks = report.occupancy_blocks(sections["kursk-cpu-gpu"])
+    blocks = tables.occupancy_blocks(sections["kursk-cpu-gpu"])
     assert blocks and all(not b.rows and "NVRTC is missing" in b.note for b in blocks)
     # CPU baselines have no occupancy.
     assert not any(b.title.startswith("cpu_") for b in blocks)
@@ -295,9 +297,9 @@ def profiled_rows(experiment: str, ceilings: dict | None = CEILINGS) -> list[dic
 
 
 def test_roofline_points_and_ceilings() -> None:
-    (section,) = report.build_sections(profiled_rows("poznan-group1"))
-    assert report.roofline_ceilings(section) == (51_000.0, 4_200.0)
-    points = report.roofline_points(section)
+    (section,) = model.build_sections(profiled_rows("poznan-group1"))
+    assert model.roofline_ceilings(section) == (51_000.0, 4_200.0)
+    points = model.roofline_points(section)
     profiled = [r for r in section.rows if r.get("dram_bytes")]
     assert len(points) == len(profiled) == 18 and {p["label"] for p in points} == {"naive", "tiled"}
     naive = next(p for p in points if (p["label"], p["n"], p["block_edge"]) == ("naive", 352, 16))
@@ -306,25 +308,25 @@ def test_roofline_points_and_ceilings() -> None:
     assert naive["gflops"] == row["gflops"]
     # The latest run's ceilings win where runs differ.
     older = [{**r, "date": "2000-01-01", "peak_gflops_measured": 1.0} for r in section.rows[:2]]
-    (mixed,) = report.build_sections(older + profiled_rows("poznan-group1"))
-    assert report.roofline_ceilings(mixed) == (51_000.0, 4_200.0)
+    (mixed,) = model.build_sections(older + profiled_rows("poznan-group1"))
+    assert model.roofline_ceilings(mixed) == (51_000.0, 4_200.0)
 
 
 def test_roofline_points_leave_out_cpu_memory_and_duplicate_host_memory_rows() -> None:
     kursk = [{**r, "dram_bytes": 1e6, **CEILINGS} for r in load_rows() if r["experiment"] == "kursk-cpu-gpu"]
-    (section,) = report.build_sections(kursk)
-    points = report.roofline_points(section)
+    (section,) = model.build_sections(kursk)
+    points = model.roofline_points(section)
     gpu_points = {(r["kernel"], r["n"], r["block_edge"]) for r in kursk if not on_host(r["kernel"])}
     assert len(points) == len(gpu_points)  # pinned and pageable rows share one point
     assert not any(p["label"].startswith("cpu_") for p in points)
     brno = [{**r, "dram_bytes": 1e6, **CEILINGS} for r in load_rows() if r["experiment"] == "brno-transpose"]
-    assert report.roofline_points(report.build_sections(brno)[0]) == []  # GB/s kernels do no arithmetic
+    assert model.roofline_points(model.build_sections(brno)[0]) == []  # GB/s kernels do no arithmetic
 
 
 def test_roofline_plot_with_profiler_data_and_ceilings(tmp_path: Path) -> None:
     rows = profiled_rows("poznan-group1")
     out = tmp_path / "out"
-    report.write_report(rows, out, occupancy=False)
+    write_report(rows, out, occupancy=False)
     png = out / "poznan-group1" / "roofline.png"
     data = png.read_bytes()
     assert data.startswith(PNG_SIGNATURE) and len(data) > 1024
@@ -335,8 +337,8 @@ def test_roofline_plot_with_profiler_data_and_ceilings(tmp_path: Path) -> None:
     text = (out / "index.html").read_text()
     assert "2·M·N·K FLOPs per byte of DRAM traffic" in text and "51,000 GFLOP/s" in text
     # The profiler's tables sit beside the roofline.
-    section = report.build_sections(rows)[0]
-    assert {"gips", "cgma_measured", "cgma_analytic"} <= {t.metric.key for t in report.metric_tables(section)}
+    section = model.build_sections(rows)[0]
+    assert {"gips", "cgma_measured", "cgma_analytic"} <= {t.metric.key for t in tables.metric_tables(section)}
     assert "GIPS (warp instructions executed per second)" in text and "CGMA, measured" in text
 
 
@@ -347,7 +349,7 @@ def test_no_roofline_without_profiler_data_or_ceilings(tmp_path: Path, what: str
     else:
         rows = [{**r, **CEILINGS} for r in load_rows() if r["experiment"] == "poznan-group1"]
     out = tmp_path / "out"
-    report.write_report(rows, out, occupancy=False)
+    write_report(rows, out, occupancy=False)
     assert not (out / "poznan-group1" / "roofline.png").exists()
     assert "roofline" not in (out / "index.html").read_text()
 
@@ -406,9 +408,9 @@ def test_index_shows_summaries_tables_and_warnings(written: Path) -> None:
 def test_a_previous_report_is_replaced(tmp_path: Path) -> None:
     rows = [r for r in load_rows() if r["experiment"] == "arequipa-any-size"]
     out = tmp_path / "out"
-    report.write_report(rows, out, occupancy=False)
+    write_report(rows, out, occupancy=False)
     (out / "stale.txt").write_text("from an older report")
-    report.write_report(rows, out, occupancy=False)
+    write_report(rows, out, occupancy=False)
     assert not (out / "stale.txt").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
@@ -416,19 +418,19 @@ def test_a_previous_report_is_replaced(tmp_path: Path) -> None:
 def test_a_failure_leaves_the_previous_report_and_no_debris(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rows = [r for r in load_rows() if r["experiment"] == "arequipa-any-size"]
     out = tmp_path / "out"
-    report.write_report(rows, out, occupancy=False)
+    write_report(rows, out, occupancy=False)
     before = (out / "index.html").read_text()
 
     def boom(section: Section, out: Path) -> list:
         raise GemmlabError("plotting failed", "")
 
-    monkeypatch.setitem(report.LAYOUTS, "arequipa-any-size", report.Layout("x", (boom,)))
+    monkeypatch.setitem(plots.PLOTS, "vs_size", boom)  # the arequipa layout's first plot
     with pytest.raises(GemmlabError, match="plotting failed"):
-        report.write_report(rows, out, occupancy=False)
+        write_report(rows, out, occupancy=False)
     assert (out / "index.html").read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     with pytest.raises(GemmlabError):
-        report.write_report(rows, tmp_path / "new" / "deeper", occupancy=False)
+        write_report(rows, tmp_path / "new" / "deeper", occupancy=False)
     assert not (tmp_path / "new").exists()
 
 
@@ -437,10 +439,10 @@ def test_unwritable_out_is_an_error_with_a_fix(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     with pytest.raises(GemmlabError) as info:
-        report.write_report(rows, blocker / "report", occupancy=False)
+        write_report(rows, blocker / "report", occupancy=False)
     assert "Cannot write the report" in info.value.cause and "--out" in info.value.fix
     with pytest.raises(GemmlabError, match="is a file"):
-        report.write_report(rows, blocker, occupancy=False)
+        write_report(rows, blocker, occupancy=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 
 
@@ -453,7 +455,7 @@ def test_read_only_directory_is_an_error(tmp_path: Path) -> None:
     locked.mkdir(mode=0o500)
     try:
         with pytest.raises(GemmlabError, match="Cannot write the report"):
-            report.write_report(load_rows()[:5], locked / "report", occupancy=False)
+            write_report(load_rows()[:5], locked / "report", occupancy=False)
     finally:
         locked.chmod(0o700)
 
@@ -461,13 +463,13 @@ def test_read_only_directory_is_an_error(tmp_path: Path) -> None:
 def test_a_directory_of_other_files_is_never_replaced(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(GemmlabError, match="not a gemmlab report"):
-        report.write_report(load_rows()[:5], tmp_path, occupancy=False)
+        write_report(load_rows()[:5], tmp_path, occupancy=False)
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
 def test_missing_database_says_how_to_make_one(tmp_path: Path) -> None:
     with pytest.raises(GemmlabError, match="gemmlab reproduce"):
-        report.write_report(tmp_path / "none.sqlite", tmp_path / "out")
+        write_report(tmp_path / "none.sqlite", tmp_path / "out")
 
 
 def test_report_from_a_database_through_the_cli(tmp_path: Path) -> None:
@@ -496,7 +498,7 @@ def test_report_from_a_database_through_the_cli(tmp_path: Path) -> None:
 
 def test_occupancy_with_a_real_compile(sections: dict[str, Section]) -> None:
     """NVRTC needs no GPU; where it is missing the section says so instead."""
-    (block,) = report.occupancy_blocks(sections["arequipa-any-size"])
+    (block,) = tables.occupancy_blocks(sections["arequipa-any-size"])
     if block.rows:
         assert block.columns == ["8x8", "16x16", "32x32", "device limit"]
         assert block.rows[-1][0] == "Limiting factor(s)"
@@ -506,28 +508,41 @@ def test_occupancy_with_a_real_compile(sections: dict[str, Section]) -> None:
 
 def test_size_axis_kinds() -> None:
     square = lambda *ns: [(n, n, n) for n in ns]
-    assert report.SizeScale.of(square(176, 352, 528)).kind == "linear"
-    assert report.SizeScale.of(square(256, 512, 1024, 4096)).kind == "log"
-    close = report.SizeScale.of(square(1025, 1000, 1023))
+    assert plots.SizeScale.of(square(176, 352, 528)).kind == "linear"
+    assert plots.SizeScale.of(square(256, 512, 1024, 4096)).kind == "log"
+    close = plots.SizeScale.of(square(1025, 1000, 1023))
     assert close.kind == "even"
     assert [close.x(s) for s in square(1000, 1023, 1025)] == [0.0, 1.0, 2.0]
 
 
 def test_numbers_keep_four_significant_digits() -> None:
-    assert [report.fmt(v) for v in (49.86, 0.0005, 112.4, 45291.0, 1.0)] == ["49.86", "0.0005", "112.4", "45,291", "1"]
+    assert [tables.fmt(v) for v in (49.86, 0.0005, 112.4, 45291.0, 1.0)] == ["49.86", "0.0005", "112.4", "45,291", "1"]
 
 
 def test_rows_of_a_sweep_without_experiment(tmp_path: Path) -> None:
     rows = [{**r, "experiment": None} for r in load_rows() if r["experiment"] == "arequipa-any-size"]
-    (section,) = report.build_sections(rows)
+    (section,) = model.build_sections(rows)
     assert (section.experiment, section.slug) == ("(no experiment)", "no-experiment")
-    index = report.write_report(rows, tmp_path / "out", occupancy=False)
+    index = write_report(rows, tmp_path / "out", occupancy=False)
     assert (index.parent / "no-experiment" / "tiled_any_size_vs_size.png").is_file()
+
+
+def test_a_layout_naming_a_plot_the_report_lacks_fails_loudly(rows: list[dict], tmp_path: Path) -> None:
+    (section,) = model.build_sections([r for r in rows if r["experiment"] == "arequipa-any-size"])
+    with pytest.raises(UnknownName, match="plot kind 'histogram'"):
+        plots.draw(PlotSpec("histogram"), section, tmp_path)
+
+
+def test_results_of_no_document_get_the_sweep_layout_and_no_published_figures(rows: list[dict]) -> None:
+    own = [dict(r, experiment="my-own-sweep") for r in rows if r["experiment"] == "poznan-group1"]
+    (section,) = model.build_sections(own)
+    assert section.layout is model.SWEEP_LAYOUT and section.published is None
+    assert all(not t.published for t in tables.metric_tables(section))
 
 
 def test_summary_counts_rows_from_before_the_configuration_record() -> None:
     rows = [r for r in load_rows() if r["experiment"] == "int32-lab"]
-    (section,) = report.build_sections([dict(rows[0], backend=""), *(dict(r, backend="nvrtc") for r in rows[1:])])
-    assert "(1 from before results schema v5: no configuration or backend recorded)" in report._summary(section)
-    (plain,) = report.build_sections(rows)  # rows from elsewhere than the store say nothing of it
-    assert "schema" not in report._summary(plain)
+    (section,) = model.build_sections([dict(rows[0], backend=""), *(dict(r, backend="nvrtc") for r in rows[1:])])
+    assert "(1 from before results schema v5: no configuration or backend recorded)" in tables.summary(section)
+    (plain,) = model.build_sections(rows)  # rows from elsewhere than the store say nothing of it
+    assert "schema" not in tables.summary(plain)

@@ -38,7 +38,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.measure.profile import ProfileResult, find_ncu, profile_point
-from gemmlab.studies.experiments import PROFILER_GIVE_UP
+from gemmlab.studies.reproduce import PROFILER_GIVE_UP
 
 ROOT = Path(__file__).resolve().parents[2]
 BEST_EDGES = ROOT / "benchmarks" / "results" / "2026-11-21_h200_doc-ladder.json"

@@ -15,7 +15,8 @@ from gemmlab.results.store import CEILING_FIELDS, DEFAULT_PATH, Store
 from gemmlab.studies.sweep import SweepPoint, SweepSummary
 
 if TYPE_CHECKING:
-    from gemmlab.studies.experiments import Profiler
+    from gemmlab.studies.experiments.base import Experiment
+    from gemmlab.studies.reproduce import Profiler
 
 DEFAULT_REPORT_DIR = Path("gemmlab-report")
 EXIT_FAILED = 4
@@ -115,6 +116,7 @@ def reproduce(
 ) -> None:
     """Re-run the source documents' experiments on this machine and write the report beside their figures."""
     from gemmlab.studies import experiments
+    from gemmlab.studies.reproduce import reproduce as run_experiments
     from gemmlab.studies.sweep import run_record
 
     chosen = experiments.select(experiment_names)
@@ -123,14 +125,14 @@ def reproduce(
         return
     size_list = parse_ints(sizes, "sizes") if sizes else None
 
-    def announce(experiment: experiments.Experiment, n_points: int) -> None:
+    def announce(experiment: Experiment, n_points: int) -> None:
         console.rule(f"{experiment.name}: {experiment.title} ({n_points} points)")
 
     with Store.open(db) as store:
         run_info = run_record()  # once: every experiment of this call shares the description
         profiler = _profiler(force, run_info) if profile else None
-        outcomes = experiments.reproduce([e.name for e in chosen], store, sizes=size_list, force=force,
-                                         run_info=run_info, on_start=announce)  # fmt: skip
+        outcomes = run_experiments([e.name for e in chosen], store, sizes=size_list, force=force,
+                                   run_info=run_info, on_start=announce)  # fmt: skip
         failed = False
         for outcome in outcomes:
             name = outcome.experiment.name
@@ -162,7 +164,7 @@ def _profiler(force: bool, run_info: dict) -> Profiler | None:
     """The profiler of this run, with the device's ceilings measured into ``run_info``;
     None, after saying why, when Nsight Compute is missing (the timings go on)."""
     from gemmlab.measure import profile, roofline
-    from gemmlab.studies.experiments import Profiler
+    from gemmlab.studies.reproduce import Profiler
 
     try:
         profile.find_ncu()
@@ -226,7 +228,7 @@ def _exit_for(interrupted: bool, failed: bool, not_profiled: bool = False) -> No
         raise typer.Exit(EXIT_NOT_PROFILED)
 
 
-def _print_experiments(chosen: list) -> None:
+def _print_experiments(chosen: list[Experiment]) -> None:
     for e in chosen:
         missing = e.missing_kernels()
         status = f"not built yet: {', '.join(missing)} not in the catalogue" if missing else f"{len(e.points())} points"

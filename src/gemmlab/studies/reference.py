@@ -1,10 +1,12 @@
 """The source documents' published figures, as typed rows.
 
-The CSVs under ``gemmlab/reference/`` are tidy copies of the documents'
-measured-results tables (one number per row; see ``shared/reference/README.md``
-in the project for how each was transcribed). This module loads them, maps the
-documents' kernel names to catalogue ids and answers "what did the document
-print for this kernel, metric, size and block edge".
+Each document's measured-results table is a tidy CSV beside its module under
+``studies/experiments/`` (one number per row; see ``shared/reference/README.md``
+in the project for how each was transcribed). A document's module names its
+CSV and maps the document's kernel names to catalogue ids in a
+:class:`PublishedTable`; each experiment takes the part of it that it re-runs
+(a :class:`Published`). This module parses the CSVs and answers "what did the
+document print for this kernel, metric, size and block edge".
 """
 
 from __future__ import annotations
@@ -12,69 +14,14 @@ from __future__ import annotations
 import csv
 import functools
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 
 from gemmlab.core.errors import UnknownName
 
-# The documents' kernel names -> catalogue ids. None: the document measured
-# something gemmlab has no kernel for; its rows are kept and labelled.
-DOC_KERNEL_IDS: dict[str, str | None] = {
-    # Poznań 2014 (five versions, v4 in two flavours).
-    "v1": "single_block",
-    "v2": "naive",
-    "v3": "tiled",
-    "v4a": "tiled_prefetch_reg",
-    "v4b": "tiled_prefetch_smem",
-    "v5": "tiled_2x2",
-    # 2023 int32 lab report.
-    "naive_i32": "naive_i32",
-    "shared_i32": "tiled_i32",
-    # Brno 2014 lecture: the CSV already uses our ids, except the kernel that
-    # reads and writes with a stride, which only serves as a worst case there.
-    "transpose_naive": "transpose_naive",
-    "copy": "copy",
-    "transpose_tiled": "transpose_tiled",
-    "copy_tiled": "copy_tiled",
-    "transpose_tiled_padded": "transpose_tiled_padded",
-    "transpose_strided_both": None,
-    # Kursk 2014 paper. Its naive kernel takes the row from threadIdx.x, which
-    # is our uncoalesced variant, not `naive`.
-    "gpu_naive": "naive_uncoalesced",
-    "gpu_col_buffered": "col_buffered",
-    "gpu_row_buffered": "row_buffered",
-    "gpu_blocked": "tiled",
-    "gpu_blocked_unroll4": "blocked_x4",
-    "cpu_naive": "cpu_naive",
-}
-
-
-@dataclass(frozen=True)
-class ReferenceFile:
-    """One CSV and the sizes of it that belong to an experiment (None: all)."""
-
-    name: str
-    sizes: frozenset[int] | None = None
-
-
-# Which published figures each experiment re-runs. The Poznań report measured
-# two groups of sizes; `tiled` (its v3) appears in both, so the group decides.
-EXPERIMENT_REFERENCES: dict[str, ReferenceFile | None] = {
-    "poznan-group1": ReferenceFile("poznan2014_gt240.csv", frozenset({176, 352, 528})),
-    "poznan-group2": ReferenceFile("poznan2014_gt240.csv", frozenset({128, 256, 384, 512, 640})),
-    "int32-lab": ReferenceFile("int32lab_gemm.csv"),
-    "brno-transpose": ReferenceFile("brno2014_transpose_gtx280.csv"),
-    # The Arequipa report has no measurements.
-    "arequipa-any-size": None,
-    "kursk-cpu-gpu": ReferenceFile("kursk2014_cpu_gpu.csv"),
-}
-
-REFERENCE_FILES = (
-    "poznan2014_gt240.csv",
-    "int32lab_gemm.csv",
-    "brno2014_transpose_gtx280.csv",
-    "kursk2014_cpu_gpu.csv",
-)
+# The package that holds the documents' modules and their CSVs.
+CSV_PACKAGE = "gemmlab.studies.experiments"
 
 # The CSVs' metric names -> the report's, with the factor that converts the
 # printed unit to ours (seconds become milliseconds).
@@ -86,7 +33,16 @@ _METRICS: dict[str, tuple[str, float]] = {
     "cgma": ("cgma", 1.0),
     "bandwidth_gbs": ("gbs", 1.0),
 }
-METRICS = frozenset(name for name, _ in _METRICS.values())
+# The report's published metrics with their title and unit, in the order the
+# report shows them.
+METRIC_TITLES: dict[str, tuple[str, str]] = {
+    "time_ms": ("Time", "ms"),
+    "gflops": ("GFLOPS", "GFLOP/s"),
+    "gbs": ("Bandwidth", "GB/s"),
+    "gips": ("GIPS", "10^9/s"),
+    "cgma": ("CGMA", "FLOP/request"),
+}
+METRICS = frozenset(METRIC_TITLES)
 
 
 @dataclass(frozen=True)
@@ -97,6 +53,7 @@ class ReferenceRow:
     table: str
     device: str
     kernel: str  # the document's name
+    kernel_id: str | None  # the catalogue id, or None where gemmlab has no such kernel
     variant: str
     n: int
     block: int | None
@@ -106,14 +63,9 @@ class ReferenceRow:
     note: str
 
     @property
-    def kernel_id(self) -> str | None:
-        """The catalogue id, or None where gemmlab has no such kernel."""
-        return DOC_KERNEL_IDS[self.kernel]
-
-    @property
     def label(self) -> str:
         """The catalogue id, or the document's name marked as having none."""
-        return kernel_label(self.kernel)
+        return self.kernel_id if self.kernel_id is not None else f"{self.kernel} (no gemmlab kernel)"
 
     @property
     def report_metric(self) -> str:
@@ -125,20 +77,41 @@ class ReferenceRow:
         return self.value * _METRICS[self.metric][1]
 
 
-def kernel_label(doc_kernel: str) -> str:
-    kernel_id = DOC_KERNEL_IDS[doc_kernel]
-    return kernel_id if kernel_id is not None else f"{doc_kernel} (no gemmlab kernel)"
+@dataclass(frozen=True, eq=False)
+class PublishedTable:
+    """One document's CSV (a file name under ``studies/experiments/``) and its
+    kernel names -> catalogue ids; None where the document measured something
+    gemmlab has no kernel for (its rows are kept and labelled)."""
+
+    csv: str
+    kernel_ids: Mapping[str, str | None]
+
+    def rows(self) -> tuple[ReferenceRow, ...]:
+        """Every row of the CSV."""
+        return _load(self)
 
 
-def _parse(name: str, text: str) -> list[ReferenceRow]:
+@functools.cache
+def _load(table: PublishedTable) -> tuple[ReferenceRow, ...]:
+    try:
+        text = resources.files(CSV_PACKAGE).joinpath(table.csv).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UnknownName(
+            f"No reference file '{table.csv}'.", "Put the document's CSV beside its module in studies/experiments/."
+        ) from None
+    return tuple(_parse(table, text))
+
+
+def _parse(table: PublishedTable, text: str) -> list[ReferenceRow]:
     rows = []
     for line_no, rec in enumerate(csv.DictReader(io.StringIO(text)), start=2):
-        if rec["kernel"] not in DOC_KERNEL_IDS or rec["metric"] not in _METRICS:
-            # A new kernel or metric in a CSV must be mapped above before it
-            # can be shown beside our numbers.
+        if rec["kernel"] not in table.kernel_ids or rec["metric"] not in _METRICS:
+            # A new kernel or metric in a CSV must be mapped before it can be
+            # shown beside our numbers.
             raise UnknownName(
-                f"{name} line {line_no}: kernel '{rec['kernel']}' / metric '{rec['metric']}' is not mapped.",
-                "Add it to DOC_KERNEL_IDS or _METRICS in gemmlab/reference.py.",
+                f"{table.csv} line {line_no}: kernel '{rec['kernel']}' / metric '{rec['metric']}' is not mapped.",
+                "Add the kernel to its document's kernel_ids in studies/experiments/, "
+                "or the metric to _METRICS in studies/reference.py.",
             )
         rows.append(
             ReferenceRow(
@@ -146,6 +119,7 @@ def _parse(name: str, text: str) -> list[ReferenceRow]:
                 table=rec["table"],
                 device=rec["device"],
                 kernel=rec["kernel"],
+                kernel_id=table.kernel_ids[rec["kernel"]],
                 variant=rec["variant"],
                 n=int(rec["n"]),
                 block=int(rec["block"]) if rec["block"] else None,
@@ -158,50 +132,39 @@ def _parse(name: str, text: str) -> list[ReferenceRow]:
     return rows
 
 
-@functools.cache
-def load(name: str) -> tuple[ReferenceRow, ...]:
-    """Every row of one reference CSV (a name from REFERENCE_FILES)."""
-    if name not in REFERENCE_FILES:
-        raise UnknownName(f"No reference file '{name}'.", f"Known: {', '.join(REFERENCE_FILES)}.")
-    text = resources.files("gemmlab").joinpath("reference", name).read_text(encoding="utf-8")
-    return tuple(_parse(name, text))
+@dataclass(frozen=True)
+class Published:
+    """The published figures an experiment re-runs: a document's table, or
+    the sizes of it that belong to the experiment (None: all of them)."""
 
+    table: PublishedTable
+    sizes: frozenset[int] | None = None
 
-def load_all() -> dict[str, tuple[ReferenceRow, ...]]:
-    return {name: load(name) for name in REFERENCE_FILES}
+    def rows(self) -> tuple[ReferenceRow, ...]:
+        return tuple(r for r in self.table.rows() if self.sizes is None or r.n in self.sizes)
 
+    def values(
+        self, kernel: str, metric: str, device: str | None = None
+    ) -> dict[tuple[int, int | None], tuple[float, str]]:
+        """{(n, block): (value, device)} the document printed for this kernel and metric.
 
-def experiment_rows(experiment: str) -> tuple[ReferenceRow, ...]:
-    """The published rows an experiment re-runs (empty where the document has none)."""
-    ref = EXPERIMENT_REFERENCES.get(experiment)
-    if ref is None:
-        return ()
-    return tuple(r for r in load(ref.name) if ref.sizes is None or r.n in ref.sizes)
+        ``kernel`` is a catalogue id or, for a kernel gemmlab lacks, the
+        document's name; ``metric`` is one of METRICS (time_ms, gflops, gbs,
+        gips, cgma), values converted to the report's units. Where a document
+        measured the same cell on two machines (Kursk: Tables 1 and 2), the
+        later table wins unless ``device`` picks one.
+        """
+        if metric not in METRICS:
+            raise UnknownName(f"No published metric '{metric}'.", f"Known: {', '.join(sorted(METRICS))}.")
+        found: dict[tuple[int, int | None], tuple[float, str]] = {}
+        for r in self.rows():
+            if kernel not in (r.kernel_id, r.kernel) or r.report_metric != metric:
+                continue
+            if device is not None and r.device != device:
+                continue
+            found[(r.n, r.block)] = (r.report_value, r.device)
+        return found
 
-
-def published(
-    experiment: str, kernel: str, metric: str, device: str | None = None
-) -> dict[tuple[int, int | None], tuple[float, str]]:
-    """{(n, block): (value, device)} the document printed for this kernel and metric.
-
-    ``kernel`` is a catalogue id or, for a kernel gemmlab lacks, the
-    document's name; ``metric`` is one of METRICS (time_ms, gflops, gbs, gips,
-    cgma), values converted to the report's units. Where a document measured
-    the same cell on two machines (Kursk: Tables 1 and 2), the later table
-    wins unless ``device`` picks one.
-    """
-    if metric not in METRICS:
-        raise UnknownName(f"No published metric '{metric}'.", f"Known: {', '.join(sorted(METRICS))}.")
-    found: dict[tuple[int, int | None], tuple[float, str]] = {}
-    for r in experiment_rows(experiment):
-        if kernel not in (r.kernel_id, r.kernel) or r.report_metric != metric:
-            continue
-        if device is not None and r.device != device:
-            continue
-        found[(r.n, r.block)] = (r.report_value, r.device)
-    return found
-
-
-def devices(experiment: str) -> list[str]:
-    """The machines an experiment's published figures come from, in the document's order."""
-    return list(dict.fromkeys(r.device for r in experiment_rows(experiment)))
+    def devices(self) -> list[str]:
+        """The machines the figures come from, in the document's order."""
+        return list(dict.fromkeys(r.device for r in self.rows()))

@@ -17,7 +17,7 @@ itself, a GPU kernel goes to :func:`gemmlab.measure.run.run`, or with
 
 ``after_point(point, rows)``, where given, follows every point that is in the
 store (measured now or before) with its rows as :meth:`Store.rows` gives them:
-`sweep --profile` profiles each point there (:class:`gemmlab.experiments.Profiler`).
+`sweep --profile` profiles each point there (:class:`gemmlab.studies.reproduce.Profiler`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,119 @@
+"""The report's page, ``index.html``: every section's summary, plots, tables,
+occupancy and warnings; no server and no JavaScript needed."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from gemmlab.report.model import Section
+from gemmlab.report.plots import Plot
+from gemmlab.report.tables import MetricTable, OccupancyBlock, summary
+
+
+@dataclass
+class SectionOutput:
+    section: Section
+    tables: list[MetricTable]
+    plots: list[Plot]
+    occupancy: list[OccupancyBlock]
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1400px; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 0.6em 1.2em 1.2em 0; display: inline-table; vertical-align: top; }
+caption { text-align: left; font-weight: 600; padding-bottom: 0.3em; }
+caption small { font-weight: normal; color: #555; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; font-variant-numeric: tabular-nums; }
+thead th { background: #f0f0f0; }
+tbody th { background: #fafafa; }
+.pub { color: #777; }
+.warn { color: #b36b00; }
+.summary { background: #f5f7fa; padding: 0.5em 0.8em; border-left: 4px solid #4a78b5; }
+.note { color: #8a5a00; }
+figure { display: inline-block; margin: 0.5em 1em 1em 0; vertical-align: top; }
+figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { font-size: 0.9em; color: #444; max-width: 60em; }
+section { border-top: 2px solid #ddd; margin-top: 2em; }
+"""
+
+
+def index_html(outputs: list[SectionOutput]) -> str:
+    from gemmlab import __version__
+
+    esc = html.escape
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    toc = "".join(
+        f"<li><a href='#{esc(o.section.slug)}'>{esc(o.section.experiment)}</a>: {esc(summary(o.section))}</li>"
+        for o in outputs
+    )
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<title>gemmlab report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>gemmlab report</h1>",
+        f"<p>Written {esc(now)} by gemmlab {esc(__version__)}. Table cells read <b>ours</b> "
+        "<span class='pub'>(published)</span>; the devices are named above each table. "
+        "<span class='warn'>⚠n</span> marks a warning, listed at the end of its section.</p>",
+        f"<ul>{toc}</ul>",
+    ]
+    for o in outputs:
+        parts.append(_section_html(o))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _section_html(o: SectionOutput) -> str:
+    esc = html.escape
+    s = o.section
+    d = s.slug
+    parts = [
+        f"<section id='{esc(d)}'><h2>{esc(s.experiment)} on {esc(s.gpu_name)}</h2>",
+        f"<p>{esc(s.layout.title)}</p>",
+        f"<p class='summary'>{esc(summary(s))}</p>",
+        f"<p>All tables as Markdown: <a href='{esc(d)}/tables.md'>{esc(d)}/tables.md</a>"
+        + (f"; warnings as CSV: <a href='{esc(d)}/warnings.csv'>{esc(d)}/warnings.csv</a>" if s.notes.texts else "")
+        + "</p>",
+    ]
+    if o.plots:
+        parts.append("<h3>Plots</h3>")
+        for p in o.plots:
+            src = f"{d}/{p.file}"
+            parts.append(
+                f"<figure><a href='{esc(src)}'><img src='{esc(src)}' alt='{esc(p.caption)}'></a>"
+                f"<figcaption>{esc(p.caption)}</figcaption></figure>"
+            )
+    label = None
+    parts.append("<h3>Tables</h3>")
+    for t in o.tables:
+        if t.label != label:
+            label = t.label
+            parts.append(f"<h4>{esc(label)}</h4>")
+        parts.append(t.to_html(f"{d}/{t.file_stem}.csv"))
+    if o.occupancy:
+        parts.append("<h3>Theoretical occupancy</h3>")
+        for b in o.occupancy:
+            parts.append(_occupancy_html(b))
+    if s.notes.texts:
+        parts.append("<h3>Warnings</h3><ol>")
+        parts += [f"<li class='warn'>{esc(text)}</li>" for text in s.notes.texts]
+        parts.append("</ol>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _occupancy_html(block: OccupancyBlock) -> str:
+    esc = html.escape
+    note = f"<br><small class='note'>{esc(block.note)}</small>" if block.note else ""
+    if not block.rows:
+        return f"<p><b>{esc(block.title)}</b>{note}</p>"
+    head = "".join(f"<th>{esc(c)}</th>" for c in block.columns)
+    body = "".join(
+        f"<tr><th>{esc(label)}</th>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>"
+        for label, cells in block.rows
+    )
+    return (
+        f"<table><caption>{esc(block.title)}{note}</caption>"
+        f"<thead><tr><th>block</th>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )

@@ -1,0 +1,270 @@
+"""The report's tables: one per kernel and metric, in the documents' shape
+(sizes as rows, block edges as columns, each cell "ours (published)"), as
+Markdown, CSV and HTML; a section's Markdown file and warnings; and the
+theoretical occupancy tables."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gemmlab.core.errors import GemmlabError
+from gemmlab.kernels import catalogue
+from gemmlab.report.model import (
+    METRICS,
+    CellKey,
+    Edge,
+    Metric,
+    Section,
+    Series,
+    SizeKey,
+    edge_label,
+    edge_order,
+    published_cells,
+    published_only_kernels,
+    size_label,
+    slug,
+)
+from gemmlab.results.store import CONFIG_RECORDED_FROM, predates_config
+
+
+def fmt(value: float | None) -> str:
+    """A number with the digits that matter: four significant ones, thousands grouped."""
+    if value is None:
+        return ""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+@dataclass
+class MetricTable:
+    """One kernel, one metric: sizes as rows, block edges as columns."""
+
+    label: str
+    kernel: str
+    metric: Metric
+    sizes: list[SizeKey]
+    edges: list[Edge]
+    ours: dict[CellKey, float]
+    published: dict[CellKey, float]
+    marks: dict[CellKey, list[int]]
+    our_device: str
+    published_devices: list[str]
+
+    @property
+    def title(self) -> str:
+        return f"{self.label}: {self.metric.title} [{self.metric.unit}]"
+
+    @property
+    def file_stem(self) -> str:
+        return f"{slug(self.label)}__{self.metric.key}"
+
+    @property
+    def legend(self) -> str:
+        text = f"ours on {self.our_device}"
+        if self.published:
+            text += f" (published, {'; '.join(self.published_devices)})"
+        return text
+
+    def cell(self, key: CellKey, mark: Callable[[list[int]], str], pub: Callable[[str], str]) -> str:
+        """'ours' + warning marks + '(published)'; '—' where only the document measured it."""
+        ours, published = self.ours.get(key), self.published.get(key)
+        if ours is None and published is None:
+            return ""
+        text = "—" if ours is None else fmt(ours) + mark(self.marks.get(key, []))
+        return text if published is None else text + pub(fmt(published))
+
+    def grid(self, mark: Callable[[list[int]], str], pub: Callable[[str], str]) -> list[list[str]]:
+        """The cells as text, one list per size."""
+        return [[self.cell((size, edge), mark, pub) for edge in self.edges] for size in self.sizes]
+
+    def to_csv(self) -> str:
+        """Plain numbers: a column per block edge, and one per edge for the published value."""
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        names = [f"block_edge={'none' if e is None else e}" for e in self.edges]
+        header = ["size", *names]
+        if self.published:
+            header += [f"{name} published" for name in names]
+        writer.writerow(header)
+        for size in self.sizes:
+            line = [size_label(size)] + [_csv_number(self.ours.get((size, e))) for e in self.edges]
+            if self.published:
+                line += [_csv_number(self.published.get((size, e))) for e in self.edges]
+            writer.writerow(line)
+        return buf.getvalue()
+
+    def to_markdown(self) -> str:
+        mark = lambda marks: "".join(f" ⚠{m}" for m in marks)
+        pub = lambda text: f" ({text})"
+        head = "| size \\ block edge | " + " | ".join(edge_label(e) for e in self.edges) + " |"
+        rule = "|---|" + "---:|" * len(self.edges)
+        body = [
+            f"| {size_label(size)} | " + " | ".join(cells) + " |"
+            for size, cells in zip(self.sizes, self.grid(mark, pub), strict=True)
+        ]
+        return "\n".join([f"**{self.title}** — {self.legend}", "", head, rule, *body, ""])
+
+    def to_html(self, csv_href: str) -> str:
+        mark = lambda marks: "".join(f"<sup class='warn'>⚠{m}</sup>" for m in marks)
+        pub = lambda text: f" <span class='pub'>({text})</span>"
+        esc = html.escape
+        head = "".join(f"<th>{esc(edge_label(e))}</th>" for e in self.edges)
+        body = []
+        for size, cells in zip(self.sizes, self.grid(mark, pub), strict=True):
+            tds = "".join(f"<td>{c}</td>" for c in cells)
+            body.append(f"<tr><th>{esc(size_label(size))}</th>{tds}</tr>")
+        return (
+            f"<table><caption>{esc(self.title)}<br><small>{esc(self.legend)} · "
+            f"<a href='{esc(csv_href)}'>CSV</a></small></caption>"
+            f"<thead><tr><th>size \\ block edge</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        )
+
+
+def _csv_number(value: float | None) -> str:
+    # Seven significant digits: more than any timing here resolves, and no
+    # 0.30000000000000004 from summed times.
+    return "" if value is None else f"{value:.7g}"
+
+
+def metric_tables(section: Section) -> list[MetricTable]:
+    """Every table of a section: per kernel, per metric with a value (ours or published).
+
+    Series that differ only in host memory share their kernel figures, so
+    those get one table (named without the host memory); only the end-to-end
+    figures get a table per host memory.
+    """
+    published_only = dict(published_only_kernels(section))
+    subjects: list[tuple[str, Series | None]] = [(s.kernel, s) for s in section.series]
+    subjects += [(name, None) for name in published_only]
+    tables = []
+    done: set[tuple[str, str]] = set()
+    for kernel, series in subjects:
+        for metric in METRICS:
+            if series is None:
+                label = published_only[kernel]
+            else:
+                label = series.label if metric.end_to_end else series.kernel_label
+            if (label, metric.key) in done:
+                continue
+            done.add((label, metric.key))
+            ours: dict[CellKey, float] = {}
+            marks: dict[CellKey, list[int]] = {}
+            if series is not None:
+                for key, row in series.cells.items():
+                    value = metric.value(row)
+                    if value is not None:
+                        ours[key] = value
+                        marks[key] = section.notes.marks(row)
+            published, devices = published_cells(section, kernel, metric)
+            if not ours and not published:
+                continue
+            keys = set(published) | (set(series.cells) if series else set())
+            tables.append(
+                MetricTable(
+                    label=label,
+                    kernel=kernel,
+                    metric=metric,
+                    sizes=sorted({size for size, _ in keys}),
+                    edges=sorted({edge for _, edge in keys}, key=edge_order),
+                    ours=ours,
+                    published=published,
+                    marks=marks,
+                    our_device=section.gpu_name,
+                    published_devices=devices,
+                )
+            )
+    # Keep each label's tables together (kernel figures, then end to end).
+    first = {t.label: i for i, t in reversed(list(enumerate(tables)))}
+    return sorted(tables, key=lambda t: first[t.label])
+
+
+@dataclass
+class OccupancyBlock:
+    title: str
+    columns: list[str] = field(default_factory=list)
+    rows: list[tuple[str, list[str]]] = field(default_factory=list)
+    note: str = ""
+
+
+def _occupancy_for(kernel: str, cc: str, edges: list[int] | None, label: str) -> OccupancyBlock:
+    from gemmlab.core.arch import parse_cc
+    from gemmlab.measure.kernel_occupancy import OLDEST_NVRTC_ARCH, compile_arch_for, kernel_occupancy
+    from gemmlab.measure.occupancy import occupancy_table
+
+    block = OccupancyBlock(label)
+    try:
+        major, minor = parse_cc(cc)
+        arch = compile_arch_for(cc)
+        columns = kernel_occupancy(kernel, arch, edges, cc=f"{major}.{minor}")
+        block.columns = [name for name, _ in columns] + ["device limit"]
+        block.rows = occupancy_table(columns)
+        if arch == OLDEST_NVRTC_ARCH and (major, minor) < (7, 5):
+            block.note = f"Registers and shared memory from an {arch} compile, under the rules of {major}.{minor}."
+    except (GemmlabError, ImportError) as exc:
+        # ImportError: the CUDA Python packages that hold NVRTC are missing.
+        block.note = f"No occupancy table: {exc}"
+    return block
+
+
+def occupancy_blocks(section: Section) -> list[OccupancyBlock]:
+    """Per catalogue kernel of the section: its theoretical occupancy on our GPU
+    (and on the document's, where the layout names it)."""
+    cc = section.cc
+    blocks = []
+    for kernel in dict.fromkeys(s.kernel for s in section.series):
+        if kernel not in catalogue.kernel_ids():
+            continue  # CPU baselines and kernels from outside the catalogue
+        edges = sorted({e for s in section.series if s.kernel == kernel for e in s.edges() if e is not None})
+        targets = [(cc, f"{kernel} on {section.gpu_name} (compute capability {cc})")] if cc else []
+        if section.layout.document_cc:
+            doc = section.layout.document_cc
+            targets.append((doc, f"{kernel} on the document's GPU (compute capability {doc})"))
+        if not targets:
+            blocks.append(OccupancyBlock(kernel, note="No occupancy table: the rows carry no compute capability."))
+        blocks += [_occupancy_for(kernel, target, edges or None, title) for target, title in targets]
+    return blocks
+
+
+def summary(section: Section) -> str:
+    cc = f" (compute capability {section.cc})" if section.cc else ""
+    devices = section.published.devices() if section.published else []
+    pub = f"; published figures: {'; '.join(devices)}" if devices else ""
+    old = sum(predates_config(r) for r in section.rows)
+    unrecorded = f" ({old} from before results schema v{CONFIG_RECORDED_FROM}: no configuration or backend recorded)"
+    return f"{section.gpu_name}{cc}, measured {section.dates}; {len(section.rows)} results{unrecorded * bool(old)}{pub}"
+
+
+def markdown(section: Section, tables: list[MetricTable]) -> str:
+    lines = [
+        f"# {section.experiment} on {section.gpu_name}",
+        "",
+        section.layout.title,
+        "",
+        summary(section),
+        "",
+        "Cells: ours (published). ⚠n marks a warning, listed at the end.",
+        "",
+    ]
+    label = None
+    for t in tables:
+        if t.label != label:
+            label = t.label
+            lines += [f"## {label}", ""]
+        lines += [t.to_markdown(), ""]
+    if section.notes.texts:
+        lines += ["## Warnings", ""] + [f"{i}. {text}" for i, text in enumerate(section.notes.texts, 1)] + [""]
+    return "\n".join(lines)
+
+
+def warnings_csv(section: Section) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["mark", "kernel", "size", "block_edge", "warning"])
+    for s in section.series:
+        for (size, edge), row in sorted(s.cells.items(), key=lambda kv: (kv[0][0], edge_order(kv[0][1]))):
+            for text in row["warnings"]:
+                writer.writerow([section.notes.mark(text), s.label, size_label(size), edge_label(edge), text])
+    return buf.getvalue()
