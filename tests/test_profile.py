@@ -403,7 +403,8 @@ def test_ncu_command_profiles_one_named_launch() -> None:
     assert option("--page") == "raw"
     assert option("--print-units") == "base"
     assert "--csv" in cmd
-    assert cmd[-9:] == ["/usr/bin/python3", "-m", "gemmlab.measure.profile", "naive", "16", "256", "256", "256", "float32"]
+    child = ["/usr/bin/python3", "-m", "gemmlab.measure.profile", "naive", "16", "256", "256", "256", "float32"]
+    assert cmd[-9:] == child
 
 
 def test_mangled_name_tells_tiled_from_tiled_2x2() -> None:

@@ -1,1 +1,2 @@
-"""Running, timing and explaining one point: runner, timing, environment, Nsight Compute, sanitizer, SASS, occupancy, peaks, roofline."""
+"""Running, timing and explaining one point: runner, timing, environment,
+Nsight Compute, sanitizer, SASS, occupancy, peaks, roofline."""
