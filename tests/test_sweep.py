@@ -49,7 +49,8 @@ def fake_runner(
     if shape.m == interrupt_at:
         raise KeyboardInterrupt
     result = RunResult(
-        kernel=kernel, m=shape.m, n=shape.n, k=shape.k, block_edge=block_edge, dtype=dtype, grid=(1, 1, 1),
+        kernel=kernel, backend=backends.for_kernel(kernel).name, m=shape.m, n=shape.n, k=shape.k,
+        block_edge=block_edge, dtype=dtype, grid=(1, 1, 1),
         block=(block_edge, block_edge, 1), dynamic_smem=0, resources=Resources(30, 0, 0, 0, 0, 0), arch="sm_90",
         timing=Timing(1.0, 0.9, 1.2, reps), gflops=float(shape.m), gbytes_per_s=1.0, error=0.0, tolerance=1e-5,
     )  # fmt: skip
