@@ -9,6 +9,7 @@ import pytest
 from gemmlab.core.errors import ConstraintError, UnknownName
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
+from gemmlab.kernels.ladder import Config
 from gemmlab.kernels.spec import KernelSpec
 
 SPEC_MATMUL_IDS = {
@@ -119,3 +120,29 @@ def test_models() -> None:
     assert catalogue.get("tiled").cgma(p.shape, 16) == 16
     assert catalogue.get("naive").cgma(p.shape, 16) == 1
     assert catalogue.get("tiled_2x2").cgma(p.shape, 8) == 16
+
+
+@pytest.mark.parametrize("ladder", catalogue.LADDERS, ids=lambda lad: lad.name)
+def test_ladders_name_their_configurations(ladder) -> None:
+    """Every rung's default and search are named configurations: a search entry
+    naming a parameter the rung lacks would raise, and the configurations keep
+    the template's order whatever order they were written in."""
+    assert ladder.kernels == tuple(catalogue.get(r.id) for r in ladder.rungs)
+    for r in ladder.rungs:
+        assert all(isinstance(v, int) for v in r.default.values())
+        for change in r.search:
+            assert list(r.config(change)) == list(r.params)
+        found = catalogue.configs(r.id)
+        assert found[0] == catalogue.get(r.id).config == r.config()
+        assert all(catalogue.variant(r.id, c).config == c for c in found)
+
+
+def test_a_configuration_is_laid_over_the_default_by_name() -> None:
+    rung = catalogue.ladder("sgemm_multistage").rung("sgemm_multistage")
+    c = rung.config(Config(STAGES=4, BK=8))  # written out of template order
+    assert list(c) == ["BM", "BN", "BK", "WM", "WN", "STAGES", "MIN_BLOCKS"]
+    assert c == {**rung.default, "BK": 8, "STAGES": 4}
+    with pytest.raises(UnknownName, match="no parameter TILE"):
+        rung.config({"TILE": 32})
+    with pytest.raises(UnknownName, match="tunable kernel"):
+        catalogue.configs("tiled")

@@ -37,7 +37,7 @@ CASES = [(kid, s) for kid in KERNELS for s in SHAPES]
 def test_strips_verify(kernel_id: str, shape: Shape) -> None:
     from gemmlab.measure.run import run
 
-    result = run(kernel_id, shape, reps=1, warmup=1, baseline=False, spec=sgemm.variant(kernel_id, {}))
+    result = run(kernel_id, shape, reps=1, warmup=1, baseline=False, spec=catalogue.variant(kernel_id, {}))
     assert result.error < 1e-5
     m_tiled, n_tiled = sgemm.tiled_extent(shape.m, 128), sgemm.tiled_extent(shape.n, 256)
     assert result.grid[1] > -(-m_tiled // 128) or (m_tiled, n_tiled) == (shape.m, shape.n)
@@ -102,7 +102,7 @@ def _bound(kernel_id: str, shape: Shape, seed: int):
     from gemmlab.backends.nvrtc import bind, compile_kernel
 
     cp, info = gpu.cupy(), gpu.describe(0)
-    point = catalogue.point(kernel_id, shape, spec=sgemm.variant(kernel_id, {}))
+    point = catalogue.point(kernel_id, shape, spec=catalogue.variant(kernel_id, {}))
     compiled = compile_kernel(point.spec, 0, "float32", info.arch)
     prepared, launcher, grid = bind(cp, point, compiled, info, 0, cp.cuda.get_current_stream(), seed)
     return cp, prepared, _Launch(cp, launcher, grid)

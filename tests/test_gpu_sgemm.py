@@ -38,7 +38,7 @@ CASES = [(kid, s) for kid in LADDER + CANDIDATES for s in SHAPES]
 CONFIG_CASES = [
     (kid, c, s)
     for kid in LADDER + CANDIDATES
-    for c in sgemm.configs(kid)
+    for c in catalogue.configs(kid)
     for s in (Shape(127, 129, 131), Shape.square(256))
 ]
 
@@ -47,7 +47,7 @@ CONFIG_CASES = [
 def test_rung_verifies(kernel_id: str, shape: Shape) -> None:
     from gemmlab.measure.run import run
 
-    result = run(kernel_id, shape, reps=2, warmup=1, baseline=False, spec=sgemm.variant(kernel_id, {}))
+    result = run(kernel_id, shape, reps=2, warmup=1, baseline=False, spec=catalogue.variant(kernel_id, {}))
     assert result.error < 1e-5
     assert result.gflops > 0
 
@@ -60,7 +60,7 @@ def test_rung_verifies(kernel_id: str, shape: Shape) -> None:
 def test_every_config_verifies(monkeypatch: pytest.MonkeyPatch, kernel_id: str, config: dict, shape: Shape) -> None:
     from gemmlab.measure.run import run
 
-    monkeypatch.setitem(catalogue._BY_ID, kernel_id, sgemm.variant(kernel_id, config))
+    monkeypatch.setitem(catalogue._BY_ID, kernel_id, catalogue.variant(kernel_id, config))
     result = run(kernel_id, shape, reps=1, warmup=1, baseline=False)
     assert result.error < 1e-5
 
@@ -79,7 +79,7 @@ def test_in_place_c(monkeypatch: pytest.MonkeyPatch, kernel_id: str) -> None:
     is read once, by the thread that then writes it."""
     from gemmlab.measure.run import run
 
-    spec = sgemm.variant(kernel_id, {})
+    spec = catalogue.variant(kernel_id, {})
     problem = dataclasses.replace(sgemm_problem.SGEMM, prepare=_in_place)
     monkeypatch.setitem(catalogue._BY_ID, kernel_id, dataclasses.replace(spec, problem=problem))
     result = run(kernel_id, Shape(127, 129, 131), reps=1, warmup=1, baseline=False)

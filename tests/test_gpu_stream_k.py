@@ -12,7 +12,6 @@ from gemmlab.backends.nvrtc import compile_kernel
 from gemmlab.core import gpu
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
-from gemmlab.kernels.sgemm import spec as sgemm
 from gemmlab.problems import sgemm as sgemm_problem
 from gemmlab.problems.base import relative_error
 
@@ -40,7 +39,7 @@ def test_every_grid_gives_the_same_right_answer(shape: Shape) -> None:
     from gemmlab.backends.nvrtc import launch_config, load_kernel
 
     cp = gpu.cupy()
-    spec = sgemm.variant(KERNEL, {})
+    spec = catalogue.variant(KERNEL, {})
     point = catalogue.point(KERNEL, shape, spec=spec)
     kernel = load_kernel(point, compile_kernel(spec, 0, "float32", gpu.describe(0).arch))
     prepared = sgemm_problem.prepare_sgemm(cp, point, cp.random.default_rng(7))
@@ -68,7 +67,7 @@ def test_run_launches_one_block_per_sm_with_a_workspace() -> None:
     and the workspace argument, at a shape whose tiles leave a tail (4097)."""
     from gemmlab.measure.run import run
 
-    result = run(KERNEL, Shape.square(4097), reps=2, warmup=1, baseline=False, spec=sgemm.variant(KERNEL, {}))
+    result = run(KERNEL, Shape.square(4097), reps=2, warmup=1, baseline=False, spec=catalogue.variant(KERNEL, {}))
     info = gpu.describe(0)
     assert result.error < 1e-5
     assert result.grid[0] == info.sm_count and result.grid[1:] == (1, 1)

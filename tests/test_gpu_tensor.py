@@ -58,8 +58,8 @@ def test_rung_verifies(kernel_id: str, dtype: str, shape: Shape) -> None:
 def test_every_searched_configuration_verifies(kernel_id: str) -> None:
     from gemmlab.measure.run import run
 
-    for config in tensor.configs(kernel_id):
-        spec = tensor.variant(kernel_id, config)
+    for config in catalogue.configs(kernel_id):
+        spec = catalogue.variant(kernel_id, config)
         if not _runs_here(spec):
             pytest.skip(f"{kernel_id} needs {', '.join(spec.archs)}")
         # N = 776 where C is a tensor map (whole 16-byte rows), else an odd 777.

@@ -31,12 +31,12 @@ def test_tuned_warptile_verifies_and_keeps_up(tmp_path: Path) -> None:
         assert not summary.rejected and not summary.failed, summary.lines()
         assert "small" in summary.best, summary.lines()
         spec = tuned_spec(KERNEL, SHAPE, store, current_device()[0])
-    assert spec is not None and sgemm.config_of(spec) == summary.best["small"].config
+    assert spec is not None and spec.config == summary.best["small"].config
 
     tuned = run(KERNEL, SHAPE, spec=spec, reps=50, baseline=False)
     default = run(KERNEL, SHAPE, reps=50, baseline=False)
     assert tuned.error < 1e-5 and tuned.config == summary.best["small"].config
-    assert default.config == sgemm.default_config(KERNEL)
+    assert default.config == sgemm.LADDER.rung(KERNEL).config()
     assert tuned.gflops >= NOISE * default.gflops, (tuned.config, tuned.gflops, default.gflops)
 
 

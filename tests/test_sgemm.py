@@ -5,7 +5,9 @@ space (configs / variant) refuses what a kernel cannot take, by name."""
 from __future__ import annotations
 
 import math
+import re
 from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
 
 import pytest
 
@@ -30,7 +32,7 @@ CANDIDATES: list[str] = []
 ARCHS = ("sm_90", "sm_80")
 ODD_SHAPES = [Shape(1, 1, 1), Shape(17, 33, 65), Shape(127, 129, 131), Shape(1000, 1000, 1000), Shape(4097, 4095, 3),
               Shape(8192, 8192, 1024), Shape(4096, 1024, 8192)]  # fmt: skip
-EVERY_CONFIG = [(kid, c) for kid in LADDER + CANDIDATES for c in sgemm.configs(kid)]
+EVERY_CONFIG = [(kid, c) for kid in LADDER + CANDIDATES for c in catalogue.configs(kid)]
 
 
 def test_ladder_is_in_the_catalogue_in_order() -> None:
@@ -60,8 +62,8 @@ def test_default_compiles_without_spills(kernel_id: str, arch: str) -> None:
     spec = catalogue.get(kernel_id)
     res = compile_kernel(spec, 0, "float32", arch, use_cache=False).resources
     assert res.spill_bytes == 0 and res.stack_bytes == 0, res
-    c = sgemm.config_of(spec)
-    r = sgemm.rung(kernel_id)
+    c = spec.config
+    r = sgemm.LADDER.rung(kernel_id)
     # The static shared memory the model predicts is what ptxas allocated (none
     # for the rungs whose tiles live in the launch's dynamic shared memory).
     if r.dynamic_smem and spec.workspace_bytes is not None:
@@ -77,7 +79,7 @@ def test_every_config_compiles_without_spills() -> None:
 
     def build(job: tuple[str, dict, str]) -> tuple[str, dict, str, object]:
         kid, c, arch = job
-        return kid, c, arch, compile_kernel(sgemm.variant(kid, c), 0, "float32", arch, use_cache=False).resources
+        return kid, c, arch, compile_kernel(catalogue.variant(kid, c), 0, "float32", arch, use_cache=False).resources
 
     jobs = [(kid, c, arch) for kid, c in EVERY_CONFIG for arch in ARCHS]
     with ThreadPoolExecutor(2) as pool:
@@ -85,7 +87,7 @@ def test_every_config_compiles_without_spills() -> None:
     bad = [(kid, c, arch, res) for kid, c, arch, res in built if res.spill_bytes or res.stack_bytes]
     assert not bad
     for kid, c, _arch, res in built:
-        threads = sgemm.rung(kid).threads(c)
+        threads = sgemm.LADDER.rung(kid).threads(c)
         assert res.registers * threads <= 65536, (kid, c)
         assert res.smem_bytes <= sgemm.MAX_STATIC_SMEM
 
@@ -98,12 +100,7 @@ def _edge_strips_cover(shape: Shape, grid: tuple[int, int], rows: int, cols: int
     C is computed by exactly one block (counted on a sample of rows and columns
     when C is large)."""
     m, n, width = shape.m, shape.n, sgemm.EDGE_MAX
-
-    def tiled(extent: int, tile: int) -> int:
-        rest = extent % tile
-        return extent - rest if extent >= tile and 1 <= rest <= width else extent
-
-    m_t, n_t = tiled(m, rows), tiled(n, cols)
+    m_t, n_t = sgemm.tiled_extent(m, rows), sgemm.tiled_extent(n, cols)
     gx, gy = grid
     tile_rows = math.ceil(m_t / rows)
     rows_below = math.ceil(n / width) if m_t < m else 0
@@ -134,7 +131,7 @@ def _edge_strips_cover(shape: Shape, grid: tuple[int, int], rows: int, cols: int
     ("kernel_id", "config"), EVERY_CONFIG, ids=[f"{k}-{tuple(c.values())}" for k, c in EVERY_CONFIG]
 )
 def test_grid_covers_c_for_any_shape(kernel_id: str, config: dict) -> None:
-    spec = sgemm.variant(kernel_id, config)
+    spec = catalogue.variant(kernel_id, config)
     rows, cols = sgemm.block_tile(spec)
     threads = sgemm.threads_per_block(spec)
     for shape in ODD_SHAPES:
@@ -164,12 +161,12 @@ def test_grid_covers_c_for_any_shape(kernel_id: str, config: dict) -> None:
 
 def test_configs_start_with_the_default_and_respect_limits() -> None:
     for kid in LADDER + CANDIDATES:
-        found = sgemm.configs(kid)
-        assert found[0] == sgemm.default_config(kid)
+        found = catalogue.configs(kid)
+        assert found[0] == sgemm.LADDER.rung(kid).config()
         assert len({tuple(c.items()) for c in found}) == len(found)
-        r = sgemm.rung(kid)
+        r = sgemm.LADDER.rung(kid)
         for c in found:
-            assert not r.violations(c)
+            assert not sgemm.LADDER.violations(r, c)
             assert 32 <= r.threads(c) <= 1024 and r.threads(c) % 32 == 0
             assert r.smem_bytes(c) <= (sgemm.MAX_DYNAMIC_SMEM if r.dynamic_smem else 48 * 1024)
             assert r.outputs(c) <= r.max_accumulators
@@ -185,7 +182,7 @@ def test_candidates_run_outside_the_catalogue() -> None:
     ids = catalogue.kernel_ids()
     for kid in CANDIDATES:
         assert kid not in ids and kid not in {s.id for s in sgemm.SGEMM_KERNELS}
-        spec = sgemm.variant(kid, {})
+        spec = catalogue.variant(kid, {})
         assert spec.problem is sgemm_problem.SGEMM and not spec.takes_block_edge
         text = spec.source_text()
         assert text.startswith(f"// {kid}:") and f"{spec.function}(" in text
@@ -196,29 +193,32 @@ def test_candidates_run_outside_the_catalogue() -> None:
 
 @pytest.mark.parametrize("kid", LARGE)
 def test_large_tile_geometry_and_dynamic_shared_memory(kid: str) -> None:
-    spec = sgemm.variant(kid, {})
+    spec = catalogue.variant(kid, {})
     spread = kid not in ("sgemm_large_tile", "sgemm_lean_loop")
     stages = 4 if spread else 3  # a tile arrives a step later when the copies are spread
-    assert spec.name_expression("float32", 0) == f"{kid}<float, 128, 256, 16, 64, 64, {stages}, 1>"
+    # Rungs 16 and 17 take their launch facts after the configuration (see the test below).
+    facts = "".join(f", {v}" for v in spec.template_fixed)
+    assert spec.name_expression("float32", 0) == f"{kid}<float, 128, 256, 16, 64, 64, {stages}, 1{facts}>"
     p = catalogue.point(kid, Shape(1000, 1000, 1000), spec=spec)
     assert p.block == (256, 1, 1) and p.grid == ((32, 1, 1) if spec.persistent else (4, 8, 1))
     assert p.dynamic_smem == stages * 16 * (128 + 256) * 4  # 72 or 96 KB: needs the opt-in
     assert sgemm.outputs_per_thread(spec) == 128
-    found = sgemm.configs(kid)
+    found = catalogue.configs(kid)
     assert 2 <= len(found) <= 6
     # sgemm_stream_k leaves out the 256 x 128 tile, for which ptxas spills.
     tiles = {(128, 256)} if kid == "sgemm_stream_k" else {(128, 256), (256, 128)}
     assert {(c["BM"], c["BN"]) for c in found} == tiles
-    assert all(sgemm.threads_per_block(sgemm.variant(kid, c)) == 256 for c in found)
+    assert all(sgemm.threads_per_block(catalogue.variant(kid, c)) == 256 for c in found)
     # Some configurations fit 48 KB (no opt-in), others need it.
-    sizes = {sgemm.rung(kid).smem_bytes(c) for c in found}
+    sizes = {sgemm.LADDER.rung(kid).smem_bytes(c) for c in found}
     assert min(sizes) <= 48 * 1024 < max(sizes)
     with pytest.raises(ConstraintError, match="registers"):
-        sgemm.variant(kid, {"MIN_BLOCKS": 2})  # 128 accumulators in 128 registers
+        catalogue.variant(kid, {"MIN_BLOCKS": 2})  # 128 accumulators in 128 registers
     with pytest.raises(ConstraintError, match="dynamic shared memory"):
-        sgemm.variant(kid, {"BK": 32, "STAGES": 8})  # 384 KB
+        catalogue.variant(kid, {"BK": 32, "STAGES": 8})  # 384 KB
     # 192 KB a block is allowed, but two of them do not fit one SM's 228 KB.
-    too_many = sgemm.rung(kid).violations({**sgemm.default_config(kid), "BK": 32, "STAGES": 4, "MIN_BLOCKS": 2})
+    r = sgemm.LADDER.rung(kid)
+    too_many = sgemm.LADDER.violations(r, r.config({"BK": 32, "STAGES": 4, "MIN_BLOCKS": 2}))
     assert any("do not fit an SM" in v and "196608 bytes" in v for v in too_many), too_many
 
 
@@ -228,7 +228,7 @@ def test_large_tile_uses_the_registers_of_one_block_per_sm(kid: str, arch: str) 
     """MIN_BLOCKS = 1: no spill, no stack, no static shared memory (but a
     block's note of its next piece of work or its ticket), and more than the 128
     registers that capped every rung before it."""
-    spec = sgemm.variant(kid, {})
+    spec = catalogue.variant(kid, {})
     res = compile_kernel(spec, 0, "float32", arch, use_cache=False).resources
     assert res.spill_bytes == 0 and res.stack_bytes == 0, res
     assert res.smem_bytes == 0 or (spec.workspace_bytes is not None and 0 < res.smem_bytes <= 256), res
@@ -279,26 +279,26 @@ def test_dynamic_shared_memory_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_variant_keeps_defaults_and_changes_geometry() -> None:
-    spec = sgemm.variant("sgemm_2d_blocktile", {"BM": 64, "BN": 64})
+    spec = catalogue.variant("sgemm_2d_blocktile", {"BM": 64, "BN": 64})
     assert spec.template_extra == (64, 64, 8, 8, 8)
     assert spec.block(Shape.square(100), 0) == (64, 1, 1)
     assert spec.grid(Shape(100, 300, 7), 0) == (5, 2, 1)
-    assert sgemm.config_of(spec) == {"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 8}
+    assert spec.config == {"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 8}
 
 
 def test_variant_refuses_what_the_kernel_cannot_take() -> None:
     with pytest.raises(ConstraintError, match="shared memory"):
-        sgemm.variant("sgemm_multistage", {"BK": 16, "STAGES": 4})  # 64 KB
+        catalogue.variant("sgemm_multistage", {"BK": 16, "STAGES": 4})  # 64 KB
     with pytest.raises(ConstraintError, match="warp tiles"):
-        sgemm.variant("sgemm_warptile", {"WM": 48})
+        catalogue.variant("sgemm_warptile", {"WM": 48})
     with pytest.raises(ConstraintError, match="registers"):
-        sgemm.variant("sgemm_warptile", {"WM": 64, "WN": 64})  # 128 accumulators per thread
+        catalogue.variant("sgemm_warptile", {"WM": 64, "WN": 64})  # 128 accumulators per thread
     with pytest.raises(ConstraintError, match="swizzle"):
-        sgemm.variant("sgemm_swizzled", {"BK": 12})
+        catalogue.variant("sgemm_swizzled", {"BK": 12})
     with pytest.raises(UnknownName, match="no parameter TILE"):
-        sgemm.variant("sgemm_warptile", {"TILE": 32})
+        catalogue.variant("sgemm_warptile", {"TILE": 32})
     with pytest.raises(UnknownName, match="not a kernel of the FP32 ladder"):
-        sgemm.configs("tiled")
+        sgemm.LADDER.configs("tiled")
 
 
 def test_grid_y_limit_names_the_one_dimensional_rung() -> None:
@@ -340,7 +340,7 @@ STRIP_SHAPES = [Shape(4097, 4097, 64), Shape(4096, 4097, 64), Shape(4097, 4096, 
 
 @pytest.mark.parametrize("shape", STRIP_SHAPES, ids=str)
 def test_edge_strips_cover_c_once(shape: Shape) -> None:
-    spec = sgemm.variant("sgemm_edge_strips", {})
+    spec = catalogue.variant("sgemm_edge_strips", {})
     gx, gy, gz = spec.grid(shape, 0)
     assert gz == 1 and _edge_strips_cover(shape, (gx, gy), 128, 256)
 
@@ -351,7 +351,7 @@ def test_edge_strips_split_only_narrow_remainders() -> None:
     assert sgemm.tiled_extent(4096 + 33, 128) == 4096 + 33  # 33: tiles, the last moved up
     assert sgemm.tiled_extent(4095, 256) == 4095  # 255 left over: tiles
     assert sgemm.tiled_extent(100, 128) == 100  # smaller than a tile: the guarded tile
-    spec = sgemm.variant("sgemm_edge_strips", {})
+    spec = catalogue.variant("sgemm_edge_strips", {})
     # 4096: no strip, the same grid as rung 15; 4097: 16 x 32 tiles, then 129 blocks
     # for the row below (32 columns each) and 128 for the column (32 rows each).
     assert spec.grid(Shape.square(4096), 0) == (16, 32, 1)
@@ -362,15 +362,15 @@ def test_edge_strips_refuse_a_grid_too_tall() -> None:
     """One column of tiles and a strip to its right 32 rows a block: M of 2.2
     million rows needs more than 65535 rows of blocks, a clear ConstraintError
     before any launch."""
-    spec = sgemm.variant("sgemm_edge_strips", {})
+    spec = catalogue.variant("sgemm_edge_strips", {})
     bad = spec.violations(Shape(2_200_000, 257, 8), 0, "float32")
     assert bad and "65535" in bad[0] and "grid y" in bad[0]
     assert not spec.violations(Shape(2_000_000, 256, 8), 0, "float32")
 
 
 def test_padded_b_adds_its_copy_only_when_rows_of_b_are_unaligned() -> None:
-    spec = sgemm.variant("sgemm_padded_b", {})
-    edge = sgemm.variant("sgemm_edge_strips", {})
+    spec = catalogue.variant("sgemm_padded_b", {})
+    edge = catalogue.variant("sgemm_edge_strips", {})
     for shape in (Shape.square(4096), Shape(4097, 4096, 4097), Shape(300, 1000, 70)):
         assert spec.grid(shape, 0) == edge.grid(shape, 0)  # N % 4 == 0: no copy, rung 16's grid
         assert spec.workspace_bytes(shape, 1) == 16  # the two counters only
@@ -388,6 +388,30 @@ def test_edge_blocks_need_their_shared_memory() -> None:
     """An edge block stages 256 k-slices of up to 32 rows (padded to 36) in the
     ring's shared memory: a ring smaller than that is refused by name."""
     for kid in ("sgemm_edge_strips", "sgemm_padded_b"):
-        small = {**sgemm.default_config(kid), "BK": 8, "STAGES": 2}  # 2 x 8 x 384 = 6144 floats
-        found = sgemm.rung(kid).violations(small)
+        small = {**sgemm.LADDER.rung(kid).config(), "BK": 8, "STAGES": 2}  # 2 x 8 x 384 = 6144 floats
+        found = sgemm.LADDER.violations(sgemm.LADDER.rung(kid), small)
         assert any("fewer than an edge block's 9216" in v for v in found), found
+
+
+def test_launch_facts_reach_the_kernels_as_template_arguments() -> None:
+    """EDGE_MAX, EDGE_KC and PAD_BLOCKS are written once, in the spec: rungs 16
+    and 17 get them as template arguments, after their configuration, and do
+    not define them again; the configuration (what is stored) leaves them out."""
+    edge, padded = catalogue.get("sgemm_edge_strips"), catalogue.get("sgemm_padded_b")
+    facts = f"{sgemm.EDGE_MAX}, {sgemm.EDGE_KC}"
+    assert edge.name_expression("float32", 0).endswith(f", 4, 1, {facts}>")
+    assert padded.name_expression("float32", 0).endswith(f", 4, 1, {facts}, {sgemm.PAD_BLOCKS}>")
+    assert "EDGE_MAX" not in edge.config and "PAD_BLOCKS" not in padded.config
+    for spec in (edge, padded):
+        text = spec.source_text()
+        assert "static_assert(THREADS == EDGE_KC" in text
+        assert not re.search(r"constexpr int (EDGE_MAX|EDGE_KC|PAD_BLOCKS)\b", text)
+
+
+def test_no_rung_includes_another_rungs_source() -> None:
+    """Shared bodies live in .cuh headers; a rung's .cu holds its own kernel."""
+    folder = resources.files("gemmlab").joinpath("kernels")
+    for family in ("doc", "memory", "sgemm", "tensor", "peak"):
+        for path in folder.joinpath(family).iterdir():
+            if path.name.endswith((".cu", ".cuh")):
+                assert not re.search(r'#include\s+"[^"]+\.cu"', path.read_text()), path.name

@@ -33,10 +33,10 @@ def test_rungs_are_in_the_catalogue_in_order() -> None:
 
 @pytest.mark.parametrize("kernel_id", IDS)
 def test_every_configuration_compiles_without_spills(kernel_id: str) -> None:
-    configs = tensor.configs(kernel_id)
+    configs = catalogue.configs(kernel_id)
     assert len(configs) >= 2, "a search space to tune over"
     for config in configs:
-        spec = tensor.variant(kernel_id, config)
+        spec = catalogue.variant(kernel_id, config)
         for arch in _archs(spec):
             for dtype in spec.dtypes:
                 res = compile_kernel(spec, 0, dtype, arch).resources
@@ -96,11 +96,11 @@ def test_wmma_takes_any_k_and_16_bit_rungs_refuse_tf32() -> None:
 
 def test_bad_configurations_are_named() -> None:
     with pytest.raises(ConstraintError, match="BN must be 128 or 256"):
-        tensor.variant("tc_wgmma", {"BN": 192})
+        catalogue.variant("tc_wgmma", {"BN": 192})
     with pytest.raises(ConstraintError, match="bytes of dynamic shared memory"):
-        tensor.variant("tc_warpspecialized", {"STAGES": 6})
+        catalogue.variant("tc_warpspecialized", {"STAGES": 6})
     with pytest.raises(UnknownName, match="no parameter"):
-        tensor.variant("tc_persistent", {"TILE": 3})
+        catalogue.variant("tc_persistent", {"TILE": 3})
 
 
 def test_hopper_shared_memory_is_stages_plus_barriers() -> None:
@@ -165,6 +165,6 @@ def test_tma_store_shared_memory_is_ring_barriers_and_c_boxes() -> None:
     # 4 stages of 128 + 256 rows, 8 barriers, 2 consumers x 2 boxes of 64 rows x 128 bytes.
     assert point.dynamic_smem == 4 * (128 + 256) * 128 + 2 * 4 * 8 + 2 * 2 * 64 * 128
     with pytest.raises(ConstraintError, match="bytes of dynamic shared memory"):
-        tensor.variant("tc_tma_store", {"C_BOXES": 4})
+        catalogue.variant("tc_tma_store", {"C_BOXES": 4})
     with pytest.raises(ConstraintError, match="C_BOXES must be at least 1"):
-        tensor.variant("tc_tma_store", {"C_BOXES": 0})
+        catalogue.variant("tc_tma_store", {"C_BOXES": 0})

@@ -29,7 +29,7 @@ from gemmlab.results.store import MIGRATIONS, SCHEMA_VERSION, TUNER_HISTORY, Sto
 from gemmlab.studies import tune
 
 KERNEL = "sgemm_warptile"
-CONFIGS = sgemm.configs(KERNEL)
+CONFIGS = catalogue.configs(KERNEL)
 DEVICE = ("Fake H200", "9.0")
 CUBLAS_GFLOPS = 50_000.0
 # The fake speed of each configuration: later in the list is faster. The two
@@ -223,8 +223,8 @@ def test_size_classes_are_tuned_apart_and_shapes_of_one_class_together(tmp_path:
     assert summary.best["medium"].gflops == pytest.approx((29_000 * 40_000) ** 0.5)
     assert summary.best["large"].config == CONFIGS[1]
     with Store.open(db) as store:
-        assert sgemm.config_of(tune.tuned_spec(KERNEL, Shape.square(3000), store, DEVICE[0])) == CONFIGS[2]
-        assert sgemm.config_of(tune.tuned_spec(KERNEL, Shape(8192, 8192, 1024), store, DEVICE[0])) == CONFIGS[1]
+        assert tune.tuned_spec(KERNEL, Shape.square(3000), store, DEVICE[0]).config == CONFIGS[2]
+        assert tune.tuned_spec(KERNEL, Shape(8192, 8192, 1024), store, DEVICE[0]).config == CONFIGS[1]
         assert tune.tuned_spec(KERNEL, Shape.square(512), store, DEVICE[0]) is None  # small was not tuned
 
 
@@ -291,7 +291,7 @@ def test_progress_bar_runs(tmp_path: Path) -> None:
 # -- both ladders, each element type apart ---------------------------------------
 
 TC_KERNEL = "tc_wgmma"  # bfloat16, float16 and tf32
-TC_CONFIGS = tensor.configs(TC_KERNEL)
+TC_CONFIGS = catalogue.configs(TC_KERNEL)
 # The fastest configuration of each element type: another for each.
 TC_FASTEST = {"bfloat16": 1, "float16": 2, "tf32": 3}
 
@@ -306,13 +306,19 @@ def run_tc_tune(db: Path, runner: FakeRunner, dtype: str | None) -> tune.TuneSum
 
 
 def test_each_kernel_belongs_to_its_ladder() -> None:
+    # The tuner searches the catalogue's ladders, and nothing else.
+    tunable = {spec.id for ladder in catalogue.LADDERS for spec in ladder.kernels}
+    assert tunable == {spec.id for spec in (*sgemm.SGEMM_KERNELS, *tensor.TENSOR_KERNELS)}
+    assert all(tune.family(kid) is catalogue.ladder(kid) for kid in tunable)
+    with pytest.raises(UnknownName, match="tunable kernel"):
+        tune.family("tiled")
     for spec in sgemm.SGEMM_KERNELS:
-        assert tune.family(spec.id).configs(spec.id) == sgemm.configs(spec.id)
-        assert tune.default_config(spec.id) == sgemm.default_config(spec.id)
+        assert tune.family(spec.id).configs(spec.id) == catalogue.configs(spec.id)
+        assert tune.default_config(spec.id) == sgemm.LADDER.rung(spec.id).config()
         assert tune.resolved_dtype(spec.id) == "float32"
     for spec in tensor.TENSOR_KERNELS:
-        assert tune.family(spec.id).configs(spec.id) == tensor.configs(spec.id)
-        assert tune.default_config(spec.id) == tensor.rung(spec.id).config()
+        assert tune.family(spec.id).configs(spec.id) == catalogue.configs(spec.id)
+        assert tune.default_config(spec.id) == tensor.LADDER.rung(spec.id).config()
         assert tune.resolved_dtype(spec.id) == spec.dtypes[0]
     assert tune.family(KERNEL).name == "FP32 ladder" and tune.family(TC_KERNEL).name == "tensor-core ladder"
     variant = tune.family(TC_KERNEL).variant(TC_KERNEL, TC_CONFIGS[1])
@@ -450,7 +456,7 @@ def test_tuned_spec(tmp_path: Path) -> None:
     run_tune(db, FakeRunner())
     with Store.open(db, readonly=True) as store:
         spec = tune.tuned_spec(KERNEL, Shape(1000, 17, 3), store, DEVICE[0])
-        assert spec is not None and spec.id == KERNEL and sgemm.config_of(spec) == FASTEST_GOOD
+        assert spec is not None and spec.id == KERNEL and spec.config == FASTEST_GOOD
         assert spec.template_extra == tuple(FASTEST_GOOD.values())
         assert tune.tuned_spec("sgemm_multistage", Shape.square(1024), store, DEVICE[0]) is None
 
@@ -467,11 +473,11 @@ def test_a_config_the_kernel_no_longer_takes_is_ignored(tmp_path: Path) -> None:
 
 
 def test_a_tuned_spec_goes_through_point_and_names_its_config() -> None:
-    variant = sgemm.variant(KERNEL, FASTEST_GOOD)
+    variant = catalogue.variant(KERNEL, FASTEST_GOOD)
     point = catalogue.point(KERNEL, Shape.square(1024), spec=variant)
     assert point.spec is variant
     assert variant.config == FASTEST_GOOD
-    assert catalogue.get(KERNEL).config == sgemm.default_config(KERNEL)
+    assert catalogue.get(KERNEL).config == sgemm.LADDER.rung(KERNEL).config()
     assert catalogue.get("tiled").config is None
 
 
@@ -552,7 +558,7 @@ def test_cli_tune_and_run_a_tensor_kernel_per_dtype(tmp_path: Path, monkeypatch:
     run_bf16 = cli.invoke(app, ["run", TC_KERNEL, "--size", "1000", "--db", str(db), "--json"])
     data = json.loads(run_bf16.output)
     assert calls[-1] is None and data["config_source"] == "catalogue default"
-    assert data["config"] == tensor.rung(TC_KERNEL).config()
+    assert data["config"] == tensor.LADDER.rung(TC_KERNEL).config()
 
 
 def fake_run(calls: list):
@@ -577,12 +583,12 @@ def test_cli_run_uses_the_tuned_config(tmp_path: Path, monkeypatch: pytest.Monke
     assert tuned.exit_code == 0, tuned.output
     data = json.loads(tuned.output)
     assert data["config"] == FASTEST_GOOD and data["config_source"] == "tuned"
-    assert sgemm.config_of(calls[-1]) == FASTEST_GOOD
+    assert calls[-1].config == FASTEST_GOOD
 
     default = cli.invoke(app, ["run", KERNEL, "--size", "1000", "--db", str(db), "--no-tuned", "--json"])
     data = json.loads(default.output)
     assert calls[-1] is None
-    assert data["config"] == sgemm.default_config(KERNEL) and data["config_source"] == "catalogue default"
+    assert data["config"] == sgemm.LADDER.rung(KERNEL).config() and data["config_source"] == "catalogue default"
 
     other_class = cli.invoke(app, ["run", KERNEL, "--size", "2048", "--db", str(db)], env={"COLUMNS": "200"})
     assert calls[-1] is None and "configuration (catalogue default)" in other_class.output

@@ -25,7 +25,7 @@ from gemmlab.backends.nvrtc import compile_kernel
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
-from gemmlab.kernels.sgemm.spec import SGEMM_KERNELS, config_of
+from gemmlab.kernels.sgemm.spec import SGEMM_KERNELS
 from gemmlab.measure.run import run
 from gemmlab.measure.sass import find_tool, sass_opcodes, tensor_core_ops, total
 
@@ -53,7 +53,7 @@ def dump_sass(arch: str) -> dict:
     for spec in SGEMM_KERNELS:
         compiled = compile_kernel(spec, 0, "float32", arch)
         summary = sass_summary(sass_opcodes(compiled.cubin))
-        summary.update(config=config_of(spec), registers=compiled.resources.registers,
+        summary.update(config=spec.config, registers=compiled.resources.registers,
                        smem_bytes=compiled.resources.smem_bytes)  # fmt: skip
         found[spec.id] = summary
         s = summary

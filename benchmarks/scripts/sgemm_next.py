@@ -35,6 +35,7 @@ from gemmlab.backends.nvrtc import compile_kernel, nvrtc_version
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
 from gemmlab.kernels.catalogue import point
 from gemmlab.kernels.sgemm import spec as sgemm
 
@@ -52,7 +53,7 @@ ENTRY_TIMEOUT_S = 150
 
 
 def entries() -> list[tuple[str, dict]]:
-    return [(BASE, sgemm.default_config(BASE))] + [(NEXT, c) for c in sgemm.configs(NEXT)]
+    return [(BASE, sgemm.LADDER.rung(BASE).config())] + [(NEXT, c) for c in catalogue.configs(NEXT)]
 
 
 def label(kernel: str, config: dict) -> str:
@@ -71,7 +72,7 @@ def _shape_text(s: Shape) -> str:
 def child(kernel: str, config: dict, out: str) -> int:
     from gemmlab.measure.run import run
 
-    spec = sgemm.variant(kernel, config)
+    spec = catalogue.variant(kernel, config)
     record: dict = {"verified": [], "results": [], "errors": []}
 
     def save() -> None:
@@ -101,7 +102,7 @@ def sanitize_child(jobs: list[list]) -> int:
     from gemmlab.measure.run import run
 
     for kernel, config in jobs:
-        spec = sgemm.variant(kernel, config)
+        spec = catalogue.variant(kernel, config)
         for shape in SANITIZE_SHAPES:
             run(kernel, shape, spec=spec, reps=1, warmup=1, baseline=False)
             print(f"ran {label(kernel, config)} at {_shape_text(shape)}", flush=True)
@@ -116,7 +117,7 @@ def compile_all(arch: str) -> list[dict]:
 
     def build(job: tuple[str, dict]) -> dict:
         kernel, config = job
-        spec = sgemm.variant(kernel, config)
+        spec = catalogue.variant(kernel, config)
         found = {"kernel": kernel, "config": config, "label": label(kernel, config),
                  "dynamic_smem": point(kernel, TIME_SHAPES[0], spec=spec).dynamic_smem,
                  "verified": [], "results": [], "errors": []}  # fmt: skip
@@ -253,7 +254,7 @@ def main() -> int:
     sanitizer = None
     if args.sanitize:
         try:
-            sanitizer = sanitize([[NEXT, c] for c in sgemm.configs(NEXT)])
+            sanitizer = sanitize([[NEXT, c] for c in catalogue.configs(NEXT)])
         except (GemmlabError, subprocess.TimeoutExpired) as exc:
             print(f"compute-sanitizer did not run: {exc}", file=sys.stderr)
             sanitizer = {"error": {"errors": -1, "lines": [str(exc)]}}

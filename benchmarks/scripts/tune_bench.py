@@ -28,7 +28,7 @@ from pathlib import Path
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
-from gemmlab.kernels.sgemm import spec as sgemm
+from gemmlab.kernels import catalogue
 from gemmlab.measure.run import run
 from gemmlab.results.store import Store
 from gemmlab.studies.tune import config_label, size_class, tune
@@ -76,7 +76,7 @@ def side_by_side(chosen: dict[str, dict], kernels: tuple[str, ...]) -> list[dict
         for shape in RUN_SHAPES:
             variants = [("default", None)]
             if kernel in chosen:
-                variants.append(("tuned", sgemm.variant(kernel, chosen[kernel])))
+                variants.append(("tuned", catalogue.variant(kernel, chosen[kernel])))
             for which, spec in variants:
                 try:
                     r = run(kernel, shape, spec=spec, reps=REPS, max_seconds=5)

@@ -1,7 +1,11 @@
 """The kernel catalogue: one explicit list of the kernel families, each
 defined in the ``spec.py`` beside its ``.cu`` files. Adding a family means
-adding its tuple here; adding a kernel means one ``.cu`` file and one entry in
-its family's spec."""
+adding it here (to LADDERS as well when its kernels are tunable); adding a
+kernel means one ``.cu`` file and one entry in its family's spec.
+
+The tunable families are ladders (gemmlab.kernels.ladder): :func:`configs`
+and :func:`variant` work for any of their kernels, and the tuner searches
+exactly these."""
 
 from __future__ import annotations
 
@@ -9,13 +13,17 @@ from gemmlab.core.dtypes import DTYPE_CTYPES
 from gemmlab.core.errors import UnknownName, unknown_name
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels.doc.spec import DOC_MATMUL
+from gemmlab.kernels.ladder import Config, Ladder
 from gemmlab.kernels.memory.spec import MEMORY_KERNELS
-from gemmlab.kernels.sgemm.spec import SGEMM_KERNELS
+from gemmlab.kernels.sgemm.spec import LADDER as SGEMM_LADDER
 from gemmlab.kernels.spec import KernelSpec, Point
-from gemmlab.kernels.tensor.spec import TENSOR_KERNELS
+from gemmlab.kernels.tensor.spec import LADDER as TENSOR_LADDER
+
+# The families whose kernels take named configurations: what `gemmlab tune` searches.
+LADDERS: tuple[Ladder, ...] = (SGEMM_LADDER, TENSOR_LADDER)
 
 # Every family, in the order `gemmlab kernels` lists them.
-FAMILIES: tuple[tuple[KernelSpec, ...], ...] = (DOC_MATMUL, MEMORY_KERNELS, SGEMM_KERNELS, TENSOR_KERNELS)
+FAMILIES: tuple[tuple[KernelSpec, ...], ...] = (DOC_MATMUL, MEMORY_KERNELS, *(ladder.kernels for ladder in LADDERS))
 
 CATALOGUE: tuple[KernelSpec, ...] = tuple(spec for family in FAMILIES for spec in family)
 _BY_ID = {spec.id: spec for spec in CATALOGUE}
@@ -45,7 +53,7 @@ def point(
     """Resolve defaults and check every constraint; raise a clear error otherwise.
 
     ``spec``: an entry to use instead of the catalogue's (a tuned configuration,
-    see :func:`gemmlab.sgemm.variant`)."""
+    see :func:`variant`)."""
     spec = spec or get(kernel_id)
     if dtype is None:
         dtype = spec.dtypes[0]
@@ -57,3 +65,27 @@ def point(
         block_edge = spec.default_block_edge()
     spec.check(shape, block_edge, dtype)
     return Point(spec, shape, block_edge, dtype)
+
+
+# Every rung of every ladder, candidates included, by kernel id.
+_LADDER_OF = {rung.id: ladder for ladder in LADDERS for rung in (*ladder.rungs, *ladder.candidates)}
+
+
+def ladder(kernel_id: str) -> Ladder:
+    """The ladder ``kernel_id`` is a rung of; UnknownName, listing every tunable kernel, otherwise."""
+    try:
+        return _LADDER_OF[kernel_id]
+    except KeyError:
+        kernels = "; ".join(f"the {lad.name}'s {', '.join(r.id for r in lad.rungs)}" for lad in LADDERS)
+        raise unknown_name("tunable kernel", kernel_id, _LADDER_OF, f"Tunable kernels: {kernels}.") from None
+
+
+def configs(kernel_id: str) -> list[Config]:
+    """Every configuration of a tunable kernel's search that meets its limits and rules; the default first."""
+    return ladder(kernel_id).configs(kernel_id)
+
+
+def variant(kernel_id: str, config: Config) -> KernelSpec:
+    """The entry of a tunable kernel built with ``config`` (parameters not given
+    keep their defaults); ConstraintError names every reason it cannot be built."""
+    return ladder(kernel_id).variant(kernel_id, config)

@@ -1,50 +1,160 @@
-"""What the two tunable ladders (gemmlab.sgemm, gemmlab.tensor) share: a
-configuration is a dict of template parameters, checked against a rung's
-rules, and the rules are sentences, one per requirement broken."""
+"""One type for every tunable ladder (kernels/sgemm, kernels/tensor).
+
+A :class:`Rung` is a kernel whose tile sizes are template parameters: its
+named default configuration, the configurations a search tries, and what
+follows from a configuration. A :class:`Ladder` is a family's rungs with the
+family's own limits and the function that builds a catalogue entry for one
+configuration. A configuration is a dict of template parameter -> value,
+written by keyword (``Config(BM=128, BN=256, ...)``), never a positional tuple;
+it is what KernelSpec.config, RunResult.config and the tuner store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol, TypeVar
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from gemmlab.core.errors import ConstraintError, UnknownName
-from gemmlab.core.shapes import MAX_GRID_YZ, Shape
-from gemmlab.kernels.spec import Constraint
+from gemmlab.core.shapes import MAX_GRID_YZ, Dim3, Shape
+from gemmlab.kernels.spec import Constraint, KernelSpec
 
 Config = dict[str, int]
 
 
-class Tunable(Protocol):
-    """A rung of either ladder: its parameters, its default, its rules."""
-
-    params: tuple[str, ...]
-
-    def config(self, values: tuple[int, ...] | None = None) -> Config: ...
-
-    def violations(self, c: Config) -> list[str]: ...
+def _no_rules(c: Config) -> list[str]:
+    return []
 
 
-R = TypeVar("R", bound=Tunable)
+def _no_registers(c: Config) -> int:
+    return 0
 
 
-def find_rung(rungs: Mapping[str, R], kernel_id: str, ladder: str) -> R:
-    """The rung named ``kernel_id``; UnknownName listing the ladder's kernels otherwise."""
-    try:
-        return rungs[kernel_id]
-    except KeyError:
-        raise UnknownName(
-            f"'{kernel_id}' is not a kernel of the {ladder}.", f"The ladder's kernels: {', '.join(rungs)}."
-        ) from None
+def _block_tile(c: Config) -> tuple[int, int]:
+    return c["BM"], c["BN"]
 
 
-def search_configs(rung: Tunable, candidates: Iterable[tuple[int, ...]]) -> list[Config]:
-    """The rung's default, then each candidate configuration that is new and breaks no rule."""
-    found = [rung.config()]
-    for values in candidates:
-        c = rung.config(values)
-        if c not in found and not rung.violations(c):
-            found.append(c)
-    return found
+@dataclass(frozen=True)
+class Rung:
+    """One kernel of a tunable ladder. Fields a family does not use keep their defaults."""
+
+    id: str
+    source: str  # the .cu file, in its family's folder
+    summary: str
+    # The default configuration; its keys are the template parameters after the element type, in template order.
+    default: Config
+    threads: Callable[[Config], int]
+    smem_bytes: Callable[[Config], int]  # shared memory per block: dynamic when dynamic_smem, else static
+    cgma: Callable[[Config], float]
+    rules: Callable[[Config], list[str]] = _no_rules  # the kernel's own requirements, as sentences
+    # What configs() tries besides the default, each laid over the default (it names only what it changes).
+    search: tuple[Config, ...] = ()
+    # When search is empty: per parameter, the values whose every combination configs() tries.
+    choices: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    dtypes: tuple[str, ...] = ("float32",)
+    tile: Callable[[Config], tuple[int, int]] = _block_tile  # rows x columns of C per block
+    block: Callable[[Config], Dim3] | None = None  # None: (threads, 1, 1)
+    dynamic_smem: bool = False
+    persistent: bool = False  # KernelSpec.persistent: the grid counts tiles
+    grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None  # None: the family's grid
+    workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None  # KernelSpec.workspace_bytes
+    constraints: tuple[Constraint, ...] = ()  # requirements on the shape beyond the grid's
+    # Launch facts passed as template arguments after the configuration (KernelSpec.template_fixed).
+    fixed: Mapping[str, int] = field(default_factory=dict)
+    # The FP32 ladder's register estimate: accumulators and operand registers
+    # per thread in the inner loop, and the most accumulators it allows.
+    outputs: Callable[[Config], int] = _no_registers
+    fragments: Callable[[Config], int] = _no_registers
+    max_accumulators: int = 0
+    # The tensor-core ladder's instructions and operands.
+    sass: tuple[str, ...] = ()  # KernelSpec.sass
+    archs: tuple[str, ...] = ()  # KernelSpec.archs
+    min_cc: tuple[int, int] = (0, 0)
+    k_bytes_multiple: int = 0  # KernelSpec.k_bytes_multiple
+    tma: bool = False  # operands are TMA tensor maps (boxes of BM and BN / cluster rows)
+    cluster: int = 1  # blocks per cluster, along M
+    c_box_rows: int = 0  # C is a tensor map with boxes of this many rows x 128 bytes (0: a pointer)
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return tuple(self.default)
+
+    def config(self, changes: Mapping[str, int] | None = None) -> Config:
+        """The default with ``changes`` laid over it, in template order; UnknownName
+        for a parameter the rung does not have."""
+        changes = changes or {}
+        unknown = set(changes) - set(self.default)
+        if unknown:
+            raise UnknownName(
+                f"{self.id} has no parameter {', '.join(sorted(unknown))}.",
+                f"Its parameters: {', '.join(self.params)}.",
+            )
+        return {p: changes.get(p, v) for p, v in self.default.items()}
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """A family of tunable rungs: what the catalogue lists and the tuner searches."""
+
+    name: str  # "FP32 ladder"
+    rungs: tuple[Rung, ...]
+    # The family's limits (threads, shared memory, registers) a configuration of a rung breaks, as sentences.
+    limits: Callable[[Rung, Config], list[str]]
+    build: Callable[[Rung, Config], KernelSpec]  # the catalogue entry of a rung for one configuration
+    # Rungs written after the newest stored benchmark: configs() and variant()
+    # know them, the catalogue does not yet.
+    candidates: tuple[Rung, ...] = ()
+
+    @cached_property
+    def kernels(self) -> tuple[KernelSpec, ...]:
+        """The catalogue's entries: every rung but the candidates, at its default."""
+        return tuple(self.build(r, r.config()) for r in self.rungs)
+
+    @cached_property
+    def _by_id(self) -> dict[str, Rung]:
+        return {r.id: r for r in (*self.rungs, *self.candidates)}
+
+    def rung(self, kernel_id: str) -> Rung:
+        """The rung named ``kernel_id``; UnknownName listing the ladder's kernels otherwise."""
+        try:
+            return self._by_id[kernel_id]
+        except KeyError:
+            raise UnknownName(
+                f"'{kernel_id}' is not a kernel of the {self.name}.", f"The ladder's kernels: {', '.join(self._by_id)}."
+            ) from None
+
+    def violations(self, rung: Rung, c: Config) -> list[str]:
+        """Every family limit and kernel requirement the configuration breaks."""
+        return self.limits(rung, c) + rung.rules(c)
+
+    def configs(self, kernel_id: str) -> list[Config]:
+        """The rung's default, then each configuration of its search (or of the
+        product of its choices) that is new and breaks no rule."""
+        r = self.rung(kernel_id)
+        if r.search:
+            candidates = [r.config(s) for s in r.search]
+        else:
+            values = itertools.product(*(r.choices[p] for p in r.params))
+            candidates = [dict(zip(r.params, v, strict=True)) for v in values]
+        found = [r.config()]
+        for c in candidates:
+            if c not in found and not self.violations(r, c):
+                found.append(c)
+        return found
+
+    def variant(self, kernel_id: str, config: Mapping[str, int]) -> KernelSpec:
+        """The entry of ``kernel_id`` built with ``config`` over its default.
+        UnknownName for a parameter the rung lacks; ConstraintError naming every
+        rule the result breaks."""
+        r = self.rung(kernel_id)
+        c = r.config(config)
+        problems = self.violations(r, c)
+        if problems:
+            raise ConstraintError(
+                f"{kernel_id} cannot take {c}: {'; '.join(problems)}.",
+                f"configs('{kernel_id}') lists the configurations it takes.",
+            )
+        return self.build(r, c)
 
 
 def cdiv(a: int, b: int) -> int:
@@ -80,21 +190,3 @@ def grid_y_fits(grid: Callable[[Shape, int], tuple[int, int, int]]) -> Constrain
         return None
 
     return Constraint(f"at most {MAX_GRID_YZ} rows of blocks in grid y", check)
-
-
-def checked_config(kernel_id: str, rung: Tunable, config: Config) -> Config:
-    """``config`` over the rung's defaults. UnknownName for a parameter the
-    rung lacks; ConstraintError naming every rule the result breaks."""
-    unknown = set(config) - set(rung.params)
-    if unknown:
-        raise UnknownName(
-            f"{kernel_id} has no parameter {', '.join(sorted(unknown))}.", f"Its parameters: {', '.join(rung.params)}."
-        )
-    c = {**rung.config(), **config}
-    problems = rung.violations(c)
-    if problems:
-        raise ConstraintError(
-            f"{kernel_id} cannot take {c}: {'; '.join(problems)}.",
-            f"configs('{kernel_id}') lists the configurations it takes.",
-        )
-    return c

@@ -115,6 +115,10 @@ class KernelSpec:
     template_extra: tuple[int, ...] = ()
     # Their names, in the same order (a tunable kernel's configuration).
     template_params: tuple[str, ...] = ()
+    # Launch facts the kernel takes as template arguments after those, in
+    # order: constants its Python rules depend on (sgemm_edge_strips's widest
+    # strip), written once in its spec. Not tuned and not part of its configuration.
+    template_fixed: tuple[int, ...] = ()
     # Dynamic shared memory in bytes, when it is not dynamic_smem_elems
     # elements of the dtype (stages plus barriers, say); gets the dtype too.
     dynamic_smem_bytes: Callable[[Shape, int, str], int] | None = None
@@ -198,7 +202,7 @@ class KernelSpec:
         args = [DTYPE_CTYPES[dtype]]
         if self.templated_on_edge:
             args.append(str(block_edge))
-        args.extend(str(v) for v in self.template_extra)
+        args.extend(str(v) for v in (*self.template_extra, *self.template_fixed))
         return ", ".join(args)
 
     def name_expression(self, dtype: str, block_edge: int) -> str:

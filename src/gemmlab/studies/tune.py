@@ -4,10 +4,11 @@ class and element type.
 
 The search
 ----------
-Each ladder gives the tuner the same two functions (:class:`Family`):
-``configs(kernel_id)``, the configurations to try (:func:`gemmlab.sgemm.configs`,
-:func:`gemmlab.tensor.configs`), and ``variant(kernel_id, config)``, a
-catalogue entry of its own for each. A candidate goes through the runner like
+The tunable kernels are the rungs of the catalogue's ladders
+(:data:`gemmlab.kernels.catalogue.LADDERS`). Each ladder gives the tuner the
+same two methods (:class:`gemmlab.kernels.ladder.Ladder`):
+``configs(kernel_id)``, the configurations to try, and
+``variant(kernel_id, config)``, a catalogue entry of its own for each. A candidate goes through the runner like
 any kernel: compiled with NVRTC, checked against the device's limits, verified
 against the float64 reference after the warm-up and again after the timed
 launches, and timed (median of ``reps`` CUDA event timings, at least
@@ -85,9 +86,9 @@ from gemmlab.core.errors import (
     unknown_name,
 )
 from gemmlab.core.shapes import Shape
-from gemmlab.kernels.sgemm import spec as sgemm
+from gemmlab.kernels.catalogue import LADDERS
+from gemmlab.kernels.ladder import Ladder
 from gemmlab.kernels.spec import KernelSpec
-from gemmlab.kernels.tensor import spec as tensor
 from gemmlab.measure.environment import now_utc
 from gemmlab.results.store import Store, config_text
 
@@ -104,25 +105,10 @@ OK, REJECTED, SKIPPED = "ok", "rejected", "skipped"
 Runner = Callable[..., Any]
 
 
-@dataclass(frozen=True)
-class Family:
-    """A ladder of tunable kernels: what the tuner calls on its kernel ids."""
-
-    name: str
-    kernels: tuple[KernelSpec, ...]  # the catalogue's entries, built with the default configurations
-    configs: Callable[[str], list[dict]]  # kernel id -> the configurations to search, the default first
-    # (kernel id, configuration) -> the entry built with it; ConstraintError for one it cannot take.
-    variant: Callable[[str, dict], KernelSpec]
+_TUNABLE = {spec.id: (spec, ladder) for ladder in LADDERS for spec in ladder.kernels}
 
 
-FAMILIES = (
-    Family("FP32 ladder", sgemm.SGEMM_KERNELS, sgemm.configs, sgemm.variant),
-    Family("tensor-core ladder", tensor.TENSOR_KERNELS, tensor.configs, tensor.variant),
-)
-_TUNABLE = {spec.id: (spec, ladder) for ladder in FAMILIES for spec in ladder.kernels}
-
-
-def family(kernel_id: str) -> Family:
+def family(kernel_id: str) -> Ladder:
     """The ladder ``kernel_id`` is a rung of; UnknownName, listing every tunable kernel, otherwise."""
     return _tunable(kernel_id)[1]
 
@@ -386,11 +372,11 @@ def stored_tuned_spec(kernel_id: str, shape: Shape, db: str | Path, dtype: str |
 # -- plumbing -------------------------------------------------------------------
 
 
-def _tunable(kernel_id: str) -> tuple[KernelSpec, Family]:
+def _tunable(kernel_id: str) -> tuple[KernelSpec, Ladder]:
     try:
         return _TUNABLE[kernel_id]
     except KeyError:
-        ladders = "; ".join(f"the {f.name}'s {', '.join(s.id for s in f.kernels)}" for f in FAMILIES)
+        ladders = "; ".join(f"the {f.name}'s {', '.join(s.id for s in f.kernels)}" for f in LADDERS)
         raise unknown_name("tunable kernel", kernel_id, _TUNABLE, f"Tunable kernels: {ladders}.") from None
 
 

@@ -214,5 +214,3 @@ MEMORY_KERNELS: tuple[KernelSpec, ...] = (
         MODERN,
     ),
 )  # fmt: skip
-
-

@@ -38,40 +38,6 @@
 #include "cp_async_tiles.cuh"
 #include "spread_copies.cuh"
 
-// The whole kernel for one way of copying B (sgemm_spread_copies picks one)
-// and one order of the FFMAs (sgemm_column_order's BY_COLUMN, see outer_product).
-// Left out, the last three are this block's: B's rows n floats apart (nb, a
-// multiple of 4 for B_VEC; columns n .. nb - 1 are then read, and must be
-// zero: a tile crossing N moves left to end at nb, not n) and the tile at
-// (blockIdx.y BM, blockIdx.x BN) (sgemm_padded_b gives its own).
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool B_VEC, bool BY_COLUMN = false>
-__device__ __forceinline__ void spread_copies_body(const float* __restrict__ a, const float* __restrict__ b,
-                                                   const float* c_in, float* c_out, int m, int n, int k,
-                                                   float alpha, float beta, int nb = 0, int tile_row = -1,
-                                                   int tile_col = -1) {
-    using Loop = SpreadLoop<BM, BN, BK, WM, WN, STAGES, B_VEC, BY_COLUMN>;
-    const Loop loop;
-    // The block owns rows row_owned .. + BM - 1 and columns col_owned .. + BN - 1
-    // of C. When they cross M or N, and M >= BM and N >= BN, its tile moves up or
-    // left to end at M or N: it computes outputs it does not own, and stores only
-    // its own, but every copy of the plan stays inside A and B. (Smaller matrices
-    // take the guarded loader for every tile.)
-    const int row_owned = (tile_row < 0 ? blockIdx.y : tile_row) * BM;
-    const int col_owned = (tile_col < 0 ? blockIdx.x : tile_col) * BN;
-    const int ldb = nb > 0 ? nb : n;  // B's row stride, and the columns its copies may read
-    const bool inside = m >= BM && n >= BN;
-    const int row0 = inside ? min(row_owned, m - BM) : row_owned;
-    const int col0 = inside ? min(col_owned, ldb - BN) : col_owned;  // B_VEC: a multiple of 4
-    const bool c_vec = n % 4 == 0 && aligned16(c_in) && aligned16(c_out);
-    const int tiles = (k + BK - 1) / BK;
-    const int whole_tiles = inside ? k / BK : 0;
-    const SectorPlan<BM, BN, BK, B_VEC> plan(row0, col0, ldb, k, loop.tid);
-    float acc[Loop::TM][Loop::TN] = {};
-    loop.run(acc, plan, a, b, row0, col0, m, ldb, k, 0, tiles, whole_tiles);
-    store_owned(acc, c_in, c_out, row0, col0, row_owned, col_owned, loop.wrow, loop.wcol, loop.lrow, loop.lcol, m, n,
-                alpha, beta, c_vec);
-}
-
 template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MIN_BLOCKS>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
 sgemm_spread_copies(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n,

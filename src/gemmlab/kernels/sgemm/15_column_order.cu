@@ -12,7 +12,7 @@
 // how it interleaves the fragment loads. Rung 12's profile put the gap to
 // cuBLAS in the issue rate, not in memory waits, so the stream is what is
 // left to change.
-// The kernel is rung 13's body with outer_product's BY_COLUMN set.
+// The kernel is rung 13's body (spread_copies_body) with outer_product's BY_COLUMN set.
 // Branches from rung 13, not rung 14: with stream-K's bookkeeping around it,
 // the same order compiled (NVRTC 13.0) to a loop with spills around it and ran
 // at 89% of cuBLAS at 4096 (docs/sgemm-ladder.md).
@@ -20,7 +20,8 @@
 // in one run, not before): +2% at 4096 and 8192; the guarded-store odd sizes
 // (4095, 4097), compiled separately (B_VEC false), may lose as much.
 
-#include "13_spread_copies.cu"
+#include "cp_async_tiles.cuh"
+#include "spread_copies.cuh"
 
 template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MIN_BLOCKS>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)

@@ -3,12 +3,14 @@
 // that the tiles copy B 16 bytes at a time at every N.
 // Source: not from the documents; the tickets are the dynamic block numbering
 // of decoupled look-back scans (Merrill and Garland, 2016). Launch:
-// sgemm_edge_strips's grid with, when N % 4 != 0, sgemm.PAD_BLOCKS (128) more
-// blocks in whole rows of the grid (sgemm.padded_b_grid; the kernel counts
-// the rows beyond rung 16's as the copy's); 8 warps; dynamic shared memory
-// as sgemm_spread_copies; a last argument, the workspace: two 64-bit counters
-// (zero before the first launch; they count up over the launches of one
-// grid), then, from byte 16, the padded B: K rows of N rounded up to 4 floats.
+// sgemm_edge_strips's grid with, when N % 4 != 0, PAD_BLOCKS more blocks
+// (a template argument, 128, set in kernels/sgemm/spec.py) rounded up to
+// whole rows of the grid: the kernel counts the rows beyond rung 16's as the
+// copy's, so it reads the rounded count from the grid; 8 warps; dynamic
+// shared memory as sgemm_spread_copies; a last argument, the workspace: two
+// 64-bit counters (zero before the first launch; they count up over the
+// launches of one grid), then, from byte 16, the padded B: K rows of N
+// rounded up to 4 floats.
 // Idea: rung 16 at 4095 executes 1.4% more instructions than at 4096 but
 // issues on 81% of cycles instead of 85% (Nsight Compute,
 // 2026-11-21e_h200_odd-size-profile.txt): with rows of B 4-byte aligned only,
@@ -28,7 +30,9 @@
 // TFLOP/s, 97-98% of the 48.6 at 4096 (the tiles at the 16-byte path's speed,
 // about 2% for the copy); every N % 4 == 0 as rung 16.
 
-#include "16_edge_strips.cu"
+#include "cp_async_tiles.cuh"
+#include "spread_copies.cuh"
+#include "edge_strips.cuh"
 
 constexpr int PAD_UNROLL = 8;  // float4s of the copy per thread and step: their loads go out together
 
@@ -60,16 +64,18 @@ __device__ __noinline__ void pad_b(const float* __restrict__ b, float4* __restri
     }
 }
 
-template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MIN_BLOCKS>
+template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MIN_BLOCKS, int EDGE_MAX, int EDGE_KC,
+          int PAD_BLOCKS>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
 sgemm_padded_b(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n, int k,
                T alpha, T beta, unsigned long long* work) {
+    static_assert(PAD_BLOCKS >= 1, "when N % 4 != 0 at least one block must copy B");
     __shared__ unsigned long long ticket;
-    const EdgeSplit<BM, BN, (BM / WM) * (BN / WN) * 32, STAGES * BK * (BM + BN)> split(m, n);
+    const EdgeSplit<BM, BN, (BM / WM) * (BN / WN) * 32, STAGES * BK * (BM + BN), EDGE_MAX, EDGE_KC> split(m, n);
     const int across = gridDim.x;
     const int edge_blocks = split.row_blocks(m, n) + split.col_blocks(n);
     const int work_rows = split.tile_rows + (edge_blocks + across - 1) / across;
-    const int pad_blocks = (gridDim.y - work_rows) * across;  // sgemm.PAD_BLOCKS in whole rows, or none
+    const int pad_blocks = (gridDim.y - work_rows) * across;  // PAD_BLOCKS in whole rows, or none
     const int nb = (n + 3) / 4 * 4;
     float4* bp = reinterpret_cast<float4*>(work + 2);
     int w = blockIdx.y * across + blockIdx.x;  // this block's work: a tile, then the edge blocks

@@ -8,12 +8,13 @@ beta scales is a separate, read-only input, so every launch (warm-up, timed,
 checked) computes the same output, and the runner's NaN poison in ``c_out``
 still catches any output a kernel leaves unwritten.
 
-A rung's tile sizes are template parameters. ``SGEMM_KERNELS`` holds one
+A rung's tile sizes are template parameters. ``LADDER.kernels`` holds one
 catalogue entry per rung at its default configuration, chosen for H100/H200
 (sm_90: 132 SMs, 228 KB of shared memory and 64K registers per SM).
-``configs(kernel_id)`` lists the configurations a rung accepts within the
-thread, shared-memory and register limits, and ``variant(kernel_id, config)``
-returns the catalogue entry for one of them: what a tuner enumerates.
+``LADDER.configs(kernel_id)`` lists the configurations a rung accepts within
+the thread, shared-memory and register limits, and ``LADDER.variant(kernel_id,
+config)`` returns the catalogue entry for one of them: what a tuner enumerates
+(through gemmlab.kernels.catalogue.configs and variant).
 
 Analytic CGMA here counts global-memory access instructions of one thread: a
 16-byte load is one access, as it is one request in Nsight Compute's
@@ -22,29 +23,13 @@ Analytic CGMA here counts global-memory access instructions of one thread: a
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gemmlab.core.arch import sm_limits
 from gemmlab.core.shapes import MAX_INDEX, Dim3, Shape
-from gemmlab.kernels.ladder import (
-    Config,
-    cdiv,
-    checked_config,
-    find_rung,
-    grid_rows_fit,
-    grid_y_fits,
-    needs,
-    search_configs,
-)
+from gemmlab.kernels.ladder import Config, Ladder, Rung, cdiv, grid_rows_fit, grid_y_fits, needs
 from gemmlab.kernels.spec import Constraint, KernelSpec
 from gemmlab.problems.sgemm import SGEMM
-
-if TYPE_CHECKING:
-    pass
-
 
 SOURCE_DOC = "gemmlab FP32 ladder (beyond the documents)"
 # The search spaces are sized for the GPU the defaults are chosen for: sm_90's
@@ -73,8 +58,8 @@ SWIZZLE_BK = (4, 8, 16, 32)
 # More accumulators than this (a 64 x 64 warp tile on 4 warps holds 128 per
 # thread) take ptxas to 200-255 registers: one block per SM and a step from spilling.
 MAX_ACCUMULATORS = 64
-# The search space of the warp-tiled rungs: BM, BN, BK, WM, WN.
-WARP_TILES = ((128,), (128,), (8, 16), (32, 64), (32, 64))
+# The search space of the warp-tiled rungs' tiles.
+WARP_TILES = {"BM": (128,), "BN": (128,), "BK": (8, 16), "WM": (32, 64), "WN": (32, 64)}
 
 
 # --- the rungs ----------------------------------------------------------------
@@ -126,80 +111,44 @@ def _warp_threads(c: Config) -> int:
     return (c["BM"] // c["WM"]) * (c["BN"] // c["WN"]) * 32
 
 
-@dataclass(frozen=True)
-class Rung:
-    """One kernel of the ladder: its template parameters and what follows from them."""
-
-    id: str
-    source: str  # file under kernels/sgemm/
-    summary: str
-    params: tuple[str, ...]  # the template parameters after the dtype, in order
-    default: tuple[int, ...]
-    choices: tuple[tuple[int, ...], ...]  # per parameter, what configs() enumerates (unless search is given)
-    threads: Callable[[Config], int]
-    tile: Callable[[Config], tuple[int, int]]  # rows x columns of C per block
-    outputs: Callable[[Config], int]  # outputs (accumulators) per thread
-    fragments: Callable[[Config], int]  # operand registers per thread in the inner loop
-    smem_bytes: Callable[[Config], int]  # static shared memory per block
-    cgma: Callable[[Config], float]
-    rules: Callable[[Config], list[str]] = lambda c: []
-    square_block: bool = False  # block (x, y) = tile's (columns, rows); else (threads, 1, 1)
-    # The most accumulators a thread may hold (a rung built for one block per SM takes more).
-    max_accumulators: int = MAX_ACCUMULATORS
-    # smem_bytes is the launch's dynamic shared memory (up to MAX_DYNAMIC_SMEM), not static.
-    dynamic_smem: bool = False
-    # The configurations configs() tries, when not the product of choices.
-    search: tuple[tuple[int, ...], ...] = ()
-    # One block per SM walking over tiles (KernelSpec.persistent); the grid counts tiles.
-    persistent: bool = False
-    # The kernel's workspace (KernelSpec.workspace_bytes) for a configuration.
-    workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None
-    # The grid for a configuration, when not one block per tile (sgemm_edge_strips).
-    grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None
-    # Requirements on the shape beyond those of the grid.
-    constraints: tuple[Constraint, ...] = ()
-
-    def config(self, values: tuple[int, ...] | None = None) -> Config:
-        return dict(zip(self.params, values or self.default, strict=True))
-
-    def violations(self, c: Config) -> list[str]:
-        """Every limit or kernel requirement the configuration breaks."""
-        threads = self.threads(c)
-        min_blocks = c.get("MIN_BLOCKS", 1)
-        found = needs(threads % 32 == 0 and 32 <= threads <= MAX_THREADS,
-                       f"{threads} threads per block: must be a multiple of 32 from 32 to {MAX_THREADS}")  # fmt: skip
-        smem_kind, smem_limit = ("dynamic", MAX_DYNAMIC_SMEM) if self.dynamic_smem else ("static", MAX_STATIC_SMEM)
-        found += needs(
-            self.smem_bytes(c) <= smem_limit,
-            f"{self.smem_bytes(c)} bytes of {smem_kind} shared memory, over {smem_limit}",
-        )
-        found += needs(
-            1 <= min_blocks and threads * min_blocks <= MAX_THREADS_PER_SM,
-            f"MIN_BLOCKS = {min_blocks} blocks of {threads} threads do not fit an SM ({MAX_THREADS_PER_SM})",
-        )
-        found += needs(
-            min_blocks * (self.smem_bytes(c) + SMEM_RESERVED_PER_BLOCK) <= SMEM_PER_SM,
-            f"MIN_BLOCKS = {min_blocks} blocks of {self.smem_bytes(c)} bytes of shared memory do not fit an SM "
-            f"({SMEM_PER_SM} bytes, {SMEM_RESERVED_PER_BLOCK} of them reserved per block)",
-        )
-        found += needs(
-            self.outputs(c) <= self.max_accumulators,
-            f"{self.outputs(c)} outputs per thread, over {self.max_accumulators} (registers)",
-        )
-        budget = min(MAX_REGS_PER_THREAD, REGS_PER_SM // max(1, threads * min_blocks))
-        need = self.outputs(c) + self.fragments(c) + REG_OVERHEAD
-        found += needs(
-            need <= budget,
-            f"about {need} registers per thread needed ({self.outputs(c)} accumulators), "
-            f"{budget} allowed for {min_blocks} block(s) of {threads} threads per SM",
-        )
-        return found + self.rules(c)
+def _limits(rung: Rung, c: Config) -> list[str]:
+    """The thread, shared-memory and register limits the configuration breaks."""
+    threads = rung.threads(c)
+    min_blocks = c.get("MIN_BLOCKS", 1)
+    found = needs(threads % 32 == 0 and 32 <= threads <= MAX_THREADS,
+                   f"{threads} threads per block: must be a multiple of 32 from 32 to {MAX_THREADS}")  # fmt: skip
+    smem_kind, smem_limit = ("dynamic", MAX_DYNAMIC_SMEM) if rung.dynamic_smem else ("static", MAX_STATIC_SMEM)
+    found += needs(
+        rung.smem_bytes(c) <= smem_limit,
+        f"{rung.smem_bytes(c)} bytes of {smem_kind} shared memory, over {smem_limit}",
+    )
+    found += needs(
+        1 <= min_blocks and threads * min_blocks <= MAX_THREADS_PER_SM,
+        f"MIN_BLOCKS = {min_blocks} blocks of {threads} threads do not fit an SM ({MAX_THREADS_PER_SM})",
+    )
+    found += needs(
+        min_blocks * (rung.smem_bytes(c) + SMEM_RESERVED_PER_BLOCK) <= SMEM_PER_SM,
+        f"MIN_BLOCKS = {min_blocks} blocks of {rung.smem_bytes(c)} bytes of shared memory do not fit an SM "
+        f"({SMEM_PER_SM} bytes, {SMEM_RESERVED_PER_BLOCK} of them reserved per block)",
+    )
+    found += needs(
+        rung.outputs(c) <= rung.max_accumulators,
+        f"{rung.outputs(c)} outputs per thread, over {rung.max_accumulators} (registers)",
+    )
+    budget = min(MAX_REGS_PER_THREAD, REGS_PER_SM // max(1, threads * min_blocks))
+    need = rung.outputs(c) + rung.fragments(c) + REG_OVERHEAD
+    found += needs(
+        need <= budget,
+        f"about {need} registers per thread needed ({rung.outputs(c)} accumulators), "
+        f"{budget} allowed for {min_blocks} block(s) of {threads} threads per SM",
+    )
+    return found
 
 
 def _spec(rung: Rung, c: Config) -> KernelSpec:
     rows, cols = rung.tile(c)
     threads = rung.threads(c)
-    block: Dim3 = (cols, rows, 1) if rung.square_block else (threads, 1, 1)
+    block: Dim3 = rung.block(c) if rung.block else (threads, 1, 1)
     cgma = rung.cgma(c)
     # Grouped rungs (GROUP_M) launch GROUP_M blocks along x per column of tiles,
     # one grid row per GROUP_M rows of tiles (see 10_swizzle_l2.cu).
@@ -232,27 +181,26 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         any_size_alternative="sgemm_swizzle_l2",
         problem=SGEMM,
         templated_on_edge=False,
-        template_extra=tuple(c[p] for p in rung.params),
-        template_params=rung.params,
+        template_extra=tuple(c.values()),
+        template_params=tuple(c),
+        template_fixed=tuple(rung.fixed.values()),
         persistent=rung.persistent,
         workspace_bytes=rung.workspace(c) if rung.workspace else None,
     )
 
 
-def _warp_rung(rung_id: str, source: str, summary: str, extra: tuple[str, ...], default: tuple[int, ...],
-               choices: tuple[tuple[int, ...], ...], stages: Callable[[Config], int],
-               a_per_access: int) -> Rung:  # fmt: skip
-    """sgemm_warptile and the rungs built on it: (BM, BN, BK, WM, WN, *extra, MIN_BLOCKS)."""
+def _warp_rung(rung_id: str, source: str, summary: str, default: Config, choices: dict[str, tuple[int, ...]],
+               stages: Callable[[Config], int], a_per_access: int) -> Rung:  # fmt: skip
+    """sgemm_warptile and the rungs built on it: BM, BN, BK, WM, WN, then their own, then MIN_BLOCKS."""
     return Rung(
         id=rung_id,
         source=source,
         summary=summary,
-        params=("BM", "BN", "BK", "WM", "WN", *extra, "MIN_BLOCKS"),
         default=default,
         choices=choices,
         threads=_warp_threads,
-        tile=lambda c: (c["BM"], c["BN"]),
         outputs=lambda c: c["WM"] * c["WN"] // 32,
+        max_accumulators=MAX_ACCUMULATORS,
         fragments=lambda c: c["WM"] // 4 + c["WN"] // 8,
         smem_bytes=lambda c: 4 * stages(c) * c["BK"] * (c["BM"] + c["BN"]),
         # B arrives in 16-byte pieces; A in 16-byte loads (warptile) or 4-byte copies (cp.async rungs).
@@ -273,17 +221,16 @@ def _thread_tile_threads(c: Config) -> int:
 
 
 def _vector_rung(rung_id: str, source: str, summary: str, swizzled: bool) -> Rung:
-    """sgemm_vectorized and sgemm_swizzled: (BM, BN, BK, TM, TN, MIN_BLOCKS)."""
+    """sgemm_vectorized and sgemm_swizzled."""
     return Rung(
         id=rung_id,
         source=source,
         summary=summary,
-        params=("BM", "BN", "BK", "TM", "TN", "MIN_BLOCKS"),
-        default=(128, 128, 8, 8, 8, 2),
-        choices=((64, 128), (128,), (8, 16), (8,), (4, 8), (1, 2)),
+        default=Config(BM=128, BN=128, BK=8, TM=8, TN=8, MIN_BLOCKS=2),
+        choices={"BM": (64, 128), "BN": (128,), "BK": (8, 16), "TM": (8,), "TN": (4, 8), "MIN_BLOCKS": (1, 2)},
         threads=_thread_tile_threads,
-        tile=lambda c: (c["BM"], c["BN"]),
         outputs=lambda c: c["TM"] * c["TN"],
+        max_accumulators=MAX_ACCUMULATORS,
         fragments=lambda c: c["TM"] + c["TN"],
         smem_bytes=lambda c: 4 * c["BK"] * (c["BM"] + c["BN"]),
         cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 4, 4),
@@ -296,19 +243,25 @@ def _vector_rung(rung_id: str, source: str, summary: str, swizzled: bool) -> Run
     )
 
 
-# The configurations rungs 11 and 12 try besides their default (128, 256, 16,
-# 64, 64, 3, 1). Each differs from it in one thing: the tile's orientation,
-# the ring's depth, BK, and the warp's shape (8 x 16 per thread).
+# sgemm_large_tile's default: a 128 x 256 tile of 8 warps of 64 x 64, a ring of
+# three stages of BK = 16, one block per SM.
+LARGE_TILE_DEFAULT = Config(BM=128, BN=256, BK=16, WM=64, WN=64, STAGES=3, MIN_BLOCKS=1)
+
+# The configurations rungs 11 and 12 try besides their default. Each differs
+# from it in one thing: the tile's orientation, the ring's depth, BK, and the
+# warp's shape (8 x 16 per thread).
 LARGE_TILE_SEARCH = (
-    (256, 128, 16, 64, 64, 3, 1),
-    (128, 256, 16, 64, 64, 2, 1),
-    (128, 256, 16, 64, 64, 4, 1),
-    (128, 256, 8, 64, 64, 4, 1),
-    (128, 256, 16, 32, 128, 3, 1),
+    LARGE_TILE_DEFAULT | Config(BM=256, BN=128),
+    LARGE_TILE_DEFAULT | Config(STAGES=2),
+    LARGE_TILE_DEFAULT | Config(STAGES=4),
+    LARGE_TILE_DEFAULT | Config(BK=8, STAGES=4),
+    LARGE_TILE_DEFAULT | Config(WM=32, WN=128),
 )
 
 
 def _large_tile_rules(c: Config) -> list[str]:
+    """Rung 11's requirements: warp tiles, the A tile's swizzle, whole float4
+    pieces shared evenly by the threads, a ring, and two fragment buffers."""
     return (
         _warp_rules(c)
         + _swizzle_rules(c)
@@ -321,13 +274,13 @@ def _large_tile_rules(c: Config) -> list[str]:
 
 # The default configuration of rungs 13 onward (sgemm_spread_copies to
 # sgemm_padded_b): sgemm_large_tile's tile with four stages instead of three.
-SPREAD_DEFAULT = (128, 256, 16, 64, 64, 4, 1)
+SPREAD_DEFAULT = LARGE_TILE_DEFAULT | Config(STAGES=4)
 
 
 def _spread_rules(c: Config) -> list[str]:
+    """What rung 13's copies add: each warp's copy is laid out for 8 warps and whole sectors."""
     return (
-        _large_tile_rules(c)
-        + needs(_warp_threads(c) == 256, "the copies are laid out for 8 warps: (BM / WM) x (BN / WN) must be 8")
+        needs(_warp_threads(c) == 256, "the copies are laid out for 8 warps: (BM / WM) x (BN / WN) must be 8")
         + needs(c["BK"] % 8 == 0, "BK must be a multiple of 8 (a warp copies 8 k-slices of A at once)")
         + needs(c["BN"] % 32 == 0, "BN must be a multiple of 32 (a warp copies 32 columns of B at once)")
     )
@@ -336,7 +289,7 @@ def _spread_rules(c: Config) -> list[str]:
 # sgemm_stream_k's search: LARGE_TILE_SEARCH less the 256 x 128 tile, for which
 # ptxas spills (64 bytes on sm_90, 88 on sm_80: the piece-of-work bookkeeping
 # around the main loop leaves it no register to spare).
-STREAM_K_SEARCH = tuple(c for c in LARGE_TILE_SEARCH if c[:2] != (256, 128))
+STREAM_K_SEARCH = tuple(c for c in LARGE_TILE_SEARCH if (c["BM"], c["BN"]) != (256, 128))
 
 
 def _stream_k_workspace(c: Config) -> Callable[[Shape, int], int]:
@@ -347,16 +300,20 @@ def _stream_k_workspace(c: Config) -> Callable[[Shape, int], int]:
     return lambda s, blocks: cdiv(8 * blocks, 16) * 16 + 2 * blocks * tile_bytes
 
 
-# 16_edge_strips.cu's widest strip (EDGE_MAX): a remainder of M % BM or N % BN
-# up to this goes to edge blocks, each of which takes this many columns (rows
-# below the tiles) or rows (columns right of them).
+# Rung 16's widest strip: a remainder of M % BM or N % BN up to this goes to
+# edge blocks, each of which takes this many columns (rows below the tiles) or
+# rows (columns right of them), one per lane of a warp. Passed to the kernel
+# as a template argument (edge_strips.cuh static_asserts what it relies on).
 EDGE_MAX = 32
-EDGE_KC = 256  # k-slices per chunk an edge block stages (16_edge_strips.cu)
+# k-slices per chunk of a strip's operand that an edge block stages: one per
+# thread of the tiles' 256 (a template argument too).
+EDGE_KC = 256
+EDGE_FACTS = Config(EDGE_MAX=EDGE_MAX, EDGE_KC=EDGE_KC)
 
 
 def tiled_extent(extent: int, tile: int) -> int:
     """How much of ``extent`` sgemm_edge_strips's tiles cover: all of it, or
-    all but a last strip of 1 .. EDGE_MAX (tiled_extent in 16_edge_strips.cu)."""
+    all but a last strip of 1 .. EDGE_MAX (tiled_extent in edge_strips.cuh)."""
     rest = extent % tile
     return extent - rest if extent >= tile and rest <= EDGE_MAX else extent
 
@@ -375,9 +332,17 @@ def edge_strips_grid(c: Config) -> Callable[[Shape, int], Dim3]:
     return grid
 
 
+def _edge_rules(c: Config) -> list[str]:
+    """What rung 16's edge blocks add: the ring's shared memory holds a chunk of
+    a strip's operand (EDGE_KC x (EDGE_MAX + 4) floats), then the 8 warps' sums
+    (EdgeSplit's static_asserts in edge_strips.cuh)."""
+    floats, need = c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]), max(EDGE_KC * (EDGE_MAX + 4), 8 * EDGE_MAX * 32)
+    return needs(floats >= need, f"the ring's {floats} floats of shared memory are fewer than an edge block's {need}")
+
+
 # The blocks of sgemm_padded_b that copy B into its padded form, in whole rows
 # of the grid in front of sgemm_edge_strips's (17_padded_b.cu counts the rows
-# past rung 16's as theirs).
+# past rung 16's as theirs). Passed to the kernel as a template argument.
 PAD_BLOCKS = 128
 
 
@@ -411,25 +376,18 @@ def _padded_b_fits(shape: Shape, block_edge: int) -> str | None:
     return None
 
 
-def _edge_rules(c: Config) -> list[str]:
-    # A chunk of a strip's operand (EDGE_KC x (EDGE_MAX + 4) floats), then the 8 warps' sums.
-    floats, need = c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]), max(EDGE_KC * (EDGE_MAX + 4), 8 * EDGE_MAX * 32)
-    return _spread_rules(c) + needs(
-        floats >= need, f"the ring's {floats} floats of shared memory are fewer than an edge block's {need}"
-    )
-
-
 def _large_rung(
     rung_id: str,
     source: str,
     summary: str,
-    default: tuple[int, ...] = (128, 256, 16, 64, 64, 3, 1),
+    default: Config = LARGE_TILE_DEFAULT,
     rules: Callable[[Config], list[str]] = _large_tile_rules,
     persistent: bool = False,
     workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None,
-    search: tuple[tuple[int, ...], ...] = LARGE_TILE_SEARCH,
+    search: tuple[Config, ...] = LARGE_TILE_SEARCH,
     grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None,
     constraints: tuple[Constraint, ...] = (),
+    fixed: Config | None = None,
 ) -> Rung:
     """sgemm_large_tile onwards: one block of 8 warps per SM, up to 128
     accumulators and two fragment buffers per thread, dynamic shared memory."""
@@ -437,12 +395,9 @@ def _large_rung(
         id=rung_id,
         source=source,
         summary=summary,
-        params=("BM", "BN", "BK", "WM", "WN", "STAGES", "MIN_BLOCKS"),
         default=default,
-        choices=((128, 256), (128, 256), (8, 16), (32, 64), (64, 128), (2, 3, 4), (1,)),
         search=search,
         threads=_warp_threads,
-        tile=lambda c: (c["BM"], c["BN"]),
         outputs=lambda c: c["WM"] * c["WN"] // 32,
         # Two buffers of fragments: the slice in use and the next one.
         fragments=lambda c: 2 * (c["WM"] // 4 + c["WN"] // 8),
@@ -455,6 +410,7 @@ def _large_rung(
         workspace=workspace,
         grid=grid,
         constraints=constraints,
+        fixed=fixed or {},
     )
 
 
@@ -463,43 +419,42 @@ RUNGS: tuple[Rung, ...] = (
         id="sgemm_coalesced",
         source="01_coalesced.cu",
         summary="one output per thread, threadIdx.x along a row of C (coalesced B and C), any size",
-        params=("BX", "BY"),
-        default=(32, 32),
-        choices=((32,), (8, 16, 32)),
+        default=Config(BX=32, BY=32),
+        choices={"BX": (32,), "BY": (8, 16, 32)},
         threads=lambda c: c["BX"] * c["BY"],
         tile=lambda c: (c["BY"], c["BX"]),
+        block=lambda c: (c["BX"], c["BY"], 1),
         outputs=lambda c: 1,
         fragments=lambda c: 2,
+        max_accumulators=MAX_ACCUMULATORS,
         smem_bytes=lambda c: 0,
         cgma=lambda c: 1.0,
-        square_block=True,
     ),
     Rung(
         id="sgemm_smem",
         source="02_smem.cu",
         summary="TILE x TILE tiles of A and B in shared memory, zero-filled at the edges",
-        params=("TILE",),
-        default=(32,),
-        choices=((16, 32),),
+        default=Config(TILE=32),
+        choices={"TILE": (16, 32)},
         threads=lambda c: c["TILE"] ** 2,
         tile=lambda c: (c["TILE"], c["TILE"]),
+        block=lambda c: (c["TILE"], c["TILE"], 1),
         outputs=lambda c: 1,
         fragments=lambda c: 2,
+        max_accumulators=MAX_ACCUMULATORS,
         smem_bytes=lambda c: 2 * 4 * c["TILE"] ** 2,
         cgma=lambda c: float(c["TILE"]),
-        square_block=True,
     ),
     Rung(
         id="sgemm_1d_blocktile",
         source="03_1d_blocktile.cu",
         summary="BM x BN block tile; each thread TM outputs down a column of C",
-        params=("BM", "BN", "BK", "TM"),
-        default=(64, 64, 8, 8),
-        choices=((64, 128), (64,), (8,), (8, 16)),
+        default=Config(BM=64, BN=64, BK=8, TM=8),
+        choices={"BM": (64, 128), "BN": (64,), "BK": (8,), "TM": (8, 16)},
         threads=lambda c: c["BM"] * c["BN"] // c["TM"],
-        tile=lambda c: (c["BM"], c["BN"]),
         outputs=lambda c: c["TM"],
         fragments=lambda c: 2,
+        max_accumulators=MAX_ACCUMULATORS,
         smem_bytes=lambda c: 4 * c["BK"] * (c["BM"] + c["BN"]),
         cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 1, 1),
         rules=lambda c: (
@@ -510,14 +465,13 @@ RUNGS: tuple[Rung, ...] = (
         id="sgemm_2d_blocktile",
         source="04_2d_blocktile.cu",
         summary="BM x BN block tile; each thread a TM x TN outer product; scalar loads, any size and alignment",
-        params=("BM", "BN", "BK", "TM", "TN"),
-        default=(128, 128, 8, 8, 8),
+        default=Config(BM=128, BN=128, BK=8, TM=8, TN=8),
         # BK = 16 compiles too, but at 64 x 64 tiles ptxas needs 254 of its 255 registers.
-        choices=((64, 128), (64, 128), (8,), (8,), (8,)),
+        choices={"BM": (64, 128), "BN": (64, 128), "BK": (8,), "TM": (8,), "TN": (8,)},
         threads=_thread_tile_threads,
-        tile=lambda c: (c["BM"], c["BN"]),
         outputs=lambda c: c["TM"] * c["TN"],
         fragments=lambda c: c["TM"] + c["TN"],
+        max_accumulators=MAX_ACCUMULATORS,
         smem_bytes=lambda c: 4 * c["BK"] * (c["BM"] + c["BN"]),
         cgma=lambda c: _tile_cgma(c["BM"], c["BN"], 1, 1),
         rules=lambda c: _thread_tile_rules(c) + _blocktile_rules(c, _thread_tile_threads(c), 1),
@@ -538,9 +492,8 @@ RUNGS: tuple[Rung, ...] = (
         "sgemm_warptile",
         "07_warptile.cu",
         "block tile -> warp tile (WM x WN) -> 4 x 4 thread micro-tiles",
-        extra=(),
-        default=(128, 128, 16, 32, 64, 2),
-        choices=(*WARP_TILES, (1, 2)),
+        default=Config(BM=128, BN=128, BK=16, WM=32, WN=64, MIN_BLOCKS=2),
+        choices={**WARP_TILES, "MIN_BLOCKS": (1, 2)},
         stages=lambda c: 1,
         a_per_access=4,
     ),
@@ -548,9 +501,8 @@ RUNGS: tuple[Rung, ...] = (
         "sgemm_double_buffer",
         "08_double_buffer.cu",
         "sgemm_warptile fed by cp.async into two shared-memory stages",
-        extra=(),
-        default=(128, 128, 16, 32, 64, 2),
-        choices=(*WARP_TILES, (1, 2)),
+        default=Config(BM=128, BN=128, BK=16, WM=32, WN=64, MIN_BLOCKS=2),
+        choices={**WARP_TILES, "MIN_BLOCKS": (1, 2)},
         stages=lambda c: 2,
         a_per_access=1,
     ),
@@ -558,9 +510,8 @@ RUNGS: tuple[Rung, ...] = (
         "sgemm_multistage",
         "09_multistage.cu",
         "sgemm_double_buffer with a ring of STAGES cp.async stages",
-        extra=("STAGES",),
-        default=(128, 128, 16, 32, 64, 3, 2),
-        choices=(*WARP_TILES, (3, 4), (1, 2)),
+        default=Config(BM=128, BN=128, BK=16, WM=32, WN=64, STAGES=3, MIN_BLOCKS=2),
+        choices={**WARP_TILES, "STAGES": (3, 4), "MIN_BLOCKS": (1, 2)},
         stages=lambda c: c["STAGES"],
         a_per_access=1,
     ),
@@ -568,10 +519,18 @@ RUNGS: tuple[Rung, ...] = (
         "sgemm_swizzle_l2",
         "10_swizzle_l2.cu",
         "sgemm_multistage with blocks ordered in groups of GROUP_M tile rows for L2 reuse",
-        extra=("STAGES", "GROUP_M"),
-        default=(128, 128, 16, 32, 64, 3, 8, 2),
+        default=Config(BM=128, BN=128, BK=16, WM=32, WN=64, STAGES=3, GROUP_M=8, MIN_BLOCKS=2),
         # The tile of sgemm_multistage's default; only the order of the blocks varies.
-        choices=((128,), (128,), (16,), (32,), (64,), (3,), (4, 8, 16), (2,)),
+        choices={
+            "BM": (128,),
+            "BN": (128,),
+            "BK": (16,),
+            "WM": (32,),
+            "WN": (64,),
+            "STAGES": (3,),
+            "GROUP_M": (4, 8, 16),
+            "MIN_BLOCKS": (2,),
+        },
         stages=lambda c: c["STAGES"],
         a_per_access=1,
     ),
@@ -591,7 +550,7 @@ RUNGS: tuple[Rung, ...] = (
         "13_spread_copies.cu",
         "sgemm_lean_loop with a tile's copies issued a share per k-slice, each warp's copy reading whole sectors",
         default=SPREAD_DEFAULT,
-        rules=_spread_rules,
+        rules=lambda c: _large_tile_rules(c) + _spread_rules(c),
     ),
     _large_rung(
         "sgemm_stream_k",
@@ -599,7 +558,7 @@ RUNGS: tuple[Rung, ...] = (
         "sgemm_spread_copies in persistent blocks; the last partial wave of tiles and the full one before it shared "
         "out along K (stream-K), their partial sums added by the last block to arrive",
         default=SPREAD_DEFAULT,
-        rules=_spread_rules,
+        rules=lambda c: _large_tile_rules(c) + _spread_rules(c),
         persistent=True,
         workspace=_stream_k_workspace,
         search=STREAM_K_SEARCH,
@@ -609,7 +568,7 @@ RUNGS: tuple[Rung, ...] = (
         "15_column_order.cu",
         "sgemm_spread_copies (not stream-K) with each k-slice's FFMAs issued a column of outputs at a time",
         default=SPREAD_DEFAULT,
-        rules=_spread_rules,
+        rules=lambda c: _large_tile_rules(c) + _spread_rules(c),
     ),
     _large_rung(
         "sgemm_edge_strips",
@@ -617,72 +576,49 @@ RUNGS: tuple[Rung, ...] = (
         "sgemm_column_order on whole tiles; a last strip of up to 32 rows or columns of C in small blocks at the "
         "end of the grid",
         default=SPREAD_DEFAULT,
-        rules=_edge_rules,
+        rules=lambda c: _large_tile_rules(c) + _spread_rules(c) + _edge_rules(c),
         grid=edge_strips_grid,
+        fixed=EDGE_FACTS,
     ),
+    # Rung 17, whole: everything it takes from the rungs below it is named here.
     _large_rung(
         "sgemm_padded_b",
         "17_padded_b.cu",
         "sgemm_edge_strips that, when N % 4 != 0, first copies B with its rows padded to 16 bytes, so the tiles "
         "copy B 16 bytes at a time at every N",
-        default=SPREAD_DEFAULT,
-        rules=_edge_rules,
-        grid=padded_b_grid,
-        workspace=_padded_b_workspace,
+        default=SPREAD_DEFAULT,  # rung 13's: rung 11's tile, four stages
+        rules=lambda c: (
+            _large_tile_rules(c)  # rung 11: warp tiles, the A swizzle, float4 pieces, a ring, two fragment buffers
+            + _spread_rules(c)  # rung 13: copies laid out for 8 warps and whole sectors
+            + _edge_rules(c)  # rung 16: the ring's shared memory holds an edge block's chunk and sums
+        ),
+        grid=padded_b_grid,  # rung 16's grid, then PAD_BLOCKS in whole rows when N % 4 != 0
+        workspace=_padded_b_workspace,  # its own: two counters and the padded B
         constraints=(Constraint("B padded to whole 16-byte rows fits 32-bit indexing", _padded_b_fits),),
+        fixed=EDGE_FACTS | Config(PAD_BLOCKS=PAD_BLOCKS),  # rung 16's strips, then its own copy's blocks
     ),
 )
 
 
 # Rungs written after the newest stored benchmark (benchmarks/results/*_sgemm.json,
 # which docs/sgemm-ladder.md and tests/test_worklog.py hold the catalogue to).
-# rung(), configs() and variant() know them, and gemmlab.measure.run.run(kernel_id,
-# shape, spec=variant(kernel_id, {})) runs them; they move into RUNGS, and with
+# LADDER.configs() and LADDER.variant() know them, and gemmlab.measure.run.run(kernel_id,
+# shape, spec=LADDER.variant(kernel_id, {})) runs them; they move into RUNGS, and with
 # it into the catalogue, in the change that stores a benchmark measuring them.
 CANDIDATE_RUNGS: tuple[Rung, ...] = ()
 
-_RUNGS = {r.id: r for r in (*RUNGS, *CANDIDATE_RUNGS)}
-SGEMM_KERNELS: tuple[KernelSpec, ...] = tuple(_spec(r, r.config()) for r in RUNGS)
-
-
-def rung(kernel_id: str) -> Rung:
-    return find_rung(_RUNGS, kernel_id, "FP32 ladder")
-
-
-def default_config(kernel_id: str) -> Config:
-    return rung(kernel_id).config()
-
-
-def config_of(spec: KernelSpec) -> Config:
-    """The configuration a ladder entry (default or variant) was built with."""
-    return rung(spec.id).config(spec.template_extra)
-
-
-def configs(kernel_id: str) -> list[Config]:
-    """Every configuration in the rung's search space that meets the thread,
-    shared-memory and register limits and the kernel's own requirements; the
-    default first."""
-    r = rung(kernel_id)
-    return search_configs(r, r.search or itertools.product(*r.choices))
-
-
-def variant(kernel_id: str, config: Config) -> KernelSpec:
-    """The catalogue entry of ``kernel_id`` built with ``config`` (parameters
-    not given keep their defaults). Raises ConstraintError for a configuration
-    the kernel cannot take, naming every reason."""
-    r = rung(kernel_id)
-    c = checked_config(kernel_id, r, config)
-    return _spec(r, c)
+LADDER = Ladder("FP32 ladder", RUNGS, _limits, _spec, candidates=CANDIDATE_RUNGS)
+SGEMM_KERNELS: tuple[KernelSpec, ...] = LADDER.kernels
 
 
 def outputs_per_thread(spec: KernelSpec) -> int:
-    return rung(spec.id).outputs(config_of(spec))
+    return LADDER.rung(spec.id).outputs(spec.config or {})
 
 
 def threads_per_block(spec: KernelSpec) -> int:
-    return rung(spec.id).threads(config_of(spec))
+    return LADDER.rung(spec.id).threads(spec.config or {})
 
 
 def block_tile(spec: KernelSpec) -> tuple[int, int]:
     """Rows x columns of C one block computes."""
-    return rung(spec.id).tile(config_of(spec))
+    return LADDER.rung(spec.id).tile(spec.config or {})

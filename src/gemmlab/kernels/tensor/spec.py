@@ -25,13 +25,11 @@ rungs get their operands as TMA tensor maps, built here for each run
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
 
 from gemmlab.core.arch import sm_limits
 from gemmlab.core.shapes import Dim3, Shape
-from gemmlab.kernels.ladder import Config, cdiv, checked_config, find_rung, grid_rows_fit, needs, search_configs
+from gemmlab.kernels.ladder import Config, Ladder, Rung, cdiv, grid_rows_fit, needs
 from gemmlab.kernels.spec import Constraint, KernelSpec
 from gemmlab.problems.base import Problem
 from gemmlab.problems.tensor import (
@@ -44,10 +42,6 @@ from gemmlab.problems.tensor import (
     tensor_device_bytes,
 )
 
-if TYPE_CHECKING:
-    pass
-
-
 SOURCE_DOC = "gemmlab tensor-core ladder (beyond the documents)"
 MAX_DYNAMIC_SMEM = sm_limits((9, 0)).max_smem_per_block_optin  # the Hopper rungs' opt-in limit per block
 WARPGROUP = 128
@@ -56,39 +50,18 @@ WARPGROUP = 128
 # --- the rungs ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Rung:
-    """One kernel of the ladder: its template parameters and what follows from them."""
+def _limits(rung: Rung, c: Config) -> list[str]:
+    """The thread and shared-memory limits the configuration breaks."""
+    threads = rung.threads(c)
+    found = needs(threads % 32 == 0 and 32 <= threads <= 1024,
+                   f"{threads} threads per block: must be a multiple of 32 from 32 to 1024")  # fmt: skip
+    smem = rung.smem_bytes(c)
+    return found + needs(smem <= MAX_DYNAMIC_SMEM, f"{smem} bytes of dynamic shared memory, over {MAX_DYNAMIC_SMEM}")
 
-    id: str
-    source: str  # file under kernels/tensor/
-    summary: str
-    dtypes: tuple[str, ...]
-    params: tuple[str, ...]  # template parameters after the element type, in order
-    default: tuple[int, ...]
-    search: tuple[tuple[int, ...], ...]  # the configurations configs() tries besides the default
-    threads: Callable[[Config], int]
-    smem_bytes: Callable[[Config], int]  # dynamic shared memory in bytes; 0 = static only
-    sass: tuple[str, ...]
-    rules: Callable[[Config], list[str]] = lambda c: []
-    min_cc: tuple[int, int] = (8, 0)
-    archs: tuple[str, ...] = ()
-    any_k: bool = False  # takes K with rows that are not whole 16-byte pieces
-    tma: bool = False  # operands are tensor maps (boxes of BM and BN / cluster rows)
-    persistent: bool = False  # blocks loop over tiles; as many blocks as the GPU holds at once
-    cluster: int = 1  # blocks per cluster, along M
-    c_box_rows: int = 0  # C is a tensor map with boxes of this many rows x 128 bytes (0: a pointer)
 
-    def config(self, values: tuple[int, ...] | None = None) -> Config:
-        return dict(zip(self.params, values or self.default, strict=True))
-
-    def violations(self, c: Config) -> list[str]:
-        threads = self.threads(c)
-        found = needs(threads % 32 == 0 and 32 <= threads <= 1024,
-                       f"{threads} threads per block: must be a multiple of 32 from 32 to 1024")  # fmt: skip
-        smem = self.smem_bytes(c)
-        found += needs(smem <= MAX_DYNAMIC_SMEM, f"{smem} bytes of dynamic shared memory, over {MAX_DYNAMIC_SMEM}")
-        return found + self.rules(c)
+def _reuse_cgma(c: Config) -> float:
+    """FLOPs per element of A or B brought on chip: a BM x BN tile reuses each one BN or BM times."""
+    return 2 * c["BM"] * c["BN"] / (c["BM"] + c["BN"])
 
 
 def _warp_threads(c: Config) -> int:
@@ -135,7 +108,9 @@ def _c_boxes_bytes(c: Config) -> int:
     return c["BM"] // 64 * c["C_BOXES"] * C_BOX_ROWS * ROW_BYTES
 
 
-HOPPER = dict(min_cc=(9, 0), archs=("sm_90a",), tma=True)
+# Every rung from tc_mma on: rows of A and B in whole 16-byte pieces (16-byte copies, TMA row strides).
+ROWS_16 = 16
+HOPPER = dict(min_cc=(9, 0), archs=("sm_90a",), tma=True, dynamic_smem=True, k_bytes_multiple=ROWS_16)
 
 RUNGS: tuple[Rung, ...] = (
     Rung(
@@ -143,58 +118,63 @@ RUNGS: tuple[Rung, ...] = (
         source="01_wmma.cu",
         summary="WMMA fragments (16 x 16 x 16, tf32 16 x 16 x 8) from padded shared tiles; any M, N, K",
         dtypes=DTYPES,
-        params=("BM", "BN", "BK", "WM", "WN"),
-        default=(128, 128, 32, 64, 32),
-        search=((128, 128, 16, 64, 32), (128, 128, 32, 32, 32)),
+        default=Config(BM=128, BN=128, BK=32, WM=64, WN=32),
+        search=(Config(BK=16), Config(WM=32)),
         threads=_warp_threads,
         smem_bytes=lambda c: 0,
         sass=("HMMA",),
+        min_cc=(8, 0),  # mma.sync with bf16, cp.async
         rules=lambda c: (
             _warp_rules(c)
             + needs(c["BK"] % 16 == 0, "BK must be a multiple of 16")
             # Static shared memory: padded rows of BK + 8 tf32 elements (the widest type).
             + needs((c["BM"] + c["BN"]) * (c["BK"] + 8) * 4 <= 48 * 1024, "the tf32 tiles must fit 48 KB")
         ),
-        any_k=True,
+        cgma=_reuse_cgma,
     ),
     Rung(
         id="tc_mma",
         source="02_mma.cu",
         summary="mma.sync m16n8k16 fed by ldmatrix.x4 from 128-byte-swizzled tiles; 16-byte loads",
         dtypes=DTYPES_16,
-        params=("BM", "BN", "WM", "WN"),
-        default=(128, 128, 64, 32),
-        search=((128, 128, 32, 64), (64, 128, 32, 32), (128, 64, 32, 32)),
+        default=Config(BM=128, BN=128, WM=64, WN=32),
+        search=(Config(WM=32, WN=64), Config(BM=64, WM=32, WN=32), Config(BN=64, WM=32, WN=32)),
         threads=_warp_threads,
         smem_bytes=lambda c: 0,
         sass=("HMMA", "LDSM"),
+        min_cc=(8, 0),  # mma.sync with bf16, cp.async
         rules=_warp_rules,
+        cgma=_reuse_cgma,
+        k_bytes_multiple=ROWS_16,
     ),
     Rung(
         id="tc_mma_pipeline",
         source="03_mma_pipeline.cu",
         summary="tc_mma fed by a ring of STAGES cp.async stages",
         dtypes=DTYPES_16,
-        params=("BM", "BN", "WM", "WN", "STAGES"),
-        default=(128, 128, 64, 32, 3),
-        search=((128, 128, 64, 32, 4), (128, 256, 64, 64, 3), (128, 128, 32, 64, 3), (256, 128, 64, 64, 3)),
+        default=Config(BM=128, BN=128, WM=64, WN=32, STAGES=3),
+        search=(Config(STAGES=4), Config(BN=256, WN=64), Config(WM=32, WN=64), Config(BM=256, WN=64)),
         threads=_warp_threads,
         smem_bytes=lambda c: _ring_bytes(c, 0),
         sass=("HMMA", "LDSM", "LDGSTS"),
+        min_cc=(8, 0),  # mma.sync with bf16, cp.async
         rules=lambda c: _warp_rules(c) + needs(c["STAGES"] >= 2, "STAGES must be at least 2"),
+        cgma=_reuse_cgma,
+        dynamic_smem=True,
+        k_bytes_multiple=ROWS_16,
     ),
     Rung(
         id="tc_wgmma",
         source="04_wgmma.cu",
         summary="sm_90a: TMA tile loads on mbarriers, wgmma from shared memory; one barrier per tile",
         dtypes=DTYPES,
-        params=("BM", "BN", "STAGES"),
-        default=(128, 128, 4),
-        search=((128, 256, 3), (128, 128, 5), (64, 256, 4)),
+        default=Config(BM=128, BN=128, STAGES=4),
+        search=(Config(BN=256, STAGES=3), Config(STAGES=5), Config(BM=64, BN=256)),
         threads=lambda c: c["BM"] // 64 * WARPGROUP,
         smem_bytes=lambda c: _ring_bytes(c, 1),
         sass=("HGMMA", "UTMALDG"),
         rules=lambda c: _wgmma_rules(c) + needs(c["STAGES"] >= 1, "STAGES must be at least 1"),
+        cgma=_reuse_cgma,
         **HOPPER,
     ),
     Rung(
@@ -202,13 +182,13 @@ RUNGS: tuple[Rung, ...] = (
         source="05_warpspecialized.cu",
         summary="sm_90a: a TMA producer warpgroup, wgmma consumer warpgroups, full/empty barriers, setmaxnreg",
         dtypes=DTYPES,
-        params=("BM", "BN", "STAGES"),
-        default=(128, 256, 4),
-        search=((128, 256, 3), (128, 128, 6), (256, 128, 4)),
+        default=Config(BM=128, BN=256, STAGES=4),
+        search=(Config(STAGES=3), Config(BN=128, STAGES=6), Config(BM=256, BN=128)),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: _ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
         rules=_specialised_rules,
+        cgma=_reuse_cgma,
         **HOPPER,
     ),
     Rung(
@@ -216,14 +196,14 @@ RUNGS: tuple[Rung, ...] = (
         source="06_persistent.cu",
         summary="sm_90a: tc_warpspecialized with one block per SM over tiles in GROUP_M-row groups (L2 order)",
         dtypes=DTYPES,
-        params=("BM", "BN", "STAGES", "GROUP_M"),
-        default=(128, 256, 4, 8),
-        search=((128, 256, 4, 4), (128, 256, 4, 16), (128, 256, 3, 8), (256, 128, 4, 8)),
+        default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8),
+        search=(Config(GROUP_M=4), Config(GROUP_M=16), Config(STAGES=3), Config(BM=256, BN=128)),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: _ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
         rules=_persistent_rules,
         persistent=True,
+        cgma=_reuse_cgma,
         **HOPPER,
     ),
     Rung(
@@ -231,15 +211,15 @@ RUNGS: tuple[Rung, ...] = (
         source="07_cluster.cu",
         summary="sm_90a: tc_persistent in clusters of 2 blocks along M sharing B by TMA multicast",
         dtypes=DTYPES,
-        params=("BM", "BN", "STAGES", "GROUP_M"),
-        default=(128, 256, 4, 8),
-        search=((128, 256, 4, 4), (128, 256, 4, 16), (128, 256, 3, 8)),
+        default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8),
+        search=(Config(GROUP_M=4), Config(GROUP_M=16), Config(STAGES=3)),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: _ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
         rules=_persistent_rules,
         persistent=True,
         cluster=2,
+        cgma=_reuse_cgma,
         **HOPPER,
     ),
     Rung(
@@ -247,9 +227,8 @@ RUNGS: tuple[Rung, ...] = (
         source="08_tma_store.cu",
         summary="sm_90a: tc_cluster storing C (float32, or bfloat16) from swizzled shared boxes by TMA",
         dtypes=(*DTYPES, BF16_OUT),
-        params=("BM", "BN", "STAGES", "GROUP_M", "C_BOXES"),
-        default=(128, 256, 4, 8, 2),
-        search=((128, 256, 4, 8, 1), (128, 256, 3, 8, 4), (128, 256, 4, 16, 2)),
+        default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, C_BOXES=2),
+        search=(Config(C_BOXES=1), Config(STAGES=3, C_BOXES=4), Config(GROUP_M=16)),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: _ring_bytes(c, 2) + _c_boxes_bytes(c),
         sass=("HGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
@@ -257,10 +236,10 @@ RUNGS: tuple[Rung, ...] = (
         persistent=True,
         cluster=2,
         c_box_rows=C_BOX_ROWS,
+        cgma=_reuse_cgma,
         **HOPPER,
     ),
 )
-_RUNGS = {r.id: r for r in RUNGS}
 
 
 def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:
@@ -276,6 +255,8 @@ def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:
 def _spec(rung: Rung, c: Config) -> KernelSpec:
     threads = rung.threads(c)
     bm, bn = c["BM"], c["BN"]
+    smem = rung.smem_bytes(c) if rung.dynamic_smem else 0
+    cgma = rung.cgma(c)
     constraints: tuple[Constraint, ...] = ()
     if not rung.persistent:
         constraints += (grid_rows_fit(bm),)
@@ -295,20 +276,18 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         grid=_grid(rung, c),
         block=lambda s, b: (threads, 1, 1),
         constraints=constraints,
-        dynamic_smem_bytes=lambda s, b, dtype: rung.smem_bytes(c),
-        # 16-byte copies and TMA row strides: rows of A and B are whole 16-byte pieces.
-        k_bytes_multiple=0 if rung.any_k else 16,
+        dynamic_smem_bytes=lambda s, b, dtype: smem,
+        k_bytes_multiple=rung.k_bytes_multiple,
         # A tensor map of C: its rows' stride must be whole 16-byte pieces too.
         n_bytes_multiple=16 if rung.c_box_rows else 0,
         # A and B once (element size), C written once in float32: counted in input elements.
         min_elems_moved=lambda s: s.m * s.k + s.n * s.k + 2 * s.m * s.n,
-        # FLOPs per element of A or B brought on chip: a BM x BN tile reuses each one BN or BM times.
-        cgma=lambda s, b: 2 * bm * bn / (bm + bn),
+        cgma=lambda s, b: cgma,
         any_size_alternative="tc_wmma",
         problem=problem,
         templated_on_edge=False,
-        template_extra=tuple(c[p] for p in rung.params),
-        template_params=rung.params,
+        template_extra=tuple(c.values()),
+        template_params=tuple(c),
         archs=rung.archs,
         min_cc=rung.min_cc,
         cluster=(rung.cluster, 1, 1) if rung.cluster > 1 else None,
@@ -317,22 +296,5 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     )
 
 
-TENSOR_KERNELS: tuple[KernelSpec, ...] = tuple(_spec(r, r.config()) for r in RUNGS)
-
-
-def rung(kernel_id: str) -> Rung:
-    return find_rung(_RUNGS, kernel_id, "tensor-core ladder")
-
-
-def configs(kernel_id: str) -> list[Config]:
-    """The default and every searched configuration that meets the limits."""
-    r = rung(kernel_id)
-    return search_configs(r, r.search)
-
-
-def variant(kernel_id: str, config: Config) -> KernelSpec:
-    """The catalogue entry of ``kernel_id`` built with ``config`` (parameters
-    not given keep their defaults); ConstraintError names every reason a
-    configuration cannot be built."""
-    r = rung(kernel_id)
-    return _spec(r, checked_config(kernel_id, r, config))
+LADDER = Ladder("tensor-core ladder", RUNGS, _limits, _spec)
+TENSOR_KERNELS: tuple[KernelSpec, ...] = LADDER.kernels
