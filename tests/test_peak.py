@@ -17,10 +17,10 @@ from gemmlab.backends.nvrtc import compile_source
 from gemmlab.cli.app import app
 from gemmlab.core import gpu
 from gemmlab.core.errors import NoGPUError, UnknownName
+from gemmlab.core.timing import Timing
 from gemmlab.measure import peak
 from gemmlab.measure.occupancy import theoretical_occupancy
 from gemmlab.measure.sass import find_tool, sass_opcodes, tensor_core_ops, total
-from gemmlab.measure.timing import Timing
 from gemmlab.results.store import PEAK_FIELDS, Store
 
 NEEDS_CUOBJDUMP = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump is not installed")

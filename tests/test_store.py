@@ -14,8 +14,8 @@ from gemmlab.backends import CPU, NVRTC
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.core.errors import StoreError
 from gemmlab.core.shapes import Shape
+from gemmlab.core.timing import Timing
 from gemmlab.measure.run import RunResult
-from gemmlab.measure.timing import Timing
 from gemmlab.results.store import (
     CEILING_FIELDS,
     MIGRATIONS,

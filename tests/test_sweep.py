@@ -20,9 +20,9 @@ from gemmlab import backends
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.core.errors import ConstraintError, DeviceLimitError, NoGPUError, UnknownName, VerificationError
 from gemmlab.core.shapes import Shape
+from gemmlab.core.timing import Timing
 from gemmlab.kernels import catalogue
 from gemmlab.measure.run import RunResult
-from gemmlab.measure.timing import Timing
 from gemmlab.results.store import MIGRATIONS, Store, config_text
 from gemmlab.studies.sweep import SLOW_REPS, SweepPoint, headline, plan, run_record, sweep, timed_point
 

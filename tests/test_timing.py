@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from gemmlab.core.timing import Timing, gbytes_per_s, gflops, planned_reps
 from gemmlab.measure.run import timing_warnings
-from gemmlab.measure.timing import Timing, gbytes_per_s, gflops, planned_reps
 
 
 def test_median_min_max() -> None:

@@ -19,12 +19,12 @@ from gemmlab.backends.nvrtc import Resources
 from gemmlab.cli.app import app
 from gemmlab.core.errors import CompileError, ConstraintError, GemmlabError, UnknownName, VerificationError
 from gemmlab.core.shapes import Shape
+from gemmlab.core.timing import Timing, gflops
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.sgemm import spec as sgemm
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.kernels.tensor import spec as tensor
 from gemmlab.measure.run import RunResult
-from gemmlab.measure.timing import Timing, gflops
 from gemmlab.results.store import MIGRATIONS, SCHEMA_VERSION, TUNER_HISTORY, Store, config_text
 from gemmlab.studies import tune
 

@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from gemmlab.core.dtypes import DTYPE_ITEMSIZE, TOLERANCE
+from gemmlab.core.environment import host_record
 from gemmlab.core.errors import ConstraintError, GemmlabError, UnknownName, VerificationError
 from gemmlab.core.shapes import Shape
-from gemmlab.measure.environment import host_record
-from gemmlab.measure.timing import Timing, gbytes_per_s, gflops, planned_reps
+from gemmlab.core.timing import Timing, gbytes_per_s, gflops, planned_reps
 from gemmlab.problems.base import poison, random_matrix, relative_error
 
 CPU_KERNELS = {

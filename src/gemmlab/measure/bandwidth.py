@@ -19,7 +19,7 @@ def measure_copy_ceiling(nbytes: int = 4 * 2**30, reps: int = 20, device_index: 
     can reach, usually well under the datasheet figure.
     """
     from gemmlab.core import gpu
-    from gemmlab.measure.timing import Timing, gbytes_per_s
+    from gemmlab.core.timing import Timing, gbytes_per_s
 
     cp = gpu.cupy()
     free = gpu.describe(device_index).free_bytes

@@ -27,9 +27,8 @@ import numpy as np
 from gemmlab.core.dtypes import TOLERANCE
 from gemmlab.core.errors import VerificationError
 from gemmlab.core.shapes import Shape
-from gemmlab.measure.timing import Timing
+from gemmlab.core.timing import Timing
 from gemmlab.problems.base import poison, random_matrix, relative_error
-from gemmlab.results.store import result_row
 
 HOST_MEMORY = ("pinned", "pageable")
 
@@ -60,18 +59,18 @@ def measure(
         kernel_id, shape, block_edge, dtype, reps=reps, warmup=warmup, max_seconds=max_seconds, baseline=False,
         seed=seed,
     )  # fmt: skip
-    base = result_row(result)
+    base = result.to_dict()  # the store flattens it (gemmlab.results.store.result_row)
     flops = 2 * shape.m * shape.n * shape.k
     rows = []
     for kind in host_memory:
-        h2d, d2h = time_copies(shape, base["dtype"], kind, reps=copy_reps, seed=seed)
+        h2d, d2h = time_copies(shape, result.dtype, kind, reps=copy_reps, seed=seed)
         row = dict(base)
         row.update(
             variant=kind,
             host_memory=kind,
             h2d_ms=h2d.median_ms,
             d2h_ms=d2h.median_ms,
-            e2e_gflops=e2e_gflops(flops, h2d.median_ms, base["median_ms"], d2h.median_ms),
+            e2e_gflops=e2e_gflops(flops, h2d.median_ms, result.timing.median_ms, d2h.median_ms),
         )
         rows.append(row)
     return rows

@@ -38,9 +38,9 @@ from dataclasses import asdict, dataclass, field
 from gemmlab.core import errors
 from gemmlab.core.errors import DeviceLimitError, GemmlabError, ProfilerError
 from gemmlab.core.shapes import Shape
+from gemmlab.core.timing import gbytes_per_s, gflops
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import Point
-from gemmlab.measure.timing import gbytes_per_s, gflops
 
 # --- the counters ----------------------------------------------------------------
 

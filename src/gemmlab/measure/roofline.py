@@ -15,7 +15,7 @@ from itertools import cycle
 from pathlib import Path
 from typing import Any
 
-from gemmlab.measure import timing
+from gemmlab.core import timing
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p")
 

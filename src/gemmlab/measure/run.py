@@ -20,12 +20,12 @@ from gemmlab.backends.base import Compiled, DeviceBackend
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.core import gpu
 from gemmlab.core.dtypes import TOLERANCE
+from gemmlab.core.environment import host_record
 from gemmlab.core.errors import UnknownName, VerificationError
 from gemmlab.core.shapes import Shape
+from gemmlab.core.timing import WIDE_SPREAD, Timing, gbytes_per_s, gflops, planned_reps
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec, Point
-from gemmlab.measure.environment import host_record
-from gemmlab.measure.timing import WIDE_SPREAD, Timing, gbytes_per_s, gflops, planned_reps
 
 # Below this median a kernel's time is of the order of launch overhead; it is
 # then timed again by replaying a CUDA graph of GRAPH_LAUNCHES launches.

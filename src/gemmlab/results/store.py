@@ -72,8 +72,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gemmlab.core.environment import now_utc
 from gemmlab.core.errors import StoreError
-from gemmlab.measure.environment import now_utc
 
 DEFAULT_PATH = Path("gemmlab-results.sqlite")
 DEFAULT_TIMEOUT_S = 30.0

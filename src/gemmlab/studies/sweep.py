@@ -189,7 +189,7 @@ def measure_point(
 def run_record(command_line: str | None = None) -> dict:
     """Where the sweep runs: this host, and the GPU when there is one."""
     from gemmlab.core import gpu
-    from gemmlab.measure.environment import host_record
+    from gemmlab.core.environment import host_record
 
     host = host_record()
     record = {

@@ -74,6 +74,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gemmlab.core.environment import now_utc
 from gemmlab.core.errors import (
     CompileError,
     ConstraintError,
@@ -89,7 +90,6 @@ from gemmlab.core.shapes import Shape
 from gemmlab.kernels.catalogue import LADDERS
 from gemmlab.kernels.ladder import Ladder
 from gemmlab.kernels.spec import KernelSpec
-from gemmlab.measure.environment import now_utc
 from gemmlab.results.store import Store, config_text
 
 # The upper bound of each size class on max(M, N, K); anything above is "large".
