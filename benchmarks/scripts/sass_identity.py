@@ -11,7 +11,7 @@ while not one instruction does. By default it covers
 - sgemm: every configuration (sgemm.configs) of every FP32 rung;
 - tensor: every configuration (tensor.configs) of every tensor-core rung, for
   each of its dtypes;
-- peak: every instruction of every peak-rate family (gemmlab.peak).
+- peak: every instruction of every peak-rate family (gemmlab.measure.peak).
 
 A kernel built only for some architectures (sm_90a, a minimum compute
 capability) is compiled for the arch its compile_arch gives, and is skipped,

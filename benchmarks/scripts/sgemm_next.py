@@ -1,7 +1,7 @@
 """Rung 11 against rung 9 and cuBLAS, in one run (about 2 minutes on an H200).
 
 For sgemm_multistage (its default configuration) and every configuration of
-sgemm_large_tile (gemmlab.sgemm.configs): verify against float64 at
+sgemm_large_tile (gemmlab.kernels.sgemm.spec.configs): verify against float64 at
 127 x 129 x 131 and 1000^3, then time at N = 4096, 8192 and 4097 beside cuBLAS
 in the same run (gemmlab.measure.run.run with spec=variant(...): 20 repetitions, the
 result checked after the first launch and after the timed ones). Every entry

@@ -6,7 +6,7 @@ N = 2048, 4096, 8192 and the rectangular 8192 x 8192 x 2048 and
 cublasGemmEx in the same run (median of >= 20 repetitions each); then the
 SASS of each rung's cubin: its tensor-core instructions and a check of the
 instructions it claims (KernelSpec.sass). First, in the same process, the
-GPU's peak rates are measured for each input type (gemmlab.peak: mma.sync
+GPU's peak rates are measured for each input type (gemmlab.measure.peak: mma.sync
 and, on Hopper, wgmma; bfloat16-out multiplies bfloat16). Each result carries
 the nominal dense rate of its input type at the SM clock read right after it
 (peak_gflops_at_clock) and the measured peak of that type, the fastest

@@ -1,5 +1,5 @@
 """`gemmlab peak`: this GPU's measured peak rates (FP32 FFMA, mma.sync,
-wgmma; see gemmlab.peak) beside the nominal rates at the clock they ran at,
+wgmma; see gemmlab.measure.peak) beside the nominal rates at the clock they ran at,
 stored in the results database."""
 
 from __future__ import annotations

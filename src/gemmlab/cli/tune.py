@@ -1,6 +1,6 @@
 """`gemmlab tune`: search the configurations of a kernel of the FP32 or the
 tensor-core ladder on this GPU and store the fastest verified one per size
-class and element type (see gemmlab.tune)."""
+class and element type (see gemmlab.studies.tune)."""
 
 from __future__ import annotations
 

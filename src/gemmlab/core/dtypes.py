@@ -27,7 +27,7 @@ def c_itemsize(dtype: str) -> int:
 # 1e-5 leaves room without letting a wrong index through (those give errors of
 # order 1). int32 must be exact.
 #
-# Tensor-core types (gemmlab.tensor): the reference is computed from the exact
+# Tensor-core types (gemmlab.kernels.tensor.spec): the reference is computed from the exact
 # values of the stored bf16/fp16 inputs, so only the FP32 accumulation errs;
 # 1e-4 leaves room for the tensor cores' accumulation order. tf32 inputs keep
 # 10 mantissa bits (unit roundoff 2^-11 rounded, 2^-10 truncated): a relative

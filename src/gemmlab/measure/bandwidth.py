@@ -50,7 +50,7 @@ def datasheet_bandwidth(device_index: int = 0) -> float | None:
 
 
 class BandwidthResult(Protocol):
-    """What :func:`bandwidth_table` reads from a result (a :class:`~gemmlab.run.RunResult` fits)."""
+    """What :func:`bandwidth_table` reads from a result (a :class:`~gemmlab.measure.run.RunResult` fits)."""
 
     kernel: str
     m: int

@@ -1,6 +1,6 @@
 """Theoretical occupancy of a catalogue kernel, from its real resource usage:
 compile it (no GPU needed), read registers and static shared memory from
-ptxas, and run the calculator of :mod:`gemmlab.occupancy`.
+ptxas, and run the calculator of :mod:`gemmlab.measure.occupancy`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 nothing else is in the way, beside the nominal rate at the clock it ran at
 (issue #9: "% of the measured peak").
 
-The nominal rate (:mod:`gemmlab.gpu`) is FLOPs per SM per clock x SMs x the
+The nominal rate (:mod:`gemmlab.core.gpu`) is FLOPs per SM per clock x SMs x the
 SM clock. A GPU under a power cap does not hold its boost clock under
 sustained load (an H200 running bf16 products drops from 1980 to about
 1450 MHz, ``benchmarks/results/2026-11-21_h200_sustained-clocks.json``), and an

@@ -5,7 +5,7 @@ The parent (:func:`profile_point`) starts::
     ncu --clock-control none --metrics M1,M2,... --kernel-name-base mangled
         --kernel-name <mangled name> --launch-skip 1 --launch-count 1
         --csv --page raw --print-units base
-        python -m gemmlab.profile KERNEL EDGE M N K DTYPE
+        python -m gemmlab.measure.profile KERNEL EDGE M N K DTYPE
 
 (with the tensor-core counters too for a kernel that uses the tensor cores),
 and the child runs that one point through the normal runner (fresh inputs,

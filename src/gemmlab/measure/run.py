@@ -214,7 +214,7 @@ def run(
     """Run ``kernel_id`` once on ``shape`` and return its verified, timed result.
 
     ``spec``: the entry to run instead of the catalogue's, e.g. a tuned
-    configuration (:func:`gemmlab.sgemm.variant`, :func:`gemmlab.tune.tuned_spec`).
+    configuration (:func:`gemmlab.kernels.sgemm.spec.variant`, :func:`gemmlab.studies.tune.tuned_spec`).
     Raises ConstraintError / DeviceLimitError before touching the GPU when the
     point cannot run, NoGPUError with no GPU, VerificationError on a wrong result.
     """

@@ -1,7 +1,7 @@
 """Run catalogue kernels under NVIDIA's compute-sanitizer.
 
 The parent (``check``) starts ``compute-sanitizer --tool T python -m
-gemmlab.sanitize POINT...``; the child runs each point once through the normal
+gemmlab.measure.sanitize POINT...``; the child runs each point once through the normal
 runner (so inputs, launch and verification are the real ones) and the parent
 reads the sanitizer's summary. Zero reports is the bar.
 """

@@ -7,10 +7,10 @@ numbers were measured (GPU, clocks, driver, CUDA and NVRTC versions, gemmlab
 version and git revision, CPU, host, command line), and with ``--profile`` the
 device's two roofline ceilings as measured (``peak_gflops_measured``: cuBLAS
 SGEMM; ``bandwidth_gbs_measured``: a device-to-device copy; see
-:func:`gemmlab.roofline.measure_ceilings`).
+:func:`gemmlab.measure.roofline.measure_ceilings`).
 
 ``peaks``: one row per instruction family and element type measured by
-``gemmlab peak`` (:mod:`gemmlab.peak`): the rate (``gflops``), the SM clock
+``gemmlab peak`` (:mod:`gemmlab.measure.peak`): the rate (``gflops``), the SM clock
 read right after the timed launches (``sm_clock_after_mhz``, as for
 results), the nominal rate at that clock and the ratio of the two, the
 timing, and the run (``run_id``) that says on which GPU, when, and with which
@@ -55,7 +55,7 @@ The schema version lives in ``PRAGMA user_version`` and grows only through
 ``BEGIN IMMEDIATE`` transaction (so a process killed mid-sweep loses at most
 the point in flight), and another writer is waited for up to ``timeout``
 seconds. A file this gemmlab cannot use (newer schema, not a database, locked,
-read-only) raises :class:`~gemmlab.errors.StoreError` before anything is
+read-only) raises :class:`~gemmlab.core.errors.StoreError` before anything is
 written to it.
 """
 
@@ -268,7 +268,7 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "CREATE UNIQUE INDEX results_point ON results (COALESCE(experiment, ''), point_key)",
         "CREATE INDEX results_run ON results (run_id)",
     ),
-    # v2: what Nsight Compute measured (see gemmlab.profile), plus the analytic CGMA.
+    # v2: what Nsight Compute measured (see gemmlab.measure.profile), plus the analytic CGMA.
     (
         "ALTER TABLE results ADD COLUMN gips REAL",
         "ALTER TABLE results ADD COLUMN inst_executed REAL",
@@ -339,7 +339,7 @@ PROFILE_FIELDS = (
 )  # fmt: skip
 # What rows() adds to each result from its run (``started`` is renamed ``date``).
 RUN_FIELDS_IN_ROWS = ("gpu_name", "cc", "date", *(f for f in RUN_FIELDS if f not in ("gpu_name", "cc", "started")))
-# Peak fields a caller gives (gemmlab.peak.Peak.row(); id, run_id and created are computed).
+# Peak fields a caller gives (gemmlab.measure.peak.Peak.row(); id, run_id and created are computed).
 PEAK_FIELDS = (
     "family", "instruction", "dtype", "gflops", "nominal_gflops", "ratio_to_nominal", "sm_clock_after_mhz",
     "median_ms", "min_ms", "max_ms", "reps", "flops", "iterations", "grid", "block", "registers", "arch", "warnings",
@@ -589,7 +589,7 @@ class Store:
 
     def add_peaks(self, run_id: int, peaks: list[dict]) -> list[int]:
         """Measured peak rates (rows with the keys of :data:`PEAK_FIELDS`, as
-        :meth:`gemmlab.peak.Peak.row` gives them) in one transaction: all of
+        :meth:`gemmlab.measure.peak.Peak.row` gives them) in one transaction: all of
         them are stored, or none. Returns the new rows' ids."""
         rows = []
         for peak in peaks:

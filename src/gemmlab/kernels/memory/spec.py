@@ -5,7 +5,7 @@ show what coalescing and shared-memory bank conflicts cost; the copies are
 the ceiling each transpose is held against. Here they are catalogue kernels
 like the matmuls, run by the same runner, with ``metric="gbs"``.
 
-Shapes reuse :class:`~gemmlab.catalogue.Shape`. The copies and transposes
+Shapes reuse :class:`~gemmlab.core.shapes.Shape`. The copies and transposes
 take an m x n row-major matrix (the transpose writes n x m); ``k`` is not
 used (give 1). The vector additions work on m * n elements, so
 ``Shape(1, n, 1)`` is a vector of length n; ``k`` is not used either. Every

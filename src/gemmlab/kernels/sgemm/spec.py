@@ -33,14 +33,14 @@ from gemmlab.problems.sgemm import SGEMM
 
 SOURCE_DOC = "gemmlab FP32 ladder (beyond the documents)"
 # The search spaces are sized for the GPU the defaults are chosen for: sm_90's
-# limits, from the occupancy calculator's table. gemmlab.run.check_device_limits
+# limits, from the occupancy calculator's table. gemmlab.backends.nvrtc.check_device_limits
 # refuses, before any launch, what a smaller GPU cannot give (163 KB of dynamic
 # shared memory on sm_80, for instance).
 _SM90 = sm_limits((9, 0))
 # Static shared memory a block may declare without cuFuncSetAttribute (48 KB).
 MAX_STATIC_SMEM = _SM90.max_smem_per_block
 # Dynamic shared memory a block may use once the kernel opts in
-# (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, set by gemmlab.run): 227 KB.
+# (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, set by gemmlab.measure.run): 227 KB.
 MAX_DYNAMIC_SMEM = _SM90.max_smem_per_block_optin
 MAX_THREADS = _SM90.max_threads_per_block
 # Shared memory of an SM (228 KB), of which the driver keeps 1 KB per resident block.
