@@ -124,3 +124,43 @@ def test_a_broken_or_missing_outside_kernel_is_a_compile_error(tmp_path: Path) -
     (tmp_path / "lost.cu").write_text(KERNEL)  # its header is not there
     with pytest.raises(CompileError, match=r"twice\.cuh"):
         compile_kernel(_user_spec(tmp_path / "lost.cu"), 128, "float32", "sm_80", use_cache=False)
+
+
+VECADD = (
+    'extern "C" __global__ void add(float* a, const float* b, int n) { int i = threadIdx.x; if (i < n) a[i] += b[i]; }'
+)
+
+
+def test_a_cached_cubin_without_a_report_is_compiled_again_in_a_fresh_process(tmp_path, monkeypatch) -> None:
+    """NVRTC's compute cache (on when the process compiled before gemmlab's
+    backend was imported) hands back a cubin with no ptxas report; the compile
+    is then done again where the cache is off."""
+    from gemmlab.backends import nvrtc
+
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    real = nvrtc.nvrtc_compile
+    calls = []
+
+    def from_the_cache(source_text: str, expr: str, arch: str, name: str) -> tuple[bytes, str, str]:
+        cubin, mangled, _log = real(source_text, expr, arch, name)
+        return cubin, mangled, ""  # what a compute-cache hit leaves: no ptxas lines
+
+    def fresh(source_text: str, expr: str, arch: str, name: str) -> tuple[bytes, str, str]:
+        calls.append(expr)
+        return real(source_text, expr, arch, name)
+
+    monkeypatch.setattr(nvrtc, "nvrtc_compile", from_the_cache)
+    monkeypatch.setattr(nvrtc, "_compile_in_fresh_process", fresh)
+    compiled = compile_kernel(catalogue.get("tiled"), 16, "float32", "sm_80")
+    assert calls == ["tiled<float, 16>"] and compiled.resources.registers > 0
+
+    monkeypatch.setattr(nvrtc, "_compile_in_fresh_process", from_the_cache)
+    with pytest.raises(CompileError, match="no resource usage"):
+        compile_kernel(catalogue.get("tiled"), 8, "float32", "sm_80")
+
+
+def test_the_fresh_process_compiles_with_the_compute_cache_off() -> None:
+    from gemmlab.backends import nvrtc
+
+    cubin, mangled, log = nvrtc._compile_in_fresh_process(VECADD, "add", "sm_80", "add.cu")
+    assert cubin and mangled == "add" and nvrtc.parse_ptxas_log(log)["add"].registers > 0

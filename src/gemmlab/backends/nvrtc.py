@@ -147,40 +147,24 @@ def cache_dir() -> Path:
     return Path(root) / "cubin"
 
 
-_nvrtc_loaded = False
-
-
-def _nvrtc():
-    """cuda.bindings' NVRTC, loaded with the CUDA compute cache off.
-
-    NVRTC 13.0 keeps the cubins it assembles in the compute cache
-    (~/.nv/ComputeCache, keyed by the PTX) and, on a hit, skips ptxas, so the
-    resource report gemmlab reads (registers, shared memory, spills) is
-    missing. It reads CUDA_CACHE_DISABLE once, when the library is loaded: the
-    variable is set for that moment only and then put back as it was, so the
-    rest of the importing process (the driver's JIT cache, CuPy) keeps its
-    caches. gemmlab keeps its own cache of cubins (cache_dir). The command line
-    sets the variable for its whole process (gemmlab.cli.app.main), so that
-    nothing there can load NVRTC first."""
-    global _nvrtc_loaded
-    from cuda.bindings import nvrtc
-
-    if not _nvrtc_loaded:
-        previous = os.environ.get("CUDA_CACHE_DISABLE")
-        os.environ["CUDA_CACHE_DISABLE"] = "1"
-        try:
-            nvrtc.nvrtcVersion()
-        finally:
-            if previous is None:
-                del os.environ["CUDA_CACHE_DISABLE"]
-            else:
-                os.environ["CUDA_CACHE_DISABLE"] = previous
-        _nvrtc_loaded = True
-    return nvrtc
+# NVRTC 13.0 keeps the cubins it assembles in the CUDA compute cache
+# (~/.nv/ComputeCache, keyed by the PTX) and, on a hit, skips ptxas, so the
+# resource report gemmlab reads (registers, shared memory, spills) is missing.
+# It reads CUDA_CACHE_DISABLE once, at the first compile of the process (seen
+# on an H100, NVRTC 13.0: with the variable set around each of gemmlab's
+# compiles, processes whose first compile was CuPy's still hit the cache). So
+# the variable is set when this backend is imported, which in gemmlab's
+# command line and tests is before anything compiles; the import of gemmlab
+# itself leaves the environment alone. A compile that still finds the cache on
+# (the process had compiled with NVRTC before this import) is done again in a
+# fresh process (_compile_in_fresh_process). gemmlab keeps its own cubin cache.
+os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
 
 
 def nvrtc_version() -> str:
-    _status, major, minor = _nvrtc().nvrtcVersion()
+    from cuda.bindings import nvrtc
+
+    _status, major, minor = nvrtc.nvrtcVersion()
     return f"{major}.{minor}"
 
 
@@ -211,13 +195,10 @@ def compile_source(
     cubin for ``arch``; ``kernel_id`` names it in the result and in errors.
     :func:`compile_kernel` takes both from a spec; kernels that have no spec
     (the peak-rate kernels of :mod:`gemmlab.measure.peak`) come here directly."""
-    from cuda.core import Program
 
-    _nvrtc()  # before cuda.core touches NVRTC
     arch = normalise_arch(arch)
     source_text = kernel_source(source)
-    options = _options(arch, Path(source).name)
-    key_text = json.dumps([source_text, expr, arch, repr(options), nvrtc_version()])
+    key_text = json.dumps([source_text, expr, arch, repr(_options(arch, Path(source).name)), nvrtc_version()])
     key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
     meta_path = cache_dir() / f"{key}.json"
     cubin_path = meta_path.with_suffix(".cubin")
@@ -235,31 +216,67 @@ def compile_source(
             )
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache entry is simply rebuilt
+    name = Path(source).name
     try:
-        program = Program(source_text, "c++", options)
-        obj = program.compile("cubin", name_expressions=(expr,))
+        cubin, mangled, text = nvrtc_compile(source_text, expr, arch, name)
+        usage = _usage(text, mangled)
+        if usage is None:  # a cubin from the compute cache: ptxas did not run here
+            cubin, mangled, text = _compile_in_fresh_process(source_text, expr, arch, name)
+            usage = _usage(text, mangled)
     except Exception as exc:  # NVRTC errors carry the compiler log in the message
         raise CompileError(
             f"NVRTC could not compile {kernel_id} ({expr}) for {arch}: {exc}".strip(),
             "If the architecture is newer than this NVRTC knows, upgrade the nvidia-cuda-nvrtc wheel.",
         ) from None
-    mangled = obj.symbol_mapping[expr]
-    mangled = mangled.decode() if isinstance(mangled, bytes) else mangled
-    text = _program_log(program)
-    entries = parse_ptxas_log(text)
-    # One program holds one entry, so a lone report is ours even if the names differ.
-    usage = entries.get(mangled) or (next(iter(entries.values())) if len(entries) == 1 else None)
     if usage is None:
         raise CompileError(
-            f"ptxas reported no resource usage for {kernel_id} ({expr}): NVRTC took the cubin from the CUDA "
-            "compute cache, so ptxas did not run.",
-            "Start Python with CUDA_CACHE_DISABLE=1 set, or let gemmlab compile before anything else in the process "
-            "loads NVRTC (CuPy's own kernels do).",
+            f"ptxas reported no resource usage for {kernel_id} ({expr}), even compiled in a fresh process with "
+            "the CUDA compute cache off.",
+            "Please report this with the command you ran; removing ~/.nv/ComputeCache may help meanwhile.",
         )
-    compiled = CompiledKernel(kernel_id, expr, mangled, arch, bytes(obj.code), usage, text)
+    compiled = CompiledKernel(kernel_id, expr, mangled, arch, cubin, usage, text)
     if use_cache:
         _store(meta_path, cubin_path, compiled)
     return compiled
+
+
+def nvrtc_compile(source_text: str, expr: str, arch: str, name: str) -> tuple[bytes, str, str]:
+    """NVRTC's cubin for the instantiation ``expr`` of ``source_text``, its
+    mangled name and NVRTC's log (ptxas's resource report among it)."""
+    from cuda.core import Program
+
+    program = Program(source_text, "c++", _options(arch, name))
+    obj = program.compile("cubin", name_expressions=(expr,))
+    mangled = obj.symbol_mapping[expr]
+    mangled = mangled.decode() if isinstance(mangled, bytes) else mangled
+    return bytes(obj.code), mangled, _program_log(program)
+
+
+def _usage(log: str, mangled: str) -> Resources | None:
+    """ptxas's report for the entry ``mangled`` in ``log``; None when ptxas did not run."""
+    entries = parse_ptxas_log(log)
+    # One program holds one entry, so a lone report is ours even if the names differ.
+    return entries.get(mangled) or (next(iter(entries.values())) if len(entries) == 1 else None)
+
+
+def _compile_in_fresh_process(source_text: str, expr: str, arch: str, name: str) -> tuple[bytes, str, str]:
+    """:func:`nvrtc_compile` in a new Python process that starts with the CUDA
+    compute cache off, for a process whose NVRTC had it on before gemmlab was
+    imported. A spawned process, not a forked one: a fork would inherit this
+    process's NVRTC as it is."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    previous = os.environ.get("CUDA_CACHE_DISABLE")
+    os.environ["CUDA_CACHE_DISABLE"] = "1"  # the child's environment is this one, copied at its start
+    try:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            return pool.submit(nvrtc_compile, source_text, expr, arch, name).result()
+    finally:
+        if previous is None:
+            del os.environ["CUDA_CACHE_DISABLE"]
+        else:
+            os.environ["CUDA_CACHE_DISABLE"] = previous
 
 
 def _program_log(program) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -128,8 +127,5 @@ def run_cli(args: list[str]) -> int:
 
 
 def main() -> None:
-    """The `gemmlab` entry point. The process is gemmlab's alone, so NVRTC's
-    compute cache is switched off for all of it (see gemmlab.backends.nvrtc._nvrtc),
-    the children it starts (profiler, sanitizer) included."""
-    os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
+    """The `gemmlab` entry point."""
     sys.exit(run_cli(sys.argv[1:]))
