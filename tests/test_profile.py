@@ -15,6 +15,7 @@ no CUDA-core counters (it is not the command `gemmlab profile` runs).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 import subprocess
@@ -556,9 +557,10 @@ def test_cli_profile_checks_the_shape_first(monkeypatch: pytest.MonkeyPatch) -> 
 L2_SECTORS = "lts__t_sectors.sum"
 
 
-def test_registry_keys_are_unique() -> None:
+def test_registry_keys_are_unique_and_leave_the_results_fields_alone() -> None:
     keys = [figure.key for figure in profile.PROFILED]
     assert len(keys) == len(set(keys))
+    assert not set(keys) & {field.name for field in dataclasses.fields(profile.ProfileResult)}
 
 
 def test_a_figure_added_to_the_registry_reaches_ncu_the_result_the_cli_and_the_report(

@@ -217,7 +217,9 @@ class ProfiledFigure:
     label: str  # for people: the row of `gemmlab profile`, the report's table caption
     unit: str  # "" for a plain count
     counters: tuple[str, ...]
-    value: Callable[[Counters, Point], Any]  # from the counters, and the point for the models (FLOPs, bytes)
+    # From the counters, and the point for the models (FLOPs, bytes): a number, or None where ncu gave no
+    # value. Only figures presented by hand hold anything else (the words, dict or list their rows need).
+    value: Callable[[Counters, Point], Any]
     # Collected only for a kernel that uses the tensor cores: ncu refuses a whole run that names a counter
     # the GPU lacks ("Failed to find metric", see ncu_failure), and GPUs before sm_80 have no bf16 or tf32
     # path. The tensor-core kernels need sm_80 or newer, where ncu lists them; a CUDA-core kernel on an
