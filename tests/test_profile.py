@@ -15,6 +15,7 @@ no CUDA-core counters (it is not the command `gemmlab profile` runs).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 import subprocess
@@ -38,6 +39,22 @@ TENSOR_CAPTURE = FIXTURES / "tensor_ops_h200_2048.csv"
 CAPTURE_N = 256
 WARP = 32
 NAIVE_MANGLED = "_Z5naiveIfLi16EEvPKT_S2_PS0_iii"
+
+# What ncu has been asked for since before the registry of figures, in this order:
+# the union of the registry's counters must stay this list.
+CUDA_CORE_COUNTERS = (
+    profile.TIME, profile.INST_EXECUTED, profile.FADD, profile.FMUL, profile.FFMA, profile.INTEGER,
+    profile.GLOBAL_LD_REQUESTS, profile.GLOBAL_ST_REQUESTS, profile.GLOBAL_LD_SECTORS, profile.GLOBAL_ST_SECTORS,
+    profile.DRAM_READ, profile.DRAM_WRITE,
+    profile.ACHIEVED_OCCUPANCY, profile.THEORETICAL_OCCUPANCY,
+    profile.LIMIT_BLOCKS, profile.LIMIT_REGISTERS, profile.LIMIT_SHARED_MEM, profile.LIMIT_WARPS,
+    profile.REGISTERS, profile.SMEM_STATIC, profile.SMEM_DYNAMIC,
+    profile.SM_THROUGHPUT, profile.DRAM_THROUGHPUT,
+    profile.SHARED_LD_REQUESTS, profile.SHARED_ST_REQUESTS, profile.SHARED_LD_WAVEFRONTS, profile.SHARED_ST_WAVEFRONTS,
+    profile.BANK_CONFLICTS_LD, profile.BANK_CONFLICTS_ST,
+)  # fmt: skip
+# Only for a kernel that uses the tensor cores.
+TENSOR_COUNTERS = (profile.TENSOR_BF16, profile.TENSOR_FP16, profile.TENSOR_TF32, profile.TENSOR_PIPE)
 
 
 # --- what the kernels' structure says the counters must be ----------------------
@@ -141,7 +158,7 @@ def test_parse_skips_prof_lines_program_output_and_the_units_row() -> None:
     assert len(page.launches) == 1
     assert page.units[profile.TIME] == "nsecond"
     metrics = page.metrics()
-    assert set(profile.METRICS) <= set(metrics)
+    assert set(profile.metrics_for(naive_point())) <= set(metrics)
     assert metrics[profile.TIME] == 41216
     assert metrics[profile.FFMA] == 256**3
     assert metrics[profile.GLOBAL_LD_REQUESTS] == 1_048_576
@@ -238,8 +255,8 @@ def test_a_tensor_core_kernel_without_tensor_values_says_what_its_total_lacks() 
 
 
 def test_cuda_core_kernels_neither_ask_for_nor_report_tensor_counters() -> None:
-    assert profile.metrics_for(naive_point()) == profile.METRICS
-    assert profile.metrics_for(tc_mma_point()) == profile.METRICS + profile.TENSOR_METRICS
+    assert profile.metrics_for(naive_point()) == CUDA_CORE_COUNTERS
+    assert profile.metrics_for(tc_mma_point()) == CUDA_CORE_COUNTERS + TENSOR_COUNTERS
     r = profile.result_from_output(naive_point(), SYNTHETIC.read_text())
     assert r.tensor_flops is None and r.tensor_pipe_pct is None
     assert "tensor" not in r.ops_counter
@@ -291,7 +308,7 @@ def test_the_tensor_capture_holds_five_launches_and_every_tensor_counter() -> No
     ]  # fmt: skip
     # The names gemmlab asks for exist on gh100 (the page names each counter with its suffix).
     columns = {name.split(".")[0] for name in profile.parse_raw_csv(TENSOR_LAUNCHES[0][0]).launches[0]}
-    assert {name.split(".")[0] for name in profile.TENSOR_METRICS} <= columns
+    assert {name.split(".")[0] for name in TENSOR_COUNTERS} <= columns
 
 
 @pytest.mark.parametrize(("page", "kernel", "dtype"), TENSOR_LAUNCHES, ids=[f"{k}-{d}" for _, k, d in TENSOR_LAUNCHES])
@@ -395,7 +412,7 @@ def test_ncu_command_profiles_one_named_launch() -> None:
         return cmd[cmd.index(name) + 1]
 
     assert option("--clock-control") == "none"
-    assert option("--metrics").split(",") == list(profile.METRICS)
+    assert option("--metrics").split(",") == list(CUDA_CORE_COUNTERS)
     assert option("--kernel-name-base") == "mangled"
     assert option("--kernel-name") == NAIVE_MANGLED
     assert option("--launch-skip") == str(profile.PROFILED_LAUNCH) == "1"
@@ -425,7 +442,7 @@ def test_mangled_names_of_kernels_that_need_a_newer_target() -> None:
 
 def test_ncu_command_adds_the_tensor_counters_for_a_tensor_core_kernel() -> None:
     cmd = profile.ncu_command("/opt/ncu", "_Z6tc_mma", tc_mma_point(), python="/usr/bin/python3")
-    assert cmd[cmd.index("--metrics") + 1].split(",") == [*profile.METRICS, *profile.TENSOR_METRICS]
+    assert cmd[cmd.index("--metrics") + 1].split(",") == [*CUDA_CORE_COUNTERS, *TENSOR_COUNTERS]
 
 
 def test_ncu_runs_with_a_dot_as_decimal_point(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -533,6 +550,53 @@ def test_cli_profile_checks_the_shape_first(monkeypatch: pytest.MonkeyPatch) -> 
     result = runner.invoke(app, ["profile", "tiled", "--size", "100", "--block", "16"])
     assert result.exit_code == 2 and "not a multiple" in result.output
     assert seen == []
+
+
+# --- the registry of figures -------------------------------------------------------
+
+L2_SECTORS = "lts__t_sectors.sum"
+
+
+def test_registry_keys_are_unique_and_leave_the_results_fields_alone() -> None:
+    keys = [figure.key for figure in profile.PROFILED]
+    assert len(keys) == len(set(keys))
+    assert not set(keys) & {field.name for field in dataclasses.fields(profile.ProfileResult)}
+
+
+def test_a_figure_added_to_the_registry_reaches_ncu_the_result_the_cli_and_the_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One entry, and nothing else: ncu collects its counter, the result carries its value,
+    `gemmlab profile` prints a row for it and the report has a metric (and a table) of it."""
+    from gemmlab.cli.profile import profile_rows
+    from gemmlab.report import model, tables
+
+    figure = profile.ProfiledFigure(
+        "flops_per_l2_sector", "FLOPs per L2 sector", "FLOP/sector", (L2_SECTORS,),
+        lambda c, p: profile.ratio(p.flops, c.get(L2_SECTORS)),
+    )  # fmt: skip
+    rows_before = [row[0] for row in profile_rows(profile.result_from_output(naive_point(), SYNTHETIC.read_text()))]
+    monkeypatch.setattr(profile, "PROFILED", (*profile.PROFILED, figure))
+    seen = fake_ncu(monkeypatch, with_counters(SYNTHETIC.read_text(), {L2_SECTORS: "1,048,576"}))
+
+    r = profile.profile_point("naive", Shape.square(CAPTURE_N), 16)
+    assert seen[0][seen[0].index("--metrics") + 1].split(",") == [*CUDA_CORE_COUNTERS, L2_SECTORS]
+    assert r.flops_per_l2_sector == r.to_dict()["flops_per_l2_sector"] == 2 * CAPTURE_N**3 / 1_048_576 == 32
+    assert r.gips == pytest.approx(2_686_976 / 41216)  # the figures before it are as they were
+
+    rows = profile_rows(r)
+    assert rows[-1] == ("FLOPs per L2 sector [FLOP/sector]", "32.00", "", L2_SECTORS)
+    assert [row[0] for row in rows[:-1]] == rows_before
+
+    (metric,) = model.profiled_metrics()
+    assert (metric.key, metric.title, metric.unit) == ("flops_per_l2_sector", "FLOPs per L2 sector", "FLOP/sector")
+    row = {"kernel": "naive", "m": CAPTURE_N, "n": CAPTURE_N, "k": CAPTURE_N, "block_edge": 16, "dtype": "float32",
+           "median_ms": r.time_ms, "profile_json": r.to_dict()}  # fmt: skip
+    assert metric.value(row) == 32 and metric.value({**row, "profile_json": None}) is None
+    monkeypatch.setattr(tables, "METRICS", (*model.METRICS, metric))
+    (section,) = model.build_sections([row])
+    (table,) = [t for t in tables.metric_tables(section) if t.metric.key == "flops_per_l2_sector"]
+    assert table.ours == {((CAPTURE_N,) * 3, 16): 32}
 
 
 # --- the roofline -----------------------------------------------------------------

@@ -22,7 +22,7 @@ from gemmlab.cli.app import (
     friendly,
     parse_shape,
 )
-from gemmlab.measure.profile import DEFAULT_TIMEOUT_S, ProfileResult
+from gemmlab.measure.profile import DEFAULT_TIMEOUT_S, ProfileResult, generic_figures
 
 
 @app.command("profile")
@@ -112,6 +112,16 @@ def profile_rows(r: ProfileResult) -> list[tuple[str, str, str, str]]:
         ("shared bank conflicts ld / st", f"{_fmt(r.bank_conflicts_ld)} / {_fmt(r.bank_conflicts_st)}", "",
          f"wavefronts beyond one per request: {_excess(r.shared_ld_wavefronts, r.shared_ld_requests)} / "
          f"{_excess(r.shared_st_wavefronts, r.shared_st_requests)}"),
+        *_generic_rows(r),
+    ]  # fmt: skip
+
+
+def _generic_rows(r: ProfileResult) -> list[tuple[str, str, str, str]]:
+    """A row for each figure without one written above: its label, unit and counters as the registry has them."""
+    return [
+        (f"{f.label} [{f.unit}]" if f.unit else f.label, _fmt(r.figures[f.key], f.number_format), "",
+         ", ".join((*f.counters, *f.tensor_counters)))
+        for f in generic_figures()
     ]  # fmt: skip
 
 

@@ -21,6 +21,13 @@ in float32, against 50 MB of L2 on an H200) can show 0 bytes written.
 
 Everything below the command line itself is pure: the formulas, the CSV
 parser and the reading of ncu's failure messages are tested without a GPU.
+
+To add a metric, add one :class:`ProfiledFigure` at the end of :data:`PROFILED`:
+its key, a label and unit for people, the ncu counters it needs and the function
+that computes it from them (and from the point, for a figure that needs a model
+such as 2·M·N·K). Nothing else changes: ncu collects those counters too, the
+figure is in every ProfileResult (``--json``, the stored profile_json),
+`gemmlab profile` prints it as one more row, and the report makes a table of it.
 """
 
 from __future__ import annotations
@@ -33,7 +40,9 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from gemmlab.core import errors
 from gemmlab.core.errors import DeviceLimitError, GemmlabError, ProfilerError
@@ -92,24 +101,6 @@ TENSOR_OPS = (TENSOR_BF16, TENSOR_FP16, TENSOR_TF32)
 # elapsed cycles the tensor pipe was busy, averaged over the SMs.
 TENSOR_PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"
 
-METRICS: tuple[str, ...] = (
-    TIME, INST_EXECUTED, FADD, FMUL, FFMA, INTEGER,
-    GLOBAL_LD_REQUESTS, GLOBAL_ST_REQUESTS, GLOBAL_LD_SECTORS, GLOBAL_ST_SECTORS,
-    DRAM_READ, DRAM_WRITE,
-    ACHIEVED_OCCUPANCY, THEORETICAL_OCCUPANCY,
-    LIMIT_BLOCKS, LIMIT_REGISTERS, LIMIT_SHARED_MEM, LIMIT_WARPS,
-    REGISTERS, SMEM_STATIC, SMEM_DYNAMIC,
-    SM_THROUGHPUT, DRAM_THROUGHPUT,
-    SHARED_LD_REQUESTS, SHARED_ST_REQUESTS, SHARED_LD_WAVEFRONTS, SHARED_ST_WAVEFRONTS,
-    BANK_CONFLICTS_LD, BANK_CONFLICTS_ST,
-)  # fmt: skip
-# Asked for only where the kernel uses the tensor cores (see metrics_for): ncu
-# refuses a whole run that names a counter the GPU lacks ("Failed to find
-# metric", see ncu_failure), and GPUs before sm_80 have no bf16 or tf32 path.
-# The tensor-core kernels need sm_80 or newer, where ncu lists these counters;
-# a CUDA-core kernel on an older GPU profiles as before.
-TENSOR_METRICS: tuple[str, ...] = (*TENSOR_OPS, TENSOR_PIPE)
-
 # The occupancy limiters as ncu names them (blocks per SM each resource allows).
 LIMITERS = {
     "registers": LIMIT_REGISTERS,
@@ -167,11 +158,6 @@ def uses_tensor_cores(point: Point) -> bool:
     return any(op.endswith("MMA") for op in point.spec.sass)
 
 
-def metrics_for(point: Point) -> tuple[str, ...]:
-    """The counters ncu collects for ``point``: the tensor-core ones only where it uses them."""
-    return METRICS + TENSOR_METRICS if uses_tensor_cores(point) else METRICS
-
-
 def tensor_flops(metrics: dict[str, float | None]) -> float | None:
     """The tensor cores' operations over the input types of :data:`TENSOR_OPS`, or None
     when ncu gave no value for one of them: a partial sum would pass for the whole."""
@@ -206,6 +192,196 @@ def limiting_factors(limits: dict[str, float | None]) -> list[str]:
         return []
     low = min(known.values())
     return [name for name, v in known.items() if v == low]
+
+
+# --- the figures (pure) ---------------------------------------------------------
+
+Counters = dict[str, float | None]  # one launch's counters by ncu's name, in base units (times in ns)
+
+
+def _need(metrics: Counters, name: str) -> float:
+    value = metrics.get(name)
+    if value is None:
+        raise ProfilerError(
+            f"ncu's output has no value for {name}.",
+            "Check that this Nsight Compute supports the GPU (ncu --query-metrics), or report it with `ncu --version`.",
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class ProfiledFigure:
+    """One figure of a profiled launch: what ncu collects for it and how it follows from that."""
+
+    key: str  # its name in ProfileResult.figures, `gemmlab profile --json` and the stored profile_json
+    label: str  # for people: the row of `gemmlab profile`, the report's table caption
+    unit: str  # "" for a plain count
+    counters: tuple[str, ...]
+    # From the counters, and the point for the models (FLOPs, bytes): a number, or None where ncu gave no
+    # value. Only figures presented by hand hold anything else (the words, dict or list their rows need).
+    value: Callable[[Counters, Point], Any]
+    # Collected only for a kernel that uses the tensor cores: ncu refuses a whole run that names a counter
+    # the GPU lacks ("Failed to find metric", see ncu_failure), and GPUs before sm_80 have no bf16 or tf32
+    # path. The tensor-core kernels need sm_80 or newer, where ncu lists them; a CUDA-core kernel on an
+    # older GPU profiles without them.
+    tensor_counters: tuple[str, ...] = ()
+    number_format: str = ",.2f"  # how `gemmlab profile` prints it
+    higher_is_better: bool = True  # which block edge the report calls best
+
+
+def _time_ms(c: Counters) -> float:
+    return _need(c, TIME) / 1e6
+
+
+def _executed(c: Counters, point: Point) -> tuple[float, str, float | None]:
+    """(operations executed, what counted them, the tensor cores' share or None)."""
+    if point.dtype == "int32":
+        return _need(c, INTEGER), "integer instructions (thread level; includes index arithmetic)", None
+    ops_counter = "fadd + fmul + 2 x ffma (thread level)"
+    executed = flops_executed(_need(c, FADD), _need(c, FMUL), _need(c, FFMA))
+    if not uses_tensor_cores(point):
+        return executed, ops_counter, None
+    # HMMA/HGMMA products are invisible to the thread-level counters; the tensor
+    # path's own counters add them. Without a value the total must say what it lacks.
+    tensor = tensor_flops(c)
+    if tensor is None:
+        return executed, ops_counter + "; the tensor-core products are not in it (ncu gave no value for them)", None
+    ops_counter += " + tensor-core operations (sm__ops_path_tensor_src_*: bf16, fp16, tf32)"
+    return executed + tensor, ops_counter, tensor
+
+
+def _dram_bytes(c: Counters) -> float:
+    return _need(c, DRAM_READ) + _need(c, DRAM_WRITE)
+
+
+def _occupancy_limits(c: Counters) -> dict[str, float | None]:
+    return {name: c.get(metric) for name, metric in LIMITERS.items()}
+
+
+def _smem_per_block(c: Counters) -> float | None:
+    smem = [v for v in (c.get(SMEM_STATIC), c.get(SMEM_DYNAMIC)) if v is not None]
+    return sum(smem) if smem else None
+
+
+_OPS = (FADD, FMUL, FFMA, INTEGER)
+_GLOBAL_REQUESTS = (GLOBAL_LD_REQUESTS, GLOBAL_ST_REQUESTS)
+_DRAM = (DRAM_READ, DRAM_WRITE)
+_LIMITS = (LIMIT_BLOCKS, LIMIT_REGISTERS, LIMIT_SHARED_MEM, LIMIT_WARPS)
+
+
+def _counter(
+    key: str, label: str, unit: str, counter: str, *, required: bool = False, tensor: bool = False
+) -> ProfiledFigure:
+    """A figure that is one counter as ncu gives it: None where it gave no value, unless
+    ``required`` (then a missing value is an error); ``tensor``: see tensor_counters."""
+    read = (lambda c, p: _need(c, counter)) if required else (lambda c, p: c.get(counter))
+    if tensor:
+        return ProfiledFigure(key, label, unit, (), read, tensor_counters=(counter,))
+    return ProfiledFigure(key, label, unit, (counter,), read)
+
+
+# The figures `gemmlab profile` has shown since before the registry: cli/profile.py
+# writes their rows by hand (several share a row), and the report shows the four it
+# keeps in stored columns (gips, cgma_measured, cgma_analytic, achieved_occupancy).
+# Their order gives the order of ncu's --metrics list.
+PRESENTED_BY_HAND: tuple[ProfiledFigure, ...] = (
+    ProfiledFigure("time_ms", "kernel time", "ms", (TIME,), lambda c, p: _time_ms(c)),
+    _counter("inst_executed", "instructions executed (warp level)", "", INST_EXECUTED, required=True),
+    ProfiledFigure("gips", "GIPS", "10^9/s", (INST_EXECUTED, TIME),
+                   lambda c, p: gips(_need(c, INST_EXECUTED), _need(c, TIME))),
+    ProfiledFigure("ops_counter", "what the operations executed count", "", _OPS,
+                   lambda c, p: _executed(c, p)[1], tensor_counters=TENSOR_OPS),
+    # What ops_counter names: CUDA-core FLOPs plus tensor_flops where measured.
+    ProfiledFigure("flops_measured", "operations executed", "", _OPS, lambda c, p: _executed(c, p)[0],
+                   tensor_counters=TENSOR_OPS),
+    # None: not asked for (no MMA in the kernel) or no value.
+    ProfiledFigure("tensor_flops", "tensor-core FLOPs", "", (), lambda c, p: _executed(c, p)[2],
+                   tensor_counters=TENSOR_OPS),
+    ProfiledFigure("flops_model", "FLOPs of the model (2·M·N·K)", "", (), lambda c, p: p.flops),
+    ProfiledFigure("flops_ratio", "operations executed over the model", "", _OPS,
+                   lambda c, p: ratio(_executed(c, p)[0], p.flops), tensor_counters=TENSOR_OPS),
+    # The model's FLOPs over ncu's kernel time.
+    ProfiledFigure("gflops", "GFLOPS", "GFLOP/s", (TIME,), lambda c, p: gflops(p.flops, _time_ms(c))),
+    _counter("global_ld_requests", "global load requests", "", GLOBAL_LD_REQUESTS, required=True),
+    _counter("global_st_requests", "global store requests", "", GLOBAL_ST_REQUESTS, required=True),
+    # The CGMA denominator.
+    ProfiledFigure("global_requests", "global requests (loads + stores)", "", _GLOBAL_REQUESTS,
+                   lambda c, p: _need(c, GLOBAL_LD_REQUESTS) + _need(c, GLOBAL_ST_REQUESTS)),
+    _counter("global_ld_sectors", "global load sectors", "", GLOBAL_LD_SECTORS, required=True),
+    _counter("global_st_sectors", "global store sectors", "", GLOBAL_ST_SECTORS, required=True),
+    ProfiledFigure("ld_sectors_per_request", "sectors per global load request", "",
+                   (GLOBAL_LD_SECTORS, GLOBAL_LD_REQUESTS),
+                   lambda c, p: ratio(_need(c, GLOBAL_LD_SECTORS), _need(c, GLOBAL_LD_REQUESTS))),
+    ProfiledFigure("st_sectors_per_request", "sectors per global store request", "",
+                   (GLOBAL_ST_SECTORS, GLOBAL_ST_REQUESTS),
+                   lambda c, p: ratio(_need(c, GLOBAL_ST_SECTORS), _need(c, GLOBAL_ST_REQUESTS))),
+    _counter("dram_bytes_read", "DRAM bytes read", "byte", DRAM_READ, required=True),
+    _counter("dram_bytes_written", "DRAM bytes written", "byte", DRAM_WRITE, required=True),
+    ProfiledFigure("dram_bytes", "DRAM bytes read and written", "byte", _DRAM, lambda c, p: _dram_bytes(c)),
+    ProfiledFigure("dram_gbs", "DRAM bandwidth", "GB/s", (*_DRAM, TIME),
+                   lambda c, p: gbytes_per_s(int(_dram_bytes(c)), _time_ms(c))),
+    ProfiledFigure("min_bytes_model", "bytes of the model (inputs read once, output written once)", "byte", (),
+                   lambda c, p: p.min_bytes),
+    # The model's FLOPs per DRAM byte: the roofline's x axis.
+    ProfiledFigure("arithmetic_intensity", "arithmetic intensity", "FLOP/byte", _DRAM,
+                   lambda c, p: arithmetic_intensity(p.flops, _dram_bytes(c))),
+    ProfiledFigure("cgma_measured", "CGMA, measured", "FLOP/request", (*_OPS, *_GLOBAL_REQUESTS),
+                   lambda c, p: cgma(_executed(c, p)[0], _need(c, GLOBAL_LD_REQUESTS), _need(c, GLOBAL_ST_REQUESTS)),
+                   tensor_counters=TENSOR_OPS),
+    ProfiledFigure("cgma_analytic", "CGMA, analytic", "FLOP/access", (),
+                   lambda c, p: p.spec.cgma(p.shape, p.block_edge)),
+    # Percent of the SM's warp slots, averaged over active cycles.
+    _counter("achieved_occupancy", "achieved occupancy", "%", ACHIEVED_OCCUPANCY),
+    _counter("theoretical_occupancy", "theoretical occupancy", "%", THEORETICAL_OCCUPANCY),
+    # Blocks per SM each resource allows, and the resources that allow the fewest.
+    ProfiledFigure("occupancy_limits", "blocks per SM allowed by", "blocks", _LIMITS,
+                   lambda c, p: _occupancy_limits(c)),
+    ProfiledFigure("limiting_factors", "occupancy limited by", "", _LIMITS,
+                   lambda c, p: limiting_factors(_occupancy_limits(c))),
+    _counter("registers_per_thread", "registers per thread", "", REGISTERS),
+    ProfiledFigure("smem_per_block", "shared memory per block", "byte", (SMEM_STATIC, SMEM_DYNAMIC),
+                   lambda c, p: _smem_per_block(c)),
+    _counter("sm_throughput_pct", "SM throughput", "% of peak", SM_THROUGHPUT),
+    # Share of the elapsed cycles the tensor pipe was busy, SM average.
+    _counter("tensor_pipe_pct", "tensor pipe busy", "% of peak", TENSOR_PIPE, tensor=True),
+    _counter("dram_throughput_pct", "DRAM throughput", "% of peak", DRAM_THROUGHPUT),
+    _counter("shared_ld_requests", "shared loads (warp requests)", "", SHARED_LD_REQUESTS),
+    _counter("shared_st_requests", "shared stores (warp requests)", "", SHARED_ST_REQUESTS),
+    _counter("shared_ld_wavefronts", "shared load wavefronts", "", SHARED_LD_WAVEFRONTS),
+    _counter("shared_st_wavefronts", "shared store wavefronts", "", SHARED_ST_WAVEFRONTS),
+    _counter("bank_conflicts_ld", "shared bank conflicts, loads", "", BANK_CONFLICTS_LD),
+    _counter("bank_conflicts_st", "shared bank conflicts, stores", "", BANK_CONFLICTS_ST),
+)  # fmt: skip
+
+# Every figure of a profiled launch, in order. Add a new one at the end (see the
+# module's docstring): it gets a row of `gemmlab profile` and a report table.
+PROFILED: tuple[ProfiledFigure, ...] = PRESENTED_BY_HAND
+
+
+def generic_figures() -> tuple[ProfiledFigure, ...]:
+    """The figures that `gemmlab profile` and the report present from their entry alone:
+    every one but those of :data:`PRESENTED_BY_HAND`."""
+    by_hand = {figure.key for figure in PRESENTED_BY_HAND}
+    return tuple(figure for figure in PROFILED if figure.key not in by_hand)
+
+
+def collected_counters(tensor_cores: bool) -> tuple[str, ...]:
+    """The counters ncu collects: the union of the registry's, in its order, the
+    tensor-core ones after the rest and only where the kernel uses the tensor cores."""
+    names = [name for figure in PROFILED for name in figure.counters]
+    if tensor_cores:
+        names += [name for figure in PROFILED for name in figure.tensor_counters]
+    return tuple(dict.fromkeys(names))
+
+
+def metrics_for(point: Point) -> tuple[str, ...]:
+    """The counters ncu collects for ``point``."""
+    return collected_counters(uses_tensor_cores(point))
+
+
+def figures_of(point: Point, counters: Counters) -> dict[str, Any]:
+    """Every figure of the registry for one launch of ``point``, by key."""
+    return {figure.key: figure.value(counters, point) for figure in PROFILED}
 
 
 # --- ncu's raw CSV page (pure) --------------------------------------------------
@@ -330,7 +506,8 @@ def ncu_failure(output: str, returncode: int) -> GemmlabError | None:
     if m := _UNKNOWN_METRIC.search(output):
         name = m.group(1).rstrip(".")
         base = name.split(".")[0]
-        if base in {metric.split(".")[0] for metric in TENSOR_METRICS}:
+        tensor_only = set(collected_counters(tensor_cores=True)) - set(collected_counters(tensor_cores=False))
+        if base in {metric.split(".")[0] for metric in tensor_only}:
             # Only tensor-core kernels ask for these, so the other kernels still profile on this GPU.
             return ProfilerError(
                 f"Nsight Compute has no counter {name} for this GPU; gemmlab reads it for the kernels that use "
@@ -383,7 +560,8 @@ def child_summary(output: str) -> dict:
 
 @dataclass
 class ProfileResult:
-    """One profiled launch: ncu's counters and the figures derived from them.
+    """One profiled launch: ncu's counters and the figures of :data:`PROFILED` derived
+    from them, each of which reads as an attribute too (``result.gips``).
 
     FLOPs measured: fadd + fmul + 2 x ffma, thread level, predicate on, and
     for a kernel that uses the tensor cores their operations too
@@ -404,102 +582,45 @@ class ProfileResult:
     dtype: str
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
-    time_ms: float
-    inst_executed: float
-    gips: float | None
-    ops_counter: str
-    flops_measured: float  # what ops_counter names: CUDA-core FLOPs plus tensor_flops where measured
-    tensor_flops: float | None  # the tensor cores' operations; None: not asked for (no MMA) or no value
-    flops_model: int
-    flops_ratio: float | None
-    gflops: float  # the model's FLOPs over ncu's kernel time
-    global_ld_requests: float
-    global_st_requests: float
-    global_requests: float  # loads + stores, the CGMA denominator
-    global_ld_sectors: float
-    global_st_sectors: float
-    ld_sectors_per_request: float | None
-    st_sectors_per_request: float | None
-    dram_bytes_read: float
-    dram_bytes_written: float
-    dram_bytes: float  # read + written
-    dram_gbs: float  # DRAM bytes read + written over ncu's kernel time
-    min_bytes_model: int
-    arithmetic_intensity: float | None  # model FLOPs per DRAM byte
-    cgma_measured: float | None
-    cgma_analytic: float
-    achieved_occupancy: float | None  # percent of the SM's warp slots, averaged over active cycles
-    theoretical_occupancy: float | None  # percent
-    occupancy_limits: dict[str, float | None]  # blocks per SM each resource allows
-    limiting_factors: list[str]
-    registers_per_thread: float | None
-    smem_per_block: float | None
-    sm_throughput_pct: float | None
-    tensor_pipe_pct: float | None  # share of the elapsed cycles the tensor pipe was busy, SM average
-    dram_throughput_pct: float | None
-    shared_ld_requests: float | None
-    shared_st_requests: float | None
-    shared_ld_wavefronts: float | None
-    shared_st_wavefronts: float | None
-    bank_conflicts_ld: float | None
-    bank_conflicts_st: float | None
+    figures: dict[str, Any]  # by ProfiledFigure.key
     device: str = ""
     cc: str = ""
     error: float | None = None  # the child's verified relative error
     ncu_command: list[str] = field(default_factory=list)
-    metrics: dict[str, float | None] = field(default_factory=dict)  # every counter as read
+    metrics: Counters = field(default_factory=dict)  # every counter as read
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for names that are not fields: the figures.
+        figures = self.__dict__.get("figures", {})
+        if name in figures:
+            return figures[name]
+        raise AttributeError(f"{type(self).__name__} has no field or figure {name!r}")
 
     @property
     def shape(self) -> Shape:
         return Shape(self.m, self.n, self.k)
 
     def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _need(metrics: dict[str, float | None], name: str) -> float:
-    value = metrics.get(name)
-    if value is None:
-        raise ProfilerError(
-            f"ncu's output has no value for {name}.",
-            "Check that this Nsight Compute supports the GPU (ncu --query-metrics), or report it with `ncu --version`.",
-        )
-    return value
+        """Flat: the figures sit among the launch's fields, as in the stored profile_json."""
+        flat: dict = {}
+        for name, value in asdict(self).items():
+            if name == "figures":
+                flat.update(value)
+            else:
+                flat[name] = value
+        return flat
 
 
 def result_from_metrics(
     point: Point,
-    metrics: dict[str, float | None],
+    metrics: Counters,
     *,
     device: str = "",
     cc: str = "",
     error: float | None = None,
     command: list[str] | None = None,
 ) -> ProfileResult:
-    """Derive every figure of a :class:`ProfileResult` from one launch's counters."""
-    time_ns = _need(metrics, TIME)
-    tensor = None
-    if point.dtype == "int32":
-        ops_counter = "integer instructions (thread level; includes index arithmetic)"
-        executed = _need(metrics, INTEGER)
-    else:
-        ops_counter = "fadd + fmul + 2 x ffma (thread level)"
-        executed = flops_executed(_need(metrics, FADD), _need(metrics, FMUL), _need(metrics, FFMA))
-        if uses_tensor_cores(point):
-            # HMMA/HGMMA products are invisible to the thread-level counters; the tensor
-            # path's own counters add them. Without a value the total must say what it lacks.
-            tensor = tensor_flops(metrics)
-            if tensor is None:
-                ops_counter += "; the tensor-core products are not in it (ncu gave no value for them)"
-            else:
-                ops_counter += " + tensor-core operations (sm__ops_path_tensor_src_*: bf16, fp16, tf32)"
-                executed += tensor
-    ld_req, st_req = _need(metrics, GLOBAL_LD_REQUESTS), _need(metrics, GLOBAL_ST_REQUESTS)
-    ld_sec, st_sec = _need(metrics, GLOBAL_LD_SECTORS), _need(metrics, GLOBAL_ST_SECTORS)
-    read, written = _need(metrics, DRAM_READ), _need(metrics, DRAM_WRITE)
-    limits = {name: metrics.get(metric) for name, metric in LIMITERS.items()}
-    smem = [metrics.get(SMEM_STATIC), metrics.get(SMEM_DYNAMIC)]
-    inst = _need(metrics, INST_EXECUTED)
+    """The :class:`ProfileResult` of one launch: its counters and the registry's figures from them."""
     return ProfileResult(
         kernel=point.spec.id,
         m=point.shape.m,
@@ -509,45 +630,7 @@ def result_from_metrics(
         dtype=point.dtype,
         grid=point.grid,
         block=point.block,
-        time_ms=time_ns / 1e6,
-        inst_executed=inst,
-        gips=gips(inst, time_ns),
-        ops_counter=ops_counter,
-        flops_measured=executed,
-        tensor_flops=tensor,
-        flops_model=point.flops,
-        flops_ratio=ratio(executed, point.flops),
-        gflops=gflops(point.flops, time_ns / 1e6),
-        global_ld_requests=ld_req,
-        global_st_requests=st_req,
-        global_requests=ld_req + st_req,
-        global_ld_sectors=ld_sec,
-        global_st_sectors=st_sec,
-        ld_sectors_per_request=ratio(ld_sec, ld_req),
-        st_sectors_per_request=ratio(st_sec, st_req),
-        dram_bytes_read=read,
-        dram_bytes_written=written,
-        dram_bytes=read + written,
-        dram_gbs=gbytes_per_s(int(read + written), time_ns / 1e6),
-        min_bytes_model=point.min_bytes,
-        arithmetic_intensity=arithmetic_intensity(point.flops, read + written),
-        cgma_measured=cgma(executed, ld_req, st_req),
-        cgma_analytic=point.spec.cgma(point.shape, point.block_edge),
-        achieved_occupancy=metrics.get(ACHIEVED_OCCUPANCY),
-        theoretical_occupancy=metrics.get(THEORETICAL_OCCUPANCY),
-        occupancy_limits=limits,
-        limiting_factors=limiting_factors(limits),
-        registers_per_thread=metrics.get(REGISTERS),
-        smem_per_block=sum(v for v in smem if v is not None) if any(v is not None for v in smem) else None,
-        sm_throughput_pct=metrics.get(SM_THROUGHPUT),
-        tensor_pipe_pct=metrics.get(TENSOR_PIPE),
-        dram_throughput_pct=metrics.get(DRAM_THROUGHPUT),
-        shared_ld_requests=metrics.get(SHARED_LD_REQUESTS),
-        shared_st_requests=metrics.get(SHARED_ST_REQUESTS),
-        shared_ld_wavefronts=metrics.get(SHARED_LD_WAVEFRONTS),
-        shared_st_wavefronts=metrics.get(SHARED_ST_WAVEFRONTS),
-        bank_conflicts_ld=metrics.get(BANK_CONFLICTS_LD),
-        bank_conflicts_st=metrics.get(BANK_CONFLICTS_ST),
+        figures=figures_of(point, metrics),
         device=device,
         cc=cc,
         error=error,

@@ -16,6 +16,7 @@ from typing import Any
 from gemmlab.backends import on_host
 from gemmlab.core.errors import GemmlabError, UnknownName
 from gemmlab.kernels import catalogue
+from gemmlab.measure.profile import generic_figures
 from gemmlab.studies import experiments as registry
 from gemmlab.studies.experiments.base import Layout, plot
 from gemmlab.studies.reference import Published, ReferenceRow
@@ -79,6 +80,21 @@ E2E_GFLOPS = Metric(
     _column("e2e_gflops"), end_to_end=True,
 )  # fmt: skip
 
+
+def _profiled(key: str) -> Callable[[Row], float | None]:
+    """A figure of the profiler's registry, read from the row's stored profile_json."""
+    return lambda row: _number((row.get("profile_json") or {}).get(key))
+
+
+def profiled_metrics() -> tuple[Metric, ...]:
+    """A metric for each figure of the profiler's registry (gemmlab.measure.profile.PROFILED)
+    that the report does not read from a column of its own (METRICS below)."""
+    return tuple(
+        Metric(f.key, f.label, f.label, f.unit or "count", _profiled(f.key), f.higher_is_better)
+        for f in generic_figures()
+    )
+
+
 METRICS: tuple[Metric, ...] = (
     TIME,
     GFLOPS,
@@ -94,6 +110,7 @@ METRICS: tuple[Metric, ...] = (
            _column("achieved_occupancy")),
     Metric("ratio_to_baseline", "Speed relative to the library (library time / kernel time)", "speed vs library",
            "ratio", _column("ratio_to_baseline")),
+    *profiled_metrics(),
 )  # fmt: skip
 
 # A CPU baseline copies nothing, so its plain figure is its end-to-end one.
