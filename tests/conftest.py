@@ -1,10 +1,18 @@
-"""Shared fixtures: GPU tests skip with the reason when no GPU is usable."""
+"""Shared fixtures: GPU tests skip with the reason when no GPU is usable, and
+every test of a run compiles into one cache of its own."""
 
 from __future__ import annotations
 
 import functools
+import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+# Names a compile cache that several pytest runs share, so that a kernel compiled
+# by one is not compiled again by the next (.ci/run sets it for its two tiers).
+SHARED_CACHE_VARIABLE = "GEMMLAB_TEST_CACHE"
 
 
 @functools.cache
@@ -27,7 +35,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}"))
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Compiled kernels go to one cache per test session, never the user's."""
-    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+def run_cache_dir(basetemp: Path, worker: str | None, shared: str | None) -> Path:
+    """The compile cache of one test run. pytest-xdist gives each worker its own
+    basetemp inside the run's, so the workers' parent is the run's and they
+    share one cache: a kernel instantiation compiles once per run, whichever
+    test or worker needs it first (entries are written atomically)."""
+    if shared:
+        return Path(shared)
+    return (basetemp.parent if worker else basetemp) / "cache"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Compiled kernels go to the run's cache, never the user's. Session-wide,
+    so module fixtures that compile see it too."""
+    root = run_cache_dir(
+        tmp_path_factory.getbasetemp(), os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(SHARED_CACHE_VARIABLE)
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GEMMLAB_CACHE", str(root))
+        yield root

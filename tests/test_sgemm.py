@@ -72,6 +72,7 @@ def test_default_compiles_without_spills(kernel_id: str, arch: str) -> None:
     assert res.registers <= min(255, 65536 // (threads * c.get("MIN_BLOCKS", 1)))
 
 
+@pytest.mark.slow
 def test_every_config_compiles_without_spills() -> None:
     """All of configs() for both architectures (compiled two at a time)."""
 
