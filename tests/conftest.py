@@ -27,12 +27,40 @@ def gpu_unavailable_reason() -> str | None:
     return None
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--shard",
+        metavar="K/N",
+        help="run only the K-th (1 to N) of N equal shares of the tests -m selects (benchmarks/scripts/gpu_tiers.sh)",
+    )
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise pytest.UsageError(f"--shard {text}: expected K/N with 1 <= K <= N, e.g. 1/2")
+    return int(k), int(n)
+
+
+def shard_of(items: list, k: int, n: int) -> tuple[list, list]:
+    """The tests of shard k of n, and the others. Every n-th test from the k-th
+    on, in collection order: each shard gets a like share of every file (its
+    slow and quick tests alike), and every process, an xdist worker too, draws
+    the same share from the same collection."""
+    return items[k - 1 :: n], [item for i, item in enumerate(items) if i % n != k - 1]
+
+
+@pytest.hookimpl(trylast=True)  # after -m has deselected, so that a shard is a share of what is left
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "gpu" in item.keywords:
             reason = gpu_unavailable_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}"))
+    if config.getoption("shard"):
+        keep, others = shard_of(items, *parse_shard(config.getoption("shard")))
+        config.hook.pytest_deselected(items=others)
+        items[:] = keep
 
 
 def run_cache_dir(basetemp: Path, worker: str | None, shared: str | None) -> Path:
@@ -55,3 +83,11 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GEMMLAB_CACHE", str(root))
         yield root
+
+
+def marked_smoke(cases: list[tuple], smoke: tuple) -> list:
+    """``cases`` for a parametrize with ``smoke``, one of them, in the smoke tier.
+    Collection fails if it is none of them, so the tier cannot lose a layer unseen."""
+    if smoke not in cases:
+        raise ValueError(f"the smoke case {smoke} is not among the cases")
+    return [pytest.param(*case, marks=pytest.mark.smoke) if case == smoke else case for case in cases]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run_cache_dir
 from gemmlab.backends.nvrtc import compile_kernel, normalise_arch, parse_ptxas_log
 from gemmlab.core.errors import DeviceLimitError, UnknownName
 from gemmlab.kernels import catalogue
@@ -86,13 +85,3 @@ def test_local_headers_are_inlined_into_the_source() -> None:
     assert "void cp_async16(" in text
     assert text.count("void cp_async16(") == 1
     assert "sgemm_multistage(" in text
-
-
-def test_one_compile_cache_per_run(tmp_path) -> None:
-    """pytest-xdist's workers (basetemp <run>/popen-gwN) share the run's cache; a named cache wins."""
-    run = tmp_path / "pytest-7"
-    assert run_cache_dir(run, None, None) == run / "cache"
-    assert (
-        run_cache_dir(run / "popen-gw1", "gw1", None) == run_cache_dir(run / "popen-gw0", "gw0", None) == run / "cache"
-    )
-    assert run_cache_dir(run, "gw0", str(tmp_path / "ci")) == tmp_path / "ci"
