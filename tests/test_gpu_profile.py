@@ -19,7 +19,8 @@ from gemmlab.kernels import catalogue
 from gemmlab.measure.profile import find_ncu, profile_point
 from test_profile import expected_cgma, expected_requests
 
-pytestmark = pytest.mark.gpu
+# One Nsight Compute at a time: in a shard run by pytest-xdist, these tests share one worker.
+pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("ncu")]
 N = 256
 
 
