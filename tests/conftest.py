@@ -1,10 +1,18 @@
-"""Shared fixtures: GPU tests skip with the reason when no GPU is usable."""
+"""Shared fixtures: GPU tests skip with the reason when no GPU is usable, and
+every test of a run compiles into one cache of its own."""
 
 from __future__ import annotations
 
 import functools
+import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+# Names a compile cache that several pytest runs share, so that a kernel compiled
+# by one is not compiled again by the next (.ci/run sets it for its two tiers).
+SHARED_CACHE_VARIABLE = "GEMMLAB_TEST_CACHE"
 
 
 @functools.cache
@@ -19,15 +27,67 @@ def gpu_unavailable_reason() -> str | None:
     return None
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--shard",
+        metavar="K/N",
+        help="run only the K-th (1 to N) of N equal shares of the tests -m selects (benchmarks/scripts/gpu_tiers.sh)",
+    )
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise pytest.UsageError(f"--shard {text}: expected K/N with 1 <= K <= N, e.g. 1/2")
+    return int(k), int(n)
+
+
+def shard_of(items: list, k: int, n: int) -> tuple[list, list]:
+    """The tests of shard k of n, and the others. Every n-th test from the k-th
+    on, in collection order: each shard gets a like share of every file (its
+    slow and quick tests alike), and every process, an xdist worker too, draws
+    the same share from the same collection."""
+    return items[k - 1 :: n], [item for i, item in enumerate(items) if i % n != k - 1]
+
+
+@pytest.hookimpl(trylast=True)  # after -m has deselected, so that a shard is a share of what is left
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "gpu" in item.keywords:
             reason = gpu_unavailable_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}"))
+    if config.getoption("shard"):
+        keep, others = shard_of(items, *parse_shard(config.getoption("shard")))
+        config.hook.pytest_deselected(items=others)
+        items[:] = keep
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Compiled kernels go to one cache per test session, never the user's."""
-    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+def run_cache_dir(basetemp: Path, worker: str | None, shared: str | None) -> Path:
+    """The compile cache of one test run. pytest-xdist gives each worker its own
+    basetemp inside the run's, so the workers' parent is the run's and they
+    share one cache: a kernel instantiation compiles once per run, whichever
+    test or worker needs it first (entries are written atomically)."""
+    if shared:
+        return Path(shared)
+    return (basetemp.parent if worker else basetemp) / "cache"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Compiled kernels go to the run's cache, never the user's. Session-wide,
+    so module fixtures that compile see it too."""
+    root = run_cache_dir(
+        tmp_path_factory.getbasetemp(), os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(SHARED_CACHE_VARIABLE)
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GEMMLAB_CACHE", str(root))
+        yield root
+
+
+def marked_smoke(cases: list[tuple], smoke: tuple) -> list:
+    """``cases`` for a parametrize with ``smoke``, one of them, in the smoke tier.
+    Collection fails if it is none of them, so the tier cannot lose a layer unseen."""
+    if smoke not in cases:
+        raise ValueError(f"the smoke case {smoke} is not among the cases")
+    return [pytest.param(*case, marks=pytest.mark.smoke) if case == smoke else case for case in cases]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gemmlab.backends.nvrtc import compile_kernel, normalise_arch, parse_ptxas_log
-from gemmlab.core.errors import CompileError, UnknownName
+from gemmlab.core.errors import CompileError, DeviceLimitError, UnknownName
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
 
@@ -26,11 +26,16 @@ def test_parse_ptxas_log() -> None:
     assert res.spill_bytes == 20
 
 
-@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("gpu_arch", ["sm_90", "sm_80"])
 @pytest.mark.parametrize("spec", catalogue.CATALOGUE, ids=lambda s: s.id)
-def test_every_kernel_compiles_without_spills(spec: KernelSpec, arch: str) -> None:
-    if spec.archs and arch not in spec.archs:
-        pytest.skip(f"{spec.id} is built for {', '.join(spec.archs)} only (tests/test_tensor.py checks the refusal)")
+def test_every_kernel_compiles_without_spills(spec: KernelSpec, gpu_arch: str) -> None:
+    """What an H100 or H200 and an A100 would run: the architecture each kernel
+    compiles for there (sm_90a for the rungs built for it), so the run's cache
+    hands these cubins to the tests that check the same kernels' resources."""
+    try:
+        arch = spec.compile_arch(gpu_arch)
+    except DeviceLimitError as exc:
+        pytest.skip(f"{exc.cause} (tests/test_tensor.py checks the refusal)")
     for edge in spec.block_edges or (0,):
         for dtype in spec.dtypes:
             compiled = compile_kernel(spec, edge, dtype, arch)

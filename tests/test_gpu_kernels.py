@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
+from typer.testing import CliRunner
 
+from conftest import marked_smoke
 from gemmlab.core.errors import ConstraintError, VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
@@ -30,7 +33,11 @@ def test_every_kernel_has_three_shapes() -> None:
             assert any(not s.is_square for s in shapes)
 
 
-@pytest.mark.parametrize(("kernel_id", "edge", "shape"), CASES, ids=[f"{k}-b{e}-{s}" for k, e, s in CASES])
+@pytest.mark.parametrize(
+    ("kernel_id", "edge", "shape"),
+    marked_smoke(CASES, ("tiled", 16, Shape.square(128))),
+    ids=[f"{k}-b{e}-{s}" for k, e, s in CASES],
+)
 def test_kernel_verifies(kernel_id: str, edge: int, shape: Shape) -> None:
     from gemmlab.measure.run import run
 
@@ -42,6 +49,20 @@ def test_kernel_verifies(kernel_id: str, edge: int, shape: Shape) -> None:
     assert (result.gbytes_per_s if result.metric == "gbs" else result.gflops) > 0
 
 
+@pytest.mark.smoke
+def test_cli_run_prints_a_verified_point(tmp_path) -> None:
+    """`gemmlab run`, as a person types it: verified, timed, beside cuBLAS."""
+    from gemmlab.cli.app import app
+
+    args = ["run", "tiled", "--size", "256", "--block", "16", "--reps", "3", "--db", str(tmp_path / "none.sqlite")]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    point = json.loads(result.stdout)
+    assert point["kernel"] == "tiled" and point["block_edge"] == 16
+    assert point["error"] <= point["tolerance"] and point["gflops"] > 0 and point["baseline_gflops"] > 0
+
+
+@pytest.mark.whole_gpu  # a ratio of two timings
 def test_large_square_against_cublas() -> None:
     from gemmlab.measure.run import run
 

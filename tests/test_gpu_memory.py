@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from conftest import marked_smoke
 from gemmlab.core.errors import VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
@@ -32,7 +33,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(
-    ("kernel_id", "edge", "dtype", "shape"), CASES, ids=[f"{k}-b{e}-{d}-{s.m}x{s.n}" for k, e, d, s in CASES]
+    ("kernel_id", "edge", "dtype", "shape"),
+    marked_smoke(CASES, ("transpose_tiled_padded", 32, "float32", Shape(1023, 1025, 1))),
+    ids=[f"{k}-b{e}-{d}-{s.m}x{s.n}" for k, e, d, s in CASES],
 )
 def test_kernel_is_exact(kernel_id: str, edge: int, dtype: str, shape: Shape) -> None:
     from gemmlab.measure.run import run
@@ -56,6 +59,7 @@ def test_an_unwritten_element_is_caught(monkeypatch: pytest.MonkeyPatch) -> None
         run_module.run(spec.id, Shape(1023, 1025, 1), 32, reps=1, baseline=False)
 
 
+@pytest.mark.whole_gpu  # bandwidths, and each kernel's share of the measured ceiling
 def test_copy_ceiling_and_table() -> None:
     from gemmlab.measure.run import run
 

@@ -19,7 +19,8 @@ from gemmlab.kernels import catalogue
 from gemmlab.measure.profile import find_ncu, profile_point
 from test_profile import expected_cgma, expected_requests
 
-pytestmark = pytest.mark.gpu
+# One Nsight Compute at a time: in a shard run by pytest-xdist, these tests share one worker.
+pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("ncu")]
 N = 256
 
 
@@ -79,6 +80,7 @@ def test_tensor_core_flops_are_two_per_multiply_add(kernel_id: str, dtype: str) 
     assert r.error is not None
 
 
+@pytest.mark.whole_gpu  # rates
 def test_measured_ceilings_are_plausible() -> None:
     from gemmlab.measure.roofline import measure_ceilings
 
@@ -88,6 +90,7 @@ def test_measured_ceilings_are_plausible() -> None:
 
 
 @needs_ncu
+@pytest.mark.whole_gpu  # stores and checks the measured ceilings, rates
 def test_sweep_profile_stores_metrics_and_ceilings_and_the_report_draws_the_roofline(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from conftest import marked_smoke
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.sgemm import spec as sgemm
@@ -43,7 +44,11 @@ CONFIG_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("kernel_id", "shape"), CASES, ids=[f"{k}-{s}" for k, s in CASES])
+@pytest.mark.parametrize(
+    ("kernel_id", "shape"),
+    marked_smoke(CASES, ("sgemm_multistage", Shape.square(256))),
+    ids=[f"{k}-{s}" for k, s in CASES],
+)
 def test_rung_verifies(kernel_id: str, shape: Shape) -> None:
     from gemmlab.measure.run import run
 
@@ -98,6 +103,7 @@ def test_unwritten_output_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
         run("sgemm_multistage", Shape.square(512), reps=1, warmup=1, baseline=False)
 
 
+@pytest.mark.whole_gpu  # a ratio of two timings
 def test_against_cublas_at_4096() -> None:
     from gemmlab.core import gpu
     from gemmlab.measure.run import run

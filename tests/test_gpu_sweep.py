@@ -32,6 +32,7 @@ def test_reproduce_two_small_experiments(tmp_path: Path) -> None:
     assert run["driver_version"] and run["runtime_version"] and run["nvrtc_version"]
 
 
+@pytest.mark.whole_gpu  # compares the end-to-end rate with the kernel's own
 def test_reproduce_kursk_end_to_end_and_cpu(tmp_path: Path) -> None:
     with Store.open(tmp_path / "r.sqlite") as store:
         (outcome,) = reproduce(["kursk-cpu-gpu"], store, sizes=[256], progress=False)
@@ -64,6 +65,7 @@ def test_brno_at_a_small_size(tmp_path: Path) -> None:
     assert len(rows) == 11 and all(r["metric"] == "gbs" and r["gbytes_per_s"] > 0 for r in rows)
 
 
+@pytest.mark.smoke  # the command line, an experiment, the store and the report
 def test_cli_reproduce_writes_the_report(tmp_path: Path) -> None:
     from gemmlab.cli.app import app
 

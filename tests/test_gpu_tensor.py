@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import marked_smoke
 from gemmlab.core import gpu
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
@@ -42,7 +43,11 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("kernel_id", "dtype", "shape"), CASES, ids=[f"{k}-{d}-{s}" for k, d, s in CASES])
+@pytest.mark.parametrize(
+    ("kernel_id", "dtype", "shape"),
+    marked_smoke(CASES, ("tc_wmma", "bfloat16", Shape(256, 256, 256))),
+    ids=[f"{k}-{d}-{s}" for k, d, s in CASES],
+)
 def test_rung_verifies(kernel_id: str, dtype: str, shape: Shape) -> None:
     from gemmlab.measure.run import run
 

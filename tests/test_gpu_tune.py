@@ -23,6 +23,7 @@ SHAPE = Shape.square(1024)
 NOISE = 0.9
 
 
+@pytest.mark.whole_gpu  # the tuner ranks by time, and the test compares two rates
 def test_tuned_warptile_verifies_and_keeps_up(tmp_path: Path) -> None:
     from gemmlab.measure.run import run
 

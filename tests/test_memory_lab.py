@@ -40,11 +40,11 @@ def test_the_lab_is_in_the_catalogue() -> None:
         assert spec.flops(Shape(4000, 4000, 1)) == 0
 
 
-@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
 @pytest.mark.parametrize(("kernel_id", "edge", "dtype"), BUILDS, ids=[f"{k}-b{e}-{d}" for k, e, d in BUILDS])
 def test_builds_without_spills(kernel_id: str, edge: int, dtype: str, arch: str) -> None:
     spec = catalogue.get(kernel_id)
-    res = compile_kernel(spec, edge, dtype, arch, use_cache=False).resources
+    res = compile_kernel(spec, edge, dtype, arch).resources
     assert res.spill_bytes == 0
     assert res.stack_bytes == 0
     assert res.registers > 0

@@ -60,7 +60,7 @@ def test_template_arguments_follow_the_dtype() -> None:
 @pytest.mark.parametrize("kernel_id", LADDER)
 def test_default_compiles_without_spills(kernel_id: str, arch: str) -> None:
     spec = catalogue.get(kernel_id)
-    res = compile_kernel(spec, 0, "float32", arch, use_cache=False).resources
+    res = compile_kernel(spec, 0, "float32", arch).resources
     assert res.spill_bytes == 0 and res.stack_bytes == 0, res
     c = spec.config
     r = sgemm.LADDER.rung(kernel_id)
@@ -74,12 +74,13 @@ def test_default_compiles_without_spills(kernel_id: str, arch: str) -> None:
     assert res.registers <= min(255, 65536 // (threads * c.get("MIN_BLOCKS", 1)))
 
 
+@pytest.mark.slow
 def test_every_config_compiles_without_spills() -> None:
     """All of configs() for both architectures (compiled two at a time)."""
 
     def build(job: tuple[str, dict, str]) -> tuple[str, dict, str, object]:
         kid, c, arch = job
-        return kid, c, arch, compile_kernel(catalogue.variant(kid, c), 0, "float32", arch, use_cache=False).resources
+        return kid, c, arch, compile_kernel(catalogue.variant(kid, c), 0, "float32", arch).resources
 
     jobs = [(kid, c, arch) for kid, c in EVERY_CONFIG for arch in ARCHS]
     with ThreadPoolExecutor(2) as pool:
@@ -229,7 +230,7 @@ def test_large_tile_uses_the_registers_of_one_block_per_sm(kid: str, arch: str) 
     block's note of its next piece of work or its ticket), and more than the 128
     registers that capped every rung before it."""
     spec = catalogue.variant(kid, {})
-    res = compile_kernel(spec, 0, "float32", arch, use_cache=False).resources
+    res = compile_kernel(spec, 0, "float32", arch).resources
     assert res.spill_bytes == 0 and res.stack_bytes == 0, res
     assert res.smem_bytes == 0 or (spec.workspace_bytes is not None and 0 < res.smem_bytes <= 256), res
     assert 128 < res.registers <= 255

@@ -31,6 +31,7 @@ def test_rungs_are_in_the_catalogue_in_order() -> None:
     assert [i for i in ids if i.startswith("tc_")] == IDS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel_id", IDS)
 def test_every_configuration_compiles_without_spills(kernel_id: str) -> None:
     configs = catalogue.configs(kernel_id)

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The GPU suite in tiers, each under five minutes on one H100 or H200, instead
+# of one run of about ten. Together the tiers run every GPU test once:
+#   smoke      the tests marked smoke: one per layer (a document's kernel, a
+#              memory kernel, an FP32 rung, a tensor-core rung, `gemmlab run`,
+#              `gemmlab reproduce` through the store to the report); a minute or two
+#   shard K/N  the K-th of N shares of the other GPU tests that are not
+#              whole_gpu, run by WORKERS pytest-xdist processes side by side
+#              (tests/conftest.py's --shard: every N-th test in collection order)
+#   whole      the whole_gpu tests (peak rates, timings and the ratios of two
+#              timings, measured ceilings): one process, nothing else on the GPU
+# Each writes OUT_DIR/<tier>.log (pytest's output) and OUT_DIR/<tier>.xml (JUnit);
+# the exit status is pytest's.
+#
+# Usage, from the repository root on a GPU machine with gemmlab[test] installed:
+#     bash benchmarks/scripts/gpu_tiers.sh smoke OUT_DIR
+#     bash benchmarks/scripts/gpu_tiers.sh shard 1/2 OUT_DIR     (then 2/2)
+#     bash benchmarks/scripts/gpu_tiers.sh whole OUT_DIR
+# Through the device tool, one call a tier, each well under its five minutes:
+#     run(command="bash benchmarks/scripts/gpu_tiers.sh smoke $OUT", timeout_s=300)
+#     run(command="bash benchmarks/scripts/gpu_tiers.sh shard 1/2 $OUT", timeout_s=300)
+#     run(command="bash benchmarks/scripts/gpu_tiers.sh shard 2/2 $OUT", timeout_s=300)
+#     run(command="bash benchmarks/scripts/gpu_tiers.sh whole $OUT", timeout_s=300)
+# The tiers share one compile cache ($GEMMLAB_TEST_CACHE, by default under
+# /tmp), so on a machine kept warm between calls a kernel compiles once for
+# all of them. WORKERS (default 4) sets the processes of a shard; if a shard
+# runs long, split finer (shard 1/3 ...) rather than add workers: they share
+# one GPU.
+set -uo pipefail
+tier=${1:?usage: gpu_tiers.sh smoke|whole OUT_DIR, or gpu_tiers.sh shard K/N OUT_DIR}
+case $tier in
+    smoke) select="gpu and smoke"; name=smoke; extra=(-p no:xdist) ;;
+    whole) select="gpu and whole_gpu"; name=whole; extra=(-p no:xdist) ;;
+    shard)
+        share=${2:?usage: gpu_tiers.sh shard K/N OUT_DIR}
+        shift
+        select="gpu and not smoke and not whole_gpu"
+        name=shard-${share/\//-of-}
+        extra=(--shard "$share" -n "${WORKERS:-4}" --dist loadgroup)
+        ;;
+    *) echo "gpu_tiers.sh: unknown tier '$tier' (smoke, shard K/N, whole)" >&2; exit 2 ;;
+esac
+out=${2:?usage: gpu_tiers.sh $tier OUT_DIR}
+mkdir -p "$out"
+export PYTHONPATH=${PYTHONPATH:-src}
+export GEMMLAB_TEST_CACHE=${GEMMLAB_TEST_CACHE:-${TMPDIR:-/tmp}/gemmlab-gpu-tiers-cache}
+{
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
+    date -u +%Y-%m-%dT%H:%M:%SZ
+    echo "tier $name: -m '$select' ${extra[*]}"
+} > "$out/$name.log" 2>&1
+start=$SECONDS
+python3 -m pytest -q -p no:cacheprovider -m "$select" "${extra[@]}" --junitxml="$out/$name.xml" \
+    --durations=15 2>&1 | tee -a "$out/$name.log"
+status=${PIPESTATUS[0]}
+echo "tier $name: pytest exit $status after $((SECONDS - start)) s" | tee -a "$out/$name.log"
+exit "$status"
