@@ -129,3 +129,12 @@ def test_occupancy_raw_needs_threads() -> None:
 def test_occupancy_over_limit() -> None:
     result = invoke("occupancy", "--cc", "9.0", "--threads", "2048")
     assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_help_lists_the_commands_in_their_order() -> None:
+    from gemmlab.cli import app
+
+    out = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    listed = [line.split()[1] for line in out.splitlines() if line.startswith("│ ") and line.split()[1].isalpha()]
+    core = ["devices", "kernels", "compile", "run"]
+    assert listed == [*core, "check", "occupancy", "sweep", "reproduce", "peak", "profile", "report", "tune"]

@@ -1,22 +1,14 @@
 """The command line: a thin shell over gemmlab's Python API.
 
 ``app`` (cli/app.py) is the Typer application; each command is one module
-beside it, registered by importing it here. This list is the registry of
-commands."""
+beside it, registered on ``app`` when imported here. This list is the
+registry of commands, in the order `gemmlab --help` shows them."""
 
-from gemmlab.cli import (  # noqa: F401  (each import registers its commands on app)
-    check,
-    compile,
-    devices,
-    kernels,
-    occupancy,
-    peak,
-    profile,
-    report,
-    run,
-    sweep,
-    tune,
-)
+# isort: off
+from gemmlab.cli import devices, kernels, compile, run  # noqa: F401  (the core commands)
+from gemmlab.cli import check, occupancy, peak, profile, report, sweep, tune  # noqa: F401  (one per feature)
+
+# isort: on
 from gemmlab.cli.app import app, main, run_cli
 
 __all__ = ["app", "main", "run_cli"]
