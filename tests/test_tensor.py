@@ -4,12 +4,16 @@ it claims, and what it cannot take is refused in words."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from importlib import resources
+
 import numpy as np
 import pytest
 
 from gemmlab.backends.nvrtc import compile_kernel
 from gemmlab.core.dtypes import DTYPE_ITEMSIZE
-from gemmlab.core.errors import ConstraintError, DeviceLimitError, UnknownName
+from gemmlab.core.errors import CompileError, ConstraintError, DeviceLimitError, UnknownName
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
@@ -17,6 +21,7 @@ from gemmlab.kernels.tensor import spec as tensor
 from gemmlab.measure.sanitize import small_shapes
 from gemmlab.measure.sass import find_tool, missing_claims, sass_opcodes, tensor_core_ops
 from gemmlab.problems import tensor as tensor_problem
+from gemmlab.problems.tensor import ROW_BYTES
 
 IDS = [r.id for r in tensor.RUNGS]
 NEEDS_CUOBJDUMP = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump is not installed")
@@ -107,8 +112,8 @@ def test_bad_configurations_are_named() -> None:
 def test_hopper_shared_memory_is_stages_plus_barriers() -> None:
     spec = catalogue.get("tc_warpspecialized")  # 128 x 256 tiles, 4 stages
     point = catalogue.point("tc_warpspecialized", Shape.square(4096), dtype="bfloat16")
-    assert point.dynamic_smem == 4 * (128 + 256) * 128 + 2 * 4 * 8
-    assert spec.threads_per_block(Shape.square(4096), 0) == 3 * 128
+    assert point.dynamic_smem == 4 * (128 + 256) * ROW_BYTES + 2 * 4 * 8
+    assert spec.threads_per_block(Shape.square(4096), 0) == 3 * tensor.WARPGROUP
 
 
 def test_bf16_rounding_is_nearest_even() -> None:
@@ -164,8 +169,66 @@ def test_bfloat16_out_is_the_tma_store_rungs_alone() -> None:
 def test_tma_store_shared_memory_is_ring_barriers_and_c_boxes() -> None:
     point = catalogue.point("tc_tma_store", Shape.square(4096), dtype="bfloat16-out")
     # 4 stages of 128 + 256 rows, 8 barriers, 2 consumers x 2 boxes of 64 rows x 128 bytes.
-    assert point.dynamic_smem == 4 * (128 + 256) * 128 + 2 * 4 * 8 + 2 * 2 * 64 * 128
+    assert point.dynamic_smem == 4 * (128 + 256) * ROW_BYTES + 2 * 4 * 8 + 2 * 2 * tensor.C_BOX_ROWS * ROW_BYTES
     with pytest.raises(ConstraintError, match="bytes of dynamic shared memory"):
         catalogue.variant("tc_tma_store", {"C_BOXES": 4})
     with pytest.raises(ConstraintError, match="C_BOXES must be at least 1"):
         catalogue.variant("tc_tma_store", {"C_BOXES": 0})
+
+
+SPECIALISED = ("tc_warpspecialized", "tc_persistent", "tc_cluster", "tc_tma_store")
+
+
+def test_launch_facts_reach_the_kernels_as_template_arguments() -> None:
+    """The register split and C's box rows are written once, in the spec: the
+    warp-specialised rungs get them as template arguments after their
+    configuration and do not define them again; the configuration (what is
+    stored with results) leaves them out."""
+    split = f"{tensor.PRODUCER_REGS}, {tensor.CONSUMER_REGS}"
+    for kernel_id in SPECIALISED:
+        spec = catalogue.get(kernel_id)
+        assert spec.config == tensor.LADDER.rung(kernel_id).config(), kernel_id
+        assert not {"PRODUCER_REGS", "CONSUMER_REGS", "C_BOX_ROWS"} & set(spec.config), kernel_id
+        facts = f"{split}, {tensor.C_BOX_ROWS}" if kernel_id == "tc_tma_store" else split
+        assert spec.name_expression("bfloat16", 0).endswith(f", {facts}>"), kernel_id
+        assert not re.search(r"(constexpr int|enum \{) *(PRODUCER_REGS|CONSUMER_REGS|C_BOX_ROWS)\b", spec.source_text())
+    assert not catalogue.get("tc_wgmma").template_fixed
+    assert catalogue.get("tc_tma_store").n_bytes_multiple == 16
+    assert catalogue.get("tc_cluster").n_bytes_multiple == 0
+
+
+def test_register_rule_is_the_split_over_the_consumers() -> None:
+    """Four consumer warpgroups (BM = 256) would need more than a block's registers."""
+    needed = (tensor.PRODUCER_REGS + 4 * tensor.CONSUMER_REGS) * tensor.WARPGROUP
+    assert needed > tensor.MAX_REGISTERS == 65536
+    with pytest.raises(ConstraintError, match="4 consumer warpgroups do not fit 64K registers"):
+        catalogue.variant("tc_warpspecialized", {"BM": 256, "BN": 128})
+    assert not tensor.LADDER.violations(tensor.LADDER.rung("tc_warpspecialized"), {"BM": 128, "BN": 256, "STAGES": 4})
+
+
+@pytest.mark.parametrize(
+    ("kernel_id", "fixed", "message"),
+    [
+        ("tc_warpspecialized", (40, 236), "multiples of 8"),
+        ("tc_persistent", (40, 256), "fit the 64K registers"),
+        ("tc_cluster", (16, 232), "24 to 256"),
+        ("tc_tma_store", (40, 232, 32), "64 rows of one warpgroup"),
+    ],
+)
+def test_cuda_code_refuses_facts_the_rules_would_not_allow(kernel_id: str, fixed: tuple, message: str) -> None:
+    """The static_asserts stand for the Python rules: other facts fail to compile."""
+    spec = dataclasses.replace(catalogue.get(kernel_id), template_fixed=fixed)
+    with pytest.raises(CompileError, match=message):
+        compile_kernel(spec, 0, "bfloat16", "sm_90a", use_cache=False)
+
+
+def test_row_bytes_agree_between_python_and_cuda() -> None:
+    """The 128-byte swizzle span is stated once per language, not passed: the
+    tensor maps' SWIZZLE_128B mode and the CUDA code's descriptor bits and XOR
+    pattern fix it, so it cannot change alone. The two statements must agree."""
+    folder = resources.files("gemmlab").joinpath("kernels", "tensor")
+    hopper = re.search(r"constexpr int TMA_ROW_BYTES = (\d+);", folder.joinpath("hopper.cuh").read_text())
+    mma = re.search(r"constexpr int MMA_BK = (\d+);", folder.joinpath("mma_tiles.cuh").read_text())
+    assert hopper and mma, "hopper.cuh and mma_tiles.cuh state the row once each"
+    assert int(hopper.group(1)) == ROW_BYTES
+    assert int(mma.group(1)) * 2 == ROW_BYTES  # 16-bit elements

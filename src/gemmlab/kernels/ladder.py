@@ -73,7 +73,6 @@ class Rung:
     k_bytes_multiple: int = 0  # KernelSpec.k_bytes_multiple
     tma: bool = False  # operands are TMA tensor maps (boxes of BM and BN / cluster rows)
     cluster: int = 1  # blocks per cluster, along M
-    c_box_rows: int = 0  # C is a tensor map with boxes of this many rows x 128 bytes (0: a pointer)
 
     @property
     def params(self) -> tuple[str, ...]:

@@ -20,7 +20,9 @@ DTYPES_16 = ("bfloat16", "float16")
 DTYPES = (*DTYPES_16, "tf32")
 BF16_OUT = "bfloat16-out"
 # One swizzled shared-memory row of the mma.sync and Hopper rungs: 128 bytes
-# of K (64 16-bit elements, 32 tf32).
+# of K (64 16-bit elements, 32 tf32), the span of the tensor maps' SWIZZLE_128B.
+# The CUDA code states it once too (TMA_ROW_BYTES in hopper.cuh, MMA_BK
+# 16-bit elements in mma_tiles.cuh); tests/test_tensor.py checks they agree.
 ROW_BYTES = 128
 # cuda_runtime's cudaDataType values (library_types.h) for cublasGemmEx.
 CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14

@@ -8,6 +8,9 @@
 // block per SM (the register hand-over needs the cap of __launch_bounds__(.., 1)),
 // one block per BM x BN tile of C; STAGES x (BM + BN) x 128 bytes of dynamic
 // shared memory + the barriers. Any M and N; K x element size a multiple of 16 bytes.
+// After the configuration come two template arguments set in
+// kernels/tensor/spec.py, the register split (PRODUCER_REGS, CONSUMER_REGS),
+// as in the rungs that follow.
 // Should teach: a consumer never waits for another consumer, and keeps one
 // group of wgmma in flight while it releases the stage of the previous one,
 // so the matrix units see back-to-back work as long as the producer keeps
@@ -18,7 +21,7 @@
 
 #include "hopper.cuh"
 
-template <typename T, int BM, int BN, int STAGES>
+template <typename T, int BM, int BN, int STAGES, int PRODUCER_REGS, int CONSUMER_REGS>
 __global__ void __launch_bounds__((BM / 64 + 1) * 128, 1)
 tc_warpspecialized(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                    float* __restrict__ c, int m, int n, int k) {
@@ -26,6 +29,7 @@ tc_warpspecialized(const __grid_constant__ CUtensorMap a_map, const __grid_const
     constexpr int BK = TMA_ROW_BYTES / sizeof(S);
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
     constexpr int CONSUMERS = BM / 64;
+    using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
     extern __shared__ __align__(1024) unsigned char smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
@@ -40,7 +44,7 @@ tc_warpspecialized(const __grid_constant__ CUtensorMap a_map, const __grid_const
     __syncthreads();
 
     if (group == 0) {
-        regs_release<PRODUCER_REGS>();
+        Registers::release();
         if (tid == 0) {
             for (int t = 0; t < tiles; ++t) {
                 const int s = t % STAGES;
@@ -52,7 +56,7 @@ tc_warpspecialized(const __grid_constant__ CUtensorMap a_map, const __grid_const
             }
         }
     } else {
-        regs_claim<CONSUMER_REGS>();
+        Registers::claim();
         const int slab = group - 1;  // this consumer's 64 rows of the block tile
         const int thread = tid % 128;
         float acc[BN / 2] = {};

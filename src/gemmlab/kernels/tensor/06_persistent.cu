@@ -18,7 +18,7 @@
 #include "hopper.cuh"
 
 
-template <typename T, int BM, int BN, int STAGES, int GROUP_M>
+template <typename T, int BM, int BN, int STAGES, int GROUP_M, int PRODUCER_REGS, int CONSUMER_REGS>
 __global__ void __launch_bounds__((BM / 64 + 1) * 128, 1)
 tc_persistent(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
               float* __restrict__ c, int m, int n, int k) {
@@ -26,6 +26,7 @@ tc_persistent(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     constexpr int BK = TMA_ROW_BYTES / sizeof(S);
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
     constexpr int CONSUMERS = BM / 64;
+    using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
     extern __shared__ __align__(1024) unsigned char smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
@@ -42,7 +43,7 @@ tc_persistent(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     // `use` counts k-tiles over all of this block's tiles: stage use % STAGES,
     // phase use / STAGES, the same sequence on both sides.
     if (group == 0) {
-        regs_release<PRODUCER_REGS>();
+        Registers::release();
         if (tid == 0) {
             int use = 0;
             for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x) {
@@ -58,7 +59,7 @@ tc_persistent(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
             }
         }
     } else {
-        regs_claim<CONSUMER_REGS>();
+        Registers::claim();
         const int slab = group - 1, thread = tid % 128;
         int use = 0;
         for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x) {

@@ -20,7 +20,7 @@
 
 constexpr int CLUSTER = 2;
 
-template <typename T, int BM, int BN, int STAGES, int GROUP_M>
+template <typename T, int BM, int BN, int STAGES, int GROUP_M, int PRODUCER_REGS, int CONSUMER_REGS>
 __global__ void __launch_bounds__((BM / 64 + 1) * 128, 1)
 tc_cluster(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
            float* __restrict__ c, int m, int n, int k) {
@@ -28,6 +28,7 @@ tc_cluster(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CU
     constexpr int BK = TMA_ROW_BYTES / sizeof(S);
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
     constexpr int CONSUMERS = BM / 64;
+    using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's half of B starts on a 1024-byte boundary");
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -47,7 +48,7 @@ tc_cluster(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CU
     cluster_sync();
 
     if (group == 0) {
-        regs_release<PRODUCER_REGS>();
+        Registers::release();
         if (tid == 0) {
             int use = 0;
             for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
@@ -65,7 +66,7 @@ tc_cluster(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CU
             }
         }
     } else {
-        regs_claim<CONSUMER_REGS>();
+        Registers::claim();
         const int slab = group - 1, thread = tid % 128;
         // Lane `peer` of the first warp arrives on block `peer`'s barrier: the
         // arrivals leave as one instruction instead of one after the other.

@@ -4,7 +4,8 @@
 // same 128-byte swizzle the loads use, and one thread issues a TMA store of
 // the box; C_BOXES boxes per warpgroup take turns.
 // Source: not from the documents. Launch: as tc_cluster; C arrives as a TMA
-// tensor map (boxes of 64 rows x 128 bytes) instead of a pointer. The element
+// tensor map (boxes of C_BOX_ROWS = 64 rows x 128 bytes, the last template
+// argument, set in kernels/tensor/spec.py) instead of a pointer. The element
 // type tag says what C holds: float32, or bfloat16 (gl_bf16_out: the float32
 // sums rounded to nearest even in the epilogue, half the bytes to write).
 // Should teach: the shared memory written by threads ("generic proxy") must
@@ -21,14 +22,14 @@
 #include "hopper.cuh"
 
 constexpr int CLUSTER = 2;
-constexpr int C_BOX_BYTES = 64 * TMA_ROW_BYTES;  // one box: a warpgroup's 64 rows x 128 bytes
 
 // The warpgroup `slab` (ids 1, 2, ...; 0 is __syncthreads') waits for its 128 threads.
 __device__ __forceinline__ void warpgroup_sync(int slab) {
     asm volatile("bar.sync %0, 128;\n" ::"r"(slab + 1) : "memory");
 }
 
-template <typename T, int BM, int BN, int STAGES, int GROUP_M, int C_BOXES>
+template <typename T, int BM, int BN, int STAGES, int GROUP_M, int C_BOXES, int PRODUCER_REGS, int CONSUMER_REGS,
+          int C_BOX_ROWS>
 __global__ void __launch_bounds__((BM / 64 + 1) * 128, 1)
 tc_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
              const __grid_constant__ CUtensorMap c_map, int m, int n, int k) {
@@ -37,9 +38,13 @@ tc_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ 
     constexpr int BK = TMA_ROW_BYTES / sizeof(S);
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
     constexpr int CONSUMERS = BM / 64;
+    using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     constexpr int BOX_COLS = TMA_ROW_BYTES / sizeof(C), BOXES = BN / BOX_COLS;
     static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's half of B starts on a 1024-byte boundary");
+    // C_BOX_ROWS (spec.py's, also the box of C's tensor map): a box takes one warpgroup's 64 rows.
+    static_assert(C_BOX_ROWS == 64, "a box of C holds the 64 rows of one warpgroup's accumulators");
+    constexpr int C_BOX_BYTES = C_BOX_ROWS * TMA_ROW_BYTES;
     extern __shared__ __align__(1024) unsigned char smem[];
     // The ring, then each consumer's C boxes (1024-byte aligned: the swizzle's period), then the barriers.
     unsigned char* boxes = smem + STAGES * (A_BYTES + B_BYTES);
@@ -57,7 +62,7 @@ tc_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ 
     cluster_sync();
 
     if (group == 0) {
-        regs_release<PRODUCER_REGS>();
+        Registers::release();
         if (tid == 0) {
             int use = 0;
             for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
@@ -74,7 +79,7 @@ tc_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ 
             }
         }
     } else {
-        regs_claim<CONSUMER_REGS>();
+        Registers::claim();
         const int slab = group - 1, thread = tid % 128;
         unsigned char* my_boxes = boxes + slab * C_BOXES * C_BOX_BYTES;
         auto release = [&](int s) {

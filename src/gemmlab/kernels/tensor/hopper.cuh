@@ -16,7 +16,12 @@
 // __grid_constant__ parameter, so the TMA unit can read it from parameter memory.
 struct __align__(64) CUtensorMap { unsigned long long opaque[16]; };
 
-constexpr int TMA_ROW_BYTES = 128;  // one swizzled row of a tile: the 128-byte swizzle span
+// One swizzled row of a tile: the span of the 128-byte swizzle, which the
+// tensor maps (SWIZZLE_128B), wgmma_desc's mode bits and put_pair_swizzled's
+// XOR also encode. Not a template argument: no value but this one works
+// without changing all of those. Python states it once as ROW_BYTES
+// (problems/tensor.py); tests/test_tensor.py checks that the two agree.
+constexpr int TMA_ROW_BYTES = 128;
 
 // --- mbarriers: a 64-bit counter in shared memory with a phase bit --------------
 
@@ -226,17 +231,27 @@ __device__ __forceinline__ void store_wgmma_tile(const float (&d)[N / 2], float*
     }
 }
 
-// Hand registers between warpgroups (needs __launch_bounds__(threads, 1)).
-template <int REGS>
-__device__ __forceinline__ void regs_release() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS)); }
-template <int REGS>
-__device__ __forceinline__ void regs_claim() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS)); }
-
 // --- warp-specialised rungs --------------------------------------------------------
 
-// Registers per thread after the hand-over: the producer keeps a few, the
-// consumers share the rest (multiples of 8; (40 + 2 x 232) x 128 = 64512 <= 65536).
-enum { PRODUCER_REGS = 40, CONSUMER_REGS = 232 };
+// The register hand-over between warpgroups (needs __launch_bounds__(threads,
+// 1)): the producer keeps PRODUCER_REGS per thread and each of CONSUMERS
+// consumers claims CONSUMER_REGS. The split arrives as template arguments, set
+// once in kernels/tensor/spec.py, whose rules refuse a BM whose consumers
+// would not fit; naming a member here checks the same sum at compile time.
+template <int PRODUCER_REGS, int CONSUMER_REGS, int CONSUMERS>
+struct RegisterSplit {
+    static_assert(PRODUCER_REGS % 8 == 0 && CONSUMER_REGS % 8 == 0, "setmaxnreg takes multiples of 8 registers");
+    static_assert(24 <= PRODUCER_REGS && PRODUCER_REGS <= CONSUMER_REGS && CONSUMER_REGS <= 256,
+                  "setmaxnreg takes 24 to 256 registers; the producer gives, the consumers take");
+    static_assert((PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) * 128 <= 65536,
+                  "a producer and CONSUMERS consumer warpgroups must fit the 64K registers of one block");
+    __device__ __forceinline__ static void release() {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+    }
+    __device__ __forceinline__ static void claim() {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+    }
+};
 
 // Persistent rungs: tile number -> (tile row, tile column), numbered GROUP_M
 // tile rows at a time and column by column inside a group.

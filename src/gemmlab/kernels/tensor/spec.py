@@ -80,13 +80,23 @@ def _wgmma_rules(c: Config) -> list[str]:
     )
 
 
+# The warp-specialised rungs' setmaxnreg hand-over: registers per thread that
+# the producer warpgroup keeps and that each consumer warpgroup claims (enough
+# for a 64 x 256 float32 accumulator slab). Template arguments after the
+# configuration; hopper.cuh's RegisterSplit static_asserts the sum the rules
+# below check, and the multiples of 8 setmaxnreg takes.
+PRODUCER_REGS = 40
+CONSUMER_REGS = 232
+REGISTER_SPLIT = Config(PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS)
+MAX_REGISTERS = sm_limits((9, 0)).max_regs_per_block
+
+
 def _specialised_rules(c: Config) -> list[str]:
-    # setmaxnreg: 40 registers for the producer, 232 for each consumer; the block's total must fit 64K.
     consumers = c["BM"] // 64
-    registers = (40 + 232 * consumers) * WARPGROUP
+    registers = (PRODUCER_REGS + CONSUMER_REGS * consumers) * WARPGROUP
     return (
         _wgmma_rules(c)
-        + needs(registers <= 65536, f"{consumers} consumer warpgroups do not fit 64K registers")
+        + needs(registers <= MAX_REGISTERS, f"{consumers} consumer warpgroups do not fit 64K registers")
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
     )
 
@@ -100,7 +110,9 @@ def _ring_bytes(c: Config, extra_barriers: int) -> int:
     return c["STAGES"] * (c["BM"] + c["BN"]) * ROW_BYTES + 8 * extra_barriers * c["STAGES"]
 
 
-# tc_tma_store: each consumer warpgroup stages C in C_BOXES boxes of its 64 rows x 128 bytes.
+# tc_tma_store: each consumer warpgroup stages C in C_BOXES boxes of its 64
+# rows x 128 bytes. A template argument of tc_tma_store (08_tma_store.cu
+# static_asserts that a box is a warpgroup's rows) and the box of C's tensor map.
 C_BOX_ROWS = 64
 
 
@@ -189,6 +201,7 @@ RUNGS: tuple[Rung, ...] = (
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
         rules=_specialised_rules,
         cgma=_reuse_cgma,
+        fixed=REGISTER_SPLIT,
         **HOPPER,
     ),
     Rung(
@@ -204,6 +217,7 @@ RUNGS: tuple[Rung, ...] = (
         rules=_persistent_rules,
         persistent=True,
         cgma=_reuse_cgma,
+        fixed=REGISTER_SPLIT,
         **HOPPER,
     ),
     Rung(
@@ -220,6 +234,7 @@ RUNGS: tuple[Rung, ...] = (
         persistent=True,
         cluster=2,
         cgma=_reuse_cgma,
+        fixed=REGISTER_SPLIT,
         **HOPPER,
     ),
     Rung(
@@ -235,7 +250,7 @@ RUNGS: tuple[Rung, ...] = (
         rules=lambda c: _persistent_rules(c) + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1"),
         persistent=True,
         cluster=2,
-        c_box_rows=C_BOX_ROWS,
+        fixed=REGISTER_SPLIT | Config(C_BOX_ROWS=C_BOX_ROWS),  # tc_cluster's split, then its own boxes of C
         cgma=_reuse_cgma,
         **HOPPER,
     ),
@@ -261,9 +276,10 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     if not rung.persistent:
         constraints += (grid_rows_fit(bm),)
     problem = TENSOR
+    c_box_rows = rung.fixed.get("C_BOX_ROWS", 0)  # C is a tensor map with boxes of these rows (0: a pointer)
     if rung.tma:
         # TMA boxes: BM rows of A; BN rows of B, split between the blocks of a cluster.
-        prepare = partial(prepare_tensor, boxes=(bm, bn // rung.cluster), c_box_rows=rung.c_box_rows)
+        prepare = partial(prepare_tensor, boxes=(bm, bn // rung.cluster), c_box_rows=c_box_rows)
         problem = Problem("tensor", prepare, tensor_device_bytes)
     return KernelSpec(
         id=rung.id,
@@ -279,7 +295,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         dynamic_smem_bytes=lambda s, b, dtype: smem,
         k_bytes_multiple=rung.k_bytes_multiple,
         # A tensor map of C: its rows' stride must be whole 16-byte pieces too.
-        n_bytes_multiple=16 if rung.c_box_rows else 0,
+        n_bytes_multiple=16 if c_box_rows else 0,
         # A and B once (element size), C written once in float32: counted in input elements.
         min_elems_moved=lambda s: s.m * s.k + s.n * s.k + 2 * s.m * s.n,
         cgma=lambda s, b: cgma,
@@ -288,6 +304,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         templated_on_edge=False,
         template_extra=tuple(c.values()),
         template_params=tuple(c),
+        template_fixed=tuple(rung.fixed.values()),
         archs=rung.archs,
         min_cc=rung.min_cc,
         cluster=(rung.cluster, 1, 1) if rung.cluster > 1 else None,
