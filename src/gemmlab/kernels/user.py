@@ -504,7 +504,9 @@ def load(path: Path) -> UserKernelSpec:
         return dynamic({**env(shape, block_edge), "itemsize": DTYPE_ITEMSIZE[dtype]})  # type: ignore[misc]
 
     return UserKernelSpec(
-        id=f"{path.parent.name}/{path.stem}",
+        # The folder and the stem: the same wherever the command runs from, and
+        # never a catalogue id (those have no slash).
+        id=f"{path.resolve().parent.name}/{path.stem}",
         source=source,
         function=function_name,
         source_doc=f"your kernel ({path})",
@@ -563,7 +565,7 @@ def _geometry_limits(grid: Callable[[Shape, int], Dim3], block: Callable[[Shape,
 
 def is_declared(name: str) -> bool:
     """Whether a command's kernel argument is a path to a user's kernel rather than a catalogue id."""
-    return name.endswith((".toml", ".cu")) or "/" in name or "\\" in name
+    return name.endswith((".toml", ".cu")) or Path(name).is_file()
 
 
 def resolve(name_or_path: str) -> KernelSpec:
