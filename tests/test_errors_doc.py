@@ -174,6 +174,22 @@ def no_sanitizer(scene: Scene) -> None:
     scene.mp.setattr(sanitize, "SANITIZER_SEARCH_DIRS", ())
 
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def broken_kernel(scene: Scene) -> None:
+    """The example whose .cu does not compile, copied into the case's folder."""
+    (scene.tmp / "mykernel").mkdir()
+    for name in ("matmul.cu", "matmul.toml"):
+        (scene.tmp / "mykernel" / name).write_text((EXAMPLES / "broken" / name).read_text())
+
+
+def declaration_with_unknown_key(scene: Scene) -> None:
+    (scene.tmp / "matmul.cu").write_text((EXAMPLES / "naive_define" / "matmul.cu").read_text())
+    text = (EXAMPLES / "naive_define" / "matmul.toml").read_text()
+    (scene.tmp / "matmul.toml").write_text(text.replace("function =", "kernel =", 1))
+
+
 # --- the table -------------------------------------------------------------------
 
 SWEEP_CPU = ("sweep", "--kernels", "cpu_naive", "--sizes", "64")
@@ -210,6 +226,10 @@ CASES: list[Case] = [
          "whole 16-byte pieces"),
     Case("Hopper kernel for another GPU", "compiled the wgmma kernel for an A100 (sm_80)",
          ("compile", "tc_wgmma", "--arch", "sm_80"), 2, "sm_90a only"),
+    Case("your kernel does not compile", "compiled a .cu with an undeclared variable on line 11",
+         ("compile", "mykernel/matmul.cu", "--arch", "sm_90"), 2, "matmul.cu(11): error", broken_kernel),
+    Case("mistake in a declaration", "wrote `kernel =` for `function =` in a kernel's .toml",
+         ("compile", "matmul.toml", "--arch", "sm_90"), 2, "unknown key kernel", declaration_with_unknown_key),
     Case("too many threads", "asked the occupancy calculator for 2048 threads per block",
          ("occupancy", "--cc", "9.0", "--threads", "2048"), 2, "over the limit of 1024"),
     Case("too many registers", "asked the occupancy calculator for 300 registers per thread",

@@ -21,6 +21,7 @@ from __future__ import annotations
 from gemmlab.backends import cpu, nvrtc
 from gemmlab.backends.base import Backend
 from gemmlab.core.errors import unknown_name
+from gemmlab.kernels.spec import KernelSpec
 
 # Every backend, in the order `gemmlab kernels` and error messages list their kernels.
 BACKENDS: tuple[Backend, ...] = (nvrtc.BACKEND, cpu.BACKEND)
@@ -41,6 +42,12 @@ def for_kernel(kernel_id: str) -> Backend:
     except KeyError:
         listing = f"`gemmlab kernels` lists the catalogue; the CPU baselines are {', '.join(cpu.CPU_KERNELS)}."
         raise unknown_name("kernel", kernel_id, _BY_KERNEL, listing) from None
+
+
+def for_spec(spec: KernelSpec) -> Backend:
+    """The backend of a kernel given as a spec rather than an id (a user's file,
+    a tuned configuration): every KernelSpec is CUDA C++ that NVRTC compiles."""
+    return nvrtc.BACKEND
 
 
 def on_host(kernel_id: str) -> bool:

@@ -184,20 +184,26 @@ def compile_kernel(
     spec: KernelSpec, block_edge: int, dtype: str, arch: str, *, use_cache: bool = True
 ) -> CompiledKernel:
     """Compile one instantiation of ``spec`` to a cubin for ``arch``."""
-    return compile_source(spec.id, spec.source, spec.name_expression(dtype, block_edge), arch, use_cache=use_cache)
+    return compile_source(
+        spec.id, spec.source, spec.name_expression(dtype, block_edge), arch,
+        use_cache=use_cache, source_text=spec.source_text(block_edge),
+    )  # fmt: skip
 
 
 def compile_source(
-    kernel_id: str, source: str | Path, expr: str, arch: str, *, use_cache: bool = True
+    kernel_id: str, source: str | Path, expr: str, arch: str, *, use_cache: bool = True, source_text: str | None = None
 ) -> CompiledKernel:
     """Compile the instantiation ``expr`` (``function<args>``) of the kernel in
     ``source`` (``kernels/<source>`` for a str, the file itself for a Path) to a
     cubin for ``arch``; ``kernel_id`` names it in the result and in errors.
-    :func:`compile_kernel` takes both from a spec; kernels that have no spec
+    ``source_text``: the text to compile when it is not ``source``'s as it is
+    (a user's kernel with its ``#define`` parameters set).
+    :func:`compile_kernel` takes all from a spec; kernels that have no spec
     (the peak-rate kernels of :mod:`gemmlab.measure.peak`) come here directly."""
 
     arch = normalise_arch(arch)
-    source_text = kernel_source(source)
+    if source_text is None:
+        source_text = kernel_source(source)
     key_text = json.dumps([source_text, expr, arch, repr(_options(arch, Path(source).name)), nvrtc_version()])
     key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
     meta_path = cache_dir() / f"{key}.json"
@@ -224,10 +230,7 @@ def compile_source(
             cubin, mangled, text = _compile_in_fresh_process(source_text, expr, arch, name)
             usage = _usage(text, mangled)
     except Exception as exc:  # NVRTC errors carry the compiler log in the message
-        raise CompileError(
-            f"NVRTC could not compile {kernel_id} ({expr}) for {arch}: {exc}".strip(),
-            "If the architecture is newer than this NVRTC knows, upgrade the nvidia-cuda-nvrtc wheel.",
-        ) from None
+        raise _compile_error(kernel_id, expr, arch, str(exc)) from None
     if usage is None:
         raise CompileError(
             f"ptxas reported no resource usage for {kernel_id} ({expr}), even compiled in a fresh process with "
@@ -238,6 +241,26 @@ def compile_source(
     if use_cache:
         _store(meta_path, cubin_path, compiled)
     return compiled
+
+
+# One of NVRTC's error lines: `file(line): error: what`. For a file outside the
+# package, ``file`` and ``line`` are the user's (kernel_source's #line directives).
+_ERROR_LINE = re.compile(r"^.*\(\d+\): (?:catastrophic )?error.*$", re.MULTILINE)
+
+
+def _compile_error(kernel_id: str, expr: str, arch: str, message: str) -> CompileError:
+    """The CompileError for NVRTC's ``message``: its error lines, each naming
+    file and line, when the source is at fault; the whole message otherwise."""
+    errors = _ERROR_LINE.findall(message)
+    if errors:
+        return CompileError(
+            f"NVRTC could not compile {kernel_id} ({expr}) for {arch}: {'; '.join(e.strip() for e in errors)}.",
+            "Correct the source at the lines named; `gemmlab compile` shows the result without a GPU.",
+        )
+    return CompileError(
+        f"NVRTC could not compile {kernel_id} ({expr}) for {arch}: {message}".strip(),
+        "If the architecture is newer than this NVRTC knows, upgrade the nvidia-cuda-nvrtc wheel.",
+    )
 
 
 def nvrtc_compile(source_text: str, expr: str, arch: str, name: str) -> tuple[bytes, str, str]:
@@ -457,12 +480,22 @@ def bind(
     kernel = load_kernel(point, compiled, device_index)
     stream = Stream.from_handle(cp_stream.ptr)
     grid = resident_grid(kernel, point, info, stream) if point.spec.persistent else point.grid
-    args, workspace = prepared.args, None
+    args, workspace = kernel_arguments(point.spec, prepared), None
     if point.spec.workspace_bytes is not None:
         blocks = grid[0] * grid[1] * grid[2]
         workspace = cp.zeros(max(1, point.spec.workspace_bytes(point.shape, blocks)), dtype=cp.uint8)
         args = (*args, workspace.data.ptr)
     return prepared, Launcher(kernel, launch_config(point, grid), stream, args, workspace), grid
+
+
+def kernel_arguments(spec: KernelSpec, prepared: Prepared) -> tuple:
+    """The launch arguments in the kernel's order: the problem's own, or those
+    ``spec.arguments`` names (the declaration was checked against the problem's
+    names when it was read; ``n`` exists only for square shapes, which a kernel
+    taking it is limited to)."""
+    if spec.arguments is None:
+        return prepared.args
+    return tuple(prepared.named[name] for name in spec.arguments)
 
 
 class NvrtcBackend:

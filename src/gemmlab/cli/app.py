@@ -76,6 +76,13 @@ def parse_shape(size: int | None, m: int | None, n: int | None, k: int | None, n
 
 # Options shared by the commands that take one point (run, profile, ...).
 KernelArg = Annotated[str, typer.Argument(help="A catalogue id (see `gemmlab kernels`).")]
+# A command that takes a user's kernel as well (docs/user-kernels.md).
+KernelOrFileArg = Annotated[
+    str,
+    typer.Argument(
+        help="A catalogue id (see `gemmlab kernels`), or your kernel's declaration (.toml, or the .cu beside it)."
+    ),
+]
 SizeOpt = Annotated[int | None, typer.Option(help="Square size N (M = N = K).")]
 MOpt = Annotated[int | None, typer.Option("--m", help="Rows of A and C.")]
 NOpt = Annotated[int | None, typer.Option("--n", help="Columns of B and C.")]

@@ -14,7 +14,7 @@ from gemmlab.cli.app import (
     friendly,
 )
 from gemmlab.core.errors import DeviceLimitError, GemmlabError
-from gemmlab.kernels import catalogue
+from gemmlab.kernels import catalogue, user
 
 
 def _current_arch() -> str:
@@ -26,7 +26,12 @@ def _current_arch() -> str:
 @app.command("compile")
 @friendly
 def compile_cmd(
-    kernel_ids: Annotated[list[str] | None, typer.Argument(help="Kernels (default: all).")] = None,
+    kernel_ids: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Catalogue ids or your kernels' declarations (.toml, or the .cu beside one); default: all."
+        ),
+    ] = None,
     arch: Annotated[str | None, typer.Option(help="Target, e.g. sm_90a, sm_80 (default: this GPU).")] = None,
     block: Annotated[list[int] | None, typer.Option(help="Block edges (default: the catalogue's).")] = None,
     dtype: Annotated[str | None, typer.Option(help="Data type (default: the kernel's first).")] = None,
@@ -36,7 +41,7 @@ def compile_cmd(
     from gemmlab.backends.nvrtc import compile_kernel, normalise_arch
 
     target = normalise_arch(arch) if arch else _current_arch()
-    specs = [catalogue.get(k) for k in kernel_ids] if kernel_ids else list(catalogue.CATALOGUE)
+    specs = [user.resolve(k) for k in kernel_ids] if kernel_ids else list(catalogue.CATALOGUE)
     rows = []
     for spec in specs:
         try:

@@ -15,7 +15,12 @@ from gemmlab.measure.occupancy import OccupancyResult, occupancy_table, theoreti
 @app.command()
 @friendly
 def occupancy(
-    kernel_id: Annotated[str | None, typer.Argument(help="A catalogue kernel (omit for the raw form).")] = None,
+    kernel_id: Annotated[
+        str | None,
+        typer.Argument(
+            help="A catalogue kernel or your kernel's declaration (.toml, or its .cu); omit for the raw form."
+        ),
+    ] = None,
     block: Annotated[list[int] | None, typer.Option(help="Block edges (default: the catalogue's).")] = None,
     arch: Annotated[str | None, typer.Option(help="Target such as sm_90a (default: this GPU).")] = None,
     size: Annotated[int, typer.Option(help="Size for kernels whose block depends on it.")] = 1024,
@@ -43,11 +48,13 @@ def occupancy(
         title = f"Occupancy, compute capability {cc}"
     else:
         from gemmlab.core.shapes import Shape
+        from gemmlab.kernels.user import resolve
         from gemmlab.measure.kernel_occupancy import compile_arch_for, kernel_occupancy
 
+        spec = resolve(kernel_id)
         target = arch or (compile_arch_for(cc) if cc else _current_arch())
-        columns = kernel_occupancy(kernel_id, target, block, Shape.square(size), carveout=carveout, cc=cc)
-        title = f"Occupancy of {kernel_id}, {target} compile" + (f", rules of compute capability {cc}" if cc else "")
+        columns = kernel_occupancy(spec, target, block, Shape.square(size), carveout=carveout, cc=cc)
+        title = f"Occupancy of {spec.id}, {target} compile" + (f", rules of compute capability {cc}" if cc else "")
     if as_json:
         if kernel_id is None:
             emit_json(columns[0][1].to_dict())

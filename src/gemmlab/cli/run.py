@@ -11,7 +11,7 @@ from rich.table import Table
 from gemmlab.cli.app import (
     BlockOpt,
     DtypeOpt,
-    KernelArg,
+    KernelOrFileArg,
     KOpt,
     MOpt,
     NOpt,
@@ -23,7 +23,8 @@ from gemmlab.cli.app import (
     friendly,
     parse_shape,
 )
-from gemmlab.kernels import catalogue
+from gemmlab.kernels import user
+from gemmlab.kernels.spec import KernelSpec
 from gemmlab.results.store import DEFAULT_PATH
 from gemmlab.studies.tune import config_label, stored_tuned_spec
 
@@ -31,7 +32,7 @@ from gemmlab.studies.tune import config_label, stored_tuned_spec
 @app.command()
 @friendly
 def run(
-    kernel_id: KernelArg,
+    kernel_id: KernelOrFileArg,
     size: SizeOpt = None,
     m: MOpt = None,
     n: NOpt = None,
@@ -47,6 +48,10 @@ def run(
     no_tuned: Annotated[
         bool, typer.Option("--no-tuned", help="Use the catalogue's default configuration, not the tuned one.")
     ] = False,
+    vs: Annotated[
+        str | None,
+        typer.Option("--vs", help="Other kernels (ids or declarations, comma-separated) to run on the same shape."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Run one kernel: verify it against a float64 reference, time it, compare with cuBLAS.
@@ -55,18 +60,53 @@ def run(
     """
     from gemmlab.measure.run import run as run_kernel
 
+    target = user.resolve(kernel_id)
     # Every product needs K (matmul, the FP32 ladder, the tensor cores); the memory lab's kernels do not.
-    needs_k = catalogue.get(kernel_id).problem.metric != "gbs"
-    shape = parse_shape(size, m, n, k, needs_k)
-    spec = None if no_tuned else stored_tuned_spec(kernel_id, shape, db, dtype)
-    result = run_kernel(kernel_id, shape, block, dtype, reps=reps, flush_l2=flush_l2, seed=seed, spec=spec)
-    config_source = ("tuned" if spec else "catalogue default") if result.config else None
+    shape = parse_shape(size, m, n, k, target.problem.metric != "gbs")
+    others = [name.strip() for name in (vs or "").split(",") if name.strip()]
+    specs = [_spec_to_run(name, shape, db, dtype, no_tuned) for name in (kernel_id, *others)]
+    results = []
+    for i, (name, (spec, config_source)) in enumerate(zip((kernel_id, *others), specs, strict=True)):
+        # The kernels compared take their own default block edges, and the first one's element type.
+        edge, kind = (block, dtype) if i == 0 else (None, results[0][0].dtype)
+        result = run_kernel(name, shape, edge, kind, reps=reps, flush_l2=flush_l2, seed=seed, spec=spec)
+        results.append((result, config_source if result.config else None))
     if as_json:
-        emit_json({**result.to_dict(), "config_source": config_source})
+        rows = [{**r.to_dict(), "config_source": source} for r, source in results]
+        emit_json(rows[0] if not others else rows)
         return
-    console.print(result_table(result, config_source))
-    for w in result.warnings:
-        err_console.print(f"[yellow]warning:[/] {w}")
+    console.print(result_table(*results[0]))
+    if others:
+        console.print(comparison_table([r for r, _ in results]))
+    for r, _ in results:
+        for w in r.warnings:
+            err_console.print(f"[yellow]warning:[/] {r.kernel}: {w}" if others else f"[yellow]warning:[/] {w}")
+
+
+def _spec_to_run(name: str, shape: Any, db: Path, dtype: str | None, no_tuned: bool) -> tuple[KernelSpec | None, str]:
+    """The entry to run for ``name`` and where its configuration comes from: a
+    declaration as written, or a catalogue kernel's tuned configuration (None:
+    the catalogue's own)."""
+    if user.is_declared(name):
+        return user.resolve(name), "declaration"
+    spec = None if no_tuned else stored_tuned_spec(name, shape, db, dtype)
+    return spec, "tuned" if spec else "catalogue default"
+
+
+def comparison_table(results: list[Any]) -> Table:
+    """The kernels of one `run --vs`, one row each, on the same shape and device."""
+    first = results[0]
+    memory_bound = first.metric == "gbs"
+    unit = "GB/s" if memory_bound else "GFLOPS"
+    table = Table(title=f"{first.shape}  {first.dtype}  on {first.device['name']}")
+    for col in ("kernel", "block edge", "time (median) [ms]", unit, "ratio to library", "error"):
+        table.add_column(col, justify="left" if col == "kernel" else "right")
+    for r in results:
+        figure = r.gbytes_per_s if memory_bound else r.gflops
+        ratio = f"{r.ratio_to_baseline:.1%}" if r.ratio_to_baseline is not None else "-"
+        error = "exact" if r.error == 0 else f"{r.error:.2e}"
+        table.add_row(r.kernel, str(r.block_edge or "-"), f"{r.timing.median_ms:.4f}", f"{figure:,.1f}", ratio, error)
+    return table
 
 
 def result_table(r: Any, config_source: str | None = None) -> Table:

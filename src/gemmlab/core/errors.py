@@ -51,6 +51,10 @@ class CompileError(GemmlabError):
     """NVRTC rejected a kernel source."""
 
 
+class DeclarationError(GemmlabError):
+    """A user kernel's declaration (the .toml beside its .cu) that gemmlab cannot follow."""
+
+
 class VerificationError(GemmlabError):
     """A kernel produced a wrong result; no figure is reported for it."""
 

@@ -150,6 +150,10 @@ class KernelSpec:
     # SASS opcodes the kernel claims to use (HMMA, HGMMA, UTMALDG, ...): the
     # harness checks its cubin for each.
     sass: tuple[str, ...] = ()
+    # The kernel's arguments by name (problems/matmul.py's MATMUL_ARGUMENT_NAMES),
+    # in its own order, when it is not the problem's (Prepared.args): a user's
+    # kernel taking (A, B, C, n), say. None: the problem's order.
+    arguments: tuple[str, ...] | None = None
 
     @property
     def config(self) -> dict[str, int] | None:
@@ -208,8 +212,10 @@ class KernelSpec:
     def name_expression(self, dtype: str, block_edge: int) -> str:
         return f"{self.function}<{self.template_args(dtype, block_edge)}>"
 
-    def source_text(self) -> str:
-        """The kernel's CUDA source with its local headers inlined."""
+    def source_text(self, block_edge: int = 0) -> str:
+        """The kernel's CUDA source with its local headers inlined, as NVRTC
+        compiles it for ``block_edge`` (the catalogue's text is the same for every
+        edge: the edge is a template argument)."""
         return kernel_source(self.source)
 
     def default_block_edge(self) -> int:
@@ -286,7 +292,11 @@ def kernel_source(source: str | Path) -> str:
 
     ``source``: a ``str`` is a path under the package's ``kernels/`` folder (a
     catalogue kernel); a ``Path`` is a file anywhere (a user's own kernel),
-    relative to the current directory unless absolute.
+    relative to the current directory unless absolute. A user's file and its
+    headers are each opened with a ``#line`` directive, and the text after an
+    inlined header with another, so NVRTC's messages name the user's file and
+    line; the catalogue's text is left as it is (its compiled code, which the
+    directives would not change anyway, is compared across versions).
 
     NVRTC gets one self-contained string, so what a kernel shares with its
     neighbours lives in one header and the compile cache, keyed by this text,
@@ -294,11 +304,16 @@ def kernel_source(source: str | Path) -> str:
     """
     if isinstance(source, Path):
         path = source.resolve()
-        return _inlined(path.parent, path.name, frozenset())
-    return _inlined(resources.files("gemmlab").joinpath("kernels"), source, frozenset())
+        return _inlined(path.parent, path.name, frozenset(), mark_lines=True)
+    return _inlined(resources.files("gemmlab").joinpath("kernels"), source, frozenset(), mark_lines=False)
 
 
-def _inlined(root: Traversable, relative: str, seen: frozenset[str]) -> str:
+def _line_directive(line: int, file: Traversable) -> str:
+    quoted = str(file).replace("\\", "\\\\").replace('"', '\\"')
+    return f'#line {line} "{quoted}"\n'
+
+
+def _inlined(root: Traversable, relative: str, seen: frozenset[str], *, mark_lines: bool) -> str:
     """``root/relative`` with its local includes inlined (see :func:`kernel_source`)."""
     folder = posixpath.dirname(relative)
     file = root.joinpath(relative)
@@ -314,9 +329,16 @@ def _inlined(root: Traversable, relative: str, seen: frozenset[str]) -> str:
         name = posixpath.normpath(posixpath.join(folder, match.group(1)))
         if name in seen:
             return ""
-        return _inlined(root, name, seen | {relative, name})
+        header = _inlined(root, name, seen | {relative, name}, mark_lines=mark_lines)
+        if not mark_lines:
+            return header
+        # The header's text replaces the #include line (the pattern may take blank
+        # lines around it too); the text after the match goes on at this line.
+        next_line = text.count("\n", 0, match.end()) + 2
+        return header.rstrip("\n") + "\n" + _line_directive(next_line, file).rstrip("\n")
 
-    return _LOCAL_INCLUDE.sub(inline, text)
+    body = _LOCAL_INCLUDE.sub(inline, text)
+    return _line_directive(1, file) + body if mark_lines else body
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ def column_label(spec: KernelSpec, block_edge: int, shape: Shape) -> str:
 
 
 def kernel_occupancy(
-    kernel_id: str,
+    kernel: str | KernelSpec,
     arch: str,
     block_edges: list[int] | None = None,
     shape: Shape = DEFAULT_SHAPE,
@@ -45,6 +45,7 @@ def kernel_occupancy(
     cc: str | None = None,
 ) -> list[tuple[str, OccupancyResult]]:
     """One (column label, result) per block edge, in the 2014 report's layout.
+    ``kernel``: a catalogue id, or a spec (a user's kernel).
 
     The kernel is compiled for ``arch`` and its registers and shared memory fed
     to the rules of ``cc`` (default: the compute capability of ``arch``). A
@@ -52,7 +53,7 @@ def kernel_occupancy(
     no longer targets, such as the 2014 report's GT 240 (1.2); the resource
     counts then come from the newer compile, an approximation worth stating.
     """
-    spec = catalogue.get(kernel_id)
+    spec = catalogue.get(kernel) if isinstance(kernel, str) else kernel
     arch = normalise_arch(arch)
     cc = parse_cc(cc or arch)
     kind = dtype or spec.dtypes[0]

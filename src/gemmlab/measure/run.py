@@ -214,11 +214,12 @@ def run(
     """Run ``kernel_id`` once on ``shape`` and return its verified, timed result.
 
     ``spec``: the entry to run instead of the catalogue's, e.g. a tuned
-    configuration (:func:`gemmlab.kernels.sgemm.spec.variant`, :func:`gemmlab.studies.tune.tuned_spec`).
+    configuration (:func:`gemmlab.kernels.sgemm.spec.variant`, :func:`gemmlab.studies.tune.tuned_spec`)
+    or a user's kernel (:func:`gemmlab.kernels.user.resolve`); ``kernel_id`` is then only its name.
     Raises ConstraintError / DeviceLimitError before touching the GPU when the
     point cannot run, NoGPUError with no GPU, VerificationError on a wrong result.
     """
-    backend = backends.for_kernel(kernel_id)
+    backend = backends.for_spec(spec) if spec is not None else backends.for_kernel(kernel_id)
     if not isinstance(backend, DeviceBackend):
         raise UnknownName(
             f"{kernel_id} runs on the host ({backend.name} backend), not on a GPU.",

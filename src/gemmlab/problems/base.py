@@ -6,7 +6,7 @@ library routine it is compared with. The runner knows none of these details.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,6 +31,10 @@ class Prepared:
     # pointers, so without these references CuPy's pool could hand the memory to
     # the next temporary while the kernel still uses it.
     buffers: tuple[Any, ...]
+    # The same arguments by name, for a kernel that declares its own order and
+    # subset of them (a user's kernel: ``KernelSpec.arguments``). Empty for a
+    # problem whose kernels all take ``args`` as they are.
+    named: dict[str, Any] = field(default_factory=dict)
 
 
 def random_matrix(cp: Any, rng: Any, rows: int, cols: int, dtype: str) -> Any:

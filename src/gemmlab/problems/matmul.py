@@ -12,6 +12,12 @@ if TYPE_CHECKING:
     from gemmlab.kernels.spec import Point
 
 
+# The arguments of the catalogue's matmul kernels, in their order; a kernel
+# may declare another order or a subset, and ``n`` (the square size) when M = N = K.
+MATMUL_ARGUMENTS = ("A", "B", "C", "M", "N", "K")
+MATMUL_ARGUMENT_NAMES = (*MATMUL_ARGUMENTS, "n")
+
+
 def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
     s = point.shape
     a = random_matrix(cp, rng, s.m, s.k, point.dtype)
@@ -26,13 +32,19 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
         def baseline() -> None:
             cp.matmul(a, b, out=lib_out)
 
+    named = {
+        "A": a.data.ptr, "B": b.data.ptr, "C": c.data.ptr, "M": np.int32(s.m), "N": np.int32(s.n), "K": np.int32(s.k),
+    }  # fmt: skip
+    if s.is_square:
+        named["n"] = np.int32(s.n)
     return Prepared(
-        args=(a.data.ptr, b.data.ptr, c.data.ptr, np.int32(s.m), np.int32(s.n), np.int32(s.k)),
+        args=tuple(named[name] for name in MATMUL_ARGUMENTS),
         poison=lambda: poison(cp, c),
         error=lambda: relative_error(cp, c, ref),
         baseline=baseline,
         baseline_name="cuBLAS (CuPy matmul)" if baseline else None,
         buffers=(a, b, c, ref),
+        named=named,
     )
 
 
