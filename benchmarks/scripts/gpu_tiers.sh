@@ -14,12 +14,13 @@
 #
 # Usage, from the repository root on a GPU machine with gemmlab[test] installed:
 #     bash benchmarks/scripts/gpu_tiers.sh smoke OUT_DIR
-#     bash benchmarks/scripts/gpu_tiers.sh shard 1/2 OUT_DIR     (then 2/2)
+#     bash benchmarks/scripts/gpu_tiers.sh shard 1/3 OUT_DIR     (then 2/3, 3/3)
 #     bash benchmarks/scripts/gpu_tiers.sh whole OUT_DIR
 # Through the device tool, one call a tier, each well under its five minutes:
 #     run(command="bash benchmarks/scripts/gpu_tiers.sh smoke $OUT", timeout_s=300)
-#     run(command="bash benchmarks/scripts/gpu_tiers.sh shard 1/2 $OUT", timeout_s=300)
-#     run(command="bash benchmarks/scripts/gpu_tiers.sh shard 2/2 $OUT", timeout_s=300)
+#     run(command="bash benchmarks/scripts/gpu_tiers.sh shard 1/3 $OUT", timeout_s=300)   (then 2/3, 3/3)
+# Three shards, not two: on an H100 on 2026-11-23 two shards took 190 to 325 s
+# each (benchmarks/results/2026-11-23_h100_gpu-tiers.txt), the slower over five minutes.
 #     run(command="bash benchmarks/scripts/gpu_tiers.sh whole $OUT", timeout_s=300)
 # The tiers share one compile cache ($GEMMLAB_TEST_CACHE, by default under
 # /tmp), so on a machine kept warm between calls a kernel compiles once for
