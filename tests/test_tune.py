@@ -309,25 +309,22 @@ def test_each_kernel_belongs_to_its_ladder() -> None:
     # The tuner searches the catalogue's ladders, and nothing else.
     tunable = {spec.id for ladder in catalogue.LADDERS for spec in ladder.kernels}
     assert tunable == {spec.id for spec in (*sgemm.SGEMM_KERNELS, *tensor.TENSOR_KERNELS)}
-    assert all(tune.family(kid) is catalogue.ladder(kid) for kid in tunable)
     with pytest.raises(UnknownName, match="tunable kernel"):
-        tune.family("tiled")
+        tune.resolved_dtype("tiled")
     for spec in sgemm.SGEMM_KERNELS:
-        assert tune.family(spec.id).configs(spec.id) == catalogue.configs(spec.id)
-        assert tune.default_config(spec.id) == sgemm.LADDER.rung(spec.id).config()
+        assert tune.default_config(spec.id) == spec.config  # the catalogue entry's
         assert tune.resolved_dtype(spec.id) == "float32"
     for spec in tensor.TENSOR_KERNELS:
-        assert tune.family(spec.id).configs(spec.id) == catalogue.configs(spec.id)
-        assert tune.default_config(spec.id) == tensor.LADDER.rung(spec.id).config()
+        assert tune.default_config(spec.id) == spec.config
         assert tune.resolved_dtype(spec.id) == spec.dtypes[0]
-    assert tune.family(KERNEL).name == "FP32 ladder" and tune.family(TC_KERNEL).name == "tensor-core ladder"
-    variant = tune.family(TC_KERNEL).variant(TC_KERNEL, TC_CONFIGS[1])
+    assert catalogue.ladder(KERNEL).name == "FP32 ladder" and catalogue.ladder(TC_KERNEL).name == "tensor-core ladder"
+    variant = catalogue.variant(TC_KERNEL, TC_CONFIGS[1])
     assert variant.id == TC_KERNEL and variant.config == TC_CONFIGS[1]
 
 
 def test_unknown_kernels_and_dtypes_are_refused_in_words() -> None:
     with pytest.raises(UnknownName) as found:
-        tune.family("tiled")
+        tune.resolved_dtype("tiled")
     # Every tunable kernel of both ladders is listed.
     assert all(spec.id in found.value.fix for spec in (*sgemm.SGEMM_KERNELS, *tensor.TENSOR_KERNELS))
     with pytest.raises(UnknownName, match="Did you mean tc_mma"):

@@ -82,13 +82,13 @@ from gemmlab.core.errors import (
     GemmlabError,
     NoGPUError,
     StoreError,
+    UnknownName,
     VerificationError,
     failure_text,
-    unknown_name,
 )
 from gemmlab.core.shapes import Shape
-from gemmlab.kernels.catalogue import LADDERS
-from gemmlab.kernels.ladder import Ladder
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.ladder import Rung
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.results.store import Store, config_text
 
@@ -105,22 +105,20 @@ OK, REJECTED, SKIPPED = "ok", "rejected", "skipped"
 Runner = Callable[..., Any]
 
 
-_TUNABLE = {spec.id: (spec, ladder) for ladder in LADDERS for spec in ladder.kernels}
-
-
-def family(kernel_id: str) -> Ladder:
-    """The ladder ``kernel_id`` is a rung of; UnknownName, listing every tunable kernel, otherwise."""
-    return _tunable(kernel_id)[1]
+def _rung(kernel_id: str) -> Rung:
+    """The rung ``kernel_id`` is; UnknownName, listing every tunable kernel, otherwise
+    (:func:`gemmlab.kernels.catalogue.ladder`)."""
+    return catalogue.ladder(kernel_id).rung(kernel_id)
 
 
 def default_config(kernel_id: str) -> dict:
     """The configuration of the catalogue's entry."""
-    return _tunable(kernel_id)[0].config
+    return _rung(kernel_id).config()
 
 
 def resolved_dtype(kernel_id: str, dtype: str | None = None) -> str:
     """``dtype``, or the kernel's first when None; ConstraintError for an element type it has no version of."""
-    dtypes = _tunable(kernel_id)[0].dtypes
+    dtypes = _rung(kernel_id).dtypes
     if dtype is None:
         return dtypes[0]
     if dtype not in dtypes:
@@ -143,7 +141,7 @@ def config_json(kernel_id: str, config: dict) -> str:
     """The stored form of a configuration: every parameter (those not given
     keep their defaults), as :func:`~gemmlab.results.store.config_text` writes
     it. A configuration the kernel cannot take raises ConstraintError."""
-    return config_text(family(kernel_id).variant(kernel_id, config).config)
+    return config_text(catalogue.variant(kernel_id, config).config)
 
 
 @dataclass(frozen=True)
@@ -253,7 +251,7 @@ def tune(
     measured, chooses nothing, and the same call resumes.
     """
     dtype = resolved_dtype(kernel_id, dtype)  # UnknownName for a kernel outside the ladders
-    ladder = family(kernel_id)
+    ladder = catalogue.ladder(kernel_id)
     if reps < MIN_REPS:
         raise GemmlabError(f"Tuning needs at least {MIN_REPS} timed repetitions (got {reps}).",
                            f"Use --reps {MIN_REPS} or more.")  # fmt: skip
@@ -353,7 +351,7 @@ def tuned_spec(
     if found is None:
         return None
     try:
-        return family(kernel_id).variant(kernel_id, json.loads(found))
+        return catalogue.variant(kernel_id, json.loads(found))
     except (GemmlabError, ValueError):
         return None
 
@@ -363,21 +361,17 @@ def stored_tuned_spec(kernel_id: str, shape: Shape, db: str | Path, dtype: str |
     (default: the kernel's first) from ``db``; None for a kernel outside the
     ladders or when ``db`` does not exist (nothing is created: the file is
     opened read-only)."""
-    if kernel_id not in _TUNABLE or not Path(db).is_file():
+    if not Path(db).is_file():
+        return None
+    try:
+        catalogue.ladder(kernel_id)
+    except UnknownName:
         return None
     with Store.open(db, readonly=True) as store:
         return tuned_spec(kernel_id, shape, store, current_device()[0], dtype)
 
 
 # -- plumbing -------------------------------------------------------------------
-
-
-def _tunable(kernel_id: str) -> tuple[KernelSpec, Ladder]:
-    try:
-        return _TUNABLE[kernel_id]
-    except KeyError:
-        ladders = "; ".join(f"the {f.name}'s {', '.join(s.id for s in f.kernels)}" for f in LADDERS)
-        raise unknown_name("tunable kernel", kernel_id, _TUNABLE, f"Tunable kernels: {ladders}.") from None
 
 
 def _label(kernel_id: str, config: str, shape: Shape) -> str:
@@ -388,7 +382,7 @@ def _in_template_order(kernel_id: str, config: str) -> dict:
     """A stored configuration (sorted keys) with its parameters in the kernel's
     template order, the order people read them in (see config_label)."""
     values = json.loads(config)
-    ordered = {name: values[name] for name in _tunable(kernel_id)[0].template_params if name in values}
+    ordered = {name: values[name] for name in _rung(kernel_id).params if name in values}
     return ordered | values
 
 
