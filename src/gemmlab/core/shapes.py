@@ -11,6 +11,10 @@ MAX_INDEX = 2**31 - 1
 # gridDim.y and gridDim.z are limited to 65535 on every architecture since 1.0
 # (CUDA C Programming Guide, "Technical Specifications per Compute Capability").
 MAX_GRID_YZ = 65535
+# gridDim.x may reach 2^31 - 1 from compute capability 3.0 on, and a block may
+# hold 1024 threads from 2.0 on (the same tables).
+MAX_GRID_X = 2**31 - 1
+MAX_THREADS_PER_BLOCK = 1024
 
 
 @dataclass(frozen=True)

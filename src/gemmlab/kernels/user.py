@@ -27,7 +27,7 @@ from typing import Any
 
 from gemmlab.core.dtypes import DTYPE_CTYPES, DTYPE_ITEMSIZE
 from gemmlab.core.errors import DeclarationError
-from gemmlab.core.shapes import MAX_GRID_YZ, Dim3, Shape
+from gemmlab.core.shapes import MAX_GRID_X, MAX_GRID_YZ, MAX_THREADS_PER_BLOCK, Dim3, Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import Constraint, KernelSpec, kernel_source
 from gemmlab.problems.matmul import MATMUL, MATMUL_ARGUMENT_NAMES
@@ -53,9 +53,6 @@ FUNCTIONS: dict[str, Callable[..., int]] = {
 ARITY = {"cdiv": (2, 2), "min": (2, 8), "max": (2, 8)}
 REQUIRED_KEYS = ("function", "problem", "dtypes", "arguments", "grid", "block")
 OPTIONAL_KEYS = ("source", "summary", "template", "parameters", "edge", "dynamic_smem", "accepts")
-# Threads a block may have on every GPU gemmlab knows.
-MAX_THREADS_PER_BLOCK = 1024
-MAX_GRID_X = 2**31 - 1
 
 _BINARY: dict[type, Callable[[int, int], int]] = {
     ast.Add: lambda a, b: a + b,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from gemmlab.core.shapes import Dim3, Shape
+from gemmlab.core.shapes import MAX_THREADS_PER_BLOCK, Dim3, Shape
 from gemmlab.kernels.spec import KernelSpec, at_most, edge_multiple_of, grid_fits, multiple_of
 
 
@@ -26,9 +26,8 @@ POZNAN = "Poznan 2014 report (GT 240)"
 KURSK = "Kursk 2014 paper (GTS 450, GTX 770)"
 INT32_LAB = "2023 int32 GEMM lab report"
 TILE_CGMA: Callable[[Shape, int], float] = lambda s, b: float(b)
-# Threads and shared memory of the <<<N, N>>> kernels: one thread per row (or
-# column) of C, and a whole column of B (row of A) in shared memory.
-MAX_THREADS = 1024
+# Shared memory of the <<<N, N>>> kernels: a whole column of B (row of A), in
+# the 48 KB a block may have without opting in to more.
 MAX_STATIC_SMEM_ELEMS_F32 = 48 * 1024 // 4
 
 DOC_MATMUL: tuple[KernelSpec, ...] = (
@@ -150,7 +149,7 @@ DOC_MATMUL: tuple[KernelSpec, ...] = (
         grid=lambda s, b: (s.n, 1, 1),
         block=lambda s, b: (s.m, 1, 1),
         constraints=(
-            at_most("m", MAX_THREADS, "one thread per row of C, and a block holds at most 1024 threads"),
+            at_most("m", MAX_THREADS_PER_BLOCK, "one thread per row of C, and a block holds at most 1024 threads"),
             at_most("k", MAX_STATIC_SMEM_ELEMS_F32, "a column of B must fit in 48 KB of shared memory"),
         ),
         dynamic_smem_elems=lambda s, b: s.k,
@@ -170,7 +169,7 @@ DOC_MATMUL: tuple[KernelSpec, ...] = (
         grid=lambda s, b: (s.m, 1, 1),
         block=lambda s, b: (s.n, 1, 1),
         constraints=(
-            at_most("n", MAX_THREADS, "one thread per column of C, and a block holds at most 1024 threads"),
+            at_most("n", MAX_THREADS_PER_BLOCK, "one thread per column of C, and a block holds at most 1024 threads"),
             at_most("k", MAX_STATIC_SMEM_ELEMS_F32, "a row of A must fit in 48 KB of shared memory"),
         ),
         dynamic_smem_elems=lambda s, b: s.k,
