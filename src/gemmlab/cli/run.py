@@ -104,9 +104,15 @@ def comparison_table(results: list[Any]) -> Table:
     for r in results:
         figure = r.gbytes_per_s if memory_bound else r.gflops
         ratio = f"{r.ratio_to_baseline:.1%}" if r.ratio_to_baseline is not None else "-"
-        error = "exact" if r.error == 0 else f"{r.error:.2e}"
-        table.add_row(r.kernel, str(r.block_edge or "-"), f"{r.timing.median_ms:.4f}", f"{figure:,.1f}", ratio, error)
+        table.add_row(
+            r.kernel, str(r.block_edge or "-"), f"{r.timing.median_ms:.4f}", f"{figure:,.1f}", ratio, _error_text(r)
+        )
     return table
+
+
+def _error_text(r: Any) -> str:
+    """A result's error against the reference, as both tables show it."""
+    return "exact" if r.error == 0 else f"{r.error:.2e}"
 
 
 def result_table(r: Any, config_source: str | None = None) -> Table:
@@ -116,13 +122,12 @@ def result_table(r: Any, config_source: str | None = None) -> Table:
     table.add_column("value", justify="right")
     memory_bound = r.metric == "gbs"
     headline = ("GB/s (read + written)", f"{r.gbytes_per_s:,.1f}") if memory_bound else ("GFLOPS", f"{r.gflops:,.1f}")
-    error = "exact" if r.error == 0 else f"{r.error:.2e}"
     rows = [
         ("time (median) [ms]", f"{t.median_ms:.4f}"),
         ("time min / max [ms]", f"{t.min_ms:.4f} / {t.max_ms:.4f}"),
         ("repetitions", str(t.reps)),
         headline,
-        ("check against the reference", f"{error} (tolerance {r.tolerance:.0e})"),
+        ("check against the reference", f"{_error_text(r)} (tolerance {r.tolerance:.0e})"),
         ("grid x block", f"{r.grid} x {r.block}"),
         ("registers / static smem", f"{r.resources.registers} / {r.resources.smem_bytes} B"),
     ]
