@@ -215,3 +215,26 @@ def test_every_example_runs_verified(example: str) -> None:
     for size in (64, 256, 512):
         result = run(spec.id, Shape.square(size), 16, reps=3, spec=spec)
         assert result.error <= result.tolerance and result.kernel == spec.id
+
+
+def test_a_kernel_named_by_its_path_is_found_by_its_id_afterwards() -> None:
+    from gemmlab import backends
+    from gemmlab.studies.sweep import plan
+
+    path = str(EXAMPLES / "naive_define" / "matmul.toml")
+    points, refused = plan([path], [Shape.square(256), Shape.square(100)], [16])
+    assert [p.kernel for p in points] == ["naive_define/matmul"]  # stored under its id, not its path
+    assert "n % TILE == 0" in refused[0][1]
+    assert catalogue.get("naive_define/matmul").declaration == Path(path)
+    assert backends.for_kernel("naive_define/matmul").name == "nvrtc"
+    assert catalogue.reference("naive_define/matmul") == str(Path(path).resolve())
+    assert catalogue.reference("tiled") == "tiled"
+
+
+def test_two_files_under_one_id_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "naive_define").mkdir()
+    for name in ("matmul.cu", "matmul.toml"):
+        (tmp_path / "naive_define" / name).write_text((EXAMPLES / "naive_define" / name).read_text())
+    catalogue.get(str(EXAMPLES / "naive_define" / "matmul.toml"))
+    with pytest.raises(DeclarationError, match="two kernels are both called naive_define/matmul"):
+        catalogue.get(str(tmp_path / "naive_define" / "matmul.toml"))

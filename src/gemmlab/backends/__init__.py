@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from gemmlab.backends import cpu, nvrtc
 from gemmlab.backends.base import Backend
-from gemmlab.core.errors import unknown_name
+from gemmlab.core.errors import UnknownName, unknown_name
+from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
 
 # Every backend, in the order `gemmlab kernels` and error messages list their kernels.
@@ -35,19 +36,41 @@ _BY_KERNEL: dict[str, Backend] = {kernel_id: b for b in BACKENDS for kernel_id i
 assert len(_BY_KERNEL) == sum(len(b.kernel_ids()) for b in BACKENDS), "a kernel id is served by two backends"
 
 
+_BY_NAME: dict[str, Backend] = {b.name: b for b in BACKENDS}
+
+
 def for_kernel(kernel_id: str) -> Backend:
-    """The backend that serves ``kernel_id``; UnknownName (with close names) otherwise."""
+    """The backend that serves ``kernel_id`` (a catalogue id, a CPU baseline,
+    or a user's kernel by path or id); UnknownName (with close names) otherwise."""
+    backend = _BY_KERNEL.get(kernel_id)
+    if backend is not None:
+        return backend
     try:
-        return _BY_KERNEL[kernel_id]
-    except KeyError:
+        spec = catalogue.get(kernel_id)
+    except UnknownName:
         listing = f"`gemmlab kernels` lists the catalogue; the CPU baselines are {', '.join(cpu.CPU_KERNELS)}."
         raise unknown_name("kernel", kernel_id, _BY_KERNEL, listing) from None
+    return for_spec(spec)
 
 
 def for_spec(spec: KernelSpec) -> Backend:
-    """The backend of a kernel given as a spec rather than an id (a user's file,
-    a tuned configuration): every KernelSpec is CUDA C++ that NVRTC compiles."""
-    return nvrtc.BACKEND
+    """The backend named by a kernel given as a spec rather than an id (a user's
+    file, a tuned configuration)."""
+    try:
+        return _BY_NAME[spec.backend]
+    except KeyError:
+        raise UnknownName(
+            f"{spec.id} names the backend {spec.backend!r}, which this gemmlab does not have.",
+            f"Backends: {', '.join(_BY_NAME)}.",
+        ) from None
+
+
+def kernel_id(name: str) -> str:
+    """The id results are stored under for a kernel named ``name`` on the
+    command line: a user's kernel's path becomes its id (folder/stem)."""
+    if name in _BY_KERNEL:
+        return name
+    return catalogue.get(name).id
 
 
 def on_host(kernel_id: str) -> bool:

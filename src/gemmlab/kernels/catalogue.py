@@ -9,8 +9,10 @@ exactly these."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gemmlab.core.dtypes import DTYPE_CTYPES
-from gemmlab.core.errors import UnknownName, unknown_name
+from gemmlab.core.errors import DeclarationError, UnknownName, unknown_name
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels.doc.spec import DOC_MATMUL
 from gemmlab.kernels.ladder import Config, Ladder
@@ -30,16 +32,61 @@ _BY_ID = {spec.id: spec for spec in CATALOGUE}
 assert len(_BY_ID) == len(CATALOGUE), "duplicate kernel id in the catalogue"
 
 
+# Users' kernels (gemmlab.kernels.user), added the first time a command names
+# one by its path; from then on this process finds them by their id as well
+# ("folder/stem": a catalogue id never has a slash), so everything downstream
+# of the command line passes ids, whatever the kernel's origin.
+_DECLARED: dict[str, KernelSpec] = {}
+# What names a user's kernel rather than a catalogue id.
+FILE_SUFFIXES = (".toml", ".cu", ".py")
+
+
 def kernel_ids() -> list[str]:
+    """The catalogue's ids (users' kernels are not listed)."""
     return list(_BY_ID)
 
 
+def is_file_name(name: str) -> bool:
+    """Whether a command's kernel argument is a path to a user's kernel rather than an id."""
+    return name.endswith(FILE_SUFFIXES) or Path(name).is_file()
+
+
 def get(kernel_id: str) -> KernelSpec:
-    """The catalogue entry for ``kernel_id``; an unknown id suggests close names."""
-    try:
-        return _BY_ID[kernel_id]
-    except KeyError:
-        raise unknown_name("kernel", kernel_id, _BY_ID, f"`gemmlab kernels` lists all {len(_BY_ID)}.") from None
+    """The entry for ``kernel_id``: a catalogue id, a user's kernel by the path
+    of its file (read and remembered, see :func:`declare`) or by the id it was
+    remembered under. An unknown id suggests close names."""
+    spec = _BY_ID.get(kernel_id) or _DECLARED.get(kernel_id)
+    if spec is not None:
+        return spec
+    if is_file_name(kernel_id):
+        from gemmlab.kernels import user  # the user module reads the catalogue: imported when needed
+
+        return declare(user.load_path(Path(kernel_id)))
+    raise unknown_name("kernel", kernel_id, _BY_ID, f"`gemmlab kernels` lists all {len(_BY_ID)}.") from None
+
+
+def declare(spec: KernelSpec) -> KernelSpec:
+    """Remember a user's kernel under its id for the rest of the process. Two
+    different files that would share one id are refused: their results would mix."""
+    assert spec.declaration is not None, "only users' kernels are declared"
+    known = _DECLARED.get(spec.id)
+    if known is not None and known.declaration.resolve() != spec.declaration.resolve():  # type: ignore[union-attr]
+        raise DeclarationError(
+            f"two kernels are both called {spec.id}: {known.declaration} and {spec.declaration}.",
+            "Rename one folder or file: a user's kernel is called by its folder and file name.",
+        )
+    _DECLARED[spec.id] = spec
+    return spec
+
+
+def reference(kernel_id: str) -> str:
+    """What names ``kernel_id`` in another process (a watchdog's child, the
+    profiler's target): a user's kernel's declaration as an absolute path,
+    otherwise the id itself."""
+    spec = _BY_ID.get(kernel_id) or _DECLARED.get(kernel_id)
+    if spec is not None and spec.declaration is not None:
+        return str(spec.declaration.resolve())
+    return kernel_id
 
 
 def point(

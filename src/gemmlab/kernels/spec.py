@@ -154,6 +154,11 @@ class KernelSpec:
     # in its own order, when it is not the problem's (Prepared.args): a user's
     # kernel taking (A, B, C, n), say. None: the problem's order.
     arguments: tuple[str, ...] | None = None
+    # The backend that compiles and launches it, by name (gemmlab.backends):
+    # "nvrtc" for CUDA C++; a user's Python function names its own.
+    backend: str = "nvrtc"
+    # Where a user's kernel was declared (its TOML or Python file); None for the catalogue's.
+    declaration: Path | None = None
 
     @property
     def config(self) -> dict[str, int] | None:

@@ -196,7 +196,6 @@ class UserKernelSpec(KernelSpec):
     and fixed extras): the template arguments are the declaration's expressions
     and ``#define`` parameters are set in the compiled text."""
 
-    declaration: Path = Path()
     parameters: tuple[Parameter, ...] = ()
     edge: str | None = None  # the parameter that is the block edge
     template: tuple[str | Expression, ...] = ()  # "dtype" or an expression of the parameters
@@ -562,15 +561,24 @@ def _geometry_limits(grid: Callable[[Shape, int], Dim3], block: Callable[[Shape,
 
 def is_declared(name: str) -> bool:
     """Whether a command's kernel argument is a path to a user's kernel rather than a catalogue id."""
-    return name.endswith((".toml", ".cu")) or Path(name).is_file()
+    return catalogue.is_file_name(name)
 
 
 def resolve(name_or_path: str) -> KernelSpec:
-    """What a command's kernel argument names: a catalogue id, a declaration
-    (``.toml``), or a ``.cu`` file with a declaration of the same stem beside it."""
-    if not is_declared(name_or_path):
-        return catalogue.get(name_or_path)
-    path = Path(name_or_path)
+    """What a command's kernel argument names: a catalogue id, a user's kernel
+    by its path (see :func:`load_path`) or by the id it was declared under
+    earlier in this process (:func:`gemmlab.kernels.catalogue.get`)."""
+    return catalogue.get(name_or_path)
+
+
+def load_path(path: Path) -> KernelSpec:
+    """The user's kernel at ``path``: a declaration (``.toml``), a ``.cu`` file
+    with a declaration of the same stem beside it, or a Python file declaring a
+    function (:mod:`gemmlab.kernels.callables`)."""
+    if path.suffix == ".py":
+        from gemmlab.kernels import callables
+
+        return callables.load(path)
     if path.suffix == ".cu":
         declaration = path.with_suffix(".toml")
         if not declaration.is_file():

@@ -62,6 +62,7 @@ class RunResult:
     # The named template parameters of a tunable kernel (the ladders'), as launched; else None.
     config: dict | None = None
     backend: str = NVRTC  # what compiled and launched it (see gemmlab.backends)
+    source: str = ""  # a user's kernel: the path of its declaration; "" for the catalogue's
     device: dict = field(default_factory=dict)
     host: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -266,6 +267,7 @@ def run(
         metric=point.spec.problem.metric,
         flush_l2=flush_l2,
         config=point.spec.config,
+        source=str(point.spec.declaration or ""),
         device=info.to_dict(),
         host=host_record(),
     )

@@ -48,6 +48,17 @@ GFLOPS and the shapes it was chosen on. :meth:`Store.set_tuned`,
 Before schema v5 the tuner created them itself (:data:`TUNER_HISTORY`); v5
 brings such a file's tables to their last layout.
 
+``results.source`` (v6) names where a user's kernel came from: the path of
+its declaration, as the command was given it (``""`` for the catalogue's).
+
+``failures`` (v6): one row per point that failed, unique per (experiment,
+point_key) like results: its ``kind`` (``wrong``: verification; ``fault``: an
+illegal address or other error that killed the CUDA context; ``hang``: the
+watchdog's time limit; ``error``: anything else) and its ``reason`` in words.
+A failure never removes a stored result; a point measured again successfully
+clears its failure (:meth:`Store.add_failure`, :meth:`Store.failures`,
+:meth:`Store.clear_failures`).
+
 Robustness
 ----------
 The schema version lives in ``PRAGMA user_version`` and grows only through
@@ -322,6 +333,31 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         _adopt_tuner_tables,
         _canonical_tuner_configs,
     ),
+    # v6: where a user's kernel came from (its declaration), and the points
+    # that failed (a wrong answer, a fault, a hang) with their reasons.
+    (
+        "ALTER TABLE results ADD COLUMN source TEXT NOT NULL DEFAULT ''",
+        """CREATE TABLE failures (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER REFERENCES runs(id),
+            experiment TEXT,
+            point_key TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            m INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            block_edge INTEGER NOT NULL,
+            dtype TEXT NOT NULL,
+            variant TEXT NOT NULL DEFAULT '',
+            backend TEXT NOT NULL DEFAULT '',
+            config TEXT NOT NULL DEFAULT '',
+            source TEXT NOT NULL DEFAULT '',
+            kind TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            created TEXT NOT NULL
+        )""",
+        "CREATE UNIQUE INDEX failures_point ON failures (COALESCE(experiment, ''), point_key)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The first schema whose results record their backend and configuration.
@@ -350,8 +386,15 @@ RESULT_FIELDS = (
     "reps", "graph_launches", "gflops", "gbytes_per_s", "error", "tolerance", "metric", "baseline_name",
     "baseline_median_ms", "baseline_gflops", "baseline_gbytes_per_s", "ratio_to_baseline", "registers", "smem_bytes",
     "arch", "flush_l2", "sm_clock_after_mhz", "h2d_ms", "d2h_ms", "e2e_gflops", "host_memory", "warnings",
-    *PROFILE_FIELDS,
+    "source", *PROFILE_FIELDS,
 )  # fmt: skip
+# A failed point's fields (see Store.add_failure): what it was and why it failed.
+# ``kind`` is one word: "wrong" (verification), "fault" (the kernel crashed the
+# context), "hang" (the watchdog stopped it), "error" (anything else).
+FAILURE_FIELDS = (
+    "kernel", "m", "n", "k", "block_edge", "dtype", "variant", "backend", "config", "source", "kind", "reason",
+)  # fmt: skip
+FAILURE_KINDS = ("wrong", "fault", "hang", "error")
 # The tuner's rows: a candidate tried (tuned_candidates; id is computed) and a
 # configuration chosen (tuned).
 CANDIDATE_FIELDS = (
@@ -424,6 +467,7 @@ def result_row(result: Any) -> dict:
     row["variant"] = row.get("variant") or ""
     row["backend"] = row.get("backend") or ""
     row["config"] = config_text(row.get("config"))
+    row["source"] = row.get("source") or ""
     row["warnings"] = list(row.get("warnings") or [])
     if row.get("flush_l2") is not None:
         row["flush_l2"] = int(bool(row["flush_l2"]))
@@ -581,11 +625,52 @@ class Store:
                     "DELETE FROM results WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key IN (?, ?)",
                     (experiment, key, _unrecorded_key(key)),
                 )
+                # The point is measured now: an earlier failure of it no longer stands.
+                conn.execute(
+                    "DELETE FROM failures WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key = ?",
+                    (experiment, key),
+                )
                 names = ", ".join(values)
                 marks = ", ".join("?" for _ in values)
                 cursor = conn.execute(f"INSERT INTO results ({names}) VALUES ({marks})", tuple(values.values()))
                 ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
         return ids
+
+    def add_failure(self, run_id: int | None, experiment: str | None, failure: dict) -> int:
+        """Record that a point failed (keys of :data:`FAILURE_FIELDS`), replacing
+        an earlier failure of the same point. Its measured result, if one was
+        stored before, is kept: a failure never deletes a figure. Returns the row's id."""
+        unknown = set(failure) - set(FAILURE_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown failure fields: {', '.join(sorted(unknown))}")
+        if failure.get("kind") not in FAILURE_KINDS:
+            raise ValueError(f"a failure's kind is one of {', '.join(FAILURE_KINDS)}, not {failure.get('kind')!r}")
+        row = {"block_edge": 0, "variant": "", "backend": "", "source": "", **failure}
+        row["block_edge"] = int(row["block_edge"] or 0)
+        row["config"] = config_text(row.get("config"))
+        key = point_key(row["kernel"], row["m"], row["n"], row["k"], row["block_edge"], row["dtype"],
+                        row["variant"], backend=row["backend"], config=row["config"])  # fmt: skip
+        row.update(run_id=run_id, experiment=experiment, point_key=key, created=now_utc())
+        with self._transaction() as conn:
+            conn.execute(
+                "DELETE FROM failures WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key = ?",
+                (experiment, key),
+            )
+            names = ", ".join(row)
+            marks = ", ".join("?" for _ in row)
+            cursor = conn.execute(f"INSERT INTO failures ({names}) VALUES ({marks})", tuple(row.values()))
+            return int(cursor.lastrowid)  # type: ignore[arg-type]
+
+    def clear_failures(self, experiment: str | None, keys: list[str]) -> None:
+        """Forget the failures of these points (they have now been measured)."""
+        if not keys or "failures" not in self._tables_guarded():
+            return
+        marks = ", ".join("?" for _ in keys)
+        with self._transaction() as conn:
+            conn.execute(
+                f"DELETE FROM failures WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key IN ({marks})",
+                (experiment, *keys),
+            )
 
     def add_peaks(self, run_id: int, peaks: list[dict]) -> list[int]:
         """Measured peak rates (rows with the keys of :data:`PEAK_FIELDS`, as
@@ -715,6 +800,7 @@ class Store:
             # A read-only file older than v5 has neither column: nothing was recorded.
             row.setdefault("backend", "")
             row.setdefault("config", "")
+            row.setdefault("source", "")
             row["warnings"] = json.loads(row["warnings"]) if row.get("warnings") else []
             row["profile_json"] = json.loads(row["profile_json"]) if row["profile_json"] else None
         return found
@@ -779,6 +865,20 @@ class Store:
             ).fetchone()
         return None if found is None else str(found[0])
 
+    def failures(self, experiment: str | None = None, *, all_experiments: bool = False) -> list[dict]:
+        """The failed points of ``experiment`` (None: those stored without one;
+        ``all_experiments``: every one), oldest first. An older file that has no
+        failures table (read-only, before schema v6) has none."""
+        if "failures" not in self._tables_guarded():
+            return []
+        with self._guard():
+            query, params = "SELECT * FROM failures", ()
+            if not all_experiments:
+                query, params = query + " WHERE COALESCE(experiment, '') = COALESCE(?, '')", (experiment,)
+            cursor = self._conn.execute(query + " ORDER BY id", params)
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+
     def runs(self) -> list[dict]:
         with self._guard():
             cursor = self._conn.execute("SELECT * FROM runs ORDER BY id")
@@ -798,6 +898,10 @@ class Store:
 
     def _tables(self) -> list[str]:
         return [r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+    def _tables_guarded(self) -> list[str]:
+        with self._guard():
+            return self._tables()
 
     def _columns(self) -> set[str]:
         with self._guard():

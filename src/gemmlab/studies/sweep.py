@@ -129,8 +129,9 @@ def plan(
     """
     points: list[SweepPoint] = []
     refused: list[tuple[str, str]] = []
-    for kernel in kernels:
-        backend = backends.for_kernel(kernel)
+    for name in kernels:
+        backend = backends.for_kernel(name)
+        kernel = backends.kernel_id(name)  # a user's kernel given by its path is stored under its id
         kind = dtype or backend.dtypes(kernel)[0]
         own_edges = backend.block_edges(kernel)
         edges = own_edges if block_edges is None or own_edges == (0,) else tuple(block_edges)
