@@ -24,6 +24,7 @@ serving the catalogue's kernels.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from gemmlab.core import gpu
-from gemmlab.core.errors import CompileError, DeviceLimitError, UnknownName
+from gemmlab.core.errors import CompileError, DeclarationError, DeviceLimitError, UnknownName
 from gemmlab.core.shapes import Dim3, Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec, Point, kernel_source
@@ -53,6 +54,10 @@ DEFAULT_SMEM_PER_BLOCK = 48 * 1024
 # Threads an SM holds at once on every GPU gemmlab knows (sm_70 to sm_90): the
 # bound on resident blocks behind a persistent kernel's workspace estimate.
 MAX_THREADS_PER_SM = 2048
+# A kernel's parameters fit in 32764 bytes (CUDA 12.1 on), so no kernel has more than this many.
+MAX_PARAMETERS = 32764
+# The declared arguments passed as device pointers; the others (M, N, K, n) are int.
+POINTER_ROLES = ("A", "B", "C")
 # The speed model behind the sweep's repetition plan (NvrtcBackend.predicted_ms):
 # deliberately crude, only meant to tell a millisecond kernel from a multi-second one.
 ASSUMED_GPU_FLOPS = 1e12  # a global-memory kernel with every lane of every SM busy
@@ -481,6 +486,8 @@ def bind(
     stream = Stream.from_handle(cp_stream.ptr)
     grid = resident_grid(kernel, point, info, stream) if point.spec.persistent else point.grid
     args, workspace = kernel_arguments(point.spec, prepared), None
+    if point.spec.arguments is not None:
+        check_declared_arguments(point.spec, parameter_sizes(kernel), args)
     if point.spec.workspace_bytes is not None:
         blocks = grid[0] * grid[1] * grid[2]
         workspace = cp.zeros(max(1, point.spec.workspace_bytes(point.shape, blocks)), dtype=cp.uint8)
@@ -496,6 +503,68 @@ def kernel_arguments(spec: KernelSpec, prepared: Prepared) -> tuple:
     if spec.arguments is None:
         return prepared.args
     return tuple(prepared.named[name] for name in spec.arguments)
+
+
+def parameter_sizes(kernel: Any) -> list[int] | None:
+    """The byte size of each parameter of a loaded kernel, as the driver lays
+    them out (cuKernelGetParamInfo, or cuFuncGetParamInfo for a CUfunction
+    handle; CUDA 12.4 drivers on): what the compiled function really takes,
+    whatever its declaration says. None where the driver cannot tell."""
+    from cuda.bindings import driver
+
+    handle = kernel.handle
+    if isinstance(handle, driver.CUfunction):
+        query = functools.partial(driver.cuFuncGetParamInfo, handle)
+    else:
+        query = functools.partial(driver.cuKernelGetParamInfo, driver.CUkernel(int(handle)))
+    sizes: list[int] = []
+    while len(sizes) <= MAX_PARAMETERS:
+        try:
+            status, _offset, size = query(len(sizes))
+        except RuntimeError:  # a driver older than the call: the binding finds no such function
+            return None
+        if status == driver.CUresult.CUDA_ERROR_INVALID_VALUE:  # past the last parameter
+            return sizes
+        if status != driver.CUresult.CUDA_SUCCESS:  # not supported by this driver
+            return None
+        sizes.append(int(size))
+    return None
+
+
+def argument_size(value: Any) -> int:
+    """The bytes cuda.core passes for one launch argument: a NumPy scalar's own
+    size (``np.int32``: 4), 8 for a Python int or float and for a pointer."""
+    itemsize = getattr(value, "itemsize", None)
+    return itemsize if isinstance(itemsize, int) else 8
+
+
+def check_declared_arguments(spec: KernelSpec, sizes: list[int] | None, args: tuple) -> None:
+    """Refuse, before any launch, a declared argument list that does not match
+    the compiled function (``sizes`` from :func:`parameter_sizes`; None: the
+    driver cannot tell, and the count read from the source stays the check)."""
+    if sizes is None or spec.arguments is None:
+        return
+    where = f"`arguments` in {spec.declaration}" if spec.declaration else "the kernel's `arguments`"
+    if len(sizes) != len(spec.arguments):
+        raise DeclarationError(
+            f"{spec.id}: the compiled function takes {len(sizes)} arguments ({_bytes(sizes)}), but the declaration "
+            f"lists {len(spec.arguments)}: {', '.join(spec.arguments)}.",
+            f"Correct {where} to name every argument of the function, in order.",
+        )
+    for i, (role, size, value) in enumerate(zip(spec.arguments, sizes, args, strict=True), start=1):
+        passed = argument_size(value)
+        if size != passed:
+            kind = "a pointer" if role in POINTER_ROLES else "an int"
+            raise DeclarationError(
+                f"{spec.id}: argument {i}, declared as {role}, is {size} bytes in the compiled function, but gemmlab "
+                f"passes {kind} of {passed} bytes for {role}.",
+                f"Declare the function's argument as {'a float/int pointer' if role in POINTER_ROLES else 'int'} "
+                f"(A, B, C are pointers, M, N, K and n are int), or correct {where}.",
+            )
+
+
+def _bytes(sizes: list[int]) -> str:
+    return ", ".join(f"{size} bytes" for size in sizes) or "none"
 
 
 class NvrtcBackend:

@@ -23,7 +23,7 @@ from gemmlab.cli.app import (
     friendly,
     parse_shape,
 )
-from gemmlab.kernels import user
+from gemmlab.kernels import catalogue, user
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.results.store import DEFAULT_PATH
 from gemmlab.studies.tune import config_label, stored_tuned_spec
@@ -53,12 +53,16 @@ def run(
         typer.Option("--vs", help="Other kernels (ids or declarations, comma-separated) to run on the same shape."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    timeout: Annotated[
+        float | None,
+        typer.Option(min=1.0, help="Seconds a user's kernel may take before it is stopped as a hang (default: 60+)."),
+    ] = None,
 ) -> None:
     """Run one kernel: verify it against a float64 reference, time it, compare with cuBLAS.
 
     A kernel tuned on this GPU (`gemmlab tune`) runs with its stored configuration for the size's class.
     """
-    from gemmlab.measure.run import run as run_kernel
+    from gemmlab.measure import watchdog
 
     target = user.resolve(kernel_id)
     # Every product needs K (matmul, the FP32 ladder, the tensor cores); the memory lab's kernels do not.
@@ -66,11 +70,12 @@ def run(
     others = [name.strip() for name in (vs or "").split(",") if name.strip()]
     specs = [_spec_to_run(name, shape, db, dtype, no_tuned) for name in (kernel_id, *others)]
     results = []
-    for i, (name, (spec, config_source)) in enumerate(zip((kernel_id, *others), specs, strict=True)):
-        # The kernels compared take their own default block edges, and the first one's element type.
-        edge, kind = (block, dtype) if i == 0 else (None, results[0][0].dtype)
-        result = run_kernel(name, shape, edge, kind, reps=reps, flush_l2=flush_l2, seed=seed, spec=spec)
-        results.append((result, config_source if result.config else None))
+    with watchdog.Worker() as worker:
+        for i, (name, (spec, config_source)) in enumerate(zip((kernel_id, *others), specs, strict=True)):
+            # The kernels compared take their own default block edges, and the first one's element type.
+            edge, kind = (block, dtype) if i == 0 else (None, results[0][0].dtype)
+            result = _run_one(worker, name, spec, shape, edge, kind, timeout, reps=reps, flush_l2=flush_l2, seed=seed)
+            results.append((result, config_source if result.config else None))
     if as_json:
         rows = [{**r.to_dict(), "config_source": source} for r, source in results]
         emit_json(rows[0] if not others else rows)
@@ -81,6 +86,20 @@ def run(
     for r, _ in results:
         for w in r.warnings:
             err_console.print(f"[yellow]warning:[/] {r.kernel}: {w}" if others else f"[yellow]warning:[/] {w}")
+
+
+def _run_one(worker: Any, name: str, spec: KernelSpec | None, shape: Any, edge: int | None, kind: str | None,
+             timeout: float | None, **options: Any) -> Any:  # fmt: skip
+    """One kernel's result; a user's kernel runs in the watchdog's worker, so
+    that a fault or a hang ends with a message naming it, not a frozen terminal."""
+    from gemmlab.measure import watchdog
+    from gemmlab.measure.run import run as run_kernel
+
+    if spec is None or spec.declaration is None:
+        return run_kernel(name, shape, edge, kind, spec=spec, **options)
+    limit = timeout or watchdog.point_time_limit(spec.id, shape, edge, reps=options["reps"], warmup=2, max_seconds=10)
+    label = f"{spec.id} {shape}" + (f" b{edge}" if edge else "")
+    return worker.call(label, limit, run_kernel, catalogue.reference(spec.id), shape, edge, kind, **options)
 
 
 def _spec_to_run(name: str, shape: Any, db: Path, dtype: str | None, no_tuned: bool) -> tuple[KernelSpec | None, str]:

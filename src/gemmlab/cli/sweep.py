@@ -34,6 +34,23 @@ ProfileOption = Annotated[
     ),
 ]
 
+IsolateOption = Annotated[
+    bool,
+    typer.Option(
+        "--isolate",
+        help="Run every GPU point in a child process a fault or a hang cannot take down (users' kernels always are).",
+    ),
+]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        min=1.0,
+        help="Seconds an isolated point may take before it is stopped as a hang "
+        "(default: 60, or more for a point predicted slow).",
+    ),
+]
+
 
 def parse_ints(text: str, what: str) -> list[int]:
     """'256,512' -> [256, 512], with a clear error for anything else."""
@@ -63,6 +80,8 @@ def sweep_cmd(
         float, typer.Option(min=0.0, help="Cap on each point's timed series [s] (at least 3 repetitions).")
     ] = 2.0,
     profile: ProfileOption = False,
+    isolate: IsolateOption = False,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Run kernels x sizes x block edges and store every point; a second run resumes where the first stopped."""
     from gemmlab import backends
@@ -90,8 +109,8 @@ def sweep_cmd(
             if profiler is not None:
                 profiler.profile(store, rows)
 
-        summary = sweep(points, store, force=force, max_seconds=max_seconds, console=err_console,
-                        run_info=run_info, after_point=profile_stored if profiler else None)  # fmt: skip
+        summary = sweep(points, store, force=force, max_seconds=max_seconds, console=err_console, run_info=run_info,
+                        after_point=profile_stored if profiler else None, isolate=isolate, timeout=timeout)  # fmt: skip
     _print_summary(summary)
     if profiler:
         _print_profile_summary(profiler)

@@ -20,6 +20,11 @@ class GemmlabError(Exception):
         self.fix = fix
         super().__init__(f"{cause} {fix}".strip() if fix else cause)
 
+    def __reduce__(self) -> tuple:
+        # Rebuilt from cause and fix when it crosses a pipe (gemmlab.measure.watchdog):
+        # pickling an exception rebuilds it from its args, which hold the two joined.
+        return type(self), (self.cause, self.fix)
+
 
 def failure_text(exc: Exception) -> str:
     """How a long run (sweep, tune) reports one point that failed and goes on:
@@ -59,6 +64,20 @@ class VerificationError(GemmlabError):
     """A kernel produced a wrong result; no figure is reported for it."""
 
     exit_code = 4
+
+
+class KernelStopped(GemmlabError):
+    """A kernel that faulted or never finished, stopped by gemmlab's watchdog
+    (gemmlab.measure.watchdog); ``kind`` is "fault" or "hang"."""
+
+    exit_code = 4
+
+    def __init__(self, kind: str, cause: str, fix: str = "") -> None:
+        self.kind = kind
+        super().__init__(cause, fix)
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.kind, self.cause, self.fix)
 
 
 class StoreError(GemmlabError):

@@ -5,7 +5,14 @@ killed at any instant loses at most the point in flight, and running the same
 sweep again skips what is stored (``force`` re-runs it). Points a kernel
 cannot take are listed and skipped; a point whose result fails verification
 (or that meets any error but a missing GPU or an unusable database) is
-reported as a failure, stores nothing, and the sweep goes on.
+reported as a failure and stored as one (:meth:`Store.add_failure`, with its
+kind and reason), and the sweep goes on; the next run measures it again.
+
+A user's kernel (and every GPU point with ``isolate``) runs in the watchdog's
+child process (:mod:`gemmlab.measure.watchdog`): a kernel that faults or hangs
+is stopped there, stored as a failure of kind "fault" or "hang", and the next
+point runs in a fresh child. The catalogue's kernels run in this process,
+where they cost no process start and no pickling of results.
 
 The runner is injectable: ``runner(kernel, shape, block_edge, dtype, *,
 reps, warmup, max_seconds, variant)`` returns a RunResult, a result dict, or a
@@ -30,9 +37,19 @@ from typing import Any
 
 from gemmlab import backends
 from gemmlab.backends.base import HostBackend
-from gemmlab.core.errors import ConstraintError, DeviceLimitError, GemmlabError, NoGPUError, StoreError, failure_text
+from gemmlab.core.errors import (
+    ConstraintError,
+    DeviceLimitError,
+    GemmlabError,
+    KernelStopped,
+    NoGPUError,
+    StoreError,
+    VerificationError,
+    failure_text,
+)
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
+from gemmlab.measure import watchdog
 from gemmlab.results.store import Store, point_key, result_row
 
 # A point variant that is measured once and stored as one row per host-memory kind.
@@ -233,20 +250,33 @@ def sweep(
     run_info: dict | None = None,
     console: Any = None,
     after_point: Callable[[SweepPoint, list[dict]], None] | None = None,
+    isolate: bool = False,
+    timeout: float | None = None,
 ) -> SweepSummary:
     """Run and store every point not stored yet; see the module's docstring.
 
     ``points`` are SweepPoints or (kernel, shape, block_edge, dtype) tuples;
     ``runner`` defaults to :func:`measure_point`.
     ``max_seconds`` caps each point's timed series (at least 3 repetitions).
+    ``isolate``: run every GPU point in the watchdog's worker (users' kernels
+    always run there); ``timeout``: its time limit per point in seconds
+    (default: :func:`gemmlab.measure.watchdog.point_time_limit`). A runner for
+    isolated points must pickle (a module-level function or a partial of one).
     Ctrl-C stops after storing what is done; the summary says so
     (``interrupted``) and the same call resumes.
     """
     runner = runner or measure_point
     todo = [p if isinstance(p, SweepPoint) else timed_point(*p) for p in points]
     summary = SweepSummary(total=len(todo))
-    run_id: int | None = None
+    run_ids: list[int] = []
+
+    def run_id() -> int:  # one run record for everything this call stores, made at the first
+        if not run_ids:
+            run_ids.append(store.start_run(run_info if run_info is not None else run_record()))
+        return run_ids[0]
+
     bar = _Progress(len(todo), console) if progress else None
+    worker = watchdog.Worker()
     try:
         for p in todo:
             if bar:
@@ -259,8 +289,7 @@ def sweep(
                     bar.advance("already stored")
                 continue
             try:
-                result = runner(p.kernel, p.shape, p.block_edge, p.dtype, reps=p.reps, warmup=p.warmup,
-                                max_seconds=max_seconds, variant=p.variant)  # fmt: skip
+                result = _measured(p, runner, worker if _isolated(p, isolate) else None, max_seconds, timeout)
             except (NoGPUError, StoreError):
                 raise  # the same for every point that follows
             except (ConstraintError, DeviceLimitError) as exc:
@@ -270,16 +299,16 @@ def sweep(
                 continue
             except Exception as exc:
                 # A bug met on one point should not cost the rest of a long unattended
-                # run either: it is reported as a failure (and the command exits non-zero).
+                # run either: it is reported and stored as a failure (and the command exits non-zero).
                 what = failure_text(exc)
                 summary.failed.append((p.label, what))
+                for failure in failure_rows(p, exc):
+                    store.add_failure(run_id(), experiment, failure)
                 if bar:
                     bar.advance("FAILED", note=f"[red]FAILED[/]: {p.label}: {what}")
                 continue
             rows = [_with_analytic_cgma(result_row(r)) for r in (result if isinstance(result, list) else [result])]
-            if run_id is None:
-                run_id = store.start_run(run_info if run_info is not None else run_record())
-            store.add_results(run_id, experiment, rows)
+            store.add_results(run_id(), experiment, rows)
             summary.done.append(p.label)
             if after_point:
                 after_point(p, store.point_rows(experiment, p.keys()))
@@ -288,9 +317,53 @@ def sweep(
     except KeyboardInterrupt:
         summary.interrupted = True
     finally:
+        worker.close()
         if bar:
             bar.stop()
     return summary
+
+
+def _isolated(point: SweepPoint, isolate: bool) -> bool:
+    """Whether ``point`` runs in the watchdog's worker: a user's kernel always,
+    any GPU kernel when asked; host kernels never (they cannot hang the GPU)."""
+    if backends.on_host(point.kernel):
+        return False
+    return isolate or catalogue.get(point.kernel).declaration is not None
+
+
+def _measured(point: SweepPoint, runner: Runner, worker: watchdog.Worker | None, max_seconds: float,
+              timeout: float | None) -> Any:  # fmt: skip
+    """The runner's answer for ``point``: in this process, or in ``worker``
+    with a time limit (a user's kernel is named there by its declaration's path)."""
+    options = {"reps": point.reps, "warmup": point.warmup, "max_seconds": max_seconds, "variant": point.variant}
+    if worker is None:
+        return runner(point.kernel, point.shape, point.block_edge, point.dtype, **options)
+    limit = timeout or watchdog.point_time_limit(point.kernel, point.shape, point.block_edge, reps=point.reps,
+                                                 warmup=point.warmup, max_seconds=max_seconds)  # fmt: skip
+    kernel = catalogue.reference(point.kernel)
+    return worker.call(point.label, limit, runner, kernel, point.shape, point.block_edge, point.dtype, **options)
+
+
+def failure_kind(exc: Exception) -> str:
+    """How a failed point is stored (results.store.FAILURE_KINDS)."""
+    if isinstance(exc, KernelStopped):
+        return exc.kind
+    return "wrong" if isinstance(exc, VerificationError) else "error"
+
+
+def failure_rows(point: SweepPoint, exc: Exception) -> list[dict]:
+    """The failure records of ``point`` (one per row it would store), with the
+    kind and a reason that names the point."""
+    kind, what = failure_kind(exc), failure_text(exc)
+    reason = what if isinstance(exc, KernelStopped) else f"{kind}: {point.label}: {what}"
+    s, spec = point.shape, None if backends.on_host(point.kernel) else catalogue.get(point.kernel)
+    common = {
+        "kernel": point.kernel, "m": s.m, "n": s.n, "k": s.k, "block_edge": point.block_edge, "dtype": point.dtype,
+        "backend": kernel_backend(point.kernel), "config": kernel_config(point.kernel),
+        "source": str(spec.declaration) if spec is not None and spec.declaration is not None else "",
+        "kind": kind, "reason": reason,
+    }  # fmt: skip
+    return [dict(common, variant=v) for v in point.row_variants]
 
 
 def headline(row: dict) -> str:
