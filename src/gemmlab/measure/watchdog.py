@@ -58,6 +58,8 @@ SLACK = 20
 # How long a fresh child may take to start Python and import what the call needs,
 # apart from any point's own limit.
 STARTUP_LIMIT_S = 120.0
+# linux/prctl.h: the signal a process gets when its parent ends.
+PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -184,19 +186,20 @@ class Worker:
         if self._process is not None and self._process.is_alive() and self._conn is not None:
             return self._conn
         self.close()
-        parent, child = multiprocessing.get_context("spawn").Pipe()
-        process = multiprocessing.get_context("spawn").Process(target=_serve, args=(child,), daemon=True,
-                                                                name="gemmlab-worker")  # fmt: skip
+        spawn = multiprocessing.get_context("spawn")
+        ours, theirs = spawn.Pipe()
+        # Not a daemon: a daemonic process may not start processes of its own (a compile in a fresh one).
+        process = spawn.Process(target=_serve, args=(theirs, os.getpid()), name="gemmlab-worker")
         process.start()
-        child.close()
-        self._process, self._conn = process, parent
-        if self._answer(parent, STARTUP_LIMIT_S) != ("ready", None):
+        theirs.close()
+        self._process, self._conn = process, ours
+        if self._answer(ours, STARTUP_LIMIT_S) != ("ready", None):
             self.close()
             raise GemmlabError(
                 f"gemmlab's worker process did not start within {STARTUP_LIMIT_S:.0f} s.",
                 "Check that `python -c 'import gemmlab'` works in this environment; on a busy machine, try again.",
             )
-        return parent
+        return ours
 
     def _answer(self, conn: Connection, limit_s: float) -> tuple[str, Any] | None:
         """The child's next message; ("died", what) if it ended without one; None after ``limit_s``."""
@@ -218,9 +221,11 @@ def isolated(label: str, limit_s: float, fn: Callable[..., Any], /, *args: Any, 
         return worker.call(label, limit_s, fn, *args, **kwargs)
 
 
-def _serve(conn: Connection) -> None:
-    """The child: lead a process group, say ready, then run calls until the pipe closes."""
+def _serve(conn: Connection, parent: int) -> None:
+    """The child: lead a process group, die with the parent, say ready, then
+    run calls until the pipe closes."""
     os.setsid()
+    _die_with_parent(parent)
     conn.send(("ready", None))
     while True:
         try:
@@ -240,6 +245,22 @@ def _serve(conn: Connection) -> None:
             conn.send(("ok", value))
         except Exception as exc:  # a result that does not pickle: a bug of the runner, not of the kernel
             conn.send(("raised", _portable(exc)))
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to kill this process when its parent ends, however it ends
+    (prctl PR_SET_PDEATHSIG): a parent killed with SIGKILL runs no cleanup, and
+    a child spinning on a hung kernel would otherwise keep the GPU. Elsewhere
+    the child still ends when it next reads the closed pipe."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent was gone before the request
+        os._exit(0)
 
 
 def _portable(exc: BaseException) -> BaseException:
