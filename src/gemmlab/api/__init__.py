@@ -215,14 +215,16 @@ class Result:
         return _frame(require("pandas", "pandas", "A result as a DataFrame"), [self.row()])
 
     def _repr_html_(self) -> str:
-        r, t = self.data, self.data["timing"]
-        figure = (
-            ("GB/s", f"{r['gbytes_per_s']:,.1f}") if r.get("metric") == "gbs" else ("GFLOPS", f"{r['gflops']:,.1f}")
-        )
-        rows = [("time (median) [ms]", f"{t['median_ms']:.4f}"), figure,
-                ("error (tolerance)", f"{r['error']:.2e} ({r['tolerance']:.0e})"),
-                ("grid x block", f"{tuple(r['grid'])} x {tuple(r['block'])}"),
-                ("registers / static smem", f"{r['resources']['registers']} / {r['resources']['smem_bytes']} B")]  # fmt: skip
+        r, t, used = self.data, self.data["timing"], self.data["resources"]
+        memory_bound = r.get("metric") == "gbs"
+        figure = ("GB/s", f"{r['gbytes_per_s']:,.1f}") if memory_bound else ("GFLOPS", f"{r['gflops']:,.1f}")
+        rows = [
+            ("time (median) [ms]", f"{t['median_ms']:.4f}"),
+            figure,
+            ("error (tolerance)", f"{r['error']:.2e} ({r['tolerance']:.0e})"),
+            ("grid x block", f"{tuple(r['grid'])} x {tuple(r['block'])}"),
+            ("registers / static smem", f"{used['registers']} / {used['smem_bytes']} B"),
+        ]
         if r.get("ratio_to_baseline") is not None:
             rows.append((f"ratio to {r['baseline_name']}", f"{r['ratio_to_baseline']:.1%}"))
         rows += [("warning", w) for w in r.get("warnings") or ()]
