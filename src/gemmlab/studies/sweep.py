@@ -141,7 +141,7 @@ def parameter_configs(kernel_id: str, params: Mapping[str, Sequence[int] | None]
     values). A parameter the kernel does not declare is not its to set (another
     kernel of the sweep may declare it); the edge is set by the block edges.
     [None] when nothing applies: the kernel as declared."""
-    spec = catalogue.get(kernel_id) if not backends.on_host(kernel_id) else None
+    spec = _declared(kernel_id) if params else None
     declared = {p.name: p.values for p in getattr(spec, "parameters", ())}
     if spec is not None and getattr(spec, "edge", None) in params:
         raise GemmlabError(
@@ -154,11 +154,15 @@ def parameter_configs(kernel_id: str, params: Mapping[str, Sequence[int] | None]
     return [tuple(combo) for combo in itertools.product(*axes)]
 
 
+def _declared(kernel_id: str) -> KernelSpec | None:
+    """A user's kernel's entry; None for any other (a catalogue id, a CPU baseline, another backend's)."""
+    spec = catalogue.get(kernel_id) if "/" in kernel_id else None
+    return spec if spec is not None and spec.declaration is not None else None
+
+
 def check_params(kernels: Sequence[str], params: Mapping[str, Sequence[int] | None]) -> None:
     """Refuse a parameter that no kernel of the sweep declares (a typo, most often)."""
-    declared = {
-        p.name for k in kernels if not backends.on_host(k) for p in getattr(catalogue.get(k), "parameters", ())
-    }
+    declared = {p.name for k in kernels for p in getattr(_declared(k), "parameters", ())}
     unknown = sorted(set(params) - declared)
     if unknown:
         raise GemmlabError(
