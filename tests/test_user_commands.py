@@ -301,3 +301,15 @@ def test_tune_refuses_a_declaration_without_parameters(tmp_path: Path):
     (folder / "matmul.toml").write_text(text.replace("TILE", "16"))
     with pytest.raises(GemmlabError, match="nothing to tune"):
         tune.resolved_dtype(str(folder / "matmul.toml"))
+
+
+def test_sweep_param_option_is_read():
+    from gemmlab.cli.sweep import parse_params
+
+    assert parse_params(["STEP=1,4", "UNROLL"]) == {"STEP": [1, 4], "UNROLL": None}
+    with pytest.raises(GemmlabError, match="given twice"):
+        parse_params(["STEP=1", "STEP=2"])
+    with pytest.raises(GemmlabError, match="NAME=v1,v2"):
+        parse_params(["=4"])
+    with pytest.raises(GemmlabError, match="whole numbers"):
+        parse_params(["STEP=a"])

@@ -15,7 +15,10 @@ from gemmlab.measure.sanitize import TOOLS, check
 @app.command("check")
 @friendly
 def check_cmd(
-    kernel_ids: Annotated[list[str] | None, typer.Argument(help="Kernels: catalogue ids or your declarations' paths (default: the catalogue).")] = None,
+    kernel_ids: Annotated[
+        list[str] | None,
+        typer.Argument(help="Kernels: catalogue ids or your declarations' paths (default: the catalogue)."),
+    ] = None,
     tool: Annotated[
         list[str] | None, typer.Option(help=f"Sanitizer tools (default: all of {', '.join(TOOLS)}).")
     ] = None,

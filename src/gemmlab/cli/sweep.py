@@ -55,7 +55,9 @@ def parse_params(texts: list[str]) -> dict[str, list[int] | None]:
         if not name.isidentifier():
             raise GemmlabError(f"--param takes NAME=v1,v2 or NAME, not '{text}'.", "Example: --param BK=8,16.")
         if name in params:
-            raise GemmlabError(f"--param {name} is given twice.", f"Give all of {name}'s values once: --param {name}=8,16.")
+            raise GemmlabError(
+                f"--param {name} is given twice.", f"Give all of {name}'s values at once: --param {name}=8,16."
+            )
         params[name] = parse_ints(values, f"param {name}=") if values else None
     return params
 

@@ -535,7 +535,8 @@ def _fixed(parameters: list[Parameter], values: Mapping[str, int], path: Path) -
     unknown = sorted(set(values) - names)
     if unknown:
         raise DeclarationError(
-            f"{path} declares no parameter {', '.join(unknown)} (its parameters: {', '.join(sorted(names)) or 'none'}).",
+            f"{path} declares no parameter {', '.join(unknown)} "
+            f"(its parameters: {', '.join(sorted(names)) or 'none'}).",
             "Name a parameter listed under [parameters] in the declaration.",
         )
     for name, value in values.items():
