@@ -28,7 +28,7 @@ from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Dim3, Shape
 from gemmlab.kernels import catalogue
-from gemmlab.kernels.callables import PythonKernelSpec, missing_library
+from gemmlab.kernels.callables import PythonKernelSpec, call_error, missing_library
 from gemmlab.kernels.spec import KernelSpec, Point
 from gemmlab.problems.base import Prepared
 
@@ -208,7 +208,12 @@ class PythonBackend:
         assert function is not None, "a loaded Python kernel has its function"
 
         def launch() -> None:
-            compiled.returned = caller.call(function, arrays, keywords)
+            try:
+                compiled.returned = caller.call(function, arrays, keywords)
+            except GemmlabError:
+                raise
+            except Exception as exc:  # the user's code: named with its line, never a bare traceback
+                raise call_error(spec, exc, keywords) from exc
 
         return prepared, launch, point.grid
 

@@ -56,8 +56,7 @@ ARRAYS = {"cupy": "cupy", "torch": "torch", "numba": "numba.cuda"}
 # (pyproject.toml's optional-dependencies), by the extra's name.
 EXTRAS = {"torch": "torch", "triton": "triton"}
 EXAMPLE = (
-    'GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"} '
-    "below the function"
+    'GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"} below the function'
 )
 
 
@@ -97,8 +96,8 @@ def load(path: Path) -> PythonKernelSpec:
             f"Add {EXAMPLE}; {DOC} describes the keys.",
         )
 
-    def at(key: str) -> str:
-        return f"{path}, {DECLARATION}[{key!r}]"
+    def at(key: str, index: int | None = None) -> str:
+        return f"{path}, {DECLARATION}[{key!r}]" + ("" if index is None else f"[{index}]")
 
     unknown = sorted(set(data) - {*REQUIRED_KEYS, *OPTIONAL_KEYS})
     if unknown:
@@ -133,7 +132,7 @@ def load(path: Path) -> PythonKernelSpec:
         )
     function = _function(module, data["function"], parameters, arrays, at("function"))
     accepts = [
-        expression(e, at(f"accepts[{i}]"), ("M", "N", "K", *names), condition=True)
+        expression(e, at("accepts", i), ("M", "N", "K", *names), condition=True)
         for i, e in enumerate(_list(data.get("accepts", []), at("accepts"), "a list of conditions", 0))
     ]
 
@@ -205,7 +204,22 @@ def _import_error(path: Path, exc: Exception) -> GemmlabError:
     )
 
 
-def _failing_line(path: Path, exc: Exception) -> tuple[int, str] | None:
+def call_error(spec: PythonKernelSpec, exc: Exception, keywords: dict[str, int]) -> GemmlabError:
+    """The error for the user's function raising when gemmlab calls it with
+    ``keywords``: the exception's own last line and the line of the user's
+    file it came from."""
+    last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    line = _failing_line(Path(spec.source), exc)
+    where = f" at line {line[0]} of {spec.source} (`{line[1]}`)" if line else ""
+    arguments = ", ".join(["A", "B", "C", *(f"{k}={v}" for k, v in keywords.items())])
+    return GemmlabError(
+        f"{spec.id}: {spec.function} raised{where}: {last}.",
+        f"Fix the function; gemmlab calls it as {spec.function}({arguments}) "
+        f"with {spec.arrays} arrays on the GPU, and it must write the product into C.",
+    )
+
+
+def _failing_line(path: Path, exc: BaseException) -> tuple[int, str] | None:
     """The line of ``path`` where ``exc`` was raised (or, for a syntax error, found)."""
     target = str(path.resolve())
     if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == path.resolve():

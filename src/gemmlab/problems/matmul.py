@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemmlab.core.dtypes import c_itemsize
-
 from gemmlab.problems.base import Prepared, Problem, poison, random_matrix, relative_error
 from gemmlab.problems.tensor import CUBLAS_GEMM_DEFAULT, CUBLAS_OP_N, CUDA_R_16F, CUDA_R_32F
 
