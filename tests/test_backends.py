@@ -20,8 +20,8 @@ def test_every_catalogue_kernel_is_nvrtcs_and_every_baseline_the_cpus() -> None:
     for kernel_id in ("cpu_naive", "cpu_blocked", "cpu_blas"):
         assert backends.for_kernel(kernel_id) is cpu.BACKEND
         assert backends.on_host(kernel_id)
-    assert (backends.NVRTC, backends.CPU) == ("nvrtc", "cpu")
-    assert [b.name for b in backends.BACKENDS] == [backends.NVRTC, backends.CPU]
+    assert (backends.NVRTC, backends.CPU, backends.PYTHON) == ("nvrtc", "cpu", "python")
+    assert [b.name for b in backends.BACKENDS] == [backends.NVRTC, backends.CPU, backends.PYTHON]
 
 
 def test_each_backend_offers_its_kind_of_interface() -> None:

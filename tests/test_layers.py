@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "gemmlab"
 # Lowest first. problems/ sits below kernels/: a KernelSpec names the problem
 # it solves, and a problem needs nothing of the kernels but their shape and
 # dtype (it names the Point type for annotations only).
-LAYERS = ("core", "problems", "kernels", "backends", "measure", "results", "studies", "report", "cli")
+LAYERS = ("core", "problems", "kernels", "backends", "measure", "results", "studies", "report", "api", "cli")
 
 
 def _imported_layers(tree: ast.Module) -> list[tuple[int, str]]:

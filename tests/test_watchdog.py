@@ -25,7 +25,7 @@ from gemmlab.kernels import catalogue
 from gemmlab.measure import watchdog
 from gemmlab.measure.run import RunResult
 from gemmlab.results.store import Store
-from gemmlab.studies.sweep import SweepPoint, plan, sweep
+from gemmlab.studies.sweep import SweepPoint, _isolated, plan, sweep
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 RUN_INFO = {"gpu_name": "Fake GPU", "cc": "9.0", "command_line": "test"}
@@ -269,12 +269,22 @@ def test_users_kernels_run_in_the_worker_and_are_stored_under_their_ids(tmp_path
     ] and not refused
     with Store.open(tmp_path / "r.sqlite") as store:
         summary = sweep(planned, store, "u", runner=partial(fake_point, die_at=256), progress=False,
-                        run_info=RUN_INFO, timeout=LIMIT_S)  # fmt: skip
+                        run_info=RUN_INFO, isolate=True, timeout=LIMIT_S)  # fmt: skip
         failures = store.failures("u")
     # Each point died in the worker (a fault), never in this process, and is stored with its declaration.
     assert len(summary.failed) == 4 and {f["kind"] for f in failures} == {"fault"}
     assert {f["kernel"] for f in failures} == {"fault/matmul", "naive_define/matmul"}
     assert all(f["source"].endswith("matmul.toml") for f in failures)
+
+
+def test_which_points_the_worker_runs() -> None:
+    mine = catalogue.get(str(EXAMPLES / "naive_define" / "matmul.toml")).id
+    user_point, catalogue_point = SweepPoint(mine, Shape.square(256), 16), points(256)[0]
+    host_point = SweepPoint("cpu_blas", Shape.square(256))
+    # By default (None) a user's kernel only; asked (True) every GPU kernel; never a host one.
+    assert [_isolated(p, None) for p in (user_point, catalogue_point, host_point)] == [True, False, False]
+    assert [_isolated(p, True) for p in (user_point, catalogue_point, host_point)] == [True, True, False]
+    assert [_isolated(p, False) for p in (user_point, catalogue_point, host_point)] == [False, False, False]
 
 
 # -- the examples and the declaration check ------------------------------------------

@@ -6,7 +6,9 @@ defines what a backend provides):
 - ``nvrtc`` (:mod:`gemmlab.backends.nvrtc`): the catalogue's CUDA C++ kernels,
   compiled with NVRTC to cubins, loaded and launched through cuda.core;
 - ``cpu`` (:mod:`gemmlab.backends.cpu`): the CPU baselines ``cpu_naive``,
-  ``cpu_blocked`` and ``cpu_blas``, run on the host.
+  ``cpu_blocked`` and ``cpu_blas``, run on the host;
+- ``python`` (:mod:`gemmlab.backends.python`): users' Python functions
+  (Triton, PyTorch, CuPy, Numba), found by the path of their file.
 
 Code that needs to know anything about a kernel's kind asks
 :func:`for_kernel` (or :func:`on_host`), never the id's spelling.
@@ -18,18 +20,19 @@ changes.
 
 from __future__ import annotations
 
-from gemmlab.backends import cpu, nvrtc
+from gemmlab.backends import cpu, nvrtc, python
 from gemmlab.backends.base import Backend
 from gemmlab.core.errors import UnknownName, unknown_name
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
 
 # Every backend, in the order `gemmlab kernels` and error messages list their kernels.
-BACKENDS: tuple[Backend, ...] = (nvrtc.BACKEND, cpu.BACKEND)
+BACKENDS: tuple[Backend, ...] = (nvrtc.BACKEND, cpu.BACKEND, python.BACKEND)
 
 # The backend names as stored with results.
 NVRTC: str = nvrtc.BACKEND.name
 CPU: str = cpu.BACKEND.name
+PYTHON: str = python.BACKEND.name
 
 
 _BY_KERNEL: dict[str, Backend] = {kernel_id: b for b in BACKENDS for kernel_id in b.kernel_ids()}

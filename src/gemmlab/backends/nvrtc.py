@@ -173,6 +173,12 @@ def nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
+# Set to "1" in a process whose compiles should carry line tables (`gemmlab
+# check`'s child: compute-sanitizer then names the file and line of a finding,
+# the user's own for a user's kernel). The SASS is the same; the cache key differs.
+LINEINFO_ENV = "GEMMLAB_LINEINFO"
+
+
 def _options(arch: str, name: str, extra_defines: tuple[str, ...] = ()):
     from cuda.core import ProgramOptions
 
@@ -182,6 +188,7 @@ def _options(arch: str, name: str, extra_defines: tuple[str, ...] = ()):
         std=CXX_STANDARD,
         ptxas_options=["-v"],
         define_macro=list(extra_defines) or None,
+        lineinfo=os.environ.get(LINEINFO_ENV) == "1",
     )
 
 
@@ -597,7 +604,8 @@ class NvrtcBackend:
         return 2 * shape.m * shape.n * shape.k / (ASSUMED_GPU_FLOPS * lanes * busy_sms) * 1e3
 
     def analytic_cgma(self, kernel_id: str, shape: Shape, block_edge: int) -> float | None:
-        return float(catalogue.get(kernel_id).cgma(shape, block_edge))
+        model = catalogue.get(kernel_id).cgma
+        return None if model is None else float(model(shape, block_edge))
 
     def compile(self, point: Point, info: gpu.DeviceInfo) -> CompiledKernel:
         compiled = compile_kernel(point.spec, point.block_edge, point.dtype, point.spec.compile_arch(info.arch))

@@ -15,13 +15,19 @@ from gemmlab.measure.sanitize import TOOLS, check
 @app.command("check")
 @friendly
 def check_cmd(
-    kernel_ids: Annotated[list[str] | None, typer.Argument(help="Kernels (default: all).")] = None,
+    kernel_ids: Annotated[
+        list[str] | None,
+        typer.Argument(help="Kernels: catalogue ids or your declarations' paths (default: the catalogue)."),
+    ] = None,
     tool: Annotated[
         list[str] | None, typer.Option(help=f"Sanitizer tools (default: all of {', '.join(TOOLS)}).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Run kernels at small sizes (odd ones too) under compute-sanitizer: memcheck, racecheck, synccheck, initcheck."""
+    """Run kernels at small sizes (odd ones too) under compute-sanitizer: memcheck, racecheck, synccheck, initcheck.
+
+    A user's kernel runs at the small sizes its declaration accepts; findings name the lines of its own file.
+    """
     reports = [check(kernel_ids or None, t) for t in (tool or TOOLS)]
     if as_json:
         emit_json([{"tool": r.tool, "points": r.points, "errors": r.errors, "clean": r.clean} for r in reports])

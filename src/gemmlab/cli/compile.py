@@ -38,12 +38,16 @@ def compile_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Compile kernels with NVRTC and show registers, shared memory, stack and spills. No GPU needed with --arch."""
+    from gemmlab.backends import NVRTC
     from gemmlab.backends.nvrtc import compile_kernel, normalise_arch
+    from gemmlab.backends.python import no_ahead_of_time
 
     target = normalise_arch(arch) if arch else _current_arch()
     specs = [user.resolve(k) for k in kernel_ids] if kernel_ids else list(catalogue.CATALOGUE)
     rows = []
     for spec in specs:
+        if spec.backend != NVRTC:
+            raise no_ahead_of_time(spec, "compile")
         try:
             spec_arch = spec.compile_arch(target)
         except DeviceLimitError:

@@ -47,11 +47,15 @@ def occupancy(
         columns = [(f"{threads} threads", result)]
         title = f"Occupancy, compute capability {cc}"
     else:
+        from gemmlab.backends import NVRTC
+        from gemmlab.backends.python import no_ahead_of_time
         from gemmlab.core.shapes import Shape
         from gemmlab.kernels.user import resolve
         from gemmlab.measure.kernel_occupancy import compile_arch_for, kernel_occupancy
 
         spec = resolve(kernel_id)
+        if spec.backend != NVRTC:
+            raise no_ahead_of_time(spec, "occupancy")
         target = arch or (compile_arch_for(cc) if cc else _current_arch())
         columns = kernel_occupancy(spec, target, block, Shape.square(size), carveout=carveout, cc=cc)
         title = f"Occupancy of {spec.id}, {target} compile" + (f", rules of compute capability {cc}" if cc else "")

@@ -134,6 +134,14 @@ def _error_text(r: Any) -> str:
     return "exact" if r.error == 0 else f"{r.error:.2e}"
 
 
+def _resources_text(resources: Any) -> str:
+    """Registers and shared memory; "unknown" where the backend could not read
+    them (a Python kernel whose compiled code gemmlab does not see)."""
+    registers = "unknown" if resources.registers is None else str(resources.registers)
+    smem = "unknown" if resources.smem_bytes is None else f"{resources.smem_bytes} B"
+    return f"{registers} / {smem}"
+
+
 def result_table(r: Any, config_source: str | None = None) -> Table:
     t = r.timing
     table = Table(title=f"{r.kernel}  {r.shape}  block edge {r.block_edge or '-'}  {r.dtype}  on {r.device['name']}")
@@ -147,8 +155,8 @@ def result_table(r: Any, config_source: str | None = None) -> Table:
         ("repetitions", str(t.reps)),
         headline,
         ("check against the reference", f"{_error_text(r)} (tolerance {r.tolerance:.0e})"),
-        ("grid x block", f"{r.grid} x {r.block}"),
-        ("registers / static smem", f"{r.resources.registers} / {r.resources.smem_bytes} B"),
+        ("grid x block", f"{r.grid} x {r.block}" if any(r.grid) else "chosen by the function"),
+        ("registers / static smem", _resources_text(r.resources)),
     ]
     if r.config:
         rows.append((f"configuration ({config_source})" if config_source else "configuration", config_label(r.config)))

@@ -64,10 +64,28 @@ def parse_ints(text: str, what: str) -> list[int]:
     return values
 
 
+def parse_params(texts: list[str]) -> dict[str, list[int] | None]:
+    """['BK=8,16', 'WM'] -> {'BK': [8, 16], 'WM': None} (None: the declared values)."""
+    params: dict[str, list[int] | None] = {}
+    for text in texts:
+        name, _, values = text.replace(" ", "").partition("=")
+        if not name.isidentifier():
+            raise GemmlabError(f"--param takes NAME=v1,v2 or NAME, not '{text}'.", "Example: --param BK=8,16.")
+        if name in params:
+            raise GemmlabError(
+                f"--param {name} is given twice.", f"Give all of {name}'s values at once: --param {name}=8,16."
+            )
+        params[name] = parse_ints(values, f"param {name}=") if values else None
+    return params
+
+
 @app.command("sweep")
 @friendly
 def sweep_cmd(
-    kernels: Annotated[str, typer.Option(help="Kernel ids, comma-separated (catalogue ids or cpu_naive, ...).")],
+    kernels: Annotated[
+        str,
+        typer.Option(help="Kernels, comma-separated: catalogue ids, cpu_naive, ..., or your declarations' paths."),
+    ],
     sizes: Annotated[str, typer.Option(help="Square sizes N, comma-separated.")],
     blocks: Annotated[
         str | None, typer.Option(help="Block edges, comma-separated (default: each kernel's documented edges).")
@@ -80,10 +98,21 @@ def sweep_cmd(
         float, typer.Option(min=0.0, help="Cap on each point's timed series [s] (at least 3 repetitions).")
     ] = 2.0,
     profile: ProfileOption = False,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            help="A user's kernel's declared parameter (not its edge) to sweep: NAME=v1,v2, or NAME for its declared "
+            "values; repeat for more (every combination runs).",
+        ),
+    ] = None,
     isolate: IsolateOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
-    """Run kernels x sizes x block edges and store every point; a second run resumes where the first stopped."""
+    """Run kernels x sizes x block edges and store every point; a second run resumes where the first stopped.
+
+    A user's kernel runs with its parameters as declared (the edge from --blocks); --param sweeps the others.
+    """
     from gemmlab import backends
     from gemmlab.core import gpu
     from gemmlab.studies.sweep import plan, run_record, sweep
@@ -91,7 +120,7 @@ def sweep_cmd(
     kernel_ids = [k for k in kernels.replace(" ", "").split(",") if k]
     shapes = [Shape.square(n) for n in parse_ints(sizes, "sizes")]
     edges = parse_ints(blocks, "blocks") if blocks else None
-    points, refused = plan(kernel_ids, shapes, edges, dtype, reps=reps)
+    points, refused = plan(kernel_ids, shapes, edges, dtype, reps=reps, params=parse_params(param or []))
     on_gpu = any(not backends.on_host(p.kernel) for p in points)
     if on_gpu:
         # Without a GPU every GPU point would fail alike: say so before the
@@ -109,8 +138,10 @@ def sweep_cmd(
             if profiler is not None:
                 profiler.profile(store, rows)
 
+        # isolate None: the worker runs users' kernels only.
         summary = sweep(points, store, force=force, max_seconds=max_seconds, console=err_console, run_info=run_info,
-                        after_point=profile_stored if profiler else None, isolate=isolate, timeout=timeout)  # fmt: skip
+                        after_point=profile_stored if profiler else None, isolate=isolate or None,
+                        timeout=timeout)  # fmt: skip
     _print_summary(summary)
     if profiler:
         _print_profile_summary(profiler)

@@ -1,5 +1,5 @@
 """`gemmlab tune`: search the configurations of a kernel of the FP32 or the
-tensor-core ladder on this GPU and store the fastest verified one per size
+tensor-core ladder, or a user's kernel's declared parameters, on this GPU and store the fastest verified one per size
 class and element type (see gemmlab.studies.tune)."""
 
 from __future__ import annotations
@@ -20,7 +20,11 @@ from gemmlab.studies.tune import DEFAULT_SIZES, MIN_REPS, TuneSummary, config_la
 @friendly
 def tune_cmd(
     kernel_id: Annotated[
-        str, typer.Argument(help="A kernel of the FP32 or tensor-core ladder (sgemm_*, tc_*; see `gemmlab kernels`).")
+        str,
+        typer.Argument(
+            help="A kernel of the FP32 or tensor-core ladder (sgemm_*, tc_*; see `gemmlab kernels`), or your "
+            "declaration's path (its [parameters] are searched)."
+        ),
     ],
     sizes: Annotated[
         str, typer.Option(help="Square sizes N, comma-separated; sizes of one size class are scored together.")

@@ -66,13 +66,15 @@ def get(kernel_id: str) -> KernelSpec:
 
 
 def declare(spec: KernelSpec) -> KernelSpec:
-    """Remember a user's kernel under its id for the rest of the process. Two
-    different files that would share one id are refused: their results would mix."""
+    """Remember a user's kernel under its id for the rest of the process; a
+    declaration read again (edited, or declared from Python for the same file)
+    replaces the one before. Two different kernel files that would share one id
+    are refused: their results would mix."""
     assert spec.declaration is not None, "only users' kernels are declared"
     known = _DECLARED.get(spec.id)
-    if known is not None and known.declaration.resolve() != spec.declaration.resolve():  # type: ignore[union-attr]
+    if known is not None and Path(known.source).resolve() != Path(spec.source).resolve():
         raise DeclarationError(
-            f"two kernels are both called {spec.id}: {known.declaration} and {spec.declaration}.",
+            f"two kernels are both called {spec.id}: {known.source} and {spec.source}.",
             "Rename one folder or file: a user's kernel is called by its folder and file name.",
         )
     _DECLARED[spec.id] = spec

@@ -102,8 +102,9 @@ class KernelSpec:
     # once, the output written once (element counts; multiply by the item size).
     min_elems_moved: Callable[[Shape], int] = lambda s: s.m * s.k + s.k * s.n + s.m * s.n
     # Floating-point operations per global-memory load of one thread, from the
-    # kernel's structure (the documents' CGMA).
-    cgma: Callable[[Shape, int], float] = lambda s, b: 1.0
+    # kernel's structure (the documents' CGMA). None: no model (a user's kernel,
+    # whose structure gemmlab does not know), shown as "n/a" rather than a guess.
+    cgma: Callable[[Shape, int], float] | None = lambda s, b: 1.0
     square_only: bool = False
     any_size_alternative: str = "tiled_any_size"
     max_edge: int = 32  # block edge x block edge threads must fit in 1024

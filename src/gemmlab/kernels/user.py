@@ -303,9 +303,10 @@ def _list(value: Any, where: str, what: str, lo: int = 1, hi: int = 99) -> list:
     return value
 
 
-def load(path: Path) -> UserKernelSpec:
+def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
     """The kernel declared by the TOML file ``path``; DeclarationError naming the
-    file, the key and the fix for every mistake found in it."""
+    file, the key and the fix for every mistake found in it. ``fixed``: parameters
+    fixed at a value of their own (see :func:`variant`)."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
@@ -425,6 +426,7 @@ def load(path: Path) -> UserKernelSpec:
             )
         parameters.append(Parameter(name, kind, tuple(values)))
     param_names = tuple(p.name for p in parameters)
+    parameters = _fixed(parameters, fixed or {}, path)
 
     edge = data.get("edge")
     if edge is not None and edge not in param_names:
@@ -519,10 +521,51 @@ def load(path: Path) -> UserKernelSpec:
         templated_on_edge=False,
         arguments=arguments,
         declaration=path,
+        cgma=None,  # gemmlab has no model of a user's kernel's global accesses
         parameters=parameters_t,
         edge=edge,
         template=template,
     )
+
+
+def _fixed(parameters: list[Parameter], values: Mapping[str, int], path: Path) -> list[Parameter]:
+    """``parameters`` with those named in ``values`` fixed at that one value (any
+    positive whole number, declared or not: a sweep may try values beyond the list)."""
+    names = {p.name for p in parameters}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise DeclarationError(
+            f"{path} declares no parameter {', '.join(unknown)} "
+            f"(its parameters: {', '.join(sorted(names)) or 'none'}).",
+            "Name a parameter listed under [parameters] in the declaration.",
+        )
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise DeclarationError(
+                f"{path}: {name} = {value!r} is not a positive whole number.", f"Give {name} a value such as 16."
+            )
+    return [Parameter(p.name, p.kind, (values[p.name],)) if p.name in values else p for p in parameters]
+
+
+def variant(spec: KernelSpec, values: Mapping[str, int]) -> UserKernelSpec:
+    """The user's kernel ``spec`` with the parameters in ``values`` fixed: the same
+    id, a configuration (and, for the edge, block edge) of its own. It is read
+    from the declaration again, so its geometry, accepted sizes and compiled text
+    all see the values; it is not remembered by the catalogue, which keeps the
+    declared kernel."""
+    if not isinstance(spec, UserKernelSpec) or spec.declaration is None:
+        raise DeclarationError(
+            f"{spec.id} declares no parameters to set.",
+            f"Parameters belong to a user's kernel declared in a TOML file ({DOC}).",
+        )
+    return load(spec.declaration, fixed=values)
+
+
+def all_values(spec: KernelSpec) -> dict[str, int]:
+    """Every declared parameter's value (the edge's included: its default edge), by name."""
+    if not isinstance(spec, UserKernelSpec):
+        return {}
+    return spec.values(spec.default_block_edge())
 
 
 def _values(parameters: tuple[Parameter, ...], edge: str | None, block_edge: int) -> dict[str, int]:

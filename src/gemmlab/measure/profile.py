@@ -329,7 +329,7 @@ PRESENTED_BY_HAND: tuple[ProfiledFigure, ...] = (
                    lambda c, p: cgma(_executed(c, p)[0], _need(c, GLOBAL_LD_REQUESTS), _need(c, GLOBAL_ST_REQUESTS)),
                    tensor_counters=TENSOR_OPS),
     ProfiledFigure("cgma_analytic", "CGMA, analytic", "FLOP/access", (),
-                   lambda c, p: p.spec.cgma(p.shape, p.block_edge)),
+                   lambda c, p: None if p.spec.cgma is None else p.spec.cgma(p.shape, p.block_edge)),
     # Percent of the SM's warp slots, averaged over active cycles.
     _counter("achieved_occupancy", "achieved occupancy", "%", ACHIEVED_OCCUPANCY),
     _counter("theoretical_occupancy", "theoretical occupancy", "%", THEORETICAL_OCCUPANCY),
@@ -707,7 +707,8 @@ def ncu_command(ncu: str, kernel_name: str, point: Point, python: str = sys.exec
         "--page", "raw",
         "--print-units", "base",
         python, "-m", "gemmlab.measure.profile",
-        point.spec.id, str(point.block_edge), str(s.m), str(s.n), str(s.k), point.dtype,
+        # A user's kernel by its declaration's path: the child reads it again.
+        catalogue.reference(point.spec.id), str(point.block_edge), str(s.m), str(s.n), str(s.k), point.dtype,
     ]  # fmt: skip
 
 

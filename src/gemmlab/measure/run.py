@@ -104,7 +104,13 @@ def _graph_retimed(cp: Any, stream: Any, fn: Any, timing: Timing, reps: int, flu
     back-to-back launches."""
     if timing.median_ms >= SHORT_KERNEL_MS or flush is not None:
         return timing
-    graph = _captured(stream, fn, GRAPH_LAUNCHES)
+    try:
+        graph = _captured(stream, fn, GRAPH_LAUNCHES)
+    except Exception:
+        # A launch that cannot be captured (a library call that refuses stream
+        # capture, as cuBLAS behind a user's PyTorch or CuPy function may): the
+        # events' figure stands, and timing_warnings says launch overhead is in it.
+        return timing
     samples = _time(cp, stream, lambda: graph.launch(stream), reps, None)
     return Timing.of([t / GRAPH_LAUNCHES for t in samples], GRAPH_LAUNCHES)
 
@@ -130,14 +136,20 @@ def _paired_series(
 
 
 def _captured(stream: Any, fn: Any, count: int) -> Any:
-    """A CUDA graph of ``count`` calls of ``fn`` recorded on ``stream``."""
+    """A CUDA graph of ``count`` calls of ``fn`` recorded on ``stream``. A call
+    that raises ends the capture before the error goes on, so the stream is
+    never left capturing."""
     stream.begin_capture()
     try:
         for _ in range(count):
             fn()
-    finally:
-        graph = stream.end_capture()
-    return graph
+    except BaseException:
+        try:
+            stream.end_capture()
+        except Exception:
+            pass  # the failed call invalidated the capture; ending it only takes the stream out of capture mode
+        raise
+    return stream.end_capture()
 
 
 @dataclass

@@ -1,9 +1,14 @@
-"""Run catalogue kernels under NVIDIA's compute-sanitizer.
+"""Run kernels, the catalogue's or a user's, under NVIDIA's compute-sanitizer.
 
 The parent (``check``) starts ``compute-sanitizer --tool T python -m
 gemmlab.measure.sanitize POINT...``; the child runs each point once through the normal
 runner (so inputs, launch and verification are the real ones) and the parent
 reads the sanitizer's summary. Zero reports is the bar.
+
+A point names its kernel by :func:`gemmlab.kernels.catalogue.reference`: a
+user's kernel by its declaration's absolute path, which the child reads again.
+The child compiles with line tables (``GEMMLAB_LINEINFO``), so a finding names
+the file and line of the kernel's source, the user's own file for a user's kernel.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from gemmlab.backends.nvrtc import LINEINFO_ENV
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
@@ -86,17 +92,35 @@ def small_shapes(spec: KernelSpec, block_edge: int) -> list[Shape]:
     if spec.n_bytes_multiple:
         # C is a tensor map (N in whole 16-byte rows): odd M, and N still short of one tile.
         candidates.append(Shape(37, 56, 136))
-    return [s for s in candidates if not spec.violations(s, block_edge, spec.dtypes[0])]
+    if spec.declaration is not None:
+        # A user's kernel may take square sizes only, or multiples of its tile:
+        # one tile, three tiles, and odd squares for those with bounds checks.
+        edge = block_edge or 16
+        candidates += [Shape.square(edge), Shape.square(3 * edge), Shape.square(37), Shape.square(100)]
+    kept = [s for s in candidates if not spec.violations(s, block_edge, spec.dtypes[0])]
+    return list(dict.fromkeys(kept))
 
 
 def points_for(kernel_ids: list[str]) -> list[str]:
-    """Every block edge of every kernel at its small shapes, as 'id:edge:m:n:k'."""
+    """Every block edge of every kernel at its small shapes, as 'kernel:edge:m:n:k',
+    the kernel named as another process finds it (:func:`gemmlab.kernels.catalogue.reference`)."""
     out = []
     for kid in kernel_ids:
         spec = catalogue.get(kid)
+        name = catalogue.reference(spec.id)
         for edge in spec.block_edges or (0,):
-            out += [f"{kid}:{edge}:{s.m}:{s.n}:{s.k}" for s in small_shapes(spec, edge)]
+            out += [point_text(name, edge, s) for s in small_shapes(spec, edge)]
     return out
+
+
+def point_text(kernel: str, edge: int, shape: Shape) -> str:
+    return f"{kernel}:{edge}:{shape.m}:{shape.n}:{shape.k}"
+
+
+def parse_point(text: str) -> tuple[str, int, Shape]:
+    """(kernel, edge, shape) of a :func:`point_text`; the kernel may be a path with colons in it."""
+    kernel, edge, m, n, k = text.rsplit(":", 4)
+    return kernel, int(edge), Shape(int(m), int(n), int(k))
 
 
 def parse_summary(tool: str, output: str) -> int:
@@ -113,10 +137,13 @@ def parse_summary(tool: str, output: str) -> int:
 def check(kernel_ids: list[str] | None = None, tool: str = "memcheck", timeout: float = 1800) -> SanitizerReport:
     if tool not in TOOLS:
         raise GemmlabError(f"Unknown sanitizer tool '{tool}'.", f"Use one of {', '.join(TOOLS)}.")
-    ids = kernel_ids or catalogue.kernel_ids()
-    for kid in ids:
-        catalogue.get(kid)
+    ids = [catalogue.get(kid).id for kid in kernel_ids or catalogue.kernel_ids()]
     points = points_for(ids)
+    if not points:
+        raise GemmlabError(
+            f"No small size that {', '.join(ids)} accepts was found to check.",
+            "Loosen the declaration's `accepts`, or check the kernel with `gemmlab run` at a size it takes.",
+        )
     # API errors are left out: cuda-bindings probes the driver for entry points
     # it may lack (cuGetProcAddress returns "invalid value"), which says nothing
     # about our kernels; a real API failure surfaces as a Python error anyway.
@@ -126,7 +153,8 @@ def check(kernel_ids: list[str] | None = None, tool: str = "memcheck", timeout: 
     # initcheck runs with its defaults: unused-memory tracking is off unless
     # asked for (`--track-unused-memory` is a flag, with no value to pass).
     cmd += [sys.executable, "-m", "gemmlab.measure.sanitize", *points]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    env = {**os.environ, LINEINFO_ENV: "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     output = proc.stdout + proc.stderr
     errors = parse_summary(tool, output)
     if proc.returncode != 0 and errors == 0:
@@ -138,8 +166,8 @@ def _child(points: list[str]) -> int:
     from gemmlab.measure.run import run
 
     for p in points:
-        kid, edge, m, n, k = p.split(":")
-        run(kid, Shape(int(m), int(n), int(k)), int(edge), reps=1, warmup=1, baseline=False)
+        kernel, edge, shape = parse_point(p)
+        run(kernel, shape, edge, reps=1, warmup=1, baseline=False)
         print(f"ran {p}", flush=True)
     return 0
 

@@ -35,6 +35,10 @@ class Prepared:
     # subset of them (a user's kernel: ``KernelSpec.arguments``). Empty for a
     # problem whose kernels all take ``args`` as they are.
     named: dict[str, Any] = field(default_factory=dict)
+    # The device arrays themselves by name (A, B, C as CuPy arrays), for a kernel
+    # that takes arrays rather than pointers: a user's Python function
+    # (gemmlab.backends.python). C is the very array the error is measured on.
+    arrays: dict[str, Any] = field(default_factory=dict)
 
 
 def random_matrix(cp: Any, rng: Any, rows: int, cols: int, dtype: str) -> Any:

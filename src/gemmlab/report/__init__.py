@@ -22,9 +22,10 @@ from pathlib import Path
 
 from gemmlab.core.errors import GemmlabError
 from gemmlab.report.html import SectionOutput, index_html
-from gemmlab.report.model import Row, Section, build_sections
+from gemmlab.report.model import NO_EXPERIMENT, Row, Section, build_sections
 from gemmlab.report.plots import draw, plot_roofline
 from gemmlab.report.tables import markdown, metric_tables, occupancy_blocks, warnings_csv
+from gemmlab.report.user_pages import UserPage, user_pages, write_pages
 
 # A report directory carries this file, so that a later run may replace it
 # without risking a directory of the user's that happens to share the name.
@@ -32,8 +33,13 @@ MARKER = ".gemmlab-report"
 
 
 def _read_rows(source: list[Row] | str | Path) -> list[Row]:
+    return _read(source)[0]
+
+
+def _read(source: list[Row] | str | Path) -> tuple[list[Row], list[dict]]:
+    """The rows, and the failed points of every experiment where ``source`` is a database."""
     if not isinstance(source, str | Path):
-        return list(source)
+        return list(source), []
     path = Path(source)
     if not path.is_file():
         raise GemmlabError(
@@ -43,7 +49,7 @@ def _read_rows(source: list[Row] | str | Path) -> list[Row]:
     from gemmlab.results.store import Store
 
     with Store.open(path, readonly=True) as store:
-        return store.rows()
+        return store.rows(), store.failures(all_experiments=True)
 
 
 def write_report(
@@ -51,6 +57,7 @@ def write_report(
     out_dir: str | Path,
     experiments: list[str] | None = None,
     occupancy: bool = True,
+    failures: list[dict] | None = None,
 ) -> Path:
     """Write tables (Markdown, CSV), plots (PNG) and ``index.html`` to ``out_dir``.
 
@@ -62,12 +69,22 @@ def write_report(
     ``out_dir`` and moved into place, so a failure leaves nothing half
     written; an existing previous report at ``out_dir`` is replaced. Returns
     the path of ``index.html``.
+
+    Users' kernels (rows with a ``source``) get a page each as well
+    (:mod:`.user_pages`), with their failed points: those of the database, or
+    ``failures`` (the store's failure dicts) beside rows given as a list.
     """
-    sections = build_sections(_read_rows(rows), experiments)
+    found, stored_failures = _read(rows)
+    sections = build_sections(found, experiments)
+    reported = [r for section in sections for r in section.rows]
+    chosen = {section.experiment for section in sections}
+    failed = [f for f in (failures if failures is not None else stored_failures)
+              if (f.get("experiment") or NO_EXPERIMENT) in chosen]  # fmt: skip
+    pages = user_pages(reported, failed)
     out = Path(out_dir).expanduser().absolute()
     staging, created = _staging_dir(out)
     try:
-        _render(sections, staging, occupancy)
+        _render(sections, staging, occupancy, pages)
         (staging / MARKER).write_text("written by gemmlab report; the next report may replace this directory\n")
         os.chmod(staging, 0o755)
         _move_into_place(staging, out)
@@ -128,7 +145,7 @@ def _move_into_place(staging: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _render(sections: list[Section], root: Path, occupancy: bool) -> None:
+def _render(sections: list[Section], root: Path, occupancy: bool, pages: list[UserPage]) -> None:
     outputs = []
     for section in sections:
         sdir = root / section.slug
@@ -143,4 +160,5 @@ def _render(sections: list[Section], root: Path, occupancy: bool) -> None:
         if section.notes.texts:
             (sdir / "warnings.csv").write_text(warnings_csv(section), encoding="utf-8")
         outputs.append(SectionOutput(section, tables, plots, blocks))
-    (root / "index.html").write_text(index_html(outputs), encoding="utf-8")
+    links = write_pages(pages, root)
+    (root / "index.html").write_text(index_html(outputs, links), encoding="utf-8")

@@ -4,6 +4,7 @@ occupancy and warnings; no server and no JavaScript needed."""
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -39,7 +40,8 @@ section { border-top: 2px solid #ddd; margin-top: 2em; }
 """
 
 
-def index_html(outputs: list[SectionOutput]) -> str:
+def index_html(outputs: list[SectionOutput], kernels: Sequence[tuple[str, str]] = ()) -> str:
+    """The page; ``kernels``: (user's kernel, link to its own page), listed after the sections."""
     from gemmlab import __version__
 
     esc = html.escape
@@ -58,6 +60,9 @@ def index_html(outputs: list[SectionOutput]) -> str:
         "<span class='warn'>⚠n</span> marks a warning, listed at the end of its section.</p>",
         f"<ul>{toc}</ul>",
     ]
+    if kernels:
+        items = "".join(f"<li><a href='{esc(link)}'>{esc(kernel)}</a></li>" for kernel, link in kernels)
+        parts.append(f"<h2>Your kernels</h2><p>A page each: results, plot beside cuBLAS, failures.</p><ul>{items}</ul>")
     for o in outputs:
         parts.append(_section_html(o))
     parts.append("</body></html>")

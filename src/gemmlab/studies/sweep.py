@@ -15,7 +15,8 @@ point runs in a fresh child. The catalogue's kernels run in this process,
 where they cost no process start and no pickling of results.
 
 The runner is injectable: ``runner(kernel, shape, block_edge, dtype, *,
-reps, warmup, max_seconds, variant)`` returns a RunResult, a result dict, or a
+reps, warmup, max_seconds, variant)`` (and ``config``, for a point that sets
+a user's kernel's parameters: :attr:`SweepPoint.runner_options`) returns a RunResult, a result dict, or a
 list of them (an end-to-end point gives one row per kind of host memory).
 The default, :func:`measure_point`, asks the kernel's backend
 (:func:`gemmlab.backends.for_kernel`): a host backend measures the point
@@ -29,9 +30,10 @@ store (measured now or before) with its rows as :meth:`Store.rows` gives them:
 
 from __future__ import annotations
 
+import itertools
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +50,8 @@ from gemmlab.core.errors import (
     failure_text,
 )
 from gemmlab.core.shapes import Shape
-from gemmlab.kernels import catalogue
+from gemmlab.kernels import catalogue, user
+from gemmlab.kernels.spec import KernelSpec
 from gemmlab.measure import watchdog
 from gemmlab.results.store import Store, point_key, result_row
 
@@ -74,12 +77,21 @@ class SweepPoint:
     variant: str = ""
     reps: int = 20
     warmup: int = 2
+    # Parameters of a user's kernel set for this point, (name, value) pairs
+    # (see ``params`` in :func:`plan`); None: the kernel as declared or catalogued.
+    config: tuple[tuple[str, int], ...] | None = None
 
     @property
     def label(self) -> str:
         edge = f" b{self.block_edge}" if self.block_edge else ""
         extra = f" {self.variant}" if self.variant else ""
-        return f"{self.kernel} {self.shape}{edge} {self.dtype}{extra}"
+        config = "".join(f" {name}={value}" for name, value in self.config or ())
+        return f"{self.kernel} {self.shape}{edge}{config} {self.dtype}{extra}"
+
+    @property
+    def runner_options(self) -> dict:
+        """What the runner takes beyond the common arguments: the configuration, when the point sets one."""
+        return {"config": dict(self.config)} if self.config else {}
 
     @property
     def row_variants(self) -> tuple[str, ...]:
@@ -87,10 +99,15 @@ class SweepPoint:
 
     def keys(self) -> list[str]:
         """The point keys of the rows this point stores: the kernel runs on its
-        backend with the catalogue's configuration."""
-        s, backend, config = self.shape, kernel_backend(self.kernel), kernel_config(self.kernel)
+        backend with the catalogue's configuration, or the point's own."""
+        s, backend, config = self.shape, kernel_backend(self.kernel), self.run_config
         return [point_key(self.kernel, s.m, s.n, s.k, self.block_edge, self.dtype, v, backend=backend, config=config)
                 for v in self.row_variants]  # fmt: skip
+
+    @property
+    def run_config(self) -> dict | None:
+        """The configuration the kernel runs with: the point's own, else the catalogue's."""
+        return variant_spec(self.kernel, dict(self.config)).config if self.config else kernel_config(self.kernel)
 
 
 @dataclass
@@ -129,6 +146,53 @@ def kernel_config(kernel_id: str) -> dict | None:
     return None if backends.on_host(kernel_id) else catalogue.get(kernel_id).config
 
 
+def variant_spec(kernel_id: str, config: Mapping[str, int]) -> KernelSpec:
+    """The entry a point with its own configuration runs: a user's kernel with
+    those parameters fixed (:func:`gemmlab.kernels.user.variant`), or a tunable
+    catalogue kernel's variant (:func:`gemmlab.kernels.catalogue.variant`)."""
+    spec = catalogue.get(kernel_id)
+    if spec.declaration is not None:
+        return user.variant(spec, config)
+    return catalogue.variant(kernel_id, dict(config))
+
+
+def parameter_configs(kernel_id: str, params: Mapping[str, Sequence[int] | None]) -> list[tuple | None]:
+    """The configurations a sweep runs a user's kernel with: the product of the
+    values given for its declared parameters (None for a parameter: its declared
+    values). A parameter the kernel does not declare is not its to set (another
+    kernel of the sweep may declare it); the edge is set by the block edges.
+    [None] when nothing applies: the kernel as declared."""
+    spec = _declared(kernel_id) if params else None
+    declared = {p.name: p.values for p in getattr(spec, "parameters", ())}
+    if spec is not None and getattr(spec, "edge", None) in params:
+        raise GemmlabError(
+            f"{spec.edge} is the block edge of {kernel_id}; --param does not set it.",
+            f"Give its values with --blocks, e.g. --blocks {','.join(map(str, declared[spec.edge]))}.",
+        )
+    axes = [[(name, v) for v in (params[name] or declared[name])] for name in declared if name in params]
+    if not axes:
+        return [None]
+    return [tuple(combo) for combo in itertools.product(*axes)]
+
+
+def _declared(kernel_id: str) -> KernelSpec | None:
+    """A user's kernel's entry; None for any other (a catalogue id, a CPU baseline, another backend's)."""
+    spec = catalogue.get(kernel_id) if "/" in kernel_id else None
+    return spec if spec is not None and spec.declaration is not None else None
+
+
+def check_params(kernels: Sequence[str], params: Mapping[str, Sequence[int] | None]) -> None:
+    """Refuse a parameter that no kernel of the sweep declares (a typo, most often)."""
+    declared = {p.name for k in kernels for p in getattr(_declared(k), "parameters", ())}
+    unknown = sorted(set(params) - declared)
+    if unknown:
+        raise GemmlabError(
+            f"No kernel of the sweep declares the parameter{'s' * (len(unknown) > 1)} {', '.join(unknown)}.",
+            f"Parameters declared: {', '.join(sorted(declared)) or 'none'} (under [parameters] in a user's "
+            "declaration).",
+        )
+
+
 def plan(
     kernels: Sequence[str],
     shapes: Sequence[Shape],
@@ -137,41 +201,54 @@ def plan(
     *,
     variant: str = "",
     reps: int = 20,
+    params: Mapping[str, Sequence[int] | None] | None = None,
 ) -> tuple[list[SweepPoint], list[tuple[str, str]]]:
-    """Expand kernels x shapes x block edges into points, and list those a kernel
-    cannot take (with the reason). ``block_edges=None``: each kernel's own
-    documented edges; kernels that take no block edge get one point (edge 0).
-    ``dtype=None``: each kernel's first dtype. Each kernel's backend answers for
-    it; unknown kernels raise UnknownName.
+    """Expand kernels x shapes x block edges (x parameter values) into points, and
+    list those a kernel cannot take (with the reason). ``block_edges=None``: each
+    kernel's own documented edges; kernels that take no block edge get one point
+    (edge 0). ``dtype=None``: each kernel's first dtype. ``params``: values of
+    users' kernels' declared parameters other than the edge, each point one
+    combination (see :func:`parameter_configs`). Each kernel's backend answers
+    for it; unknown kernels raise UnknownName.
     """
     points: list[SweepPoint] = []
     refused: list[tuple[str, str]] = []
-    for name in kernels:
-        backend = backends.for_kernel(name)
-        kernel = backends.kernel_id(name)  # a user's kernel given by its path is stored under its id
+    ids = [backends.kernel_id(name) for name in kernels]  # a user's kernel given by its path is stored under its id
+    check_params(ids, params or {})
+    for kernel in ids:
+        backend = backends.for_kernel(kernel)
         kind = dtype or backend.dtypes(kernel)[0]
         own_edges = backend.block_edges(kernel)
         edges = own_edges if block_edges is None or own_edges == (0,) else tuple(block_edges)
-        for shape in shapes:
-            for edge in dict.fromkeys(edges):
-                problems = backend.violations(kernel, shape, edge, kind)
-                p = timed_point(kernel, shape, edge, kind, variant=variant, reps=reps)
-                if problems:
-                    refused.append((p.label, "; ".join(problems)))
-                else:
-                    points.append(p)
+        for config in parameter_configs(kernel, params or {}):
+            for shape in shapes:
+                for edge in dict.fromkeys(edges):
+                    problems = _violations(kernel, config, shape, edge, kind)
+                    p = timed_point(kernel, shape, edge, kind, variant=variant, reps=reps, config=config)
+                    if problems:
+                        refused.append((p.label, "; ".join(problems)))
+                    else:
+                        points.append(p)
     return points, refused
 
 
-def timed_point(kernel: str, shape: Shape, edge: int, dtype: str, *, variant: str = "", reps: int = 20) -> SweepPoint:
+def _violations(kernel: str, config: tuple | None, shape: Shape, edge: int, dtype: str) -> list[str]:
+    if config is None:
+        return backends.for_kernel(kernel).violations(kernel, shape, edge, dtype)
+    return variant_spec(kernel, dict(config)).violations(shape, edge, dtype)
+
+
+def timed_point(
+    kernel: str, shape: Shape, edge: int, dtype: str, *, variant: str = "", reps: int = 20, config: tuple | None = None
+) -> SweepPoint:
     """A point with its repetitions planned: slow points get few (see SLOW_MS)."""
     try:
         slow = backends.for_kernel(kernel).predicted_ms(kernel, shape, edge) > SLOW_MS
     except (GemmlabError, ValueError, ZeroDivisionError):
         slow = False
     if slow:
-        return SweepPoint(kernel, shape, edge, dtype, variant, reps=min(reps, SLOW_REPS), warmup=1)
-    return SweepPoint(kernel, shape, edge, dtype, variant, reps=reps)
+        return SweepPoint(kernel, shape, edge, dtype, variant, reps=min(reps, SLOW_REPS), warmup=1, config=config)
+    return SweepPoint(kernel, shape, edge, dtype, variant, reps=reps, config=config)
 
 
 # -- running ----------------------------------------------------------------
@@ -187,21 +264,27 @@ def measure_point(
     warmup: int = 2,
     max_seconds: float = 10.0,
     variant: str = "",
+    config: Mapping[str, int] | None = None,
 ) -> Any:
     """The default runner: host kernels through their backend, GPU kernels
-    (kernel time or end to end) through gemmlab's runner."""
+    (kernel time or end to end) through gemmlab's runner; ``config``: the
+    parameters the point sets (:func:`variant_spec`)."""
     backend = backends.for_kernel(kernel)
     if isinstance(backend, HostBackend):
         return backend.measure(kernel, shape, dtype, reps=reps, max_seconds=max_seconds)
     if variant == E2E:
         from gemmlab.measure import endtoend
 
+        if config:
+            raise ValueError("an end-to-end point runs the kernel as declared; it takes no configuration")
+
         return endtoend.measure(kernel, shape, block_edge, dtype, reps=reps, warmup=warmup, max_seconds=max_seconds)
     if variant:
         raise ValueError(f"unknown point variant {variant!r}")
     from gemmlab.measure.run import run
 
-    return run(kernel, shape, block_edge, dtype, reps=reps, warmup=warmup, max_seconds=max_seconds)
+    spec = variant_spec(kernel, config) if config else None
+    return run(kernel, shape, block_edge, dtype, reps=reps, warmup=warmup, max_seconds=max_seconds, spec=spec)
 
 
 def run_record(command_line: str | None = None) -> dict:
@@ -250,7 +333,7 @@ def sweep(
     run_info: dict | None = None,
     console: Any = None,
     after_point: Callable[[SweepPoint, list[dict]], None] | None = None,
-    isolate: bool = False,
+    isolate: bool | None = None,
     timeout: float | None = None,
 ) -> SweepSummary:
     """Run and store every point not stored yet; see the module's docstring.
@@ -258,13 +341,17 @@ def sweep(
     ``points`` are SweepPoints or (kernel, shape, block_edge, dtype) tuples;
     ``runner`` defaults to :func:`measure_point`.
     ``max_seconds`` caps each point's timed series (at least 3 repetitions).
-    ``isolate``: run every GPU point in the watchdog's worker (users' kernels
-    always run there); ``timeout``: its time limit per point in seconds
-    (default: :func:`gemmlab.measure.watchdog.point_time_limit`). A runner for
-    isolated points must pickle (a module-level function or a partial of one).
+    ``isolate``: True runs every GPU point in the watchdog's worker, False
+    none; None (the default) the points of users' kernels when the runner is
+    the default one (an injected runner runs in this process unless asked).
+    ``timeout``: the worker's time limit per point in seconds (default:
+    :func:`gemmlab.measure.watchdog.point_time_limit`). A runner for isolated
+    points must pickle (a module-level function or a partial of one).
     Ctrl-C stops after storing what is done; the summary says so
     (``interrupted``) and the same call resumes.
     """
+    if isolate is None and runner is not None:
+        isolate = False  # an injected runner (a test's fake) runs here unless asked
     runner = runner or measure_point
     todo = [p if isinstance(p, SweepPoint) else timed_point(*p) for p in points]
     summary = SweepSummary(total=len(todo))
@@ -323,10 +410,11 @@ def sweep(
     return summary
 
 
-def _isolated(point: SweepPoint, isolate: bool) -> bool:
-    """Whether ``point`` runs in the watchdog's worker: a user's kernel always,
-    any GPU kernel when asked; host kernels never (they cannot hang the GPU)."""
-    if backends.on_host(point.kernel):
+def _isolated(point: SweepPoint, isolate: bool | None) -> bool:
+    """Whether ``point`` runs in the watchdog's worker: any GPU kernel with
+    ``isolate`` True, none with False, a user's kernel with None; host kernels
+    never (they cannot hang the GPU)."""
+    if backends.on_host(point.kernel) or isolate is False:
         return False
     return isolate or catalogue.get(point.kernel).declaration is not None
 
@@ -335,7 +423,8 @@ def _measured(point: SweepPoint, runner: Runner, worker: watchdog.Worker | None,
               timeout: float | None) -> Any:  # fmt: skip
     """The runner's answer for ``point``: in this process, or in ``worker``
     with a time limit (a user's kernel is named there by its declaration's path)."""
-    options = {"reps": point.reps, "warmup": point.warmup, "max_seconds": max_seconds, "variant": point.variant}
+    options = {"reps": point.reps, "warmup": point.warmup, "max_seconds": max_seconds, "variant": point.variant,
+               **point.runner_options}  # fmt: skip
     if worker is None:
         return runner(point.kernel, point.shape, point.block_edge, point.dtype, **options)
     limit = timeout or watchdog.point_time_limit(point.kernel, point.shape, point.block_edge, reps=point.reps,
@@ -359,7 +448,7 @@ def failure_rows(point: SweepPoint, exc: Exception) -> list[dict]:
     s, spec = point.shape, None if backends.on_host(point.kernel) else catalogue.get(point.kernel)
     common = {
         "kernel": point.kernel, "m": s.m, "n": s.n, "k": s.k, "block_edge": point.block_edge, "dtype": point.dtype,
-        "backend": kernel_backend(point.kernel), "config": kernel_config(point.kernel),
+        "backend": kernel_backend(point.kernel), "config": point.run_config,
         "source": str(spec.declaration) if spec is not None and spec.declaration is not None else "",
         "kind": kind, "reason": reason,
     }  # fmt: skip

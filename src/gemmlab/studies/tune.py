@@ -66,6 +66,7 @@ parameter of the kernel's template.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -87,8 +88,7 @@ from gemmlab.core.errors import (
     failure_text,
 )
 from gemmlab.core.shapes import Shape
-from gemmlab.kernels import catalogue
-from gemmlab.kernels.ladder import Rung
+from gemmlab.kernels import catalogue, user
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.results.store import Store, config_text
 
@@ -105,20 +105,78 @@ OK, REJECTED, SKIPPED = "ok", "rejected", "skipped"
 Runner = Callable[..., Any]
 
 
-def _rung(kernel_id: str) -> Rung:
-    """The rung ``kernel_id`` is; UnknownName, listing every tunable kernel, otherwise
-    (:func:`gemmlab.kernels.catalogue.ladder`)."""
-    return catalogue.ladder(kernel_id).rung(kernel_id)
+@dataclass(frozen=True)
+class Search:
+    """What the tuner needs of a tunable kernel, whatever it is: a rung of a
+    catalogue ladder, or a user's kernel, whose configurations are the product
+    of its declared parameters' values (the edge's included)."""
+
+    kernel: str  # the id results are filed under
+    dtypes: tuple[str, ...]
+    params: tuple[str, ...]  # in the order people read them
+    default: Callable[[], dict]
+    configs: Callable[[], list[dict]]
+    variant: Callable[[dict], KernelSpec]
+
+
+def search(kernel: str) -> Search:
+    """The search of ``kernel`` (a catalogue id, or a user's kernel by path or id);
+    UnknownName, listing every tunable kernel, for a catalogue kernel outside the
+    ladders, and a clear error for a user's kernel without parameters."""
+    if catalogue.is_file_name(kernel) or "/" in kernel:
+        return _user_search(catalogue.get(kernel))
+    ladder = catalogue.ladder(kernel)
+    rung = ladder.rung(kernel)
+    return Search(kernel, rung.dtypes, rung.params, rung.config, lambda: ladder.configs(kernel),
+                  lambda config: ladder.variant(kernel, config))  # fmt: skip
+
+
+def _user_search(spec: KernelSpec) -> Search:
+    parameters = getattr(spec, "parameters", ())
+    if not parameters:
+        raise ConstraintError(
+            f"{spec.id} declares no parameters, so there is nothing to tune.",
+            "Declare the values to try under [parameters] in its declaration (docs/user-kernels.md).",
+        )
+    names = tuple(p.name for p in parameters)
+
+    def configs() -> list[dict]:
+        everything = [dict(zip(names, v, strict=True)) for v in itertools.product(*(p.values for p in parameters))]
+        default = user.all_values(spec)
+        return [default, *(c for c in everything if c != default)]
+
+    return Search(spec.id, spec.dtypes, names, lambda: user.all_values(spec), configs,
+                  lambda config: user.variant(spec, config))  # fmt: skip
+
+
+def search_space(kernel: str, shapes: Sequence[Shape], dtype: str | None = None) -> list[dict]:
+    """The configurations worth trying at ``shapes``. A ladder's, as its rules give
+    them; a user's kernel's, those whose entry builds and takes at least one of
+    the shapes (its declaration's accepts and the launch limits: the rest would
+    only be skipped)."""
+    found = search(kernel)
+    if not (catalogue.is_file_name(kernel) or "/" in kernel):
+        return found.configs()
+    kind = dtype or found.dtypes[0]
+    kept = []
+    for config in found.configs():
+        try:
+            spec = found.variant(config)
+        except GemmlabError:
+            continue
+        if any(not spec.violations(s, spec.default_block_edge(), kind) for s in shapes):
+            kept.append(config)
+    return kept
 
 
 def default_config(kernel_id: str) -> dict:
-    """The configuration of the catalogue's entry."""
-    return _rung(kernel_id).config()
+    """The configuration of the catalogue's entry (a user's kernel: as declared)."""
+    return search(kernel_id).default()
 
 
 def resolved_dtype(kernel_id: str, dtype: str | None = None) -> str:
     """``dtype``, or the kernel's first when None; ConstraintError for an element type it has no version of."""
-    dtypes = _rung(kernel_id).dtypes
+    dtypes = search(kernel_id).dtypes
     if dtype is None:
         return dtypes[0]
     if dtype not in dtypes:
@@ -140,8 +198,13 @@ def config_label(config: dict) -> str:
 def config_json(kernel_id: str, config: dict) -> str:
     """The stored form of a configuration: every parameter (those not given
     keep their defaults), as :func:`~gemmlab.results.store.config_text` writes
-    it. A configuration the kernel cannot take raises ConstraintError."""
-    return config_text(catalogue.variant(kernel_id, config).config)
+    it. A configuration the kernel cannot take raises ConstraintError. A user's
+    kernel's configuration is every declared parameter, the edge's included."""
+    found = search(kernel_id)
+    spec = found.variant(config)
+    if spec.declaration is not None:
+        return config_text(user.all_values(spec))
+    return config_text(spec.config)
 
 
 @dataclass(frozen=True)
@@ -251,7 +314,8 @@ def tune(
     measured, chooses nothing, and the same call resumes.
     """
     dtype = resolved_dtype(kernel_id, dtype)  # UnknownName for a kernel outside the ladders
-    ladder = catalogue.ladder(kernel_id)
+    found = search(kernel_id)
+    kernel_id = found.kernel  # a user's kernel given by its path is filed under its id
     if reps < MIN_REPS:
         raise GemmlabError(f"Tuning needs at least {MIN_REPS} timed repetitions (got {reps}).",
                            f"Use --reps {MIN_REPS} or more.")  # fmt: skip
@@ -260,7 +324,7 @@ def tune(
         raise GemmlabError("Tuning needs positive sizes.", "Example: --sizes 1024,4096.")
     gpu_name, cc = device or current_device()
     runner = runner or measure_candidate
-    candidates = [config_json(kernel_id, c) for c in (configs or ladder.configs(kernel_id))]
+    candidates = [config_json(kernel_id, c) for c in (configs or search_space(kernel_id, shapes, dtype))]
 
     todo = [(c, s) for c in dict.fromkeys(candidates) for s in shapes]
     stored = set() if force else _stored(store, gpu_name, kernel_id, dtype)
@@ -285,7 +349,7 @@ def tune(
             label = _label(kernel_id, config, shape)
             if bar:
                 bar.start(label)
-            spec = ladder.variant(kernel_id, json.loads(config))
+            spec = found.variant(json.loads(config))
             try:
                 result = runner(spec, shape, dtype=dtype, reps=reps, warmup=warmup, max_seconds=max_seconds,
                                 baseline=shape not in timed_cublas)  # fmt: skip
@@ -351,7 +415,7 @@ def tuned_spec(
     if found is None:
         return None
     try:
-        return catalogue.variant(kernel_id, json.loads(found))
+        return search(kernel_id).variant(json.loads(found))
     except (GemmlabError, ValueError):
         return None
 
@@ -364,8 +428,8 @@ def stored_tuned_spec(kernel_id: str, shape: Shape, db: str | Path, dtype: str |
     if not Path(db).is_file():
         return None
     try:
-        catalogue.ladder(kernel_id)
-    except UnknownName:
+        search(kernel_id)
+    except (UnknownName, ConstraintError):
         return None
     with Store.open(db, readonly=True) as store:
         return tuned_spec(kernel_id, shape, store, current_device()[0], dtype)
@@ -382,7 +446,7 @@ def _in_template_order(kernel_id: str, config: str) -> dict:
     """A stored configuration (sorted keys) with its parameters in the kernel's
     template order, the order people read them in (see config_label)."""
     values = json.loads(config)
-    ordered = {name: values[name] for name in _rung(kernel_id).params if name in values}
+    ordered = {name: values[name] for name in search(kernel_id).params if name in values}
     return ordered | values
 
 
