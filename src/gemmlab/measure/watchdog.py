@@ -58,6 +58,8 @@ SLACK = 20
 # How long a fresh child may take to start Python and import what the call needs,
 # apart from any point's own limit.
 STARTUP_LIMIT_S = 120.0
+# How long a killed worker is waited for before the next one starts.
+KILL_WAIT_S = 30.0
 # linux/prctl.h: the signal a process gets when its parent ends.
 PR_SET_PDEATHSIG = 1
 
@@ -177,7 +179,9 @@ class Worker:
                 os.killpg(self._process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 self._process.kill()
-        self._process.join()
+        # A process inside a driver call ends when the call returns; past this wait
+        # the next worker starts anyway (and waits for the GPU if it must).
+        self._process.join(timeout=KILL_WAIT_S)
         if self._conn is not None:
             self._conn.close()
         self._process, self._conn = None, None
