@@ -55,7 +55,9 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     timeout: Annotated[
         float | None,
-        typer.Option(min=1.0, help="Seconds a user's kernel may take before it is stopped as a hang (default: 60+)."),
+        typer.Option(
+            min=1.0, help="Seconds a user's kernel may take before it is stopped as a hang (default: 80, more if slow)."
+        ),
     ] = None,
 ) -> None:
     """Run one kernel: verify it against a float64 reference, time it, compare with cuBLAS.

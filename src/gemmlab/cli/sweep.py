@@ -46,8 +46,8 @@ TimeoutOption = Annotated[
     typer.Option(
         "--timeout",
         min=1.0,
-        help="Seconds an isolated point may take before it is stopped as a hang "
-        "(default: 60, or more for a point predicted slow).",
+        help="Seconds an isolated point may take before it is stopped as a hang (default: 60, or 20 times its "
+        "predicted launches if longer, plus twice --max-seconds).",
     ),
 ]
 
