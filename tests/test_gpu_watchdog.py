@@ -33,6 +33,9 @@ def gemmlab(*args: str, limit_s: float) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=limit_s)  # fmt: skip
 
 
+# The hang spins on every SM for its whole time limit: the other tests' timings
+# would suffer beside it, so these run in the tier that has the GPU to itself.
+@pytest.mark.whole_gpu
 def test_a_sweep_stores_the_good_kernel_and_the_fault_and_the_hang_as_failures(tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
     kernels = "examples/faulty/fault/matmul.toml,examples/naive_define/matmul.toml,examples/faulty/hang/matmul.toml"
@@ -55,6 +58,7 @@ def test_a_sweep_stores_the_good_kernel_and_the_fault_and_the_hang_as_failures(t
     assert "FAILED: fault/matmul 256 b16 float32" in output and "FAILED: hang/matmul 256 b16 float32" in output
 
 
+@pytest.mark.whole_gpu
 def test_run_stops_a_hang_with_a_message() -> None:
     started = time.monotonic()
     done = gemmlab("run", "examples/faulty/hang/matmul.toml", "--size", "256", "--timeout", "10", limit_s=90)
