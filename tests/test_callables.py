@@ -219,3 +219,21 @@ def test_a_broken_python_kernel_is_one_line_through_the_cli(tmp_path: Path) -> N
     out = runner.invoke(app, ["run", str(path), "--size", "64", "--json"])
     assert out.exit_code == 2 and "'float64' is not an element type" in out.output
     assert "Traceback" not in out.output and not out.output.lstrip().startswith("{")  # no JSON for a refused kernel
+
+
+def test_the_profiler_names_the_kernel_the_declaration_names_or_the_one_triton_kernel(tmp_path) -> None:
+    from gemmlab.kernels.callables import profiled_name
+
+    folder = tmp_path / "named"
+    folder.mkdir()
+    path = folder / "mm.py"
+    path.write_text(
+        "def matmul(A, B, C):\n    pass\n\n"
+        'GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy",\n'
+        '           "kernel_name": "regex:gemm"}\n'
+    )
+    spec = callables.load(path)
+    assert profiled_name(spec) == "regex:gemm" and spec.cgma is None
+    path.write_text(path.read_text().replace(',\n           "kernel_name": "regex:gemm"}', "}"))
+    with pytest.raises(DeclarationError, match="cannot tell which GPU kernel matmul launches"):
+        profiled_name(callables.load(path))

@@ -115,3 +115,24 @@ def test_tune_over_tiled_templates_tiles(tmp_path: Path) -> None:
     best = summary.best["small"]
     assert best.config["TILE"] in (8, 16, 32) and best.gflops > 0
     assert chosen is not None and chosen.block_edges == (best.config["TILE"],)
+
+
+TRITON = Path(__file__).resolve().parents[1] / "examples" / "triton_matmul" / "matmul.py"
+
+
+@needs_ncu
+def test_profile_of_the_triton_example() -> None:
+    pytest.importorskip("triton")
+    try:
+        r = profile_point(str(TRITON), Shape.square(1024), 64)
+    except ProfilerError as exc:  # counters withheld on this machine
+        pytest.skip(exc.cause)
+    assert r.kernel == "triton_matmul/matmul"
+    assert r.gips > 0 and r.achieved_occupancy > 0 and r.cgma_analytic is None
+
+
+@needs_sanitizer
+def test_memcheck_of_the_triton_example_is_clean() -> None:
+    pytest.importorskip("triton")
+    report = check([str(TRITON)], "memcheck")
+    assert report.points > 0 and report.clean, report.findings()

@@ -46,7 +46,7 @@ from gemmlab.kernels.user import DOC, FUNCTIONS, PROBLEMS, SIZE_NAMES, Parameter
 # The module-level name of the declaration in the user's file.
 DECLARATION = "GEMMLAB"
 REQUIRED_KEYS = ("function", "problem", "dtypes", "arrays")
-OPTIONAL_KEYS = ("summary", "parameters", "edge", "accepts")
+OPTIONAL_KEYS = ("summary", "parameters", "edge", "accepts", "kernel_name")
 # Element types a Python function may declare: those problems/matmul.py
 # prepares, checks and times beside cuBLAS (float16: float32 C).
 PYTHON_DTYPES = ("float32", "int32", "float16")
@@ -67,6 +67,9 @@ class PythonKernelSpec(KernelSpec):
     parameters are keyword arguments of the function."""
 
     arrays: str = "cupy"
+    # The GPU kernel the function launches, as Nsight Compute's --kernel-name
+    # takes it ("name" or "regex:..."), when the declaration names it.
+    kernel_name: str | None = None
     parameters: tuple[Parameter, ...] = ()
     edge: str | None = None  # the parameter that is the block edge
     # The user's function, as imported; not compared (two loads of one file are the same kernel).
@@ -155,13 +158,49 @@ def load(path: Path) -> PythonKernelSpec:
         problem=problem,
         templated_on_edge=False,
         backend="python",
+        cgma=None,  # no model of a function's global accesses, as for a declared .cu
         declaration=path,
         arrays=arrays,
+        kernel_name=_kernel_name(data.get("kernel_name"), at("kernel_name")),
         parameters=parameters,
         edge=edge,
         callable=function,
         module=module,
     )
+
+
+def _kernel_name(value: Any, where: str) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip()):
+        return value
+    raise DeclarationError(
+        f"{where}: {value!r} is not a kernel's name.",
+        'Give the name of the GPU kernel the function launches, e.g. "matmul_kernel" or "regex:gemm".',
+    )
+
+
+def profiled_name(spec: PythonKernelSpec) -> str:
+    """The name Nsight Compute selects the function's GPU kernel by: the
+    declared ``kernel_name``, else the one Triton kernel the file defines
+    (Triton names a kernel after its function). Without either there is no
+    telling which of the kernels the call launches is the user's."""
+    if spec.kernel_name:
+        return spec.kernel_name
+    triton = [value for value in vars(spec.module or object()).values() if _is_triton_kernel(value)]
+    if len(triton) == 1:
+        jit = triton[0]
+        while not hasattr(jit, "device_caches") and hasattr(jit, "fn"):
+            jit = jit.fn
+        return jit.fn.__name__
+    raise DeclarationError(
+        f"{spec.declaration}: gemmlab cannot tell which GPU kernel {spec.function} launches "
+        f"({'no' if not triton else len(triton)} Triton kernels in the file).",
+        f'Name it in {DECLARATION}: "kernel_name": "the_kernel" (or "regex:..." for a library\'s kernels).',
+    )
+
+
+def _is_triton_kernel(value: Any) -> bool:
+    """A @triton.jit function (or an autotuned or heuristics wrapper of one)."""
+    return type(value).__module__.startswith("triton.") and hasattr(value, "fn") and hasattr(value, "run")
 
 
 def _chosen_by_function(shape: Shape, block_edge: int) -> Dim3:

@@ -679,6 +679,10 @@ def mangled_name(point: Point) -> str:
     is cached); bf16 mma.sync needs sm_80, wgmma sm_90a."""
     from gemmlab.backends.nvrtc import KNOWN_ARCHS, compile_kernel
 
+    if point.spec.backend == "python":  # a user's Python function: its kernel is named by Triton or the declaration
+        from gemmlab.kernels.callables import profiled_name
+
+        return profiled_name(point.spec)  # type: ignore[arg-type]
     targets = (_target(point, arch) for arch in KNOWN_ARCHS)
     arch = next(target for target in targets if target)
     return compile_kernel(point.spec, point.block_edge, point.dtype, arch).mangled_name
