@@ -24,6 +24,7 @@ serving the catalogue's kernels.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -168,15 +169,31 @@ def nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
+@functools.cache
+def _toolkit_include() -> str | None:
+    """The CUDA toolkit's include folder, where ``cuda_fp16.h`` and
+    ``cuda_bf16.h`` live: NVRTC has no search path of its own, and a user's
+    float16/bfloat16 kernel includes them. None when no toolkit is found; such
+    an include then fails with NVRTC's own "could not open source file"."""
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+
+        return find_nvidia_header_directory("cudart")
+    except Exception:  # no toolkit, or a pathfinder too old to know it: the file may include nothing
+        return None
+
+
 def _options(arch: str, name: str, extra_defines: tuple[str, ...] = ()):
     from cuda.core import ProgramOptions
 
+    include = _toolkit_include()
     return ProgramOptions(
         name=name,
         arch=arch,
         std=CXX_STANDARD,
         ptxas_options=["-v"],
         define_macro=list(extra_defines) or None,
+        include_path=[include] if include else None,
     )
 
 
