@@ -277,9 +277,9 @@ def lower_precision(
     nearest = min(errors, key=lambda name: abs(math.log(error / errors[name])))
     seen = ", ".join(f"to {name} {value:.2g}" for name, value in errors.items())
     return (
-        f"the kernel computes at lower precision than float32: relative error {error:.2g} on {share:.0%} of the elements, "
-        f"where float32 arithmetic stays under {tolerance:.2g}; inputs rounded {seen}: it looks like {nearest} "
-        "arithmetic"
+        "the kernel computes at lower precision than float32: "
+        f"relative error {error:.2g} on {share:.0%} of the elements, where float32 arithmetic stays "
+        f"under {tolerance:.2g}; inputs rounded {seen}: it looks like {nearest} arithmetic"
     )
 
 
