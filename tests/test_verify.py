@@ -15,7 +15,7 @@ from gemmlab.core.dtypes import SAME_TYPE_C_TOLERANCE, TOLERANCE
 from gemmlab.core.errors import DeclarationError
 from gemmlab.kernels import user
 from gemmlab.problems import base
-from gemmlab.problems.matmul import rounded_input_errors
+from gemmlab.problems.matmul import rounded_input_products
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 FAULTY = ("oob_write", "lower_precision", "accumulate_into_c", "missing_sync", "cached_answer")
@@ -92,7 +92,7 @@ def _inputs(m: int, k: int, n: int, seed: int = 1) -> tuple[np.ndarray, np.ndarr
 
 
 def _judge(out: np.ndarray, a: np.ndarray, b: np.ndarray, ref: np.ndarray) -> str | None:
-    return base.lower_precision(np, out, ref, TOLERANCE["float32"], lambda: rounded_input_errors(np, a, b, ref))
+    return base.lower_precision(np, out, ref, TOLERANCE["float32"], lambda: rounded_input_products(np, a, b))
 
 
 @pytest.mark.parametrize("k", [16, 4096, 16384])
@@ -131,6 +131,16 @@ def test_products_rounded_to_half_as_well_are_called_float16() -> None:
     assert found is not None and "float16 arithmetic" in found
 
 
+def test_a_sum_kept_in_half_is_called_lower_precision() -> None:
+    """Inputs, products and the running sum in __half (at K = 256, where the
+    sum's own rounding already outweighs the inputs')."""
+    a, b, ref = _inputs(8, 256, 8)
+    products = a.astype(np.float16)[:, :, None] * b.astype(np.float16)[None, :, :]
+    out = np.cumsum(products, axis=1, dtype=np.float16)[:, -1, :].astype(np.float32)
+    found = _judge(out, a, b, ref)
+    assert found is not None and "lower precision than float32" in found
+
+
 def test_bugs_are_not_called_lower_precision() -> None:
     """Order-1 errors (a wrong index), a few wrong elements, and a float32
     result just over its tolerance are wrong results, not lower precision."""
@@ -143,6 +153,14 @@ def test_bugs_are_not_called_lower_precision() -> None:
     noisy = good * (1 + 2e-5 * np.random.default_rng(2).standard_normal(good.shape))
     assert base.relative_error(np, noisy, ref) > TOLERANCE["float32"] and _judge(noisy, a, b, ref) is None
     assert _judge(np.full_like(good, np.nan), a, b, ref) is None  # NaN is the poison's to explain
+    # Systematic errors on every element, under the ceiling: 5% too large, or
+    # beta*C forgotten (4% of C at K = 1024).
+    assert _judge(good * 1.05, a, b, ref) is None
+    a, b, ref = _inputs(32, 1024, 32)
+    beta_c = 0.75 * np.random.default_rng(4).uniform(-1, 1, ref.shape)
+    assert 0.01 < base.relative_error(np, a @ b, ref + beta_c) < base.LOW_PRECISION_CEILING
+    products = lambda: rounded_input_products(np, a, b, 1.0, beta_c)
+    assert base.lower_precision(np, a @ b, ref + beta_c, TOLERANCE["float32"], products) is None
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

@@ -244,12 +244,19 @@ def rounded(xp: Any, x: Any, dtype: str) -> Any:
 # some elements. So a wrong float32 result is called lower precision when
 # (1) its relative error is under LOW_PRECISION_CEILING, far below the order-1
 # error of a bug, (2) over WIDESPREAD of C's elements are off by more than the
-# float32 tolerance (relative to C's RMS value), and (3) the error is at least
-# a quarter of what rounding the inputs to the mildest 16-bit type gives, so
-# that a float32 kernel just over its tolerance is not called lower precision.
-# The rounded-input products are computed only then, for a result already wrong.
+# float32 tolerance (relative to C's RMS value), and (3) its error looks like
+# a 16-bit type's: either it points the same way as the error of the product
+# of the inputs rounded to that type (correlation at least SAME_WAY: a kernel
+# that converts its inputs with round-to-nearest makes the same rounding
+# errors), or its size lies between a quarter of the mildest type's and
+# SIZE_ROOM times the coarsest's (a kernel that also sums in 16 bits). (3)
+# keeps a float32 kernel just over its tolerance, and a systematic error such
+# as a forgotten beta*C (about 10%), from being called lower precision. The
+# rounded-input products are computed only for a result already wrong.
 LOW_PRECISION_CEILING = 0.1
 WIDESPREAD = 0.5
+SAME_WAY = 0.3
+SIZE_ROOM = 4
 
 
 def off_fraction(xp: Any, out: Any, ref: Any, tolerance: float) -> float:
@@ -258,23 +265,38 @@ def off_fraction(xp: Any, out: Any, ref: Any, tolerance: float) -> float:
     return float(xp.count_nonzero(xp.abs(out.astype(xp.float64) - ref) > tolerance * scale)) / out.size
 
 
+def correlation(xp: Any, x: Any, y: Any) -> float:
+    """cos of the angle between two error arrays (0 when either is zero)."""
+    norms = float(xp.linalg.norm(x)) * float(xp.linalg.norm(y))
+    return float(xp.vdot(x.ravel(), y.ravel())) / norms if norms else 0.0
+
+
 def lower_precision(
-    xp: Any, out: Any, ref: Any, tolerance: float, rounded_errors: Callable[[], Mapping[str, float]]
+    xp: Any, out: Any, ref: Any, tolerance: float, rounded_products: Callable[[], Mapping[str, Any]]
 ) -> str | None:
     """Why a float32 result over ``tolerance`` looks computed in a 16-bit
     type, or None when it does not (see the reasoning above).
-    ``rounded_errors``: the relative error of the product of the inputs rounded
-    to each 16-bit type, asked for only when (1) and (2) hold."""
+    ``rounded_products``: for each 16-bit type, the result computed from the
+    inputs rounded to it, asked for only when (1) and (2) hold."""
     error = relative_error(xp, out, ref)
     if not tolerance < error < LOW_PRECISION_CEILING:  # NaN fails too: that is poison's to explain
         return None
     share = off_fraction(xp, out, ref, tolerance)
     if share < WIDESPREAD:
         return None
-    errors = dict(rounded_errors())
-    if error < min(errors.values()) / 4:
+    diff = out.astype(xp.float64) - ref
+    errors, same_way = {}, {}
+    for name, product in rounded_products().items():
+        their = product.astype(xp.float64) - ref
+        errors[name] = relative_error(xp, product, ref)
+        same_way[name] = correlation(xp, diff, their)
+    pointed = max(same_way, key=same_way.__getitem__)
+    if same_way[pointed] >= SAME_WAY:
+        nearest = pointed
+    elif min(errors.values()) / 4 <= error <= SIZE_ROOM * max(errors.values()):
+        nearest = min(errors, key=lambda name: abs(math.log(error / errors[name])))
+    else:
         return None
-    nearest = min(errors, key=lambda name: abs(math.log(error / errors[name])))
     seen = ", ".join(f"to {name} {value:.2g}" for name, value in errors.items())
     return (
         "the kernel computes at lower precision than float32: "

@@ -20,7 +20,7 @@ from gemmlab.problems.base import (
     redraw_matrix,
     relative_error,
 )
-from gemmlab.problems.matmul import cublas_gemm, rounded_input_errors
+from gemmlab.problems.matmul import cublas_gemm, rounded_input_products
 
 if TYPE_CHECKING:
     from gemmlab.kernels.spec import Point
@@ -61,7 +61,7 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
         reference()
 
     def explain() -> str | None:
-        errors = lambda: rounded_input_errors(cp, a, b, ref, ALPHA, BETA * c_in)
+        errors = lambda: rounded_input_products(cp, a, b, ref, ALPHA, BETA * c_in)
         return poison_left(cp, c_out) or lower_precision(cp, c_out, ref, TOLERANCE["float32"], errors)
 
     reference()
