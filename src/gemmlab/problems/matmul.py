@@ -198,12 +198,12 @@ def _baseline_name(dtype: str, with_scalars: bool) -> str:
 def matmul_device_bytes(point: Point) -> int:
     """Device memory prepare_matmul needs: inputs, output and its guard bands,
     the library's output, C0 for alpha/beta, and in float64 the copies of the
-    inputs and the reference (bfloat16 also passes through float32 on the way)."""
+    inputs and the reference."""
     s = point.shape
     item = point.itemsize
     c_copies = 3 if takes_scalars(point) else 2
     stored = (s.m * s.k + s.k * s.n + c_copies * s.m * s.n) * item + guard_bytes(s.n * item)
-    return stored + (s.m * s.k + s.k * s.n + s.m * s.n) * 8 + (s.m * s.k + s.k * s.n) * 4
+    return stored + (s.m * s.k + s.k * s.n + s.m * s.n) * 8
 
 
 MATMUL = Problem("matmul", prepare_matmul, matmul_device_bytes)
