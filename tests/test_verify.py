@@ -248,3 +248,10 @@ def test_scalar_and_dtype_declarations(tmp_path: Path, scalars: str, arguments: 
         user.load(path)
     text = f"{caught.value.cause} {caught.value.fix}"
     assert all(w in text for w in words), text
+
+
+def test_no_bands_under_the_sanitizer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gemmlab check` turns the bands off in its child, so that memcheck sees C's true edges."""
+    monkeypatch.setenv(base.NO_BANDS_VARIABLE, "0")
+    guard = base.guarded_empty(np, (4, 5), "float32")
+    assert guard.band == 0 and guard.whole.size == 20 and guard.damage(np) is None
