@@ -254,4 +254,6 @@ def test_no_bands_under_the_sanitizer(monkeypatch: pytest.MonkeyPatch) -> None:
     """`gemmlab check` turns the bands off in its child, so that memcheck sees C's true edges."""
     monkeypatch.setenv(base.NO_BANDS_VARIABLE, "0")
     guard = base.guarded_empty(np, (4, 5), "float32")
+    guard.inner[...] = 1
+    assert not (guard.whole.view(np.uint8) == base.CANARY).any()
     assert guard.band == 0 and guard.whole.size == 20 and guard.damage(np) is None

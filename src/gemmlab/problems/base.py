@@ -112,9 +112,10 @@ def guarded_empty(cp: Any, shape: tuple[int, ...], dtype: Any, name: str = "C") 
         size *= extent
     band = band_elements(shape[-1] * dtype.itemsize, dtype.itemsize)
     whole = cp.empty(2 * band + size, dtype=dtype)
-    raw = whole.view(cp.uint8)
-    raw[: band * dtype.itemsize] = CANARY
-    raw[-band * dtype.itemsize :] = CANARY
+    if band:
+        raw = whole.view(cp.uint8)
+        raw[: band * dtype.itemsize] = CANARY
+        raw[-band * dtype.itemsize :] = CANARY
     row = shape[-1] if len(shape) > 1 and shape[0] > 1 else 0  # a vector has no rows to name
     return Guarded(name, whole, whole[band : band + size].reshape(shape), band, row)
 
