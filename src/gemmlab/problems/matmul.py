@@ -162,7 +162,7 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
         error=lambda: relative_error(cp, values(cp, c, dtype), ref),
         baseline=baseline,
         baseline_name=_baseline_name(dtype, with_scalars) if baseline else None,
-        buffers=(a, b, guard.whole, ref, *(x for x in (c0, lib_out) if x is not None)),
+        buffers=(a, b, c, ref, *(x for x in (c0, lib_out) if x is not None)),  # c keeps guard.whole alive
         named=named,
         guards=(guard,),
         redraw=redraw,
