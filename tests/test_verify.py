@@ -5,15 +5,18 @@ stands in for CuPy: these functions take the array module), and the faulty,
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from gemmlab.backends.nvrtc import compile_kernel
 from gemmlab.core.dtypes import SAME_TYPE_C_TOLERANCE, TOLERANCE
-from gemmlab.core.errors import DeclarationError
-from gemmlab.kernels import user
+from gemmlab.core.errors import DeclarationError, VerificationError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue, user
 from gemmlab.problems import base
 from gemmlab.problems.matmul import rounded_input_products
 
@@ -257,3 +260,146 @@ def test_no_bands_under_the_sanitizer(monkeypatch: pytest.MonkeyPatch) -> None:
     guard.inner[...] = 1
     assert not (guard.whole.view(np.uint8) == base.CANARY).any()
     assert guard.band == 0 and guard.whole.size == 20 and guard.damage(np) is None
+
+
+# The problems' prepare, poison, redraw and explain run here on NumPy through a
+# stand-in for the part of CuPy they use: arrays with a ``.data.ptr``, and a
+# cuBLAS handle that is never called (the baselines are only built).
+class _DeviceArray(np.ndarray):
+    @property
+    def data(self) -> SimpleNamespace:  # type: ignore[override]
+        return SimpleNamespace(ptr=self.__array_interface__["data"][0])
+
+
+def _device(x):
+    return x.view(_DeviceArray) if isinstance(x, np.ndarray) else x
+
+
+class _NumPyAsCuPy:
+    cuda = SimpleNamespace(device=SimpleNamespace(get_cublas_handle=lambda: 0))
+
+    def __getattr__(self, name: str):
+        found = getattr(np, name)
+        if callable(found) and not isinstance(found, type):
+            return lambda *args, **kwargs: _device(found(*args, **kwargs))
+        return found
+
+    def dtype(self, dtype):
+        return np.dtype(dtype)
+
+    def matmul(self, a, b, out=None):
+        out[...] = np.asarray(a) @ np.asarray(b)
+        return out
+
+
+class _Rng:
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def uniform(self, low, high, size):
+        return _device(self.rng.uniform(low, high, size))
+
+    def integers(self, low, high, size, dtype):
+        return _device(self.rng.integers(low, high, size=size, dtype=dtype))
+
+
+@pytest.fixture
+def fake_cp(monkeypatch: pytest.MonkeyPatch) -> _NumPyAsCuPy:
+    import cupy_backends.cuda.libs as libs
+
+    cublas = SimpleNamespace(CUBLAS_COMPUTE_32F=68, CUBLAS_COMPUTE_32F_FAST_TF32=77)
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs.cublas", cublas)
+    monkeypatch.setitem(libs.__dict__, "cublas", cublas)  # not setattr: the module's __getattr__ would load cuBLAS
+    return _NumPyAsCuPy()
+
+
+def _prepared(cp, kernel: str, shape, edge, dtype: str):
+    spec = user.resolve(str(EXAMPLES / kernel / "matmul.toml")) if "/" in kernel or kernel in NEW_EXAMPLES else None
+    point = catalogue.point(spec.id if spec else kernel, shape, edge, dtype, spec=spec)
+    return point.spec.problem.prepare(cp, point, _Rng(1)), point
+
+
+def _kernel(prepared, dtype: str, arithmetic: str = "float32") -> None:
+    """What a kernel computes into C, with its inputs rounded to ``arithmetic`` first."""
+    a, b, c = prepared.buffers[:3]
+    inputs = [base.values(np, np.asarray(x), dtype).astype(np.float32) for x in (a, b)]
+    if arithmetic != "float32":
+        inputs = [base.rounded(np, x, arithmetic) for x in inputs]
+    result = inputs[0] @ inputs[1]
+    if "beta" in prepared.named:
+        old = base.values(np, np.asarray(c), dtype).astype(np.float32)
+        result = prepared.named["alpha"] * result + prepared.named["beta"] * old
+    c[...] = base.bf16_bits(np, result) if dtype == "bfloat16" else result.astype(c.dtype)
+
+
+CASES = [
+    ("tiled_any_size", 16, "float32"),
+    ("half_naive", 16, "float16"),
+    ("half_naive", 16, "bfloat16"),
+    ("gemm_alpha_beta", 16, "float32"),
+]
+
+
+@pytest.mark.parametrize(("kernel", "edge", "dtype"), CASES)
+def test_a_matmul_is_poisoned_checked_and_redrawn(fake_cp, kernel: str, edge: int, dtype: str) -> None:
+    from gemmlab.measure.run import _checked
+
+    prepared, point = _prepared(fake_cp, kernel, Shape(48, 40, 56), edge, dtype)
+    tolerance = prepared.tolerance if prepared.tolerance is not None else TOLERANCE[dtype]
+    prepared.poison()
+    if "beta" in prepared.named:  # C is an input: refilled with C0, not poisoned
+        assert not np.isnan(np.asarray(prepared.buffers[2])).any()
+    else:
+        assert "elements of C are NaN" in prepared.explain()
+    _kernel(prepared, dtype)
+    assert _checked(fake_cp, prepared, tolerance, point, "first launch") <= tolerance
+    first = np.asarray(prepared.buffers[2]).copy()
+    prepared.redraw()
+    prepared.poison()
+    np.asarray(prepared.buffers[2])[...] = first  # the answer to the first inputs, again
+    with pytest.raises(VerificationError, match="ignores its inputs or returns an answer it computed before"):
+        _checked(fake_cp, prepared, tolerance, point, "after timing", (float(first.astype(np.float64).sum()),))
+    prepared.poison()
+    _kernel(prepared, dtype)
+    assert _checked(fake_cp, prepared, tolerance, point, "after timing") <= tolerance
+
+
+@pytest.mark.parametrize("kernel", ["tiled_any_size", "gemm_alpha_beta"])
+def test_a_float32_matmul_in_half_is_refused_as_lower_precision(fake_cp, kernel: str) -> None:
+    from gemmlab.measure.run import _checked
+
+    prepared, point = _prepared(fake_cp, kernel, Shape(48, 40, 56), 16, "float32")
+    prepared.poison()
+    _kernel(prepared, "float32", "float16")
+    with pytest.raises(VerificationError, match=r"computes at lower precision than float32.*float16 arithmetic"):
+        _checked(fake_cp, prepared, TOLERANCE["float32"], point, "first launch")
+
+
+def test_a_write_past_c_is_refused_before_the_result_is_looked_at(fake_cp) -> None:
+    from gemmlab.measure.run import _checked
+
+    prepared, point = _prepared(fake_cp, "tiled_any_size", Shape(48, 40, 56), 16, "float32")
+    _kernel(prepared, "float32")
+    guard = prepared.guards[0]
+    guard.whole[guard.band + 48 * 40 + 5] = 0.0
+    with pytest.raises(VerificationError, match=r"wrote 1 element outside C: 1 after its end, the first at offset \+5"):
+        _checked(fake_cp, prepared, TOLERANCE["float32"], point, "first launch")
+
+
+@pytest.mark.parametrize(
+    ("kernel", "shape", "edge", "dtype"),
+    [
+        ("sgemm_multistage", Shape(127, 129, 131), None, "float32"),
+        ("tc_wmma", Shape(64, 64, 64), None, "bfloat16"),
+        ("transpose_tiled", Shape(100, 70, 1), 32, "float32"),
+        ("vecadd", Shape(1, 1000, 1), None, "float32"),
+    ],
+)
+def test_every_problem_guards_its_output_and_redraws_in_place(fake_cp, kernel, shape, edge, dtype) -> None:
+    prepared, _point = _prepared(fake_cp, kernel, shape, edge, dtype)
+    inputs = [np.asarray(x).copy() for x in prepared.buffers[:1]]
+    prepared.poison()
+    assert prepared.guards and prepared.guards[0].damage(np) is None
+    assert "are NaN" in prepared.explain()
+    prepared.redraw()
+    assert not np.array_equal(np.asarray(prepared.buffers[0]), inputs[0])

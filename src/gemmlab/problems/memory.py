@@ -55,7 +55,7 @@ def _checks(cp: Any, rng: Any, point: Point, guard: Guarded, inputs: tuple[Any, 
         "poison": lambda: poison(cp, out),
         "guards": (guard,),
         "redraw": redraw,
-        "explain": lambda: poison_left(cp, out, "the output"),
+        "explain": lambda: poison_left(cp, out, guard.name),
     }
 
 

@@ -61,8 +61,8 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
         reference()
 
     def explain() -> str | None:
-        errors = lambda: rounded_input_products(cp, a, b, ref, ALPHA, BETA * c_in)
-        return poison_left(cp, c_out) or lower_precision(cp, c_out, ref, TOLERANCE["float32"], errors)
+        products = lambda: rounded_input_products(cp, a, b, ALPHA, BETA * c_in)
+        return poison_left(cp, c_out) or lower_precision(cp, c_out, ref, TOLERANCE["float32"], products)
 
     reference()
     # cuBLAS updates its C in place; each timed call starts from the last one's
