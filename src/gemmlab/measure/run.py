@@ -190,8 +190,11 @@ def _measure(
             prepared, launch, grid = backend.bind(cp, point, compiled, info, device_index, cp_stream, seed)
             flush = _l2_flusher(cp, info) if flush_l2 else None
 
-            prepared.poison()
             for _ in range(max(1, warmup)):
+                # Before each launch: the checked one must start from the poison,
+                # or, where C is also an input (beta * C), from C0 and not from
+                # the last warm-up's result.
+                prepared.poison()
                 launch()
             cp_stream.synchronize()
             tolerance = prepared.tolerance if prepared.tolerance is not None else TOLERANCE[point.dtype]
