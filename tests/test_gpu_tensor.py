@@ -129,7 +129,7 @@ def test_cublas_baseline_with_bfloat16_c_computes_the_same_product() -> None:
     bfloat16 NaN that the check would catch."""
     from gemmlab.core.dtypes import TOLERANCE
     from gemmlab.measure.run import run
-    from gemmlab.problems.base import relative_error
+    from gemmlab.problems.base import BF16_NAN, bf16_value, relative_error
 
     cp = gpu.cupy()
     point = catalogue.point("tc_tma_store", Shape(300, 520, 136), dtype="bfloat16-out")
@@ -138,10 +138,10 @@ def test_cublas_baseline_with_bfloat16_c_computes_the_same_product() -> None:
     assert c.dtype == cp.uint16 and lib_out.dtype == cp.uint16
     prepared.poison()
     assert prepared.error() != prepared.error()  # NaN: an unwritten C fails the check
-    lib_out.fill(tensor_problem.BF16_NAN)
+    lib_out.fill(BF16_NAN)
     prepared.baseline()
     cp.cuda.get_current_stream().synchronize()
-    error = relative_error(cp, tensor_problem._bf16_value(cp, lib_out), ref)
+    error = relative_error(cp, bf16_value(cp, lib_out), ref)
     assert 1e-4 < error <= TOLERANCE["bfloat16-out"]  # rounded to bfloat16: above the float32-C errors
 
     spec = catalogue.get("tc_tma_store")

@@ -20,6 +20,7 @@ from gemmlab.kernels.spec import KernelSpec
 from gemmlab.kernels.tensor import spec as tensor
 from gemmlab.measure.sanitize import small_shapes
 from gemmlab.measure.sass import find_tool, missing_claims, sass_opcodes, tensor_core_ops
+from gemmlab.problems import base as problem_base
 from gemmlab.problems import tensor as tensor_problem
 from gemmlab.problems.tensor import ROW_BYTES
 
@@ -119,7 +120,7 @@ def test_hopper_shared_memory_is_stages_plus_barriers() -> None:
 def test_bf16_rounding_is_nearest_even() -> None:
     one_ulp = 2.0**-7  # bf16 keeps 7 fraction bits
     x = np.array([1.0, 1 + one_ulp / 2, 1 + 1.5 * one_ulp, -2.5, 1 + one_ulp / 4], dtype=np.float32)
-    bits = tensor_problem._bf16_bits(np, x)
+    bits = problem_base.bf16_bits(np, x)
     assert bits.dtype == np.uint16
     assert [hex(b) for b in bits] == ["0x3f80", "0x3f80", "0x3f82", "0xc020", "0x3f80"]
 

@@ -101,7 +101,7 @@ def test_a_template_parameter_becomes_a_template_argument() -> None:
         (lambda d: d.replace('= "mm"', '= "matmul"'), ["function", "no __global__ function 'matmul'", "mm"]),
         (lambda d: d.replace('"C", "n"]', '"C"]'), ["arguments", "3 names", "takes 4"]),
         (lambda d: d.replace('["A", "B", "C", "n"]', '["A", "n", "C", "B"]'), ["n should be an integer", "*B"]),
-        (lambda d: d.replace('"float32"', '"float16"'), ["dtypes", "float16"]),
+        (lambda d: d.replace('"float32"', '"float64"'), ["dtypes", "float64", "bfloat16"]),
         (lambda d: d.replace('problem = "matmul"', 'problem = "conv"'), ["problem", "conv"]),
         (lambda d: d.replace('edge = "TILE"', 'edge = "BLOCK"'), ["edge", "BLOCK"]),
         (lambda d: d.replace("[parameters]", "[parameters"), ["not valid TOML"]),

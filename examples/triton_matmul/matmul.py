@@ -1,9 +1,10 @@
-"""C = A @ B in Triton: float16 A and B, float32 accumulation, float32 C.
+"""C = A @ B in Triton: float16 A, B and C, float32 accumulation.
 
 Each program (Triton's word for a block) owns one BLOCK_M x BLOCK_N tile of C.
 It walks K in steps of BLOCK_K, loading a BLOCK_M x BLOCK_K strip of A and a
 BLOCK_K x BLOCK_N strip of B and adding their product, computed by tl.dot on
-the tensor cores, to a float32 accumulator; the tile is stored once at the end.
+the tensor cores, to a float32 accumulator; the tile is rounded to float16 and
+stored once at the end.
 Masks on the loads and the store let M, N and K be any size.
 
     gemmlab run examples/triton_matmul/matmul.py --size 1024
@@ -31,7 +32,7 @@ def tile_product(a, b, c, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
         a_tile = tl.load(a + rows[:, None] * K + ks[None, :], mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)
         b_tile = tl.load(b + ks[:, None] * N + cols[None, :], mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0)
         acc += tl.dot(a_tile, b_tile)
-    tl.store(c + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+    tl.store(c + rows[:, None] * N + cols[None, :], acc.to(tl.float16), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
 def matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, BLOCK_M: int, BLOCK_N: int, BLOCK_K: int):
@@ -49,7 +50,7 @@ GEMMLAB = {
     "problem": "matmul",
     "dtypes": ["float16"],
     "arrays": "torch",
-    "summary": "Triton tiles on the tensor cores, float16 in, float32 accumulation and C",
+    "summary": "Triton tiles on the tensor cores, float16 in and out, float32 accumulation",
     # The first value of each is its default; --block sets the edge.
     "parameters": {"BLOCK_M": [128, 64], "BLOCK_N": [128], "BLOCK_K": [32]},
     "edge": "BLOCK_M",

@@ -179,9 +179,24 @@ def nvrtc_version() -> str:
 LINEINFO_ENV = "GEMMLAB_LINEINFO"
 
 
+@functools.cache
+def _toolkit_include() -> str | None:
+    """The CUDA toolkit's include folder, where ``cuda_fp16.h`` and
+    ``cuda_bf16.h`` live: NVRTC has no search path of its own, and a user's
+    float16/bfloat16 kernel includes them. None when no toolkit is found; such
+    an include then fails with NVRTC's own "could not open source file"."""
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+
+        return find_nvidia_header_directory("cudart")
+    except Exception:  # no toolkit, or a pathfinder too old to know it: the file may include nothing
+        return None
+
+
 def _options(arch: str, name: str, extra_defines: tuple[str, ...] = ()):
     from cuda.core import ProgramOptions
 
+    include = _toolkit_include()
     return ProgramOptions(
         name=name,
         arch=arch,
@@ -189,6 +204,7 @@ def _options(arch: str, name: str, extra_defines: tuple[str, ...] = ()):
         ptxas_options=["-v"],
         define_macro=list(extra_defines) or None,
         lineinfo=os.environ.get(LINEINFO_ENV) == "1",
+        include_path=[include] if include else None,
     )
 
 

@@ -57,3 +57,14 @@ def c_itemsize(dtype: str) -> int:
 
 
 _C_ITEMSIZE = {d.name: d.c_itemsize for d in DTYPES}
+
+
+# A user's float16 or bfloat16 matmul keeps C in its own type (the tensor-core
+# rows above keep a float32 C). The reference is computed from the exact values
+# of the stored inputs, so what a correct kernel errs by is the rounding of each
+# element of C to the type, at most the unit roundoff u (2^-11 for float16,
+# 2^-8 for bfloat16) and about u/2 in RMS, plus FP32 accumulation, which is
+# negligible beside it. Twice u leaves room for the rounding. A kernel that
+# accumulates in the 16-bit type adds about 0.4 * u * sqrt(K) and fails from
+# K of a few dozen: it should accumulate in float, as cuBLAS and the tensor cores do.
+SAME_TYPE_C_TOLERANCE = {"float16": 2 * 2.0**-11, "bfloat16": 2 * 2.0**-8}

@@ -48,7 +48,8 @@ DECLARATION = "GEMMLAB"
 REQUIRED_KEYS = ("function", "problem", "dtypes", "arrays")
 OPTIONAL_KEYS = ("summary", "parameters", "edge", "accepts", "kernel_name")
 # Element types a Python function may declare: those problems/matmul.py
-# prepares, checks and times beside cuBLAS (float16: float32 C).
+# prepares, checks and times beside cuBLAS (float16: A, B and C all float16, as
+# for a declared .cu; bfloat16 has no array type in CuPy to hand over).
 PYTHON_DTYPES = ("float32", "int32", "float16")
 # What the arrays arrive as, with the module that must be importable for it.
 ARRAYS = {"cupy": "cupy", "torch": "torch", "numba": "numba.cuda"}

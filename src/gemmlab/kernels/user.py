@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gemmlab.core.dtypes import DTYPE_CTYPES, DTYPE_ITEMSIZE
+from gemmlab.core.dtypes import DTYPE_ITEMSIZE
 from gemmlab.core.errors import DeclarationError
 from gemmlab.core.shapes import MAX_GRID_X, MAX_GRID_YZ, MAX_THREADS_PER_BLOCK, Dim3, Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import Constraint, KernelSpec, kernel_source
-from gemmlab.problems.matmul import MATMUL, MATMUL_ARGUMENT_NAMES
+from gemmlab.problems.matmul import MATMUL, MATMUL_ARGUMENT_NAMES, SCALARS
 
 try:
     import tomllib
@@ -40,10 +40,15 @@ except ModuleNotFoundError:  # Python 3.10
 DOC = "docs/user-kernels.md"
 # The problems a declaration may name, with the argument names their kernels may take.
 PROBLEMS = {"matmul": (MATMUL, MATMUL_ARGUMENT_NAMES)}
-# Element types a user's kernel may declare so far: the ones whose inputs,
-# reference and tolerance problems/matmul.py already has and that need no
-# alpha/beta or half-precision conversions.
-USER_DTYPES = ("float32", "int32")
+# Element types a user's kernel may declare, with the C++ type "dtype" stands
+# for in its template arguments. float16 and bfloat16 are cuda_fp16.h's and
+# cuda_bf16.h's types, A, B and C all in them (unlike the tensor-core rungs'
+# tag types of the same names, whose C is float32).
+USER_CTYPES = {"float32": "float", "int32": "int", "float16": "__half", "bfloat16": "__nv_bfloat16"}
+USER_DTYPES = tuple(USER_CTYPES)
+# The C++ type alpha and beta are passed as (problems/matmul.py): float32 for
+# every float type, as cuBLAS takes them with FP32 compute, and int for int32.
+SCALAR_CTYPES = {"float32": "float", "float16": "float", "bfloat16": "float", "int32": "int"}
 SIZE_NAMES = ("M", "N", "K", "n")
 FUNCTIONS: dict[str, Callable[..., int]] = {
     "cdiv": lambda a, b: -(-a // b),
@@ -211,7 +216,7 @@ class UserKernelSpec(KernelSpec):
 
     def template_args(self, dtype: str, block_edge: int) -> str:
         env = self.values(block_edge)
-        return ", ".join(DTYPE_CTYPES[dtype] if arg == "dtype" else str(arg(env)) for arg in self.template)  # type: ignore[operator]
+        return ", ".join(USER_CTYPES[dtype] if arg == "dtype" else str(arg(env)) for arg in self.template)  # type: ignore[operator]
 
     def name_expression(self, dtype: str, block_edge: int) -> str:
         return f"{self.function}<{self.template_args(dtype, block_edge)}>" if self.template else self.function
@@ -385,6 +390,7 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
             f"{len(function.parameters)} arguments ({', '.join(function.parameters) or 'none'}).",
             "Name every argument of the function, in order.",
         )
+    _check_scalars(arguments, function, dtypes, at("arguments"), function_name)
     for arg, decl in zip(arguments, function.parameters, strict=True):
         if (arg in ("A", "B", "C")) != ("*" in decl):
             kind = "a pointer" if arg in ("A", "B", "C") else "an integer"
@@ -566,6 +572,34 @@ def all_values(spec: KernelSpec) -> dict[str, int]:
     if not isinstance(spec, UserKernelSpec):
         return {}
     return spec.values(spec.default_block_edge())
+
+
+def _check_scalars(
+    arguments: tuple[str, ...], function: _Function, dtypes: tuple[str, ...], where: str, name: str
+) -> None:
+    """alpha and beta come together, and are declared in the type gemmlab passes them as."""
+    taken = [s for s in SCALARS if s in arguments]
+    if len(taken) == 1:
+        raise DeclarationError(
+            f"{where}: {taken[0]} without {({*SCALARS} - {*taken}).pop()}.",
+            "Take both alpha and beta (C = alpha*A*B + beta*C), or neither (C = A*B).",
+        )
+    ctypes = {SCALAR_CTYPES[d] for d in dtypes}
+    for arg, decl in zip(arguments, function.parameters, strict=False):
+        if arg not in SCALARS:
+            continue
+        if len(ctypes) > 1:
+            raise DeclarationError(
+                f"{where}: {arg} would be a float for some of the dtypes and an int for others.",
+                "Declare float types only, or int32 only, for a kernel that takes alpha and beta.",
+            )
+        ctype = next(iter(ctypes))
+        if "*" in decl or ctype not in re.findall(r"\w+", decl)[:-1]:
+            raise DeclarationError(
+                f"{where}: gemmlab passes {arg} as {'an' if ctype == 'int' else 'a'} {ctype}, but {name}'s "
+                f"argument is `{decl}`.",
+                f"Declare it `{ctype} {arg}` (float32 scalars for every float type, as cuBLAS takes them; {DOC}).",
+            )
 
 
 def _values(parameters: tuple[Parameter, ...], edge: str | None, block_edge: int) -> dict[str, int]:

@@ -6,7 +6,22 @@ everything about measuring is here and the same for every backend.
 
 No figure leaves this module for a kernel whose output was not checked in the
 same run: the result is verified after the warm-up launch and again after the
-timed launches (an error that moves between the two is a race).
+timed launches (an error that moves between the two is a race). Each check
+is made hard to fool (the problem supplies the pieces, gemmlab.problems.base):
+
+- the output is poisoned (NaN, or the most negative integer) before each
+  checked launch, so an element the kernel never writes, or reads before
+  writing (``C += ...``), fails;
+- the output lies between two canary bands, checked after each checked
+  launch, so a write just outside it is named without compute-sanitizer;
+- the last check runs on a second, freshly drawn input set written into the
+  same buffers, with the reference recomputed, so a kernel that ignores its
+  inputs or hands back an answer it computed before fails, and is named as
+  such when its output equals the first one;
+- a wrong float32 result whose error looks like float16 or bfloat16
+  arithmetic is named as computing at lower precision.
+
+None of it runs inside the timed loop.
 """
 
 from __future__ import annotations
@@ -26,6 +41,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import WIDE_SPREAD, Timing, gbytes_per_s, gflops, planned_reps
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec, Point
+from gemmlab.problems.base import Prepared
 
 # Below this median a kernel's time is of the order of launch overhead; it is
 # then timed again by replaying a CUDA graph of GRAPH_LAUNCHES launches.
@@ -186,12 +202,16 @@ def _measure(
             prepared, launch, grid = backend.bind(cp, point, compiled, info, device_index, cp_stream, seed)
             flush = _l2_flusher(cp, info) if flush_l2 else None
 
-            prepared.poison()
             for _ in range(max(1, warmup)):
+                # Before each launch: the checked one must start from the poison,
+                # or, where C is also an input (beta * C), from C0 and not from
+                # the last warm-up's result.
+                prepared.poison()
                 launch()
             cp_stream.synchronize()
-            tolerance = TOLERANCE[point.dtype]
-            error = _verified(prepared.error(), tolerance, point, "first launch")
+            tolerance = prepared.tolerance if prepared.tolerance is not None else TOLERANCE[point.dtype]
+            error = _checked(cp, prepared, tolerance, point, "first launch")
+            first_answer = _fingerprint(cp, prepared)
 
             base_timing = None
             if baseline and prepared.baseline is not None:
@@ -202,10 +222,14 @@ def _measure(
                 timing = _timed_series(cp, cp_stream, launch, reps, max_seconds, flush)
             sm_clock_mhz = gpu.current_sm_clock_mhz(device_index)
             clock_events = gpu.clock_slowdown_reasons(device_index)
+            when = "after timing"
+            if prepared.redraw is not None:
+                prepared.redraw()
+                when = "after timing, on a second set of inputs"
             prepared.poison()
             launch()
             cp_stream.synchronize()
-            error = max(error, _verified(prepared.error(), tolerance, point, "after timing"))
+            error = max(error, _checked(cp, prepared, tolerance, point, when, first_answer))
     return _Measured(timing, error, tolerance, sm_clock_mhz, clock_events, base_timing, prepared.baseline_name, grid)
 
 
@@ -313,14 +337,50 @@ def timing_warnings(timing: Timing, clock_events: list[str] | None = None) -> li
     return found
 
 
-def _verified(error: float, tolerance: float, point: Point, when: str) -> float:
-    if not error <= tolerance:  # written this way so that NaN fails
-        raise VerificationError(
-            f"{point.spec.id} gave a wrong result on {point.shape} (block edge {point.block_edge}, {point.dtype}, "
-            f"{when}): relative error {error:.3g}, tolerance {tolerance:.3g}.",
-            "No timing is reported for a wrong result; please report this with the command you ran.",
+def _checked(
+    cp: Any, prepared: Prepared, tolerance: float, point: Point, when: str, first_answer: tuple | None = None
+) -> float:
+    """The relative error of the last checked launch, after its guard bands;
+    VerificationError naming what went wrong."""
+    for guard in prepared.guards:
+        damage = guard.damage(cp)
+        if damage is not None:
+            raise VerificationError(
+                f"{_where(point, when)}: {damage}.",
+                "Check the bounds test before each store (e.g. row < M && col < N) and that the grid covers "
+                "the output and no more; `gemmlab check` runs compute-sanitizer for writes further away.",
+            )
+    error = prepared.error()
+    if error <= tolerance:  # written this way so that NaN fails
+        return error
+    detail = prepared.explain() if prepared.explain is not None else None
+    if detail is None and first_answer is not None and _fingerprint(cp, prepared) == first_answer:
+        detail = (
+            "the output equals its output for the first input set: the kernel ignores its inputs "
+            "or returns an answer it computed before"
         )
-    return error
+    raise VerificationError(
+        f"{_where(point, when)}: relative error {error:.3g}, tolerance {tolerance:.3g}"
+        + (f"; {detail}." if detail else "."),
+        "No timing is reported for a wrong result; "
+        + (
+            "fix the kernel (`gemmlab check` runs compute-sanitizer on it)."
+            if point.spec.declaration is not None
+            else "please report this with the command you ran."
+        ),
+    )
+
+
+def _where(point: Point, when: str) -> str:
+    return (
+        f"{point.spec.id} gave a wrong result on {point.shape} (block edge {point.block_edge}, {point.dtype}, {when})"
+    )
+
+
+def _fingerprint(cp: Any, prepared: Prepared) -> tuple[float, ...]:
+    """A cheap summary of the outputs (one float64 sum each), to tell whether
+    a later output is the same as an earlier one."""
+    return tuple(float(cp.sum(guard.inner.astype(cp.float64))) for guard in prepared.guards)
 
 
 def _l2_flusher(cp: Any, info: gpu.DeviceInfo) -> Any:

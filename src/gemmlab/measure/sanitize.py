@@ -25,6 +25,7 @@ from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
+from gemmlab.problems.base import NO_BANDS_VARIABLE
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 # Where compute-sanitizer lives when it is not on PATH: the toolkit's bin
@@ -153,7 +154,9 @@ def check(kernel_ids: list[str] | None = None, tool: str = "memcheck", timeout: 
     # initcheck runs with its defaults: unused-memory tracking is off unless
     # asked for (`--track-unused-memory` is a flag, with no value to pass).
     cmd += [sys.executable, "-m", "gemmlab.measure.sanitize", *points]
-    env = {**os.environ, LINEINFO_ENV: "1"}
+    # Line tables, so a finding names the file and line; no guard bands around the
+    # outputs, so the sanitizer sees their true edges.
+    env = {**os.environ, LINEINFO_ENV: "1", NO_BANDS_VARIABLE: "0"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     output = proc.stdout + proc.stderr
     errors = parse_summary(tool, output)

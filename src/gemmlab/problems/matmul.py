@@ -1,4 +1,15 @@
-"""Plain matmul C = A.B (the documents' kernels): inputs, float64 reference, CuPy's matmul as the baseline."""
+"""Matmul, C = A.B or C = alpha*A.B + beta*C (the documents' kernels and
+users' kernels): inputs, float64 reference, cuBLAS as the baseline.
+
+A kernel that names ``alpha`` and ``beta`` among its arguments computes the
+second form. C is then an input too: it is filled with random values C0, and
+before every checked launch it is filled with C0 again instead of being
+poisoned (the reference is alpha*A.B + beta*C0). The timed launches each
+start from the last one's C; BETA = -0.75 keeps the values bounded, and the
+values do not change the time. The scalars are float32 for the float types
+(the way cuBLAS takes them with FP32 compute, whatever A and B are) and int32
+for int32.
+"""
 
 from __future__ import annotations
 
@@ -7,93 +18,193 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemmlab.core.dtypes import c_itemsize
-from gemmlab.problems.base import Prepared, Problem, poison, random_matrix, relative_error
-from gemmlab.problems.tensor import CUBLAS_GEMM_DEFAULT, CUBLAS_OP_N, CUDA_R_16F, CUDA_R_32F
+from gemmlab.core.dtypes import SAME_TYPE_C_TOLERANCE, TOLERANCE
+from gemmlab.problems.base import (
+    Prepared,
+    Problem,
+    guard_bytes,
+    guarded_empty,
+    lower_precision,
+    poison,
+    poison_left,
+    random_matrix,
+    redraw_matrix,
+    relative_error,
+    rounded,
+    storage,
+    values,
+)
 
 if TYPE_CHECKING:
     from gemmlab.kernels.spec import Point
 
 
 # The arguments of the catalogue's matmul kernels, in their order; a kernel
-# may declare another order or a subset, and ``n`` (the square size) when M = N = K.
+# may declare another order or a subset, ``n`` (the square size) when
+# M = N = K, and the scalars of C = alpha*A.B + beta*C.
 MATMUL_ARGUMENTS = ("A", "B", "C", "M", "N", "K")
-MATMUL_ARGUMENT_NAMES = (*MATMUL_ARGUMENTS, "n")
+SCALARS = ("alpha", "beta")
+MATMUL_ARGUMENT_NAMES = (*MATMUL_ARGUMENTS, "n", *SCALARS)
+# Non-trivial scalars: alpha != 1 and beta != 0 exercise both halves of the
+# epilogue; both are exact in binary, so the float64 reference sees the same
+# values. int32 takes whole ones, and 2 * K * INT_RANGE^2 + INT_RANGE still fits.
+ALPHA = {"float": 1.5, "int32": 2}
+BETA = {"float": -0.75, "int32": -1}
+
+# cuda_runtime's cudaDataType values (library_types.h) and cuBLAS's
+# operation and algorithm constants, for cublasGemmEx.
+CUDA_TYPES = {"float32": 0, "float16": 2, "bfloat16": 14}
+CUBLAS_OP_N, CUBLAS_GEMM_DEFAULT = 0, -1
 
 
-# The type of C for each element type of A and B, when it differs: float16
-# inputs accumulate and store in float32 (core/dtypes.py's table gives C 4 bytes).
-C_DTYPE = {"float16": "float32"}
+def scalars(dtype: str) -> tuple[Any, Any]:
+    """alpha and beta as the kernel receives them."""
+    if dtype == "int32":
+        return np.int32(ALPHA["int32"]), np.int32(BETA["int32"])
+    return np.float32(ALPHA["float"]), np.float32(BETA["float"])
 
 
-def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
-    s = point.shape
-    a = random_matrix(cp, rng, s.m, s.k, point.dtype)
-    b = random_matrix(cp, rng, s.k, s.n, point.dtype)
-    c = cp.empty((s.m, s.n), dtype=C_DTYPE.get(point.dtype, point.dtype))
-    # The float64 reference runs through cuBLAS DGEMM on the same device; for
-    # float16 it starts from the exact values of the stored inputs, so only the
-    # kernel's float32 accumulation errs.
-    ref = a.astype(cp.float64) @ b.astype(cp.float64)
-    baseline = None
-    if point.dtype in ("float32", "float64", "float16"):
-        lib_out = cp.empty_like(c)
-        baseline = _cublas_half(cp, a, b, lib_out) if point.dtype == "float16" else _cupy_matmul(cp, a, b, lib_out)
-
-    named = {
-        "A": a.data.ptr, "B": b.data.ptr, "C": c.data.ptr, "M": np.int32(s.m), "N": np.int32(s.n), "K": np.int32(s.k),
-    }  # fmt: skip
-    if s.is_square:
-        named["n"] = np.int32(s.n)
-    return Prepared(
-        args=tuple(named[name] for name in MATMUL_ARGUMENTS),
-        poison=lambda: poison(cp, c),
-        error=lambda: relative_error(cp, c, ref),
-        baseline=baseline,
-        baseline_name=_baseline_name(point.dtype) if baseline else None,
-        buffers=(a, b, c, ref),
-        named=named,
-        arrays={"A": a, "B": b, "C": c},
-    )
-
-
-def _baseline_name(dtype: str) -> str:
-    if dtype == "float16":
-        return "cuBLAS GemmEx float16, FP32 accumulation, float32 C"
-    return "cuBLAS (CuPy matmul)"
-
-
-def _cupy_matmul(cp: Any, a: Any, b: Any, out: Any) -> Callable[[], None]:
-    return lambda: cp.matmul(a, b, out=out)
-
-
-def _cublas_half(cp: Any, a: Any, b: Any, c: Any) -> Callable[[], None]:
-    """C (float32) = A . B for row-major float16 A and B, through
-    cublasGemmEx with FP32 accumulation (CuPy's matmul would give float16 C).
-    cuBLAS is column-major: it computes C^T = B^T . A^T, reading each row-major
-    matrix as its column-major transpose."""
+def cublas_gemm(
+    cp: Any, a: Any, b: Any, c: Any, dtype: str, alpha: float = 1.0, beta: float = 0.0
+) -> Callable[[], None]:
+    """C = alpha * A.B + beta * C in place (row-major, A M x K, B K x N, all
+    of ``dtype``), as BLAS defines GEMM, with FP32 compute (CUBLAS_COMPUTE_32F:
+    FFMA for float32; a TF32 baseline would not be a fair float32 comparison).
+    cuBLAS is column-major: it computes C^T = alpha * B^T . A^T + beta * C^T,
+    where the row-major B, A and C read as column-major B^T (N x K), A^T
+    (K x M) and C^T (N x M) with no copy."""
     from cupy_backends.cuda.libs import cublas
 
     m, k = a.shape
     n = b.shape[1]
-    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)  # host scalars, kept alive by the closure
+    kind = CUDA_TYPES[dtype]
+    host = np.array([alpha, beta], np.float32)  # host scalars the closure keeps
     handle = cp.cuda.device.get_cublas_handle()
 
     def call() -> None:
         cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
-        cublas.gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, one.ctypes.data, b.data.ptr,
-                      CUDA_R_16F, n, a.data.ptr, CUDA_R_16F, k, zero.ctypes.data, c.data.ptr, CUDA_R_32F, n,
+        cublas.gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, host.ctypes.data, b.data.ptr, kind, n,
+                      a.data.ptr, kind, k, host.ctypes.data + 4, c.data.ptr, kind, n,
                       cublas.CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)  # fmt: skip
 
     return call
 
 
+def takes_scalars(point: Point) -> bool:
+    """Whether the kernel computes C = alpha*A.B + beta*C (its declaration names the scalars)."""
+    return bool(point.spec.arguments) and "beta" in point.spec.arguments  # type: ignore[operator]
+
+
+def _exact(cp: Any, stored: Any, dtype: str) -> Any:
+    """The float64 value of a stored array (every input type is exact in float64)."""
+    return values(cp, stored, dtype).astype(cp.float64)
+
+
+def rounded_input_products(cp: Any, a: Any, b: Any, alpha: float = 1.0, addend: Any = 0.0) -> dict[str, Any]:
+    """alpha * A.B + addend (float32 A and B) computed from A and B rounded to
+    float16 and to bfloat16: what a float32 kernel that converts its inputs
+    computes. The products of two rounded values are exact in float32, and
+    float32 sums err far less than the rounding, so float32 matmuls do. Only
+    ever asked about a result already wrong."""
+    return {
+        dtype: alpha * (rounded(cp, a, dtype) @ rounded(cp, b, dtype)) + addend for dtype in ("float16", "bfloat16")
+    }
+
+
+def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
+    s, dtype = point.shape, point.dtype
+    a = random_matrix(cp, rng, s.m, s.k, dtype)
+    b = random_matrix(cp, rng, s.k, s.n, dtype)
+    guard = guarded_empty(cp, (s.m, s.n), storage(cp, dtype))
+    c = guard.inner
+    with_scalars = takes_scalars(point)
+    alpha, beta = scalars(dtype) if with_scalars else (1, 0)
+    c0 = random_matrix(cp, rng, s.m, s.n, dtype) if with_scalars else None
+    ref = cp.empty((s.m, s.n), dtype=cp.float64)
+
+    def reference() -> None:
+        # float64 on the same device (cuBLAS DGEMM), from the exact values of the stored inputs.
+        cp.matmul(_exact(cp, a, dtype), _exact(cp, b, dtype), out=ref)
+        if with_scalars:
+            ref[...] = float(alpha) * ref + float(beta) * _exact(cp, c0, dtype)
+
+    def redraw() -> None:
+        for array in (a, b, *((c0,) if with_scalars else ())):
+            redraw_matrix(cp, rng, array, dtype)
+        reference()
+
+    def prime() -> None:
+        if with_scalars:
+            c[...] = c0
+        else:
+            poison(cp, c, dtype)
+
+    def explain() -> str | None:
+        found = poison_left(cp, values(cp, c, dtype))
+        if found is None and dtype == "float32":
+            addend = beta * c0 if with_scalars else 0.0
+            products = lambda: rounded_input_products(cp, a, b, alpha, addend)
+            found = lower_precision(cp, c, ref, TOLERANCE["float32"], products)
+        return found
+
+    reference()
+    baseline, lib_out = _baseline(cp, a, b, c0, dtype, with_scalars)
+    named = {
+        "A": a.data.ptr, "B": b.data.ptr, "C": c.data.ptr, "M": np.int32(s.m), "N": np.int32(s.n), "K": np.int32(s.k),
+    }  # fmt: skip
+    if s.is_square:
+        named["n"] = np.int32(s.n)
+    if with_scalars:
+        named["alpha"], named["beta"] = alpha, beta
+    return Prepared(
+        args=tuple(named[name] for name in MATMUL_ARGUMENTS),
+        poison=prime,
+        error=lambda: relative_error(cp, values(cp, c, dtype), ref),
+        baseline=baseline,
+        baseline_name=_baseline_name(dtype, with_scalars) if baseline else None,
+        buffers=(a, b, c, ref, *(x for x in (c0, lib_out) if x is not None)),  # c keeps guard.whole alive
+        named=named,
+        arrays={"A": a, "B": b, "C": c},
+        guards=(guard,),
+        redraw=redraw,
+        explain=explain,
+        tolerance=SAME_TYPE_C_TOLERANCE.get(dtype),
+    )
+
+
+def _baseline(
+    cp: Any, a: Any, b: Any, c0: Any, dtype: str, with_scalars: bool
+) -> tuple[Callable[[], None] | None, Any]:
+    """cuBLAS doing the same work, and the array it writes: CuPy's matmul for
+    C = A.B in float32 and float64 (as before users' kernels came), cublasGemmEx
+    in the kernel's type for float16 and bfloat16 (CuPy has no bfloat16) and
+    for alpha/beta. int32 has none (cuBLAS has no int32 GEMM of this shape)."""
+    if dtype in ("float32", "float64") and not with_scalars:
+        lib_out = cp.empty((a.shape[0], b.shape[1]), dtype=dtype)
+        return (lambda: cp.matmul(a, b, out=lib_out)), lib_out
+    if dtype not in CUDA_TYPES:
+        return None, None
+    lib_out = c0.copy() if with_scalars else cp.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
+    alpha, beta = (ALPHA["float"], BETA["float"]) if with_scalars else (1.0, 0.0)
+    return cublas_gemm(cp, a, b, lib_out, dtype, alpha, beta), lib_out
+
+
+def _baseline_name(dtype: str, with_scalars: bool) -> str:
+    if dtype in ("float32", "float64") and not with_scalars:
+        return "cuBLAS (CuPy matmul)"
+    work = "same alpha and beta" if with_scalars else "C = A.B"
+    return f"cuBLAS GemmEx {dtype}, FP32 compute ({work})"
+
+
 def matmul_device_bytes(point: Point) -> int:
-    """Device memory prepare_matmul needs: inputs, output, float64 copies and
-    reference, and the library's output."""
+    """Device memory prepare_matmul needs: inputs, output and its guard bands,
+    the library's output, C0 for alpha/beta, and in float64 the copies of the
+    inputs and the reference."""
     s = point.shape
-    item, c_item = point.itemsize, c_itemsize(point.dtype)
-    return (s.m * s.k + s.k * s.n) * item + 2 * s.m * s.n * c_item + (s.m * s.k + s.k * s.n + s.m * s.n) * 8
+    item = point.itemsize
+    c_copies = 3 if takes_scalars(point) else 2
+    stored = (s.m * s.k + s.k * s.n + c_copies * s.m * s.n) * item + guard_bytes(s.n * item)
+    return stored + (s.m * s.k + s.k * s.n + s.m * s.n) * 8
 
 
 MATMUL = Problem("matmul", prepare_matmul, matmul_device_bytes)

@@ -3,12 +3,24 @@ cuBLAS doing the same work (cublasGemmEx, FP32 compute, same alpha and beta)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemmlab.problems.base import Prepared, Problem, poison, random_matrix, relative_error
+from gemmlab.core.dtypes import TOLERANCE
+from gemmlab.problems.base import (
+    Prepared,
+    Problem,
+    guard_bytes,
+    guarded_empty,
+    lower_precision,
+    poison,
+    poison_left,
+    random_matrix,
+    redraw_matrix,
+    relative_error,
+)
+from gemmlab.problems.matmul import cublas_gemm, rounded_input_products
 
 if TYPE_CHECKING:
     from gemmlab.kernels.spec import Point
@@ -18,9 +30,6 @@ if TYPE_CHECKING:
 # epilogue; both are exact in binary, so the float64 reference sees the same values.
 ALPHA = 1.5
 BETA = -0.75
-
-# cuBLAS's column-major cublasGemmEx and the cudaDataType / compute type it runs FP32 with.
-CUBLAS_OP_N, CUBLAS_GEMM_DEFAULT, CUDA_R_32F = 0, -1, 0
 
 
 def baseline_name() -> str:
@@ -32,35 +41,30 @@ def baseline_name() -> str:
     return "cuBLAS SGEMM (cublasGemmEx FP32, same alpha and beta)"
 
 
-def cublas_sgemm(cp: Any, a: Any, b: Any, c: Any) -> Callable[[], None]:
-    """C = ALPHA * A.B + BETA * C in place (row-major float32, A M x K, B K x N),
-    as BLAS defines SGEMM. cuBLAS is column-major: it computes C^T = ALPHA *
-    B^T . A^T + BETA * C^T, where the row-major B, A and C read as column-major
-    B^T (N x K), A^T (K x M) and C^T (N x M) with no copy."""
-    from cupy_backends.cuda.libs import cublas
-
-    m, k = a.shape
-    n = b.shape[1]
-    alpha, beta = np.full(1, ALPHA, np.float32), np.full(1, BETA, np.float32)  # host scalars the closure keeps
-    handle = cp.cuda.device.get_cublas_handle()
-
-    def call() -> None:
-        cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
-        cublas.gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha.ctypes.data, b.data.ptr, CUDA_R_32F, n,
-                      a.data.ptr, CUDA_R_32F, k, beta.ctypes.data, c.data.ptr, CUDA_R_32F, n,
-                      cublas.CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)  # fmt: skip
-
-    return call
-
-
 def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
     s = point.shape
     a = random_matrix(cp, rng, s.m, s.k, "float32")
     b = random_matrix(cp, rng, s.k, s.n, "float32")
     c_in = random_matrix(cp, rng, s.m, s.n, "float32")
-    c_out = cp.empty((s.m, s.n), dtype=cp.float32)
-    # float64 on the same device (cuBLAS DGEMM); the float32 inputs are exact in float64.
-    ref = ALPHA * (a.astype(cp.float64) @ b.astype(cp.float64)) + BETA * c_in.astype(cp.float64)
+    guard = guarded_empty(cp, (s.m, s.n), cp.float32)
+    c_out = guard.inner
+    ref = cp.empty((s.m, s.n), dtype=cp.float64)
+
+    def reference() -> None:
+        # float64 on the same device (cuBLAS DGEMM); the float32 inputs are exact in float64.
+        cp.matmul(a.astype(cp.float64), b.astype(cp.float64), out=ref)
+        ref[...] = ALPHA * ref + BETA * c_in.astype(cp.float64)
+
+    def redraw() -> None:
+        for array in (a, b, c_in):
+            redraw_matrix(cp, rng, array, "float32")
+        reference()
+
+    def explain() -> str | None:
+        products = lambda: rounded_input_products(cp, a, b, ALPHA, BETA * c_in)
+        return poison_left(cp, c_out) or lower_precision(cp, c_out, ref, TOLERANCE["float32"], products)
+
+    reference()
     # cuBLAS updates its C in place; each timed call starts from the last one's
     # result, which BETA = -0.75 keeps bounded (the values do not change the time).
     lib_out = c_in.copy()
@@ -78,9 +82,12 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
         ),
         poison=lambda: poison(cp, c_out),
         error=lambda: relative_error(cp, c_out, ref),
-        baseline=cublas_sgemm(cp, a, b, lib_out),
+        baseline=cublas_gemm(cp, a, b, lib_out, "float32", ALPHA, BETA),
         baseline_name=baseline_name(),
-        buffers=(a, b, c_in, c_out, ref, lib_out),
+        buffers=(a, b, c_in, c_out, ref, lib_out),  # c_out keeps its whole allocation (guard.whole) alive
+        guards=(guard,),
+        redraw=redraw,
+        explain=explain,
     )
 
 
@@ -90,7 +97,7 @@ def sgemm_device_bytes(point: Point) -> int:
     and the reference."""
     s = point.shape
     elems = s.m * s.k + s.k * s.n + 3 * s.m * s.n
-    return elems * (4 + 8)
+    return elems * (4 + 8) + guard_bytes(s.n * 4)
 
 
 SGEMM = Problem("sgemm", prepare_sgemm, sgemm_device_bytes)

@@ -10,7 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemmlab.problems.base import Prepared, Problem, poison, relative_error
+from gemmlab.problems.base import (
+    Prepared,
+    Problem,
+    bf16_bits,
+    guard_bytes,
+    guarded_empty,
+    poison,
+    poison_left,
+    relative_error,
+    values,
+)
 
 if TYPE_CHECKING:
     from gemmlab.kernels.spec import Point
@@ -29,37 +39,24 @@ CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14
 CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_GEMM_DEFAULT = 0, 1, -1
 
 
-def _bf16_bits(cp: Any, x: Any) -> Any:
-    """float32 -> bfloat16 bit patterns (uint16), rounded to nearest even."""
-    bits = x.view(cp.uint32)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(cp.uint16)
-
-
-def _bf16_value(cp: Any, bits: Any) -> Any:
-    """bfloat16 bit patterns (uint16) -> their exact float32 values."""
-    return (bits.astype(cp.uint32) << 16).view(cp.float32)
-
-
 def input_dtype(dtype: str) -> str:
     """The type of A and B: ``bfloat16-out`` differs from bfloat16 in C alone."""
     return "bfloat16" if dtype == BF16_OUT else dtype
 
 
-def _inputs(cp: Any, rng: Any, rows: int, cols: int, dtype: str) -> tuple[Any, Any]:
-    """A random rows x cols operand as the kernel reads it, and its exact
-    float64 value (what the stored bits mean), for the reference."""
+def _stored(cp: Any, rng: Any, rows: int, cols: int, dtype: str) -> Any:
+    """A random rows x cols operand as the kernel reads it (tf32: float32 in
+    memory; the rounding to tf32 is the kernel's, and the error budget's)."""
     x = rng.uniform(-1.0, 1.0, size=(rows, cols)).astype(cp.float32)
     dtype = input_dtype(dtype)
     if dtype == "bfloat16":
-        stored = _bf16_bits(cp, x)
-        exact = _bf16_value(cp, stored).astype(cp.float64)
-    elif dtype == "float16":
-        stored = x.astype(cp.float16)
-        exact = stored.astype(cp.float64)
-    else:  # tf32: float32 in memory; the rounding to tf32 is the kernel's, and the error budget's
-        stored = x
-        exact = x.astype(cp.float64)
-    return stored, exact
+        return bf16_bits(cp, x)
+    return x.astype(cp.float16) if dtype == "float16" else x
+
+
+def _exact(cp: Any, stored: Any, dtype: str) -> Any:
+    """The float64 value of a stored operand: what its bits mean, for the reference."""
+    return values(cp, stored, input_dtype(dtype)).astype(cp.float64)
 
 
 def _tensor_map(array: Any, box_rows: int, bfloat16: bool) -> Any:
@@ -105,11 +102,6 @@ def baseline_name(dtype: str) -> str:
     return f"cuBLAS GemmEx {kind}, {'bfloat16' if dtype == BF16_OUT else 'float32'} C"
 
 
-# A bfloat16 NaN (all exponent bits, a non-zero mantissa): what a bfloat16 C is
-# poisoned with, as float32 C is with NaN.
-BF16_NAN = 0xFFFF
-
-
 def prepare_tensor(
     cp: Any, point: Point, rng: Any, boxes: tuple[int, int] | None = None, c_box_rows: int = 0
 ) -> Prepared:
@@ -117,28 +109,43 @@ def prepare_tensor(
     the TMA boxes of A and B, for the rungs that take tensor maps;
     ``c_box_rows``: those of C, for the rungs that store C by TMA (0: C is a
     pointer)."""
-    s = point.shape
-    a, a_exact = _inputs(cp, rng, s.m, s.k, point.dtype)
-    b, b_exact = _inputs(cp, rng, s.n, s.k, point.dtype)
-    bf16_c = point.dtype == BF16_OUT
-    c = cp.empty((s.m, s.n), dtype=cp.uint16 if bf16_c else cp.float32)
-    # float64 on the same device (cuBLAS DGEMM), from the exact values of the stored inputs.
-    ref = a_exact @ b_exact.T
-    del a_exact, b_exact
+    s, dtype = point.shape, point.dtype
+    a = _stored(cp, rng, s.m, s.k, dtype)
+    b = _stored(cp, rng, s.n, s.k, dtype)
+    bf16_c = dtype == BF16_OUT
+    guard = guarded_empty(cp, (s.m, s.n), cp.uint16 if bf16_c else cp.float32)
+    c = guard.inner
+    ref = cp.empty((s.m, s.n), dtype=cp.float64)
+
+    def reference() -> None:
+        # float64 on the same device (cuBLAS DGEMM), from the exact values of the stored inputs.
+        cp.matmul(_exact(cp, a, dtype), _exact(cp, b, dtype).T, out=ref)
+
+    def redraw() -> None:
+        # In place: the tensor maps hold the addresses of a and b.
+        a[...] = _stored(cp, rng, s.m, s.k, dtype)
+        b[...] = _stored(cp, rng, s.n, s.k, dtype)
+        reference()
+
+    reference()
     lib_out = cp.empty_like(c)
-    bf16_in = input_dtype(point.dtype) == "bfloat16"
+    bf16_in = input_dtype(dtype) == "bfloat16"
     if boxes is None:
         operands: tuple[Any, ...] = (a.data.ptr, b.data.ptr)
     else:
         operands = (_tensor_map(a, boxes[0], bf16_in), _tensor_map(b, boxes[1], bf16_in))
     c_arg = _tensor_map(c, c_box_rows, bf16_c) if c_box_rows else c.data.ptr
+    c_type = "bfloat16" if bf16_c else "float32"
     return Prepared(
         args=(*operands, c_arg, np.int32(s.m), np.int32(s.n), np.int32(s.k)),
-        poison=(lambda: c.fill(BF16_NAN)) if bf16_c else (lambda: poison(cp, c)),
-        error=lambda: relative_error(cp, _bf16_value(cp, c) if bf16_c else c, ref),
-        baseline=cublas_gemm(cp, a, b, lib_out, point.dtype),
-        baseline_name=baseline_name(point.dtype),
-        buffers=(a, b, c, ref, lib_out, *operands, c_arg),
+        poison=lambda: poison(cp, c, c_type),
+        error=lambda: relative_error(cp, values(cp, c, c_type), ref),
+        baseline=cublas_gemm(cp, a, b, lib_out, dtype),
+        baseline_name=baseline_name(dtype),
+        buffers=(a, b, c, ref, lib_out, *operands, c_arg),  # c keeps its whole allocation (guard.whole) alive
+        guards=(guard,),
+        redraw=redraw,
+        explain=lambda: poison_left(cp, values(cp, c, c_type)),
     )
 
 
@@ -147,7 +154,7 @@ def tensor_device_bytes(point: Point) -> int:
     stored inputs, their float64 values, the reference, C and cuBLAS's C."""
     s = point.shape
     inputs = s.m * s.k + s.n * s.k
-    return inputs * (4 + point.itemsize + 8) + s.m * s.n * (8 + 4 + 4)
+    return inputs * (4 + point.itemsize + 8) + s.m * s.n * (8 + 4 + 4) + guard_bytes(s.n * 4)
 
 
 TENSOR = Problem("tensor", prepare_tensor, tensor_device_bytes)
