@@ -313,3 +313,11 @@ def test_sweep_param_option_is_read():
         parse_params(["=4"])
     with pytest.raises(GemmlabError, match="whole numbers"):
         parse_params(["STEP=a"])
+
+
+def test_a_users_float_kernel_is_profiled_with_the_tensor_core_counters_too() -> None:
+    from gemmlab.measure.profile import TENSOR_OPS, metrics_for, uses_tensor_cores
+
+    naive = catalogue.point(str(NAIVE), Shape.square(64), 16)
+    assert uses_tensor_cores(naive) and set(TENSOR_OPS) <= set(metrics_for(naive))
+    assert not uses_tensor_cores(catalogue.point("tiled", Shape.square(64), 16))

@@ -309,3 +309,20 @@ def test_a_declaration_is_checked_against_the_parameter_sizes() -> None:
     with pytest.raises(DeclarationError) as count:
         check_declared_arguments(spec, [8, 8, 8, 4, 4], args)
     assert "takes 5 arguments" in str(count.value) and "lists 4: A, B, C, n" in str(count.value)
+
+
+def test_destructors_failing_after_a_fault_are_not_printed_but_others_are(capsys, monkeypatch) -> None:
+    from gemmlab.measure.watchdog import _quiet_about_lost_context
+
+    class Buffer:
+        def __init__(self, exc: BaseException) -> None:
+            self.exc = exc
+
+        def __del__(self) -> None:
+            raise self.exc
+
+    monkeypatch.setattr(sys, "unraisablehook", _quiet_about_lost_context)
+    Buffer(RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered"))
+    assert capsys.readouterr().err == ""
+    Buffer(ValueError("something else"))
+    assert "something else" in capsys.readouterr().err

@@ -154,7 +154,11 @@ def flops_executed(fadd: float, fmul: float, ffma: float) -> float:
 
 def uses_tensor_cores(point: Point) -> bool:
     """Whether the kernel's SASS holds a tensor-core instruction (HMMA, HGMMA...), as the
-    catalogue claims it and the harness checks in its cubin."""
+    catalogue claims it and the harness checks in its cubin. A user's kernel
+    claims nothing (a Triton tl.dot, a wmma in a .cu), so its tensor-core counters
+    are collected too; they read zero for a kernel that does not use them."""
+    if point.spec.declaration is not None:
+        return point.dtype != "int32"
     return any(op.endswith("MMA") for op in point.spec.sass)
 
 

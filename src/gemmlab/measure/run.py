@@ -320,6 +320,42 @@ def run(
     return result
 
 
+def checked_launches(
+    kernel_id: str, shape: Shape, block_edge: int | None = None, dtype: str | None = None, *, launches: int = 2,
+    device_index: int = 0,
+) -> float:  # fmt: skip
+    """Launch ``kernel_id`` ``launches`` times on one set of inputs, each from
+    a poisoned output and each checked as :func:`run` checks it, and time
+    nothing: what a tool that watches every access (compute-sanitizer) needs,
+    with no launch it does not. Two launches by default, so state a kernel
+    keeps from one launch to the next (a workspace's counters) is seen too.
+    Returns the largest relative error."""
+    backend = backends.for_kernel(kernel_id)
+    if not isinstance(backend, DeviceBackend):
+        raise UnknownName(f"{kernel_id} runs on the host, not on a GPU.", "Check a GPU kernel.")
+    point = catalogue.point(kernel_id, shape, block_edge, dtype)
+    cp = gpu.cupy()
+    info = gpu.describe(device_index)
+    compiled = backend.compile(point, info)
+
+    from cuda.core import Device
+
+    Device(device_index).set_current()
+    error = 0.0
+    with cp.cuda.Device(device_index):
+        cp_stream = cp.cuda.Stream(non_blocking=True)
+        with cp_stream:
+            prepared, launch, _grid = backend.bind(cp, point, compiled, info, device_index, cp_stream, None)
+            tolerance = prepared.tolerance if prepared.tolerance is not None else TOLERANCE[point.dtype]
+            for i in range(launches):
+                prepared.poison()
+                launch()
+                cp_stream.synchronize()
+                error = max(error, _checked(cp, prepared, tolerance, point, f"launch {i + 1} of {launches}"))
+    cp.get_default_memory_pool().free_all_blocks()
+    return error
+
+
 def timing_warnings(timing: Timing, clock_events: list[str] | None = None) -> list[str]:
     """Reasons not to trust a figure fully; stored and shown with the result."""
     found = []

@@ -39,6 +39,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -230,6 +231,7 @@ def _serve(conn: Connection, parent: int) -> None:
     run calls until the pipe closes."""
     os.setsid()
     _die_with_parent(parent)
+    sys.unraisablehook = _quiet_about_lost_context
     conn.send(("ready", None))
     while True:
         try:
@@ -249,6 +251,15 @@ def _serve(conn: Connection, parent: int) -> None:
             conn.send(("ok", value))
         except Exception as exc:  # a result that does not pickle: a bug of the runner, not of the kernel
             conn.send(("raised", _portable(exc)))
+
+
+def _quiet_about_lost_context(unraisable: Any) -> None:
+    """Once a kernel has faulted, every device buffer's destructor fails with
+    the same CUDA error while the call unwinds; the fault is reported once, by
+    the parent. Any other error in a destructor is printed as Python would."""
+    if unraisable.exc_value is not None and poisoning_error(unraisable.exc_value) is not None:
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def _die_with_parent(parent: int) -> None:
