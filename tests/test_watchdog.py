@@ -45,6 +45,11 @@ def die(code: int) -> None:
     os._exit(code)
 
 
+def complain_and_die() -> None:
+    print("a message of the dying worker", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
 def kill_myself() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
@@ -326,3 +331,16 @@ def test_destructors_failing_after_a_fault_are_not_printed_but_others_are(capsys
     assert capsys.readouterr().err == ""
     Buffer(ValueError("something else"))
     assert "something else" in capsys.readouterr().err
+
+
+def test_what_the_worker_prints_goes_to_its_log_named_when_it_fails(capfd) -> None:
+    with watchdog.Worker() as worker, pytest.raises(KernelStopped) as stopped:
+        worker.call("p", 30, complain_and_die)
+    assert "a message of the dying worker" not in capfd.readouterr().err
+    log = Path(stopped.value.fix.rsplit(" are in ", 1)[1].rstrip("."))
+    assert "a message of the dying worker" in log.read_text()
+    log.unlink()
+    with watchdog.Worker() as worker:  # a worker that printed nothing leaves no file behind
+        assert worker.call("p", 30, abs, -2) == 2
+        quiet = worker.log
+    assert quiet is not None and not quiet.exists()

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from gemmlab.cli.app import app, console, emit_json, err_console, friendly
 from gemmlab.core.errors import GemmlabError
-from gemmlab.measure.sanitize import TOOLS, check
+from gemmlab.measure.sanitize import DEFAULT_JOBS, TOOLS, check
 
 
 @app.command("check")
@@ -22,13 +22,14 @@ def check_cmd(
     tool: Annotated[
         list[str] | None, typer.Option(help=f"Sanitizer tools (default: all of {', '.join(TOOLS)}).")
     ] = None,
+    jobs: Annotated[int, typer.Option(min=1, help="Sanitizer processes side by side.")] = DEFAULT_JOBS,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Run kernels at small sizes (odd ones too) under compute-sanitizer: memcheck, racecheck, synccheck, initcheck.
 
     A user's kernel runs at the small sizes its declaration accepts; findings name the lines of its own file.
     """
-    reports = [check(kernel_ids or None, t) for t in (tool or TOOLS)]
+    reports = [check(kernel_ids or None, t, jobs=jobs) for t in (tool or TOOLS)]
     if as_json:
         emit_json([{"tool": r.tool, "points": r.points, "errors": r.errors, "clean": r.clean} for r in reports])
     else:

@@ -13,11 +13,14 @@ the file and line of the kernel's source, the user's own file for a user's kerne
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from dataclasses import dataclass
 
 from gemmlab.backends.nvrtc import LINEINFO_ENV
@@ -135,7 +138,18 @@ def parse_summary(tool: str, output: str) -> int:
     return int(m.group(2))
 
 
-def check(kernel_ids: list[str] | None = None, tool: str = "memcheck", timeout: float = 1800) -> SanitizerReport:
+# Sanitizer processes run side by side: each point is slow under the sanitizer
+# (every access is watched) and the GPU is mostly idle, so a check of the whole
+# catalogue (430 points) shares them out among this many.
+DEFAULT_JOBS = 4
+
+
+def check(
+    kernel_ids: list[str] | None = None, tool: str = "memcheck", timeout: float = 1800, jobs: int | None = None
+) -> SanitizerReport:
+    """Every point of ``kernel_ids`` (default: the catalogue) under the sanitizer
+    ``tool``, in ``jobs`` processes side by side (default: up to
+    :data:`DEFAULT_JOBS`, one per point at most); the report adds their findings."""
     if tool not in TOOLS:
         raise GemmlabError(f"Unknown sanitizer tool '{tool}'.", f"Use one of {', '.join(TOOLS)}.")
     ids = [catalogue.get(kid).id for kid in kernel_ids or catalogue.kernel_ids()]
@@ -145,6 +159,32 @@ def check(kernel_ids: list[str] | None = None, tool: str = "memcheck", timeout: 
             f"No small size that {', '.join(ids)} accepts was found to check.",
             "Loosen the declaration's `accepts`, or check the kernel with `gemmlab run` at a size it takes.",
         )
+    # No guard bands around the outputs, so the sanitizer sees their true edges;
+    # and for a user's kernel line tables, so a finding names the user's file and
+    # line. Only then: a kernel with them compiles anew (another cache key),
+    # under the sanitizer, and the catalogue's every rung would take minutes.
+    env = {**os.environ, NO_BANDS_VARIABLE: "0"}
+    if any(catalogue.get(kid).declaration is not None for kid in ids):
+        env[LINEINFO_ENV] = "1"
+    shares = split(points, jobs or DEFAULT_JOBS)
+    outputs, failed = _run_side_by_side([sanitizer_command(tool, share) for share in shares], env, timeout, tool)
+    output = "\n".join(outputs)
+    counts = [parse_summary(tool, text) for text in outputs]
+    # A share with no summary (its child crashed) counts as -1 unless another reported hazards.
+    errors = sum(c for c in counts if c > 0) or (-1 if min(counts) < 0 else 0)
+    if failed and errors == 0:
+        errors = -1  # a child failed (a wrong result, a crash) although no hazard was printed
+    return SanitizerReport(tool, len(points), errors, output)
+
+
+def split(points: list[str], jobs: int) -> list[list[str]]:
+    """``points`` dealt out to at most ``jobs`` shares, in turn: a kernel's
+    points (its edges and sizes, listed together) spread over all of them."""
+    jobs = max(1, min(jobs, len(points)))
+    return [points[i::jobs] for i in range(jobs)]
+
+
+def sanitizer_command(tool: str, points: list[str]) -> list[str]:
     # API errors are left out: cuda-bindings probes the driver for entry points
     # it may lack (cuGetProcAddress returns "invalid value"), which says nothing
     # about our kernels; a real API failure surfaces as a Python error anyway.
@@ -153,20 +193,37 @@ def check(kernel_ids: list[str] | None = None, tool: str = "memcheck", timeout: 
         cmd += ["--racecheck-report", "all"]
     # initcheck runs with its defaults: unused-memory tracking is off unless
     # asked for (`--track-unused-memory` is a flag, with no value to pass).
-    cmd += [sys.executable, "-m", "gemmlab.measure.sanitize", *points]
-    # No guard bands around the outputs, so the sanitizer sees their true edges;
-    # and for a user's kernel line tables, so a finding names the user's file and
-    # line. Only then: a kernel with them compiles anew (another cache key),
-    # under the sanitizer, and the catalogue's every rung would take minutes.
-    env = {**os.environ, NO_BANDS_VARIABLE: "0"}
-    if any(catalogue.get(kid).declaration is not None for kid in ids):
-        env[LINEINFO_ENV] = "1"
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    output = proc.stdout + proc.stderr
-    errors = parse_summary(tool, output)
-    if proc.returncode != 0 and errors == 0:
-        errors = -1  # the child failed (a wrong result, a crash) although no hazard was printed
-    return SanitizerReport(tool, len(points), errors, output)
+    return [*cmd, sys.executable, "-m", "gemmlab.measure.sanitize", *points]
+
+
+def _run_side_by_side(commands: list[list[str]], env: dict, timeout: float, tool: str) -> tuple[list[str], bool]:
+    """Each command's output (stdout then stderr), and whether any exited non-zero.
+    Output goes to files, not pipes: a child that prints much would block on a
+    full pipe that nobody reads while this waits for another."""
+    deadline = time.monotonic() + timeout
+    with contextlib.ExitStack() as stack:
+        logs = [stack.enter_context(tempfile.TemporaryFile("w+")) for _ in commands]
+        procs = [subprocess.Popen(c, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+                 for c, log in zip(commands, logs, strict=True)]  # fmt: skip
+        try:
+            codes = [proc.wait(timeout=max(0.0, deadline - time.monotonic())) for proc in procs]
+        except subprocess.TimeoutExpired:
+            for proc in procs:
+                proc.kill()
+                proc.wait()
+            raise GemmlabError(
+                f"compute-sanitizer ({tool}) did not finish within {timeout:.0f} s.",
+                "Check fewer kernels at a time (name them), or give the check more time.",
+            ) from None
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+        outputs = []
+        for log in logs:
+            log.seek(0)
+            outputs.append(log.read())
+    return outputs, any(code != 0 for code in codes)
 
 
 def _child(points: list[str]) -> int:

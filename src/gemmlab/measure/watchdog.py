@@ -40,10 +40,12 @@ import os
 import pickle
 import signal
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any
 
 from gemmlab import backends
@@ -141,6 +143,9 @@ class Worker:
     def __init__(self) -> None:
         self._process: Any = None
         self._conn: Connection | None = None
+        # Where the child's stderr goes: CuPy prints every buffer it fails to free
+        # after a fault, which is noise beside the one message the parent gives.
+        self.log: Path | None = None
 
     def __enter__(self) -> Worker:
         return self
@@ -161,15 +166,26 @@ class Worker:
             self.close()
             raise
         if answer is None:
+            log = self._kept_log()
             self.close()
-            raise _hang(label, limit_s)
+            raise _with_log(_hang(label, limit_s), log)
         status, payload = answer
         if status == "ok":
             return payload
         if status == "raised":
             raise payload
+        log = self._kept_log()
         self.close()  # a fault or a death: whatever the child held is lost
-        raise _fault(label, payload)
+        raise _with_log(_fault(label, payload), log)
+
+    def _kept_log(self) -> Path | None:
+        """The child's log, kept past :meth:`close` when it says anything."""
+        log, self.log = self.log, None
+        if log is not None and log.is_file() and log.stat().st_size:
+            return log
+        if log is not None:
+            log.unlink(missing_ok=True)
+        return None
 
     def close(self) -> None:
         """End the child and everything it started; a later call starts a fresh one."""
@@ -186,6 +202,9 @@ class Worker:
         if self._conn is not None:
             self._conn.close()
         self._process, self._conn = None, None
+        if self.log is not None:
+            self.log.unlink(missing_ok=True)
+            self.log = None
 
     def _started(self) -> Connection:
         if self._process is not None and self._process.is_alive() and self._conn is not None:
@@ -193,8 +212,11 @@ class Worker:
         self.close()
         spawn = multiprocessing.get_context("spawn")
         ours, theirs = spawn.Pipe()
+        handle, name = tempfile.mkstemp(prefix="gemmlab-worker-", suffix=".log")
+        os.close(handle)
+        self.log = Path(name)
         # Not a daemon: a daemonic process may not start processes of its own (a compile in a fresh one).
-        process = spawn.Process(target=_serve, args=(theirs, os.getpid()), name="gemmlab-worker")
+        process = spawn.Process(target=_serve, args=(theirs, os.getpid(), name), name="gemmlab-worker")
         process.start()
         theirs.close()
         self._process, self._conn = process, ours
@@ -226,10 +248,13 @@ def isolated(label: str, limit_s: float, fn: Callable[..., Any], /, *args: Any, 
         return worker.call(label, limit_s, fn, *args, **kwargs)
 
 
-def _serve(conn: Connection, parent: int) -> None:
-    """The child: lead a process group, die with the parent, say ready, then
-    run calls until the pipe closes."""
+def _serve(conn: Connection, parent: int, log: str | None = None) -> None:
+    """The child: lead a process group, die with the parent, send its stderr
+    to ``log``, say ready, then run calls until the pipe closes."""
     os.setsid()
+    if log is not None:
+        sys.stderr.flush()
+        os.dup2(os.open(log, os.O_WRONLY | os.O_APPEND), 2)
     _die_with_parent(parent)
     sys.unraisablehook = _quiet_about_lost_context
     conn.send(("ready", None))
@@ -287,6 +312,13 @@ def _portable(exc: BaseException) -> BaseException:
     except Exception:
         where = "".join(traceback.format_exception(exc)[-3:-1]).strip()
         return RuntimeError(f"{type(exc).__name__}: {exc} ({where})")
+
+
+def _with_log(stopped: KernelStopped, log: Path | None) -> KernelStopped:
+    """``stopped`` with the path of what the worker printed, when it printed anything."""
+    if log is None:
+        return stopped
+    return KernelStopped(stopped.kind, stopped.cause, f"{stopped.fix} The worker's own messages are in {log}.")
 
 
 def _death(exitcode: int | None) -> str:
