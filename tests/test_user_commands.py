@@ -321,3 +321,23 @@ def test_a_users_float_kernel_is_profiled_with_the_tensor_core_counters_too() ->
     naive = catalogue.point(str(NAIVE), Shape.square(64), 16)
     assert uses_tensor_cores(naive) and set(TENSOR_OPS) <= set(metrics_for(naive))
     assert not uses_tensor_cores(catalogue.point("tiled", Shape.square(64), 16))
+
+
+def test_run_takes_the_tuned_configuration_of_a_users_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from gemmlab.cli import run as run_cli
+
+    def runner(spec, shape, *, dtype, reps, warmup, max_seconds, baseline):
+        edge = spec.default_block_edge()
+        result = fake_runner([])(spec.id, shape, edge, dtype, reps=reps, warmup=warmup, max_seconds=max_seconds)
+        result.gflops = {8: 50.0, 16: 300.0, 32: 200.0}[edge]
+        return result
+
+    db = tmp_path / "t.db"
+    with Store.open(db) as store:
+        tune.tune(str(TILED), [512], store, runner=runner, device=("Fake GPU", "9.0"), progress=False)
+    monkeypatch.setattr(tune, "current_device", lambda: ("Fake GPU", "9.0"))
+    spec, source = run_cli._spec_to_run(str(TILED), Shape.square(512), db, None, False)
+    assert source == "tuned" and spec.block_edges == (16,) and user.all_values(spec) == {"TILE": 16}
+    assert spec is not catalogue.get(spec.id)  # so the worker is given the values with the declaration
+    declared, source = run_cli._spec_to_run(str(TILED), Shape.square(512), db, None, True)
+    assert source == "declaration" and declared is catalogue.get("tiled_template/matmul")

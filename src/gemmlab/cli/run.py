@@ -96,20 +96,25 @@ def _run_one(worker: Any, name: str, spec: KernelSpec | None, shape: Any, edge: 
     that a fault or a hang ends with a message naming it, not a frozen terminal."""
     from gemmlab.measure import watchdog
     from gemmlab.measure.run import run as run_kernel
+    from gemmlab.measure.run import run_declared
 
     if spec is None or spec.declaration is None:
         return run_kernel(name, shape, edge, kind, spec=spec, **options)
     limit = timeout or watchdog.point_time_limit(spec.id, shape, edge, reps=options["reps"], warmup=2, max_seconds=10)
     label = f"{spec.id} {shape}" + (f" b{edge}" if edge else "")
-    return worker.call(label, limit, run_kernel, catalogue.reference(spec.id), shape, edge, kind, **options)
+    # The worker reads the declaration again; a tuned configuration goes with it as values.
+    values = user.all_values(spec) if spec is not catalogue.get(spec.id) else None
+    return worker.call(label, limit, run_declared, catalogue.reference(spec.id), values, shape, edge, kind, **options)
 
 
 def _spec_to_run(name: str, shape: Any, db: Path, dtype: str | None, no_tuned: bool) -> tuple[KernelSpec | None, str]:
-    """The entry to run for ``name`` and where its configuration comes from: a
-    declaration as written, or a catalogue kernel's tuned configuration (None:
-    the catalogue's own)."""
+    """The entry to run for ``name`` and where its configuration comes from: the
+    configuration `gemmlab tune` chose on this GPU for the size's class, else a
+    declaration as written or the catalogue's own (None)."""
     if user.is_declared(name):
-        return user.resolve(name), "declaration"
+        declared = user.resolve(name)
+        tuned = None if no_tuned else stored_tuned_spec(declared.id, shape, db, dtype)
+        return (tuned, "tuned") if tuned is not None else (declared, "declaration")
     spec = None if no_tuned else stored_tuned_spec(name, shape, db, dtype)
     return spec, "tuned" if spec else "catalogue default"
 

@@ -320,6 +320,21 @@ def run(
     return result
 
 
+def run_declared(
+    reference: str, values: dict[str, int] | None, shape: Shape, block_edge: int | None = None,
+    dtype: str | None = None, **options: Any,
+) -> RunResult:  # fmt: skip
+    """:func:`run` of a user's kernel named by its declaration's path, with its
+    parameters set to ``values`` (a configuration `gemmlab tune` chose) or as
+    declared (None): what the watchdog's worker, another process, is given."""
+    from gemmlab.kernels import user
+
+    spec = catalogue.get(reference)
+    if values:
+        spec = user.variant(spec, values)
+    return run(spec.id, shape, block_edge, dtype, spec=spec, **options)
+
+
 def checked_launches(
     kernel_id: str, shape: Shape, block_edge: int | None = None, dtype: str | None = None, *, launches: int = 2,
     device_index: int = 0,
