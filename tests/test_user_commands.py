@@ -341,3 +341,30 @@ def test_run_takes_the_tuned_configuration_of_a_users_kernel(tmp_path: Path, mon
     assert spec is not catalogue.get(spec.id)  # so the worker is given the values with the declaration
     declared, source = run_cli._spec_to_run(str(TILED), Shape.square(512), db, None, True)
     assert source == "declaration" and declared is catalogue.get("tiled_template/matmul")
+
+
+def test_tune_runs_a_users_candidates_watched_and_rejects_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from gemmlab.core.errors import KernelStopped
+
+    given = []
+
+    def watched(worker, kernel_id):
+        given.append((type(worker).__name__, kernel_id))
+
+        def runner(spec, shape, *, dtype, reps, warmup, max_seconds, baseline):
+            edge = spec.default_block_edge()
+            if edge == 32:
+                raise KernelStopped("hang", f"hang: {kernel_id} gave no answer within the time limit of 60 s.")
+            result = fake_runner([])(spec.id, shape, edge, dtype, reps=reps, warmup=warmup, max_seconds=max_seconds)
+            result.gflops = float(edge)
+            return result
+
+        return runner
+
+    monkeypatch.setattr(tune, "_watched_runner", watched)
+    with Store.open(tmp_path / "t.db") as store:
+        summary = tune.tune(str(TILED), [512], store, device=("Fake GPU", "9.0"), progress=False)
+        rejected = store.candidates("Fake GPU", "tiled_template/matmul", status="rejected")
+    assert given == [("Worker", "tiled_template/matmul")]
+    assert [r["config"] for r in rejected] == ['{"TILE": 32}'] and "time limit" in rejected[0]["reason"]
+    assert summary.best["small"].config == {"TILE": 16}

@@ -66,6 +66,7 @@ parameter of the kernel's template.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -81,6 +82,7 @@ from gemmlab.core.errors import (
     ConstraintError,
     DeviceLimitError,
     GemmlabError,
+    KernelStopped,
     NoGPUError,
     StoreError,
     UnknownName,
@@ -90,6 +92,7 @@ from gemmlab.core.errors import (
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue, user
 from gemmlab.kernels.spec import KernelSpec
+from gemmlab.measure import watchdog
 from gemmlab.results.store import Store, config_text
 
 # The upper bound of each size class on max(M, N, K); anything above is "large".
@@ -323,7 +326,39 @@ def tune(
     if not shapes or min(min(s.m, s.n, s.k) for s in shapes) < 1:
         raise GemmlabError("Tuning needs positive sizes.", "Example: --sizes 1024,4096.")
     gpu_name, cc = device or current_device()
-    runner = runner or measure_candidate
+    watched = runner is None and catalogue.get(kernel_id).declaration is not None
+    with contextlib.ExitStack() as stack:
+        if watched:  # a user's candidates run in the watchdog's worker: a fault or a hang is stopped and rejected
+            runner = _watched_runner(stack.enter_context(watchdog.Worker()), kernel_id)
+        return _tune(kernel_id, shapes, store, found, dtype, budget_seconds, force, reps, warmup, max_seconds,
+                     configs, runner or measure_candidate, (gpu_name, cc), progress, console)  # fmt: skip
+
+
+def _watched_runner(worker: Any, kernel_id: str) -> Runner:
+    """A runner that measures a user's candidate in ``worker``: the declaration's
+    path and the candidate's values go to it, under the watchdog's time limit."""
+    from gemmlab.measure.run import run_declared
+
+    reference = catalogue.reference(kernel_id)
+
+    def runner(spec: KernelSpec, shape: Shape, *, dtype: str, reps: int, warmup: int, max_seconds: float,
+               baseline: bool) -> Any:  # fmt: skip
+        limit = watchdog.point_time_limit(kernel_id, shape, spec.default_block_edge(), reps=reps, warmup=warmup,
+                                          max_seconds=max_seconds)  # fmt: skip
+        values = user.all_values(spec)
+        return worker.call(f"{kernel_id} {shape}", limit, run_declared, reference, values, shape, None, dtype,
+                           reps=reps, warmup=warmup, max_seconds=max_seconds, baseline=baseline)  # fmt: skip
+
+    return runner
+
+
+def _tune(
+    kernel_id: str, shapes: list[Shape], store: Store, found: Search, dtype: str, budget_seconds: float | None,
+    force: bool, reps: int, warmup: int, max_seconds: float, configs: Sequence[dict] | None, runner: Runner,
+    device: tuple[str, str], progress: bool, console: Any,
+) -> TuneSummary:  # fmt: skip
+    """:func:`tune` once its kernel, shapes, runner and device are settled."""
+    gpu_name, cc = device
     candidates = [config_json(kernel_id, c) for c in (configs or search_space(kernel_id, shapes, dtype))]
 
     todo = [(c, s) for c in dict.fromkeys(candidates) for s in shapes]
@@ -355,7 +390,7 @@ def tune(
                                 baseline=shape not in timed_cublas)  # fmt: skip
             except (NoGPUError, StoreError):
                 raise  # the same for every candidate that follows
-            except VerificationError as exc:
+            except (VerificationError, KernelStopped) as exc:  # a wrong answer, a fault or a hang
                 record(config, shape, REJECTED, reason=exc.cause)
                 summary.rejected.append((label, exc.cause))
                 if bar:
