@@ -71,8 +71,8 @@ def test_parameters_other_than_the_edge_are_its_configuration(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        (lambda d: {**d, "colour": 1}, ["unknown key colour", "keys of a Python kernel"]),
-        (lambda d: {k: v for k, v in d.items() if k != "arrays"}, ["lacks arrays"]),
+        (lambda d: {**d, "colour": 1}, ["unknown key colour in GEMMLAB", "The keys in GEMMLAB are"]),
+        (lambda d: {k: v for k, v in d.items() if k != "arrays"}, ["missing arrays in GEMMLAB"]),
         (lambda d: {**d, "problem": "sort"}, ["unknown problem 'sort'"]),
         (lambda d: {**d, "arrays": "jax"}, ["'arrays'", "'jax' is not a kind of array", "cupy, torch, numba"]),
         (lambda d: {**d, "dtypes": ["bfloat16"]}, ["'dtypes'", "'bfloat16'", "float32, int32, float16"]),

@@ -41,7 +41,18 @@ from typing import Any
 from gemmlab.core.errors import DeclarationError, GemmlabError
 from gemmlab.core.shapes import MAX_THREADS_PER_BLOCK, Dim3, Shape
 from gemmlab.kernels.spec import KernelSpec
-from gemmlab.kernels.user import DOC, FUNCTIONS, PROBLEMS, SIZE_NAMES, Parameter, _accepts, _list, _values, expression
+from gemmlab.kernels.user import (
+    DOC,
+    FUNCTIONS,
+    PROBLEMS,
+    SIZE_NAMES,
+    Parameter,
+    _accepts,
+    _list,
+    _values,
+    check_keys,
+    expression,
+)
 
 # The module-level name of the declaration in the user's file.
 DECLARATION = "GEMMLAB"
@@ -103,18 +114,7 @@ def load(path: Path) -> PythonKernelSpec:
     def at(key: str, index: int | None = None) -> str:
         return f"{path}, {DECLARATION}[{key!r}]" + ("" if index is None else f"[{index}]")
 
-    unknown = sorted(set(data) - {*REQUIRED_KEYS, *OPTIONAL_KEYS})
-    if unknown:
-        raise DeclarationError(
-            f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(str, unknown))} in {DECLARATION}.",
-            f"The keys of a Python kernel are {', '.join((*REQUIRED_KEYS, *OPTIONAL_KEYS))} ({DOC}).",
-        )
-    missing = [k for k in REQUIRED_KEYS if k not in data]
-    if missing:
-        raise DeclarationError(
-            f"{path}: {DECLARATION} lacks {', '.join(missing)}.",
-            f"Add {'them' if len(missing) > 1 else 'it'}; {DOC} shows an example.",
-        )
+    check_keys(data, REQUIRED_KEYS, OPTIONAL_KEYS, path, f" in {DECLARATION}")
     if data["problem"] not in PROBLEMS:
         raise DeclarationError(f"{at('problem')}: unknown problem {data['problem']!r}.", f"Use {', '.join(PROBLEMS)}.")
     problem, _names = PROBLEMS[data["problem"]]

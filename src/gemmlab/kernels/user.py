@@ -308,6 +308,25 @@ def _list(value: Any, where: str, what: str, lo: int = 1, hi: int = 99) -> list:
     return value
 
 
+def check_keys(
+    data: Mapping[str, Any], required: tuple[str, ...], optional: tuple[str, ...], path: Path, holder: str = ""
+) -> None:
+    """Refuse a declaration with a key gemmlab does not know, or without a
+    required one; ``holder`` says where the keys sit in the file (" in GEMMLAB")."""
+    unknown = sorted(map(str, set(data) - {*required, *optional}))
+    if unknown:
+        raise DeclarationError(
+            f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}{holder}.",
+            f"The keys{holder} are {', '.join((*required, *optional))} ({DOC}).",
+        )
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise DeclarationError(
+            f"{path}: missing {', '.join(missing)}{holder}.",
+            f"Add {'them' if len(missing) > 1 else 'it'}; {DOC} shows an example.",
+        )
+
+
 def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
     """The kernel declared by the TOML file ``path``; DeclarationError naming the
     file, the key and the fix for every mistake found in it. ``fixed``: parameters
@@ -327,18 +346,7 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
     def at(key: str) -> str:
         return f"{path}, {key}"
 
-    unknown = sorted(set(data) - {*REQUIRED_KEYS, *OPTIONAL_KEYS})
-    if unknown:
-        raise DeclarationError(
-            f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}.",
-            f"The keys are {', '.join((*REQUIRED_KEYS, *OPTIONAL_KEYS))} ({DOC}).",
-        )
-    missing = [k for k in REQUIRED_KEYS if k not in data]
-    if missing:
-        raise DeclarationError(
-            f"{path}: missing {', '.join(missing)}.",
-            f"Add {'them' if len(missing) > 1 else 'it'}; {DOC} shows an example.",
-        )
+    check_keys(data, REQUIRED_KEYS, OPTIONAL_KEYS, path)
 
     problem_name = data["problem"]
     if problem_name not in PROBLEMS:

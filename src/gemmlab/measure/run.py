@@ -233,6 +233,30 @@ def _measure(
     return _Measured(timing, error, tolerance, sm_clock_mhz, clock_events, base_timing, prepared.baseline_name, grid)
 
 
+def _ready(
+    kernel_id: str, shape: Shape, block_edge: int | None, dtype: str | None, spec: KernelSpec | None,
+    device_index: int,
+) -> tuple[DeviceBackend, Point, Any, gpu.DeviceInfo, Compiled]:  # fmt: skip
+    """The point checked, its kernel compiled for the device, and the device made
+    current: everything before the first allocation. Raises ConstraintError /
+    DeviceLimitError before touching the GPU, NoGPUError with no GPU."""
+    backend = backends.for_spec(spec) if spec is not None else backends.for_kernel(kernel_id)
+    if not isinstance(backend, DeviceBackend):
+        raise UnknownName(
+            f"{kernel_id} runs on the host ({backend.name} backend), not on a GPU.",
+            f"Measure it with `gemmlab sweep --kernels {kernel_id} ...`.",
+        )
+    point = catalogue.point(kernel_id, shape, block_edge, dtype, spec=spec)
+    cp = gpu.cupy()
+    info = gpu.describe(device_index)
+    compiled = backend.compile(point, info)
+
+    from cuda.core import Device
+
+    Device(device_index).set_current()
+    return backend, point, cp, info, compiled
+
+
 def run(
     kernel_id: str,
     shape: Shape,
@@ -256,20 +280,7 @@ def run(
     Raises ConstraintError / DeviceLimitError before touching the GPU when the
     point cannot run, NoGPUError with no GPU, VerificationError on a wrong result.
     """
-    backend = backends.for_spec(spec) if spec is not None else backends.for_kernel(kernel_id)
-    if not isinstance(backend, DeviceBackend):
-        raise UnknownName(
-            f"{kernel_id} runs on the host ({backend.name} backend), not on a GPU.",
-            f"Measure it with `gemmlab sweep --kernels {kernel_id} ...`.",
-        )
-    point = catalogue.point(kernel_id, shape, block_edge, dtype, spec=spec)
-    cp = gpu.cupy()
-    info = gpu.describe(device_index)
-    compiled = backend.compile(point, info)
-
-    from cuda.core import Device
-
-    Device(device_index).set_current()
+    backend, point, cp, info, compiled = _ready(kernel_id, shape, block_edge, dtype, spec, device_index)
     try:
         m = _measure(
             cp, backend, point, compiled, info, device_index,
@@ -345,17 +356,7 @@ def checked_launches(
     with no launch it does not. Two launches by default, so state a kernel
     keeps from one launch to the next (a workspace's counters) is seen too.
     Returns the largest relative error."""
-    backend = backends.for_kernel(kernel_id)
-    if not isinstance(backend, DeviceBackend):
-        raise UnknownName(f"{kernel_id} runs on the host, not on a GPU.", "Check a GPU kernel.")
-    point = catalogue.point(kernel_id, shape, block_edge, dtype)
-    cp = gpu.cupy()
-    info = gpu.describe(device_index)
-    compiled = backend.compile(point, info)
-
-    from cuda.core import Device
-
-    Device(device_index).set_current()
+    backend, point, cp, info, compiled = _ready(kernel_id, shape, block_edge, dtype, None, device_index)
     error = 0.0
     with cp.cuda.Device(device_index):
         cp_stream = cp.cuda.Stream(non_blocking=True)
