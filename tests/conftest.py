@@ -4,6 +4,7 @@ every test of a run compiles into one cache of its own."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,6 +84,13 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GEMMLAB_CACHE", str(root))
         yield root
+
+
+# The CPU baselines cpu_naive and cpu_blocked compile with numba, which comes with
+# the test and cpu extras; without it their tests skip instead of failing.
+needs_numba = pytest.mark.skipif(
+    importlib.util.find_spec("numba") is None, reason="numba is not installed (pip install 'gemmlab[cpu]')"
+)
 
 
 def marked_smoke(cases: list[tuple], smoke: tuple) -> list:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import gemmlab.api as lab
+from conftest import needs_numba
 from gemmlab.core.errors import DeclarationError, GemmlabError
 from gemmlab.core.extras import MissingExtra
 from gemmlab.kernels import catalogue
@@ -66,6 +67,7 @@ def test_run_needs_one_shape() -> None:
         lab.run("tiled", 256, m=3)
 
 
+@needs_numba
 def test_a_sweep_stores_and_resumes_and_comes_back_as_a_frame(tmp_path) -> None:
     pytest.importorskip("pandas")
     db = tmp_path / "lab.sqlite"

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import needs_numba
 from gemmlab.backends import cpu
 from gemmlab.core.dtypes import TOLERANCE
 from gemmlab.core.errors import ConstraintError, GemmlabError, UnknownName, VerificationError
@@ -18,7 +19,9 @@ SHAPES = [Shape.square(64), Shape(37, 70, 129), Shape(1, 5, 300)]
 
 
 @pytest.mark.parametrize("dtype", cpu.CPU_DTYPES)
-@pytest.mark.parametrize("kernel", list(cpu.CPU_KERNELS))
+@pytest.mark.parametrize(
+    "kernel", [k if k == "cpu_blas" else pytest.param(k, marks=needs_numba) for k in cpu.CPU_KERNELS]
+)
 def test_baselines_are_correct(kernel: str, dtype: str) -> None:
     for shape in SHAPES:
         result = cpu.run_cpu(kernel, shape, dtype, reps=3, max_seconds=0.2, seed=1)
@@ -30,6 +33,7 @@ def test_baselines_are_correct(kernel: str, dtype: str) -> None:
         assert (result["m"], result["n"], result["k"], result["block_edge"]) == (shape.m, shape.n, shape.k, 0)
 
 
+@needs_numba
 def test_tiles_cover_edges_that_do_not_divide() -> None:
     # 130 = 2 full tiles of 64 and 2 left over, in every dimension.
     result = cpu.run_cpu("cpu_blocked", Shape(130, 131, 129), "float32", reps=3, max_seconds=0.1)
@@ -71,11 +75,24 @@ def test_missing_numba_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
         cpu._compiled.cache_clear()
 
 
+def test_without_numba_a_sweep_refuses_the_numba_baselines_and_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gemmlab.studies.sweep import plan
+
+    monkeypatch.setitem(sys.modules, "numba", None)
+    points, refused = plan(list(cpu.CPU_KERNELS), [Shape.square(64)])
+    assert [p.kernel for p in points] == ["cpu_blas"]
+    assert [label.split()[0] for label, _ in refused] == ["cpu_naive", "cpu_blocked"]
+    assert all("pip install 'gemmlab[cpu]'" in why for _, why in refused)
+
+
 def test_int32_blas_is_labelled() -> None:
     result = cpu.run_cpu("cpu_blas", Shape.square(16), "int32")
     assert any("no BLAS for int32" in w for w in result["warnings"])
 
 
+@needs_numba
 def test_the_store_takes_a_cpu_result(tmp_path: Path) -> None:
     result = cpu.run_cpu("cpu_blocked", Shape.square(32), "float32", reps=3, max_seconds=0.1)
     with Store.open(tmp_path / "r.sqlite") as store:

@@ -20,6 +20,7 @@ kernels (``problems.TOLERANCE``), on an output poisoned first.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import time
 from collections.abc import Callable
@@ -45,7 +46,12 @@ CPU_TILE = 64
 # A rough speed of each baseline on a desktop core (cpu_blas on all of them), only
 # for planning repetitions: a 4096^3 cpu_naive run takes minutes, not milliseconds.
 ASSUMED_FLOPS = {"cpu_naive": 0.5e9, "cpu_blocked": 5e9, "cpu_blas": 100e9}
-NUMBA_FIX = "Install it with `pip install 'numba>=0.59'`; cpu_blas needs only numpy."
+NUMBA_FIX = "Install gemmlab's cpu extra: `pip install 'gemmlab[cpu]'`; cpu_blas needs only numpy."
+
+
+def numba_installed() -> bool:
+    """Whether numba can be imported, without importing it (that takes a second)."""
+    return importlib.util.find_spec("numba") is not None
 
 
 @functools.cache
@@ -126,7 +132,12 @@ class CpuBackend:
         return (0,)
 
     def violations(self, kernel_id: str, shape: Shape, block_edge: int, dtype: str) -> list[str]:
-        return [] if dtype in CPU_DTYPES else [f"{kernel_id} has no {dtype} version"]
+        problems = [] if dtype in CPU_DTYPES else [f"{kernel_id} has no {dtype} version"]
+        # Refused at planning rather than failed at each point: reproduce's CPU
+        # experiment then lists what it left out and how to get it, and stores no failures.
+        if kernel_id != "cpu_blas" and not numba_installed():
+            problems.append(f"numba is not installed. {NUMBA_FIX}")
+        return problems
 
     def predicted_ms(self, kernel_id: str, shape: Shape, block_edge: int) -> float:
         return 2 * shape.m * shape.n * shape.k / ASSUMED_FLOPS[kernel_id] * 1e3

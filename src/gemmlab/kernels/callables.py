@@ -66,7 +66,7 @@ PYTHON_DTYPES = ("float32", "int32", "float16")
 ARRAYS = {"cupy": "cupy", "torch": "torch", "numba": "numba.cuda"}
 # Modules a user's file may need that one of gemmlab's extras installs
 # (pyproject.toml's optional-dependencies), by the extra's name.
-EXTRAS = {"torch": "torch", "triton": "triton"}
+EXTRAS = {"torch": "torch", "triton": "triton", "numba": "cpu"}
 EXAMPLE = (
     'GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"} below the function'
 )
