@@ -17,13 +17,49 @@ from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 
 app = typer.Typer(
-    add_completion=False,
     no_args_is_help=True,
     help="gemmlab: run, verify, time and explain GPU matrix-multiplication kernels.",
     pretty_exceptions_enable=False,
 )
 console = Console()
 err_console = Console(stderr=True)
+
+
+def versions() -> str:
+    """gemmlab's version, then what a bug report needs beside it; none of these
+    looks at a GPU, so `--version` answers on any machine."""
+    import platform
+    from importlib import metadata
+
+    from gemmlab import __version__
+
+    try:
+        from gemmlab.backends.nvrtc import nvrtc_version
+
+        nvrtc = nvrtc_version()
+    except Exception:  # no NVRTC wheel or library: say so rather than fail
+        nvrtc = "not found"
+    try:
+        cupy = metadata.version("cupy-cuda13x")
+    except metadata.PackageNotFoundError:
+        cupy = "not installed"
+    return f"gemmlab {__version__}\nPython {platform.python_version()}, NVRTC {nvrtc}, CuPy {cupy}"
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        sys.stdout.write(versions() + "\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the versions and exit."),
+    ] = False,
+) -> None:
+    """gemmlab: run, verify, time and explain GPU matrix-multiplication kernels."""
 
 
 def friendly(fn: Callable) -> Callable:
