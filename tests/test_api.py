@@ -98,7 +98,7 @@ def test_frames_without_pandas_name_the_extra(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(builtins, "__import__", no_pandas)
     monkeypatch.delitem(__import__("sys").modules, "pandas", raising=False)
     with pytest.raises(MissingExtra, match=r"pip install 'gemmlab\[pandas\]'"):
-        lab.results(tmp_path / "none.sqlite")
+        lab.Results([]).to_pandas()
     assert issubclass(MissingExtra, GemmlabError)
 
 

@@ -4,10 +4,31 @@ Pick a kernel from the catalogue, run it on your GPU, and get a verified
 result, a trustworthy time and the figures that explain it.
 """
 
+import types
+from typing import Any
+
+from gemmlab import results
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels.catalogue import CATALOGUE, get, kernel_ids
 
 __version__ = "0.1.0"
 
-__all__ = ["CATALOGUE", "GemmlabError", "Shape", "__version__", "get", "kernel_ids"]
+__all__ = ["CATALOGUE", "GemmlabError", "Shape", "__version__", "get", "kernel_ids", "results"]
+
+
+class _CallableResults(types.ModuleType):
+    """``gemmlab.results`` is the results layer's package (the store), and
+    Python binds a subpackage's name on its parent, so a function of that name
+    here would be overwritten by the first ``import gemmlab.results.store``.
+    Calling the package instead gives ``gemmlab.results(db).to_pandas()``:
+    :func:`gemmlab.api.results`, imported at the call, so that ``import
+    gemmlab`` does not import the API's measuring layers."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from gemmlab.api import results as stored
+
+        return stored(*args, **kwargs)
+
+
+results.__class__ = _CallableResults

@@ -9,6 +9,7 @@
     lab.run(mine, 1024, vs=["tiled", "sgemm_padded_b"])        # a comparison on one shape
     sweep = lab.sweep([mine, "tiled"], sizes=[256, 512, 1024], db="lab.sqlite")
     sweep.frame()                                              # a pandas DataFrame (the `pandas` extra)
+    lab.results("lab.sqlite").to_pandas()                      # everything stored; also .to_csv(), .to_parquet()
 
 Every function raises the same :class:`~gemmlab.core.errors.GemmlabError`
 subclasses the command line prints; their ``cause`` and ``fix`` say what went
@@ -17,6 +18,7 @@ wrong and what to do. docs/api.md is the reference with examples.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import html
 import json
@@ -34,7 +36,19 @@ from gemmlab.kernels.spec import KernelSpec
 from gemmlab.results.store import DEFAULT_PATH, Store
 from gemmlab.studies.sweep import SweepSummary
 
-__all__ = ["Comparison", "Kernel", "Result", "Sweep", "declare", "failures", "kernel", "results", "run", "sweep"]
+__all__ = [
+    "Comparison",
+    "Kernel",
+    "Result",
+    "Results",
+    "Sweep",
+    "declare",
+    "failures",
+    "kernel",
+    "results",
+    "run",
+    "sweep",
+]
 
 # Where declare() writes the declarations it builds (one folder per content, so a
 # changed declaration is a new file and an old one is never overwritten under a run).
@@ -170,15 +184,14 @@ def sweep(
     return Sweep(summary, Path(db), experiment, [p.kernel for p in points])
 
 
-def results(db: str | Path = DEFAULT_PATH, experiment: str | None = None, *, kernel: str | None = None) -> Any:
-    """The stored results as a pandas DataFrame (the ``pandas`` extra): one row
-    per measured point with its run's GPU and date; ``experiment=None``: all."""
-    pandas = require("pandas", "pandas", "Results as a DataFrame")
+def results(db: str | Path = DEFAULT_PATH, experiment: str | None = None, *, kernel: str | None = None) -> Results:
+    """The stored results: one row per measured point with its run's GPU and
+    date; ``experiment=None``: all. ``.to_pandas()``, ``.to_csv()``, ``.to_parquet()``."""
     with Store.open(db, readonly=True) as store:
         rows = store.rows(experiment)
     if kernel is not None:
         rows = [r for r in rows if r["kernel"] == _stored_id(kernel)]
-    return _frame(pandas, rows)
+    return Results(_headline_first(rows))
 
 
 def failures(db: str | Path = DEFAULT_PATH, experiment: str | None = None) -> Any:
@@ -187,6 +200,49 @@ def failures(db: str | Path = DEFAULT_PATH, experiment: str | None = None) -> An
     with Store.open(db, readonly=True) as store:
         rows = store.failures(experiment, all_experiments=experiment is None)
     return pandas.DataFrame(rows)
+
+
+@dataclass
+class Results:
+    """Stored results, one row per measured point: the rows the database keeps,
+    the headline columns first (kernel, shape, block edge, dtype, time, GFLOPS)."""
+
+    rows: list[dict]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def columns(self) -> list[str]:
+        """Every column any row has, in the rows' order (all rows share them)."""
+        return list(dict.fromkeys(key for row in self.rows for key in row))
+
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame (the ``pandas`` extra)."""
+        return _frame(require("pandas", "pandas", "Results as a DataFrame"), self.rows)
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Write the rows as CSV, one line per point; a list or dict value
+        (warnings, the profile) as JSON text. Needs no extra."""
+        path = Path(path)
+        with path.open("w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=self.columns())
+            writer.writeheader()
+            writer.writerows(map(_scalar_values, self.rows))
+        return path
+
+    def to_parquet(self, path: str | Path) -> Path:
+        """Write the rows as Parquet (the ``parquet`` extra: pyarrow), the same columns as :meth:`to_csv`."""
+        require("pyarrow", "parquet", "Writing Parquet")
+        parquet = require("pyarrow.parquet", "parquet", "Writing Parquet")
+        import pyarrow
+
+        path = Path(path)
+        parquet.write_table(pyarrow.Table.from_pylist([_scalar_values(r) for r in self.rows]), path)
+        return path
+
+    def _repr_html_(self) -> str:
+        kernels = sorted({str(r["kernel"]) for r in self.rows})
+        return _html_table(f"{len(self.rows)} stored results", [("kernels", ", ".join(kernels) or "-")])
 
 
 @dataclass
@@ -291,11 +347,17 @@ def _stored_id(name: str | Path | Kernel) -> str:
 
 
 def _frame(pandas: Any, rows: list[dict]) -> Any:
-    frame = pandas.DataFrame(rows)
-    if frame.empty:
-        return frame
-    first = [c for c in _HEADLINE if c in frame.columns]
-    return frame[first + [c for c in frame.columns if c not in first]]
+    return pandas.DataFrame(_headline_first(rows))
+
+
+def _headline_first(rows: list[dict]) -> list[dict]:
+    """Each row with the command line's headline columns first, the rest in their stored order."""
+    return [{**{c: r[c] for c in _HEADLINE if c in r}, **r} for r in rows]
+
+
+def _scalar_values(row: dict) -> dict:
+    """A row a CSV or Parquet column takes: lists and dicts (warnings, profile_json) as JSON text."""
+    return {k: json.dumps(v, default=str) if isinstance(v, list | dict) else v for k, v in row.items()}
 
 
 def _html_table(title: str, rows: list[tuple[str, str]]) -> str:
