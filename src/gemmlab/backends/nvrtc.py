@@ -172,8 +172,8 @@ def check_target(arch: str) -> str:
         cc = f"{number // 10}.{number % 10}"
         raise UnknownName(
             f"{cannot}: the target is older than the oldest it supports, {oldest}.",
-            f"Compile for a supported target, e.g. `--arch {oldest}`; for an older GPU, "
-            f"`gemmlab occupancy KERNEL --cc {cc}` applies its rules to an {oldest} compile.",
+            f"Compile for a supported target, e.g. `--arch {oldest}`; for an older GPU's occupancy, give the "
+            f"kernel's own figures to `gemmlab occupancy --cc {cc} --threads T --regs R --smem S`.",
         )
     if number > known[-1]:
         raise UnknownName(
