@@ -328,7 +328,8 @@ def _compile_error(kernel_id: str, expr: str, arch: str, message: str) -> Compil
         )
     return CompileError(
         f"NVRTC could not compile {kernel_id} ({expr}) for {arch}: {message}".strip(),
-        "If the architecture is newer than this NVRTC knows, upgrade the nvidia-cuda-nvrtc wheel.",
+        "If the log names the architecture, compile for one this NVRTC supports (a newer NVRTC, from the "
+        "nvidia-cuda-nvrtc wheel, knows newer ones); otherwise please report it with the command you ran.",
     )
 
 
