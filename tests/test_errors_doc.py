@@ -19,12 +19,12 @@ from collections.abc import Callable
 from contextlib import ExitStack, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 from gemmlab.cli.app import run_cli
 from gemmlab.core import gpu
-from gemmlab.core.errors import NoGPUError
 from gemmlab.measure import profile, sanitize
 from gemmlab.results import store
 from gemmlab.results.store import Store
@@ -84,14 +84,25 @@ class UntouchableCupy:
         raise AssertionError(f"cupy.{name} was used: the command reached the GPU")
 
 
+INSUFFICIENT = RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
+
+
 def no_gpu(scene: Scene) -> None:
-    def missing() -> None:
-        raise NoGPUError(
-            "No usable NVIDIA driver or GPU on this machine (cudaErrorNoDevice: no CUDA-capable device is detected).",
-            gpu.NO_GPU_FIX,
-        )
+    """No NVIDIA driver at all: CuPy's error is the one it gives for an old driver, libcuda is missing."""
+
+    def missing() -> NoReturn:
+        raise gpu.no_usable_gpu(INSUFFICIENT, None, 13000, None)
 
     scene.mp.setattr(gpu, "_cupy", missing)
+
+
+def old_driver(scene: Scene) -> None:
+    """A driver for CUDA 12.4 (release 550) under CuPy's CUDA 13.0 runtime."""
+
+    def too_old() -> NoReturn:
+        raise gpu.no_usable_gpu(INSUFFICIENT, 12040, 13000, "550.54.15")
+
+    scene.mp.setattr(gpu, "_cupy", too_old)
 
 
 def gpu_with_1_gib_free(scene: Scene) -> None:
@@ -239,12 +250,18 @@ CASES: list[Case] = [
     Case("kernel id that looks like markup", "typed a kernel id with square brackets",
          ("run", "[/x]", "--size", "64"), 2, "Unknown kernel '[/x]'"),
     Case("no GPU: run", "ran a kernel on a machine without an NVIDIA driver or GPU",
-         ("run", "tiled", "--size", "64"), 3, "work without a GPU", no_gpu),
+         ("run", "tiled", "--size", "64"), 3, "No NVIDIA driver was found", no_gpu),
     Case("no GPU: devices", "listed the GPUs on a machine without one", ("devices",), 3, "work without a GPU",
          no_gpu),
     Case("no GPU: sweep", "started a sweep on a machine without a GPU",
          ("sweep", "--kernels", "naive", "--sizes", "64", "--blocks", "16", "--db", "results.sqlite"), 3,
          "work without a GPU", no_gpu),
+    Case("driver too old", "ran a kernel with a driver older than CuPy's CUDA runtime",
+         ("run", "tiled", "--size", "64"), 3, "older than the CUDA 13.0 runtime", old_driver),
+    Case("unknown kernel without a GPU", "compiled a kernel id that does not exist, on a machine without a GPU",
+         ("compile", "nope"), 2, "Unknown kernel 'nope'", no_gpu),
+    Case("target older than NVRTC supports", "compiled for a Fermi GPU (sm_20)",
+         ("compile", "tiled", "--arch", "sm_20"), 2, "older than the oldest it supports"),
     Case("not enough GPU memory", "ran N = 16384 on a GPU with 1 GiB free",
          ("run", "tiled", "--size", "16384", "--block", "32"), 2, "GiB of device memory", gpu_with_1_gib_free),
     Case("missing database", "asked for a report of a database that does not exist",

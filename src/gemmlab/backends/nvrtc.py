@@ -145,6 +145,47 @@ def normalise_arch(arch: str) -> str:
     return text
 
 
+@functools.cache
+def supported_archs() -> tuple[int, ...] | None:
+    """The targets this NVRTC compiles for, as numbers (75 for sm_75), or None
+    where it cannot say (a cuda-bindings without nvrtcGetSupportedArchs)."""
+    try:
+        from cuda.bindings import nvrtc
+
+        status, archs = nvrtc.nvrtcGetSupportedArchs()
+    except Exception:  # no NVRTC, or one too old to list its targets
+        return None
+    return tuple(sorted(archs)) if status == nvrtc.nvrtcResult.NVRTC_SUCCESS and archs else None
+
+
+def check_target(arch: str) -> str:
+    """``arch`` (as :func:`normalise_arch` spells it) when this NVRTC can compile
+    for it; otherwise an error that says whether the target is too old, too new
+    or unknown to it, and which to use instead."""
+    known = supported_archs()
+    number = int(re.sub(r"\D", "", arch))
+    if known is None or number in known:
+        return arch
+    oldest, newest = f"sm_{known[0]}", f"sm_{known[-1]}"
+    cannot = f"NVRTC {nvrtc_version()} cannot compile for {arch}"
+    if number < known[0]:
+        cc = f"{number // 10}.{number % 10}"
+        raise UnknownName(
+            f"{cannot}: the target is older than the oldest it supports, {oldest}.",
+            f"Compile for a supported target, e.g. `--arch {oldest}`; for an older GPU's occupancy, give the "
+            f"kernel's own figures to `gemmlab occupancy --cc {cc} --threads T --regs R --smem S`.",
+        )
+    if number > known[-1]:
+        raise UnknownName(
+            f"{cannot}: the target is newer than the newest it supports, {newest}.",
+            f"Upgrade the nvidia-cuda-nvrtc wheel, or compile for a target it knows, e.g. `--arch {newest}`.",
+        )
+    raise UnknownName(
+        f"{cannot}: it supports {', '.join(f'sm_{n}' for n in known)}.",
+        "Use one of those (sm_XY for compute capability X.Y).",
+    )
+
+
 def cache_dir() -> Path:
     root = os.environ.get("GEMMLAB_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gemmlab"
@@ -229,7 +270,7 @@ def compile_source(
     :func:`compile_kernel` takes all from a spec; kernels that have no spec
     (the peak-rate kernels of :mod:`gemmlab.measure.peak`) come here directly."""
 
-    arch = normalise_arch(arch)
+    arch = check_target(normalise_arch(arch))
     if source_text is None:
         source_text = kernel_source(source)
     key_text = json.dumps([source_text, expr, arch, repr(_options(arch, Path(source).name)), nvrtc_version()])
@@ -287,7 +328,8 @@ def _compile_error(kernel_id: str, expr: str, arch: str, message: str) -> Compil
         )
     return CompileError(
         f"NVRTC could not compile {kernel_id} ({expr}) for {arch}: {message}".strip(),
-        "If the architecture is newer than this NVRTC knows, upgrade the nvidia-cuda-nvrtc wheel.",
+        "If the log names the architecture, compile for one this NVRTC supports (a newer NVRTC, from the "
+        "nvidia-cuda-nvrtc wheel, knows newer ones); otherwise please report it with the command you ran.",
     )
 
 

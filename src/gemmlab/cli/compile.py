@@ -39,11 +39,13 @@ def compile_cmd(
 ) -> None:
     """Compile kernels with NVRTC and show registers, shared memory, stack and spills. No GPU needed with --arch."""
     from gemmlab.backends import NVRTC
-    from gemmlab.backends.nvrtc import compile_kernel, normalise_arch
+    from gemmlab.backends.nvrtc import check_target, compile_kernel, normalise_arch
     from gemmlab.backends.python import no_ahead_of_time
 
-    target = normalise_arch(arch) if arch else _current_arch()
+    # The kernels first: an unknown id is the error to report, even on a machine
+    # where the default target (this GPU's) cannot be found.
     specs = [user.resolve(k) for k in kernel_ids] if kernel_ids else list(catalogue.CATALOGUE)
+    target = check_target(normalise_arch(arch)) if arch else _current_arch()
     rows = []
     for spec in specs:
         if spec.backend != NVRTC:

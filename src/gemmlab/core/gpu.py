@@ -4,16 +4,31 @@ gemmlab takes plain values from here.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import functools
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from gemmlab.core.errors import NoGPUError
 
-NO_GPU_FIX = (
-    "Commands that work without a GPU: `gemmlab kernels`, `gemmlab compile --arch sm_90a`, "
-    "`gemmlab occupancy --cc 9.0 ...`, `gemmlab report`."
+# What a machine with no NVIDIA driver or GPU can still do, one command each, as
+# the user would type it; the no-GPU message lists them and tests/test_error_messages.py
+# runs each one without a GPU, so the list cannot promise what does not work.
+WORKS_WITHOUT_GPU = (
+    "gemmlab kernels",
+    "gemmlab compile tiled --arch sm_90a",
+    "gemmlab occupancy tiled --arch sm_90a",
+    "gemmlab occupancy --cc 9.0 --threads 256 --regs 32",
+    "gemmlab reproduce --list",
+    "gemmlab report --db results.sqlite --out report",
 )
+NO_GPU_FIX = "Commands that work without a GPU: " + ", ".join(f"`{c}`" for c in WORKS_WITHOUT_GPU) + "."
+
+# The oldest driver release for each CUDA major version (CUDA Toolkit release
+# notes, "CUDA Toolkit and Corresponding Driver Versions"): with minor-version
+# compatibility, a driver of a major's first release runs all its minors.
+MIN_DRIVER_RELEASE = {11: "R450", 12: "R525", 13: "R580"}
 
 # Device memory a point's own buffers must leave free, for CuPy's pool, cuBLAS's
 # workspace and the driver.
@@ -113,10 +128,64 @@ def _cupy():
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:
-        raise NoGPUError(f"No usable NVIDIA driver or GPU on this machine ({exc}).", NO_GPU_FIX) from None
+        runtime = _try(cupy.cuda.runtime.runtimeGetVersion)
+        raise no_usable_gpu(exc, installed_driver(), runtime, _try(_driver_release)) from None
     if count == 0:
         raise NoGPUError("The NVIDIA driver reports no GPU.", NO_GPU_FIX)
     return cupy
+
+
+def installed_driver() -> int | None:
+    """The CUDA version the installed NVIDIA driver supports (13000 for 13.0; 0
+    when it does not say), or None when there is no driver: its library,
+    libcuda, cannot be loaded. CuPy's own error cannot tell the two apart: it
+    reports a missing driver as one too old for its runtime."""
+    names = ("libcuda.so.1", ctypes.util.find_library("cuda"), "nvcuda.dll")
+    for name in filter(None, names):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        version = ctypes.c_int(0)
+        # cuDriverGetVersion needs no cuInit; CUDA_SUCCESS is 0.
+        return version.value if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 else 0
+    return None
+
+
+def _driver_release() -> str | None:
+    """The driver's release number (e.g. 575.51.03) through NVML, when it answers."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    release = pynvml.nvmlSystemGetDriverVersion()
+    return release.decode() if isinstance(release, bytes) else str(release)
+
+
+def no_usable_gpu(exc: Exception, driver: int | None, runtime: int | None, release: str | None) -> NoGPUError:
+    """The NoGPUError for CuPy's ``exc``, told apart by what the driver says:
+    none installed, one older than CuPy's CUDA runtime, or one with no GPU."""
+    if driver is None:
+        return NoGPUError(
+            "No NVIDIA driver was found on this machine (its library, libcuda, is not installed), "
+            "so there is no GPU to run kernels on.",
+            f"On a machine with an NVIDIA GPU, install its driver{_release_needed(runtime)}. {NO_GPU_FIX}",
+        )
+    if driver and runtime and driver < runtime // 1000 * 1000:
+        found = f"release {release}, " if release else ""
+        return NoGPUError(
+            f"The NVIDIA driver here ({found}CUDA {_version(driver)}) is older than the CUDA {_version(runtime)} "
+            "runtime gemmlab uses.",
+            f"Update the driver{_release_needed(runtime)}. {NO_GPU_FIX}",
+        )
+    return NoGPUError(f"The NVIDIA driver found no usable GPU ({exc}).", NO_GPU_FIX)
+
+
+def _release_needed(runtime: int | None) -> str:
+    """' (release R580 or newer, for CUDA 13)', or '' for a runtime not in the table."""
+    major = runtime // 1000 if runtime else None
+    if major not in MIN_DRIVER_RELEASE:
+        return ""
+    return f" (release {MIN_DRIVER_RELEASE[major]} or newer, for CUDA {major})"
 
 
 def cupy():

@@ -82,7 +82,9 @@ class OccupancyResult:
 
     ``regs_per_block`` and ``smem_per_block`` are the amounts allocated, after
     rounding to the allocation units (and, for shared memory, with the
-    driver's reserve); ``smem_per_sm`` is the carve-out the calculation used.
+    system's reserve); ``smem_requested`` is the kernel's own shared memory,
+    static and dynamic, before either; ``smem_per_sm`` is the carve-out the
+    calculation used.
     ``limits`` maps each of "warps", "registers", "shared_memory" and "blocks"
     to the number of blocks that resource alone would allow.
     """
@@ -100,6 +102,7 @@ class OccupancyResult:
     active_threads: int
     occupancy: float
     limiting_factors: list[str] = field(default_factory=list)
+    smem_requested: int = 0
 
     @property
     def device(self) -> SMLimits:
@@ -113,6 +116,7 @@ class OccupancyResult:
             "regs_per_thread": self.regs_per_thread,
             "regs_per_block": self.regs_per_block,
             "smem_per_block": self.smem_per_block,
+            "smem_requested": self.smem_requested,
             "smem_per_sm": self.smem_per_sm,
             "limits": dict(self.limits),
             "active_blocks": self.active_blocks,
@@ -302,6 +306,7 @@ def theoretical_occupancy(
         active_threads=active_blocks * threads_per_block,
         occupancy=active_warps / sm.max_warps_per_sm,
         limiting_factors=limiting,
+        smem_requested=smem_per_block + dynamic_smem,
     )
 
 
@@ -347,10 +352,29 @@ def occupancy_table(results: Sequence[tuple[str, OccupancyResult]]) -> list[tupl
         # spreadsheet's "Limit per SM" column.
         ("Registers per block", lambda r: r.regs_per_block, sm.regs_per_sm),
         ("Block limit (registers)", lambda r: r.limits["registers"], ""),
-        ("Shared memory per block [B]", lambda r: r.smem_per_block, sm.smem_per_sm),
+        *_smem_rows(sm),
         ("Block limit (shared memory)", lambda r: r.limits["shared_memory"], ""),
         ("Block limit (warps)", lambda r: r.limits["warps"], ""),
         ("Block limit (device)", lambda r: r.limits["blocks"], sm.max_blocks_per_sm),
         ("Limiting factor(s)", lambda r: format_limiting(r.limiting_factors), ""),
     ]
     return [(label, [str(cell(result)) for _, result in results] + [str(limit)]) for label, cell, limit in rows]
+
+
+def _smem_rows(sm: SMLimits) -> list[tuple[str, Any, Any]]:
+    """The shared-memory rows: the kernel's own per block, against the largest a
+    block may opt in to; where the system reserves some per block (1 KiB on
+    8.0 and newer), that reserve and the sum allocated, so that 4096 asked is
+    not shown as an unexplained 5120; where the share of shared memory per SM
+    is configurable, the share the calculation took."""
+    rows: list[tuple[str, Any, Any]] = [
+        ("Shared memory per block [B]", lambda r: r.smem_requested, sm.max_smem_per_block_optin),
+    ]
+    if sm.reserved_smem_per_block:
+        rows += [
+            ("Reserved by the system per block [B]", lambda r: sm.reserved_smem_per_block, ""),
+            ("Shared memory allocated per block [B]", lambda r: r.smem_per_block, ""),
+        ]
+    if sm.smem_carveouts:
+        rows.append(("Shared memory per SM [B] (carve-out)", lambda r: r.smem_per_sm, sm.smem_per_sm))
+    return rows
