@@ -228,14 +228,16 @@ def replay(
 
 
 def stress(
-    plan: StressPlan, *, checker: Checker | None = None, runner_factory: Callable[[], Runner] = watchdog.Worker,
+    plan: StressPlan, *, checker: Checker | None = None, runner_factory: Callable[[], Runner] | None = None,
     load_burst: Callable[..., int] | None = None, store: Any = None, run_record: dict | None = None,
 ) -> StressResult:  # fmt: skip
     """Run ``plan``; with ``store``, keep its summaries and failures there
     under a run described by ``run_record``. ``checker`` (checked_launches by
-    default) and ``load_burst`` run in the workers ``runner_factory`` makes."""
+    default) and ``load_burst`` run in the workers ``runner_factory`` makes
+    (watchdog workers by default)."""
     specs = _stressable(plan)
     check = checker or _default_checker()
+    runner_factory = runner_factory or watchdog.Worker
     stop = threading.Event()
     started = time.monotonic()
     deadline = None if plan.seconds is None else started + plan.seconds
@@ -261,11 +263,12 @@ def stress(
 def _stressable(plan: StressPlan) -> list[KernelSpec]:
     """The plan's kernels; one that runs on the host or has no shape to draw is
     refused before any process starts."""
+    for kernel in plan.kernels:
+        if backends.on_host(kernel):
+            raise GemmlabError(f"{kernel} runs on the host; gemmlab stress checks GPU kernels.",
+                               f"Leave {kernel} out of the stress run.")  # fmt: skip
     specs = [catalogue.get(k) for k in plan.kernels]
     for spec in specs:
-        if backends.on_host(spec.id):
-            raise GemmlabError(f"{spec.id} runs on the host; gemmlab stress checks GPU kernels.",
-                               f"Leave {spec.id} out of the stress run.")  # fmt: skip
         draw(spec, plan.seed, 0, plan.max_dim)
     return specs
 
