@@ -23,6 +23,8 @@ from gemmlab.studies import stress as stress_module
 from gemmlab.studies.stress import CROSS_BLOCK, StressPlan, default_kernels, draw, replay, stress
 
 KERNELS = ("tiled", "sgemm_stream_k")
+# A user's kernel that takes square sizes only (one size argument).
+SQUARE_ONLY = str(Path(__file__).resolve().parents[1] / "examples" / "faulty" / "accumulate_into_c" / "matmul.toml")
 # The draw that goes wrong: process 1 (seed 0 + 1), its second draw, which is
 # sgemm_stream_k's (draws go round the kernels in order).
 WRONG_SEED, WRONG_DRAW = 1, 1
@@ -84,7 +86,7 @@ def test_the_default_kernels_are_the_cross_block_and_persistent_ones() -> None:
     assert len(kernels) == len(set(kernels)) and kernels[: len(CROSS_BLOCK)] == list(CROSS_BLOCK)
 
 
-@pytest.mark.parametrize("kernel", [*default_kernels(), "tiled", "tiled_2x2", "naive"])
+@pytest.mark.parametrize("kernel", [*default_kernels(), "tiled", "tiled_2x2", "naive", SQUARE_ONLY])
 def test_draws_are_shapes_the_kernel_accepts_and_the_same_every_time(kernel: str) -> None:
     spec = catalogue.get(kernel)
     draws = [draw(spec, 7, i, 300) for i in range(40)]

@@ -66,6 +66,9 @@ MAX_DIM = 600
 # wanting multiples of their tile, of 16 bytes or of a TMA box are drawn too.
 UNITS = (1, 1, 8, 16, 32, 64, 128)
 DRAW_TRIES = 400
+# The share of tries that draw a square: some kernels (a user's with one size
+# argument, say) take nothing else, and random M, N, K are seldom equal.
+SQUARE_SHARE = 0.2
 # The load: a square float32 GEMM of this edge (about 22 ms on an H100), run in
 # bursts of LOAD_BURST_S seconds between which the load worker is asked to stop.
 LOAD_EDGE = 8192
@@ -194,7 +197,10 @@ def draw(spec: KernelSpec, seed: int, index: int, max_dim: int = MAX_DIM) -> Dra
     edge = rng.choice(spec.block_edges) if spec.block_edges else 0
     dtype = rng.choice(spec.dtypes)
     for _ in range(DRAW_TRIES):
-        shape = Shape(*(_dimension(rng, edge, max_dim) for _ in range(3)))
+        if rng.random() < SQUARE_SHARE:
+            shape = Shape.square(_dimension(rng, edge, max_dim))
+        else:
+            shape = Shape(*(_dimension(rng, edge, max_dim) for _ in range(3)))
         if not spec.violations(shape, edge, dtype):
             return Draw(spec.id, shape, edge, dtype, seed, index)
     fallback = [s for s in small_shapes(spec, edge) if not spec.violations(s, edge, dtype)]
