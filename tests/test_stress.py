@@ -38,7 +38,7 @@ class InProcess:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    def call(self, label: str, limit_s: float, fn, /, *args, **kwargs):  # noqa: ANN001, ANN201, ANN002, ANN003
+    def call(self, label: str, limit_s: float, fn, /, *args, **kwargs):
         self.calls.append(label)
         return fn(*args, **kwargs)
 
@@ -98,7 +98,7 @@ def test_draws_are_shapes_the_kernel_accepts_and_the_same_every_time(kernel: str
     assert [d.shape for d in draws] != [d.shape for d in (draw(spec, 8, i, 300) for i in range(40))]
 
 
-def _fallbacks(spec, edge: int) -> list[Shape]:  # noqa: ANN001
+def _fallbacks(spec, edge: int) -> list[Shape]:
     from gemmlab.measure.sanitize import small_shapes
 
     return small_shapes(spec, edge)
@@ -180,8 +180,9 @@ def test_a_plan_needs_an_end_and_gpu_kernels() -> None:
         stress(StressPlan(("cpu_naive",), launches=1), checker=slowly_right, runner_factory=InProcess)
 
 
-def test_the_command_prints_the_summary_and_fails_on_a_wrong_result(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_command_prints_the_summary_and_fails_on_a_wrong_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(stress_module, "_default_checker", lambda: wrong_once)
     monkeypatch.setattr(watchdog, "Worker", InProcess)
     monkeypatch.setattr(stress_module.watchdog, "Worker", InProcess)
@@ -196,3 +197,28 @@ def test_the_command_prints_the_summary_and_fails_on_a_wrong_result(tmp_path: Pa
         assert len(store.stress_failures()) == 1 and len(store.stress_summaries()) == 2
     bad = CliRunner().invoke(app, ["stress", "tiled", "--replay", "x:1"])
     assert bad.exit_code != 0 and "SEED:DRAW" in bad.output and "Traceback" not in bad.output
+
+
+def test_a_v6_database_gains_the_stress_tables_and_keeps_its_failures(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "r.sqlite"
+    with Store.open(path) as store:
+        store.add_failure(None, None, {"kernel": "tiled", "m": 1, "n": 1, "k": 1, "dtype": "float32", "kind": "wrong",
+                                       "reason": "r"})  # fmt: skip
+    with sqlite3.connect(path) as conn:  # what gemmlab before stress wrote
+        conn.executescript("DROP TABLE stress_failures; DROP TABLE stress_summaries; PRAGMA user_version = 6;")
+    with Store.open(path) as store:
+        assert store.schema_version == 7 and len(store.failures()) == 1
+        run_id = store.start_run({})
+        row = {"kernel": "tiled", "m": 5, "n": 33, "k": 96, "block_edge": 16, "dtype": "float32", "seed": 3,
+               "process": 3, "draw": 41, "max_dim": 600, "kind": "wrong", "reason": "relative error 317"}  # fmt: skip
+        store.add_stress(run_id, [], [row, row])  # one point wrong twice: stored twice
+        assert [r["draw"] for r in store.stress_failures(run_id)] == [41, 41] and store.stress_failures(
+            run_id + 1
+        ) == []
+        with pytest.raises(ValueError, match="kind is one of"):
+            store.add_stress(run_id, [], [{**row, "kind": "odd"}])
+        with pytest.raises(ValueError, match="keys"):
+            store.add_stress(run_id, [{"kernel": "tiled"}], [])
+        assert len(store.stress_failures()) == 2  # nothing of a refused call was stored

@@ -299,7 +299,7 @@ def _process(
             try:
                 _checked_draw(runner, point, process, plan.launches_per_draw, check)
                 tally.launches += plan.launches_per_draw
-            except Exception as exc:  # noqa: BLE001 - every failure is counted and stored, the run goes on
+            except Exception as exc:  # every failure is counted and stored, and the run goes on
                 kind = _kind(exc)
                 tally.count(kind)
                 tally.launches += _launches_made(exc, plan.launches_per_draw)
