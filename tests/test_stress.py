@@ -222,3 +222,42 @@ def test_a_v6_database_gains_the_stress_tables_and_keeps_its_failures(tmp_path: 
         with pytest.raises(ValueError, match="keys"):
             store.add_stress(run_id, [{"kernel": "tiled"}], [])
         assert len(store.stress_failures()) == 2  # nothing of a refused call was stored
+
+
+def failing_load(edge: int, seconds: float) -> int:
+    raise RuntimeError("out of memory allocating the load's arrays")
+
+
+def test_a_load_that_fails_is_reported_and_the_run_goes_on() -> None:
+    result = stress(StressPlan(KERNELS, processes=1, launches=16 * 2, load=True), checker=slowly_right,
+                    runner_factory=InProcess, load_burst=failing_load)  # fmt: skip
+    assert result.clean and result.summaries[0].launches == 32 and result.load_gemms == 0
+    assert result.load_error == "RuntimeError: out of memory allocating the load's arrays"
+
+
+def test_ctrl_c_keeps_the_draws_made_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
+    interrupted: list[bool] = []
+
+    class Interrupting:
+        """A worker's future whose first wait meets Ctrl-C, as the main thread would."""
+
+        def __init__(self, future) -> None:
+            self.future = future
+
+        def result(self):
+            if not interrupted:
+                interrupted.append(True)
+                time.sleep(0.5)  # some draws are made meanwhile
+                raise KeyboardInterrupt
+            return self.future.result()
+
+    class Pool(stress_module.ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            future = super().submit(fn, *args, **kwargs)
+            return Interrupting(future) if fn is stress_module._process else future
+
+    monkeypatch.setattr(stress_module, "ThreadPoolExecutor", Pool)
+    started = time.monotonic()
+    result = stress(StressPlan(KERNELS, processes=2, seconds=60), checker=slowly_right, runner_factory=InProcess)
+    assert result.interrupted and time.monotonic() - started < 30
+    assert result.summaries[0].launches > 0 and result.clean

@@ -63,9 +63,17 @@ def stress_cmd(
         result = stress(plan, store=store, run_record=run_record())
     if as_json:
         emit_json({"summaries": [s.row() for s in result.summaries], "failures": result.failures,
-                   "load_gemms": result.load_gemms, "seconds": result.seconds, "run_id": result.run_id})  # fmt: skip
+                   "load_gemms": result.load_gemms, "load_error": result.load_error, "seconds": result.seconds,
+                   "run_id": result.run_id, "interrupted": result.interrupted})  # fmt: skip
     else:
         _print(result, db)
+    if result.load_error:
+        err_console.print(f"warning: the load stopped early: {result.load_error}", highlight=False, markup=False)
+    if result.interrupted:
+        from gemmlab.cli.sweep import EXIT_INTERRUPTED  # here, so that sweep keeps its place in --help
+
+        err_console.print("interrupted: the draws finished before Ctrl-C are stored.", highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED)
     if not result.clean:
         raise VerificationError(
             f"{len(result.failures)} of the stress run's draws failed (wrong, fault, hang or error); "

@@ -31,6 +31,7 @@ share of launches whatever the mix; ``launches`` is per kernel, over all process
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import random
@@ -178,6 +179,8 @@ class StressResult:
     load_gemms: int
     seconds: float
     run_id: int | None = None
+    load_error: str | None = None  # why the load stopped early, if it did
+    interrupted: bool = False  # stopped by Ctrl-C; what was done is kept
 
     @property
     def clean(self) -> bool:
@@ -247,22 +250,23 @@ def stress(
     stop = threading.Event()
     started = time.monotonic()
     deadline = None if plan.seconds is None else started + plan.seconds
-    with _background_load(plan.load, stop, runner_factory, load_burst or _load_burst) as load_count:
+    interrupted = False
+    with _background_load(plan.load, stop, runner_factory, load_burst or _load_burst) as load:
         with ThreadPoolExecutor(max_workers=plan.processes, thread_name_prefix="gemmlab-stress") as pool:
             futures = [pool.submit(_process, p, plan, specs, runner_factory, check, deadline, stop)
                        for p in range(plan.processes)]  # fmt: skip
             try:
                 outcomes = [f.result() for f in futures]
-            except BaseException:  # Ctrl-C: let every worker finish its draw, then keep what was done
+            except KeyboardInterrupt:  # let every worker finish its draw, then keep what was done
                 stop.set()
+                interrupted = True
                 outcomes = [f.result() for f in futures]
         stop.set()
-    seconds = time.monotonic() - started
-    result = _summarised(plan, specs, outcomes, load_count[0], seconds)
+    result = _summarised(plan, specs, outcomes, load, time.monotonic() - started, interrupted)
     if store is not None:
         run_id = store.start_run(run_record or {})
         store.add_stress(run_id, [s.row() for s in result.summaries], result.failures)
-        result = StressResult(result.summaries, result.failures, result.load_gemms, result.seconds, run_id)
+        result = dataclasses.replace(result, run_id=run_id)
     return result
 
 
@@ -348,31 +352,37 @@ def _failure_row(point: Draw, process: int, max_dim: int, kind: str, exc: BaseEx
 
 
 def _summarised(
-    plan: StressPlan, specs: list[KernelSpec], outcomes: list[tuple[dict[str, Tally], list[dict]]], load_gemms: int,
-    seconds: float,
+    plan: StressPlan, specs: list[KernelSpec], outcomes: list[tuple[dict[str, Tally], list[dict]]], load: _Load,
+    seconds: float, interrupted: bool,
 ) -> StressResult:  # fmt: skip
     summaries = []
+    seeds = tuple(plan.process_seed(p) for p in range(len(outcomes)))
     for spec in specs:
-        tallies = [tallies[spec.id] for tallies, _ in outcomes]
-        total = {name: sum(getattr(t, name) for t in tallies) for name in ("launches", "wrong", "faults", "hangs",
-                                                                           "errors")}  # fmt: skip
-        shapes = set().union(*(t.shapes for t in tallies))
-        seeds = tuple(plan.process_seed(p) for p in range(len(outcomes)))
-        summaries.append(KernelSummary(spec.id, **total, shapes=len(shapes), processes=len(outcomes), seeds=seeds,
-                                       load=load_gemms, seconds=round(seconds, 3)))  # fmt: skip
+        kept = [by_kernel[spec.id] for by_kernel, _ in outcomes]
+        totals = {name: sum(getattr(t, name) for t in kept) for name in ("launches", "wrong", "faults", "hangs",
+                                                                         "errors")}  # fmt: skip
+        shapes = set().union(*(t.shapes for t in kept))
+        summaries.append(KernelSummary(spec.id, **totals, shapes=len(shapes), processes=len(outcomes), seeds=seeds,
+                                       load=load.gemms, seconds=round(seconds, 3)))  # fmt: skip
     failures = [row for _, rows in outcomes for row in rows]
-    return StressResult(summaries, failures, load_gemms, seconds)
+    return StressResult(summaries, failures, load.gemms, seconds, load_error=load.error, interrupted=interrupted)
+
+
+@dataclass
+class _Load:
+    gemms: int = 0
+    error: str | None = None  # why the load stopped before the run did
 
 
 @contextlib.contextmanager
 def _background_load(
     enabled: bool, stop: threading.Event, runner_factory: Callable[[], Runner], burst: Callable[..., int]
-) -> Iterator[list[int]]:
+) -> Iterator[_Load]:
     """While the block runs, one more worker runs ``burst`` (a GEMM loop) again
-    and again; yields a one-item list holding the GEMMs it has finished."""
-    count = [0]
+    and again. A load that fails says why and stops; the run goes on without it."""
+    load = _Load()
     if not enabled:
-        yield count
+        yield load
         return
     done = threading.Event()
 
@@ -380,18 +390,19 @@ def _background_load(
         runner = runner_factory()
         try:
             while not stop.is_set() and not done.is_set():
-                count[0] += runner.call("the load (a cuBLAS GEMM in a loop)", watchdog.FLOOR_S + LOAD_BURST_S,
-                                        burst, LOAD_EDGE, LOAD_BURST_S)  # fmt: skip
+                load.gemms += runner.call("the load (a cuBLAS GEMM in a loop)", watchdog.FLOOR_S + LOAD_BURST_S,
+                                          burst, LOAD_EDGE, LOAD_BURST_S)  # fmt: skip
+        except Exception as exc:  # the stress run is worth finishing without its load; the summary says so
+            load.error = str(exc) if isinstance(exc, GemmlabError) else f"{type(exc).__name__}: {exc}"
         finally:
             runner.close()
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gemmlab-stress-load") as pool:
-        running = pool.submit(loop)
+        pool.submit(loop)
         try:
-            yield count
+            yield load
         finally:
             done.set()
-        running.result()
 
 
 _LOAD_ARRAYS: dict[int, Any] = {}
