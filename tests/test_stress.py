@@ -183,7 +183,7 @@ def test_a_plan_needs_an_end_and_gpu_kernels() -> None:
 def test_the_command_prints_the_summary_and_fails_on_a_wrong_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(stress_module, "_default_checker", lambda: wrong_once)
+    monkeypatch.setattr(stress_module, "gpu_checker", lambda: wrong_once)
     monkeypatch.setattr(watchdog, "Worker", InProcess)
     monkeypatch.setattr(stress_module.watchdog, "Worker", InProcess)
     monkeypatch.setattr("gemmlab.studies.sweep.run_record", lambda: {"command_line": "test"})
@@ -261,3 +261,18 @@ def test_ctrl_c_keeps_the_draws_made_so_far(monkeypatch: pytest.MonkeyPatch) -> 
     result = stress(StressPlan(KERNELS, processes=2, seconds=60), checker=slowly_right, runner_factory=InProcess)
     assert result.interrupted and time.monotonic() - started < 30
     assert result.summaries[0].launches > 0 and result.clean
+
+
+def test_without_a_gpu_the_command_says_so_before_touching_the_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gemmlab.core import gpu
+    from gemmlab.core.errors import NoGPUError
+
+    def no_gpu() -> None:
+        raise NoGPUError("No usable NVIDIA driver or GPU on this machine.", "Run it on a GPU machine.")
+
+    monkeypatch.setattr(gpu, "cupy", no_gpu)
+    out = CliRunner().invoke(app, ["stress", "tiled", "--seconds", "5", "--db", str(tmp_path / "r.sqlite")])
+    assert out.exit_code == NoGPUError.exit_code and "No usable NVIDIA driver" in out.output
+    assert list(tmp_path.iterdir()) == []

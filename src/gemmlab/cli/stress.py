@@ -48,7 +48,7 @@ def stress_cmd(
     Each draw, a shape the kernel accepts, is launched --launches-per-draw times, each launch from a poisoned output
     and checked. Without --seconds or --launches, it runs for 60 seconds.
     """
-    from gemmlab.studies.stress import default_kernels, stress
+    from gemmlab.studies.stress import default_kernels, gpu_checker, stress
 
     if replay is not None:
         _replay(kernel_ids or [], replay, max_dim, launches_per_draw)
@@ -57,10 +57,11 @@ def stress_cmd(
         seconds = 60.0
     plan = StressPlan(tuple(kernel_ids or default_kernels()), processes, seconds, launches, launches_per_draw, seed,
                       max_dim, load)  # fmt: skip
+    checker = gpu_checker()  # no GPU: said before the database is touched
     with Store.open(db) as store:
         from gemmlab.studies.sweep import run_record
 
-        result = stress(plan, store=store, run_record=run_record())
+        result = stress(plan, checker=checker, store=store, run_record=run_record())
     if as_json:
         emit_json({"summaries": [s.row() for s in result.summaries], "failures": result.failures,
                    "load_gemms": result.load_gemms, "load_error": result.load_error, "seconds": result.seconds,

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import math
 import random
@@ -231,7 +232,7 @@ def replay(
     point = draw(spec, seed, index, max_dim)
     worker = runner if runner is not None else watchdog.Worker()
     try:
-        return point, _checked_draw(worker, point, 0, launches, checker or _default_checker())
+        return point, _checked_draw(worker, point, 0, launches, checker or gpu_checker())
     finally:
         worker.close()
 
@@ -245,7 +246,7 @@ def stress(
     default) and ``load_burst`` run in the workers ``runner_factory`` makes
     (watchdog workers by default)."""
     specs = _stressable(plan)
-    check = checker or _default_checker()
+    check = checker or gpu_checker()
     runner_factory = runner_factory or watchdog.Worker
     stop = threading.Event()
     started = time.monotonic()
@@ -294,7 +295,7 @@ def _process(
     per_kernel = plan.draws_per_kernel()
     runner = runner_factory()
     try:
-        for index in _indices(len(specs), per_kernel):
+        for index in itertools.count() if per_kernel is None else range(per_kernel * len(specs)):
             if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
                 break
             point = draw(specs[index % len(specs)], seed, index, plan.max_dim)
@@ -311,13 +312,6 @@ def _process(
     finally:
         runner.close()
     return tallies, failures
-
-
-def _indices(n_kernels: int, per_kernel: int | None) -> Iterator[int]:
-    index = 0
-    while per_kernel is None or index < per_kernel * n_kernels:
-        yield index
-        index += 1
 
 
 def _checked_draw(runner: Runner, point: Draw, process: int, launches: int, check: Checker) -> float:
@@ -427,7 +421,11 @@ def _load_burst(edge: int, seconds: float) -> int:
     return count
 
 
-def _default_checker() -> Checker:
+def gpu_checker() -> Checker:
+    """checked_launches, once this machine is known to have a GPU: without
+    one every draw would fail alike, so the run stops here with NoGPUError."""
+    from gemmlab.core import gpu
     from gemmlab.measure.run import checked_launches
 
+    gpu.cupy()
     return checked_launches
