@@ -16,9 +16,11 @@
 #
 # Usage, from the repository root on a GPU machine:
 #     bash benchmarks/scripts/stress.sh OUT_DIR [BUDGET_S]
-# Through the device tool (OUT_DIR must survive between calls: use a folder
-# of the checkout, e.g. stress-out, and carry it, or copy it back each time):
-#     run(command="bash benchmarks/scripts/stress.sh stress-out 420 && cp -r stress-out $OUT", timeout_s=600)
+# Through the device tool, OUT_DIR under build/ (git ignores it, so a warm
+# machine keeps it between calls; for a fresh one, copy the last call's files
+# back to build/stress here and carry it), each call copying it out:
+#     run(command="bash benchmarks/scripts/stress.sh build/stress 420; s=$?; cp -r build/stress $OUT; exit $s",
+#         carry=["build/stress"], timeout_s=600)
 #
 # Duration: not measured yet. The estimate: a draw of 32 launches costs its
 # set-up (inputs, the float64 reference, about 30 ms) and 32 launches that
