@@ -17,10 +17,12 @@
 # Usage, from the repository root on a GPU machine:
 #     bash benchmarks/scripts/stress.sh OUT_DIR [BUDGET_S]
 # Through the device tool, OUT_DIR under build/ (git ignores it, so a warm
-# machine keeps it between calls; for a fresh one, copy the last call's files
-# back to build/stress here and carry it), each call copying it out:
+# machine keeps it between calls), each call copying it out:
 #     run(command="bash benchmarks/scripts/stress.sh build/stress 420; s=$?; cp -r build/stress $OUT; exit $s",
-#         carry=["build/stress"], timeout_s=600)
+#         timeout_s=600)
+# If the machine went cold between calls, copy the last call's build/stress
+# back into the checkout and add carry=["build/stress"] (carry a path only
+# when it exists here: a carried path missing here is removed there).
 #
 # Duration: not measured yet. The estimate: a draw of 32 launches costs its
 # set-up (inputs, the float64 reference, about 30 ms) and 32 launches that
