@@ -137,4 +137,16 @@ def test_help_lists_the_commands_in_their_order() -> None:
     out = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).output
     listed = [line.split()[1] for line in out.splitlines() if line.startswith("│ ") and line.split()[1].isalpha()]
     core = ["devices", "kernels", "compile", "run"]
-    assert listed == [*core, "check", "occupancy", "sweep", "reproduce", "peak", "profile", "report", "export", "tune"]
+    assert listed == [
+        *core,
+        "check",
+        "stress",
+        "occupancy",
+        "sweep",
+        "reproduce",
+        "peak",
+        "profile",
+        "report",
+        "export",
+        "tune",
+    ]

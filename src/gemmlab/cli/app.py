@@ -7,6 +7,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -23,6 +24,8 @@ app = typer.Typer(
 )
 console = Console()
 err_console = Console(stderr=True)
+# The results database, as every command that stores or reads results takes it.
+DbOption = Annotated[Path, typer.Option("--db", help="Results database (SQLite), created on first use.")]
 
 
 def versions() -> str:

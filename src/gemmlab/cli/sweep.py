@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from gemmlab.cli.app import app, console, err_console, friendly
+from gemmlab.cli.app import DbOption, app, console, err_console, friendly
 from gemmlab.core.errors import GemmlabError, NoGPUError, ProfilerError
 from gemmlab.core.shapes import Shape
 from gemmlab.results.store import CEILING_FIELDS, DEFAULT_PATH, Store
@@ -24,7 +24,6 @@ EXIT_FAILED = 4
 EXIT_NOT_PROFILED = ProfilerError.exit_code
 EXIT_INTERRUPTED = 130
 
-DbOption = Annotated[Path, typer.Option("--db", help="Results database (SQLite), created on first use.")]
 ForceOption = Annotated[bool, typer.Option("--force", help="Run points again even if they are stored.")]
 ProfileOption = Annotated[
     bool,

@@ -358,6 +358,45 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         )""",
         "CREATE UNIQUE INDEX failures_point ON failures (COALESCE(experiment, ''), point_key)",
     ),
+    # v7: gemmlab stress. Every wrong result (or fault, hang) of a stress run
+    # with the seed, process and draw that replay it (the failures table keeps
+    # one row per point, and a stress run may meet one point many times), and
+    # each kernel's tally per run.
+    (
+        """CREATE TABLE stress_failures (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER REFERENCES runs(id),
+            kernel TEXT NOT NULL,
+            m INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            block_edge INTEGER NOT NULL,
+            dtype TEXT NOT NULL,
+            seed INTEGER NOT NULL,
+            process INTEGER NOT NULL,
+            draw INTEGER NOT NULL,
+            max_dim INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            created TEXT NOT NULL
+        )""",
+        """CREATE TABLE stress_summaries (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER REFERENCES runs(id),
+            kernel TEXT NOT NULL,
+            launches INTEGER NOT NULL,
+            wrong INTEGER NOT NULL,
+            faults INTEGER NOT NULL,
+            hangs INTEGER NOT NULL,
+            errors INTEGER NOT NULL,
+            shapes INTEGER NOT NULL,
+            processes INTEGER NOT NULL,
+            seeds TEXT NOT NULL,
+            load INTEGER NOT NULL,
+            seconds REAL NOT NULL,
+            created TEXT NOT NULL
+        )""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The first schema whose results record their backend and configuration.
@@ -395,6 +434,15 @@ FAILURE_FIELDS = (
     "kernel", "m", "n", "k", "block_edge", "dtype", "variant", "backend", "config", "source", "kind", "reason",
 )  # fmt: skip
 FAILURE_KINDS = ("wrong", "fault", "hang", "error")
+# gemmlab stress (gemmlab.studies.stress): a failed draw, with what replays it,
+# and a kernel's tally over one stress run (``seeds`` a JSON list, one per
+# process; ``load`` the GEMMs the load process finished meanwhile, 0 without one).
+STRESS_FAILURE_FIELDS = (
+    "kernel", "m", "n", "k", "block_edge", "dtype", "seed", "process", "draw", "max_dim", "kind", "reason",
+)  # fmt: skip
+STRESS_SUMMARY_FIELDS = (
+    "kernel", "launches", "wrong", "faults", "hangs", "errors", "shapes", "processes", "seeds", "load", "seconds",
+)  # fmt: skip
 # The tuner's rows: a candidate tried (tuned_candidates; id is computed) and a
 # configuration chosen (tuned).
 CANDIDATE_FIELDS = (
@@ -671,6 +719,47 @@ class Store:
                 f"DELETE FROM failures WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key IN ({marks})",
                 (experiment, *keys),
             )
+
+    def add_stress(self, run_id: int, summaries: list[dict], failures: list[dict]) -> None:
+        """One stress run's tallies (keys of :data:`STRESS_SUMMARY_FIELDS`) and
+        failed draws (:data:`STRESS_FAILURE_FIELDS`) in one transaction. Unlike
+        :meth:`add_failure`, a point that failed twice is stored twice."""
+        tables = (("stress_summaries", STRESS_SUMMARY_FIELDS, summaries),
+                  ("stress_failures", STRESS_FAILURE_FIELDS, failures))  # fmt: skip
+        for _, fields, rows in tables:
+            for row in rows:
+                if set(row) != set(fields):
+                    raise ValueError(f"a stress row has the keys {', '.join(fields)}, not {', '.join(sorted(row))}")
+                if "kind" in row and row["kind"] not in FAILURE_KINDS:
+                    raise ValueError(f"a failure's kind is one of {', '.join(FAILURE_KINDS)}, not {row['kind']!r}")
+        created = now_utc()
+        with self._transaction() as conn:
+            for table, fields, rows in tables:
+                names = ", ".join(("run_id", *fields, "created"))
+                marks = ", ".join("?" for _ in range(len(fields) + 2))
+                for row in rows:
+                    values = (run_id, *(row[f] for f in fields), created)
+                    conn.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", values)
+
+    def stress_summaries(self, run_id: int | None = None) -> list[dict]:
+        """Stored stress tallies (of one run, or all), oldest first; none in a
+        read-only file older than schema v7."""
+        return self._stress_rows("stress_summaries", run_id)
+
+    def stress_failures(self, run_id: int | None = None) -> list[dict]:
+        """Stored failed stress draws (of one run, or all), oldest first."""
+        return self._stress_rows("stress_failures", run_id)
+
+    def _stress_rows(self, table: str, run_id: int | None) -> list[dict]:
+        if table not in self._tables_guarded():
+            return []
+        with self._guard():
+            query, params = f"SELECT * FROM {table}", ()
+            if run_id is not None:
+                query, params = query + " WHERE run_id = ?", (run_id,)
+            cursor = self._conn.execute(query + " ORDER BY id", params)
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 
     def add_peaks(self, run_id: int, peaks: list[dict]) -> list[int]:
         """Measured peak rates (rows with the keys of :data:`PEAK_FIELDS`, as
