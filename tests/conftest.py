@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,3 +101,14 @@ def marked_smoke(cases: list[tuple], smoke: tuple) -> list:
     if smoke not in cases:
         raise ValueError(f"the smoke case {smoke} is not among the cases")
     return [pytest.param(*case, marks=pytest.mark.smoke) if case == smoke else case for case in cases]
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def gemmlab_process(*args: str, limit_s: float) -> subprocess.CompletedProcess:
+    """The command line in a fresh process, from the repository's root (for a
+    test whose kernel may fault or hang: the process, not pytest, takes it)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-c", "from gemmlab.cli import main; main()", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=limit_s)  # fmt: skip

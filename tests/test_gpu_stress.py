@@ -11,13 +11,11 @@ that has it to itself: about a minute and a half in all."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import gemmlab_process
 from gemmlab.results.store import Store
 
 pytestmark = [pytest.mark.gpu, pytest.mark.whole_gpu]
@@ -26,16 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 EXIT_FAILED = 4
 
 
-def gemmlab(*args: str, limit_s: float) -> subprocess.CompletedProcess:
-    """The command line in a fresh process, from the repository's root."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-c", "from gemmlab.cli import main; main()", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=limit_s)  # fmt: skip
-
-
 def test_a_short_stress_with_load_finds_no_wrong_result_and_stores_its_summary(tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
-    done = gemmlab("stress", "tiled", "sgemm_stream_k", "--processes", "2", "--seconds", "20", "--load",
+    done = gemmlab_process("stress", "tiled", "sgemm_stream_k", "--processes", "2", "--seconds", "20", "--load",
                    "--launches-per-draw", "8", "--db", str(db), "--json", limit_s=300)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     answer = json.loads(done.stdout)
@@ -54,7 +45,7 @@ def test_a_short_stress_with_load_finds_no_wrong_result_and_stores_its_summary(t
 def test_a_wrong_kernel_and_a_faulting_one_are_counted_and_stored(tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
     wrong, fault = "examples/faulty/accumulate_into_c/matmul.toml", "examples/faulty/fault/matmul.toml"
-    done = gemmlab("stress", wrong, fault, "--processes", "1", "--launches", "8", "--launches-per-draw", "4",
+    done = gemmlab_process("stress", wrong, fault, "--processes", "1", "--launches", "8", "--launches-per-draw", "4",
                    "--db", str(db), "--json", limit_s=300)  # fmt: skip
     assert done.returncode == EXIT_FAILED, done.stdout + done.stderr
     assert "--replay SEED:DRAW" in done.stderr

@@ -8,14 +8,12 @@ minute in all: the hang costs its time limit twice (20 s and 10 s)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from conftest import gemmlab_process
 from gemmlab.core.errors import DeclarationError
 from gemmlab.core.shapes import Shape
 from gemmlab.results.store import Store
@@ -26,20 +24,15 @@ ROOT = Path(__file__).resolve().parents[1]
 EXIT_FAILED = 4
 
 
-def gemmlab(*args: str, limit_s: float) -> subprocess.CompletedProcess:
-    """The command line in a fresh process, from the repository's root."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-c", "from gemmlab.cli import main; main()", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=limit_s)  # fmt: skip
-
-
 # The hang spins on every SM for its whole time limit: the other tests' timings
 # would suffer beside it, so these run in the tier that has the GPU to itself.
 @pytest.mark.whole_gpu
 def test_a_sweep_stores_the_good_kernel_and_the_fault_and_the_hang_as_failures(tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
     kernels = "examples/faulty/fault/matmul.toml,examples/naive_define/matmul.toml,examples/faulty/hang/matmul.toml"
-    done = gemmlab("sweep", "--kernels", kernels, "--sizes", "256", "--timeout", "20", "--db", str(db), limit_s=240)
+    done = gemmlab_process(
+        "sweep", "--kernels", kernels, "--sizes", "256", "--timeout", "20", "--db", str(db), limit_s=240
+    )
     output = done.stdout + done.stderr
     assert done.returncode == EXIT_FAILED, output
     with Store.open(db) as store:
@@ -61,7 +54,7 @@ def test_a_sweep_stores_the_good_kernel_and_the_fault_and_the_hang_as_failures(t
 @pytest.mark.whole_gpu
 def test_run_stops_a_hang_with_a_message() -> None:
     started = time.monotonic()
-    done = gemmlab("run", "examples/faulty/hang/matmul.toml", "--size", "256", "--timeout", "10", limit_s=90)
+    done = gemmlab_process("run", "examples/faulty/hang/matmul.toml", "--size", "256", "--timeout", "10", limit_s=90)
     elapsed = time.monotonic() - started
     assert done.returncode == EXIT_FAILED, done.stdout + done.stderr
     assert "hang: hang/matmul 256" in done.stderr and "time limit of 10 s" in done.stderr
