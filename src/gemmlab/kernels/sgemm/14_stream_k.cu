@@ -26,6 +26,22 @@
 // TFLOP/s; at 4097 +15% (4.25 instead of 5), 38.6 -> 44 TFLOP/s, still 9% under
 // its aligned speed, since the edge tiles compute whole tiles for one row or
 // one column.
+// Synchronisation (docs/synchronisation.md): writer of a partial tile: each
+// thread's __stcg stores, then its __threadfence (membar.gl, which PTX makes
+// fence.sc.gpu on sm_70 and later), __syncthreads, then thread 0's atomicAdd
+// (relaxed, .gpu) on the tile's counter. The last to arrive: thread 0's
+// atomicAdd reads the count that includes every other contributor's increment,
+// __syncthreads, then each thread's __threadfence before its __ldcg reads. The
+// fences and the atomics sit in different threads, so the argument is the
+// fence.sc one: all fence.sc.gpu are in one order consistent with causality;
+// the reader's fence cannot come before a writer's (the reader's atomic, which
+// precedes its fence, read the value the writer's atomic, which follows the
+// writer's fence, wrote), so the writer's fence synchronises with the reader's,
+// and every partial store is ordered before every read of it. Slots are not
+// reused within a launch (slot 0 for a block's first tail tile, 1 for its last),
+// the last arriver zeroes the counter with a plain store, and the next launch
+// on the stream sees it through the kernel boundary. Progress: no block ever
+// waits for another (not last: move on), whatever the number resident.
 
 #include "cp_async_tiles.cuh"
 #include "spread_copies.cuh"

@@ -29,6 +29,21 @@
 // Predicted (H200, written before measuring): 4095 and 4097 at about 47.5
 // TFLOP/s, 97-98% of the 48.6 at 4096 (the tiles at the 16-byte path's speed,
 // about 2% for the copy); every N % 4 == 0 as rung 16.
+// Synchronisation (docs/synchronisation.md): a copying block's threads store
+// their share of the padded B, __syncthreads, then thread 0 runs __threadfence
+// (fence.sc.gpu, cumulative: it covers the stores the barrier showed it) and a
+// relaxed atomicAdd on work[1]: a release pattern. A waiting block's thread 0
+// reads work[1] with atomicAdd(.., 0) until it reaches (launch + 1) x
+// pad_blocks, then __threadfence: an acquire pattern, which synchronises with
+// every copier's release (atomic read-modify-writes carry each increment into
+// the value read); __syncthreads hands that on to the block's loads of the
+// padded B. Progress: copying tickets never wait; a block that waits holds a
+// ticket numbered after every copying ticket of its launch, and a ticket is
+// only taken by a block already running, so everything it waits for is
+// resident and finishes. Preconditions: counters zero for a new workspace, one
+// grid size per workspace, launches on it one after another (the runner's
+// launcher owns its workspace and stream); a launch cut short leaves the
+// counters off, and the next one could wait for ever or read early.
 
 #include "cp_async_tiles.cuh"
 #include "spread_copies.cuh"

@@ -18,6 +18,19 @@
 // Predicted: close to cuBLAS at large sizes; the remaining gaps are the
 // launch of one block per tile (a prologue and an epilogue per block, with
 // the tensor cores idle during both) and the order tiles meet the L2.
+// Synchronisation (inside one block; docs/synchronisation.md): thread 0 inits
+// the barriers, fence.mbarrier_init and __syncthreads show them to every thread
+// and to the copy engine. full[s]: the producer's arrive.expect_tx (release,
+// .cta) and the copy engine's complete_tx; a consumer's try_wait (acquire,
+// .cta) returns once the phase is complete, i.e. the stage's bytes have landed
+// and are visible to it. Stage memory is written only by the copy engine and
+// read only by wgmma, both in the async proxy, so no fence.proxy.async is
+// needed. empty[s]: a consumer arrives only after wgmma.wait_group<1> says the
+// wgmma that read the stage has completed, reads included; the producer issues
+// the next copy into it after its wait on that phase, so a copy cannot
+// overwrite data still being read. Parity is unambiguous: a barrier cannot run
+// two phases ahead of its waiters, since each phase of full[s] needs the
+// previous phase of empty[s] and the reverse.
 
 #include "hopper.cuh"
 

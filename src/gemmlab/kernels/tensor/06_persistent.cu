@@ -14,6 +14,12 @@
 // Predicted: a few per cent over tc_warpspecialized at 4096 (32 x 16 = 512
 // tiles of 128 x 256 on 132 SMs: 3.9 waves, whose last partial wave now
 // costs less), more at sizes whose tile count is far from a multiple of 132.
+// Synchronisation (inside one block; docs/synchronisation.md): tc_warpspecialized's
+// full/empty ring, with `use` counted on across tiles on both sides so that
+// stage and parity agree; every use is released exactly once (the last k-tile
+// of a tile after wgmma.wait_group<0>). No block waits for another, so the
+// resident grid (the runner launches at most as many blocks as fit at once)
+// is a matter of speed, not of progress.
 
 #include "hopper.cuh"
 

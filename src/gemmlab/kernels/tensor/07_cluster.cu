@@ -15,6 +15,30 @@
 // (barrier.cluster), so no block exits while its neighbour may still write to it.
 // Predicted: B traffic from L2 halves; a few per cent where L2 bandwidth,
 // not the tensor cores, sets the pace.
+// Synchronisation (docs/synchronisation.md has the long form):
+// - Start: thread 0 inits, fence.mbarrier_init.release.cluster, then
+//   barrier.cluster arrive.release / wait.acquire: the neighbour's barriers
+//   exist before anything is multicast or arrived on them.
+// - full[s] counts A_BYTES + B_BYTES: this block's A and B half, and the
+//   neighbour's B half, multicast with complete_tx on this block's barrier at
+//   the same offset. Those bytes may land before this producer's expect_tx;
+//   the tx-count dips below zero, but the phase cannot complete while the
+//   producer's arrival is missing. The consumers' try_wait (acquire) returns
+//   once all the bytes have landed and are visible.
+// - empty[s] counts 2 x CONSUMERS arrivals: every consumer warpgroup of both
+//   blocks, each after wgmma.wait_group has completed the wgmma that read the
+//   stage. The arrive is .release.cta: the reads it vouches for are async-proxy
+//   reads that no release orders; their completion, before the arrive is issued,
+//   is what keeps a multicast from overwriting a stage still being read.
+// - No phase aliasing: the neighbour can multicast use u + STAGES of stage s
+//   only after this block's consumers released use u, which they did after
+//   this block's full[s] completed use u; so a barrier is never two phases ahead.
+// - End: barrier.cluster again. A block's shared memory receives only
+//   (a) multicast bytes, all of which its own consumers waited for, and
+//   (b) the neighbour consumers' arrivals, made before the neighbour's
+//   arrive.release; so after the wait nothing more lands and the block may exit.
+// - Across clusters nothing is shared: a grid larger than the resident one
+//   only runs in more waves.
 
 #include "hopper.cuh"
 

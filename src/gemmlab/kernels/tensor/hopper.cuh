@@ -24,6 +24,30 @@ struct __align__(64) CUtensorMap { unsigned long long opaque[16]; };
 constexpr int TMA_ROW_BYTES = 128;
 
 // --- mbarriers: a 64-bit counter in shared memory with a phase bit --------------
+//
+// What each helper orders (PTX ISA, "mbarrier" and "Memory Consistency Model";
+// docs/synchronisation.md holds the argument kernel by kernel):
+// - mbar_arrive, mbar_expect_bytes: the default semantics, .release at .cta
+//   scope: the thread's earlier memory operations are ordered before the
+//   arrival for threads of this block that observe the phase complete.
+// - mbar_arrive_cluster: the same default (.release.cta) on a barrier of either
+//   block of the cluster. Across blocks a .cta-scope release is not a
+//   synchronisation in the model; the kernels use it only to say "my reads of
+//   the stage are finished", and those reads are wgmma's, in the async proxy,
+//   finished at wgmma.wait_group before the arrive is issued. No release of
+//   any scope orders async-proxy reads; completion does. So the scope does
+//   not matter for that hazard, and .cluster would only add a wait for the
+//   thread's global stores (measured: half speed).
+// - mbar_wait: try_wait.parity with the default .acquire at .cta scope. Once
+//   it returns, the phase has completed: every arrival of it was made, and
+//   every byte a cp.async.bulk announced to it (complete_tx, the copy engine's
+//   own count, whichever block issued the copy) has landed in this block's
+//   shared memory and is visible to the waiting thread. Parity names a phase
+//   only modulo 2: each ring keeps a barrier at most one phase ahead of any
+//   thread that waits on it (the full/empty alternation guarantees it).
+// - init_ring: fence.mbarrier_init.release.cluster orders the mbarrier.init
+//   before the caller's next block (or cluster) barrier, so that neither the
+//   other block's threads nor the copy engine can see an uninitialised barrier.
 
 __device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned arrivals) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(arrivals) : "memory");
@@ -103,7 +127,9 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const CUtensorMap*
 // --- TMA stores: shared memory -> a box of a tensor in global memory -------------
 
 // The copy engine reads shared memory through the "async proxy": writes that
-// threads made to it must be fenced before a TMA store may see them.
+// threads made to it must be fenced before a TMA store may see them. Each
+// writing thread fences its own writes; a barrier then orders the fences before
+// the one thread that issues the store.
 __device__ __forceinline__ void fence_proxy_async_shared() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
@@ -168,6 +194,10 @@ __device__ __forceinline__ unsigned cluster_rank() {
 }
 
 // Every thread of every block of the cluster arrives, then waits for all.
+// arrive.release / wait.acquire: everything a thread of the cluster did before
+// its arrive (remote mbarrier arrivals included) happens before everything any
+// thread of the cluster does after its wait. .aligned: every thread of a warp
+// executes it, so it sits only where a whole warp arrives (not inside `if (tid == 0)`).
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
