@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from gemmlab.core.shapes import Dim3, Shape
+from gemmlab.kernels import catalogue
 
 if TYPE_CHECKING:
     from gemmlab.backends.nvrtc import Resources
@@ -111,3 +112,18 @@ class HostBackend(Backend, Protocol):
     ) -> dict:
         """Verify and time one point; a result dict the store takes (``result_row``)."""
         ...
+
+
+class SpecQueries:
+    """The catalogue side of a backend whose kernels are KernelSpecs (the
+    catalogue's, or users' read through :func:`gemmlab.kernels.catalogue.get`):
+    their dtypes, block edges and violations are the spec's own."""
+
+    def dtypes(self, kernel_id: str) -> tuple[str, ...]:
+        return catalogue.get(kernel_id).dtypes
+
+    def block_edges(self, kernel_id: str) -> tuple[int, ...]:
+        return catalogue.get(kernel_id).block_edges or (0,)
+
+    def violations(self, kernel_id: str, shape: Shape, block_edge: int, dtype: str) -> list[str]:
+        return catalogue.get(kernel_id).violations(shape, block_edge, dtype)

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from gemmlab.backends.base import SpecQueries
 from gemmlab.core import gpu
 from gemmlab.core.errors import CompileError, DeclarationError, DeviceLimitError, UnknownName
 from gemmlab.core.shapes import Dim3, Shape
@@ -632,7 +633,7 @@ def _bytes(sizes: list[int]) -> str:
     return ", ".join(f"{size} bytes" for size in sizes) or "none"
 
 
-class NvrtcBackend:
+class NvrtcBackend(SpecQueries):
     """The catalogue's CUDA kernels as a :class:`gemmlab.backends.base.DeviceBackend`."""
 
     name = "nvrtc"
@@ -640,15 +641,6 @@ class NvrtcBackend:
 
     def kernel_ids(self) -> list[str]:
         return catalogue.kernel_ids()
-
-    def dtypes(self, kernel_id: str) -> tuple[str, ...]:
-        return catalogue.get(kernel_id).dtypes
-
-    def block_edges(self, kernel_id: str) -> tuple[int, ...]:
-        return catalogue.get(kernel_id).block_edges or (0,)
-
-    def violations(self, kernel_id: str, shape: Shape, block_edge: int, dtype: str) -> list[str]:
-        return catalogue.get(kernel_id).violations(shape, block_edge, dtype)
 
     def predicted_ms(self, kernel_id: str, shape: Shape, block_edge: int) -> float:
         """2MNK over ASSUMED_GPU_FLOPS, scaled down by the share of each warp's

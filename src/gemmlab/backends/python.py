@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from gemmlab.backends.base import SpecQueries
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Dim3, Shape
-from gemmlab.kernels import catalogue
 from gemmlab.kernels.callables import PythonKernelSpec, call_error, missing_library
 from gemmlab.kernels.spec import KernelSpec, Point
 from gemmlab.problems.base import Prepared
@@ -160,7 +160,7 @@ def no_ahead_of_time(spec: KernelSpec, command: str) -> GemmlabError:
     )
 
 
-class PythonBackend:
+class PythonBackend(SpecQueries):
     """Users' Python functions as a :class:`gemmlab.backends.base.DeviceBackend`.
     It lists no kernel ids: its kernels are found by the path of their file."""
 
@@ -169,15 +169,6 @@ class PythonBackend:
 
     def kernel_ids(self) -> tuple[str, ...]:
         return ()
-
-    def dtypes(self, kernel_id: str) -> tuple[str, ...]:
-        return catalogue.get(kernel_id).dtypes
-
-    def block_edges(self, kernel_id: str) -> tuple[int, ...]:
-        return catalogue.get(kernel_id).block_edges or (0,)
-
-    def violations(self, kernel_id: str, shape: Shape, block_edge: int, dtype: str) -> list[str]:
-        return catalogue.get(kernel_id).violations(shape, block_edge, dtype)
 
     def predicted_ms(self, kernel_id: str, shape: Shape, block_edge: int) -> float:
         return 2 * shape.m * shape.n * shape.k / ASSUMED_FLOPS * 1e3

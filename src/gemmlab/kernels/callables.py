@@ -40,12 +40,12 @@ from typing import Any
 
 from gemmlab.core.errors import DeclarationError, GemmlabError
 from gemmlab.core.shapes import MAX_THREADS_PER_BLOCK, Dim3, Shape
-from gemmlab.kernels.spec import KernelSpec
 from gemmlab.kernels.user import (
     DOC,
     FUNCTIONS,
     PROBLEMS,
     SIZE_NAMES,
+    DeclaredSpec,
     Parameter,
     _accepts,
     _list,
@@ -73,7 +73,7 @@ EXAMPLE = (
 
 
 @dataclass(frozen=True)
-class PythonKernelSpec(KernelSpec):
+class PythonKernelSpec(DeclaredSpec):
     """A KernelSpec for a user's Python function. It has no launch geometry of
     its own (the function chooses it: grid and block read (0, 0, 0)); its
     parameters are keyword arguments of the function."""
@@ -82,20 +82,9 @@ class PythonKernelSpec(KernelSpec):
     # The GPU kernel the function launches, as Nsight Compute's --kernel-name
     # takes it ("name" or "regex:..."), when the declaration names it.
     kernel_name: str | None = None
-    parameters: tuple[Parameter, ...] = ()
-    edge: str | None = None  # the parameter that is the block edge
     # The user's function, as imported; not compared (two loads of one file are the same kernel).
     callable: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
     module: ModuleType | None = field(default=None, compare=False, repr=False)
-
-    def values(self, block_edge: int) -> dict[str, int]:
-        """The keyword arguments at ``block_edge``: the edge's value, the others' defaults."""
-        return _values(self.parameters, self.edge, block_edge)
-
-    @property
-    def config(self) -> dict[str, int] | None:
-        fixed = {p.name: p.values[0] for p in self.parameters if p.name != self.edge}
-        return fixed or None
 
 
 def load(path: Path) -> PythonKernelSpec:

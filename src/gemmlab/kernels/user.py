@@ -195,15 +195,12 @@ class Parameter:
 
 
 @dataclass(frozen=True)
-class UserKernelSpec(KernelSpec):
-    """A KernelSpec read from a user's declaration. Its instantiation differs
-    from the catalogue's (whose template arguments are the dtype, the block edge
-    and fixed extras): the template arguments are the declaration's expressions
-    and ``#define`` parameters are set in the compiled text."""
+class DeclaredSpec(KernelSpec):
+    """What every user's kernel has beside a KernelSpec: the declared
+    parameters, one of which may be the block edge."""
 
     parameters: tuple[Parameter, ...] = ()
     edge: str | None = None  # the parameter that is the block edge
-    template: tuple[str | Expression, ...] = ()  # "dtype" or an expression of the parameters
 
     def values(self, block_edge: int) -> dict[str, int]:
         """Every parameter's value at ``block_edge``: the edge's, the others' defaults."""
@@ -213,6 +210,16 @@ class UserKernelSpec(KernelSpec):
     def config(self) -> dict[str, int] | None:
         fixed = {p.name: p.values[0] for p in self.parameters if p.name != self.edge}
         return fixed or None
+
+
+@dataclass(frozen=True)
+class UserKernelSpec(DeclaredSpec):
+    """A KernelSpec read from a user's declaration. Its instantiation differs
+    from the catalogue's (whose template arguments are the dtype, the block edge
+    and fixed extras): the template arguments are the declaration's expressions
+    and ``#define`` parameters are set in the compiled text."""
+
+    template: tuple[str | Expression, ...] = ()  # "dtype" or an expression of the parameters
 
     def template_args(self, dtype: str, block_edge: int) -> str:
         env = self.values(block_edge)
