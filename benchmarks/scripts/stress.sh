@@ -24,12 +24,10 @@
 # back into the checkout and add carry=["build/stress"] (carry a path only
 # when it exists here: a carried path missing here is removed there).
 #
-# Duration: not measured yet. The estimate: a draw of 32 launches costs its
-# set-up (inputs, the float64 reference, about 30 ms) and 32 launches that
-# each wait for their share of the GPU beside the load and three other
-# processes (about 1 to 2 ms), so 4 processes check some 400 to 800 launches
-# a second: a chunk takes 30 to 60 s (plus its compiles the first time), a
-# kernel 2 to 4 minutes, the five kernels 10 to 20 minutes: two or three calls.
+# Duration, measured on one H100 on 2026-11-23 (benchmarks/results/
+# 2026-11-23_h100_stress.txt): a chunk of 25,088 launches took 96 to 102 s
+# with 4 processes and 60 to 77 s with 8 (PROCESSES=8), the five kernels
+# about 28 minutes: four calls of some 480 s.
 #
 # Exit status: 0 when every chunk is done and no draw failed; 3 when chunks
 # are left (call again); 4 when a chunk found a wrong result, a fault or a
