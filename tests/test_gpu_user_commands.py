@@ -75,6 +75,16 @@ def test_racecheck_names_the_line_of_a_missing_syncthreads(tmp_path: Path) -> No
     assert all(18 <= n <= 27 for n in lines), lines
 
 
+@needs_sanitizer
+def test_racecheck_names_the_missing_sync_example() -> None:
+    # The shipped example the README points to: its race is named at the lines
+    # of its tile loop (the stores into As and Bs, the reads of them).
+    report = check([str(ROOT / "examples" / "faulty" / "missing_sync" / "matmul.toml")], "racecheck")
+    assert report.errors > 0, report.output[-3000:]
+    lines = {int(n) for n in re.findall(r"\bmatmul\.cu:(\d+)", report.output)}
+    assert lines and lines <= set(range(19, 27)), lines
+
+
 @needs_ncu
 def test_profile_of_tiled_template() -> None:
     try:

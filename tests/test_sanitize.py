@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from gemmlab.core.errors import GemmlabError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
 from gemmlab.measure import sanitize
 
 # A stand-in for compute-sanitizer: prints the points it was given and a summary;
@@ -56,3 +58,31 @@ def test_a_check_over_its_time_is_a_clear_error(fake_sanitizer: Path) -> None:
     fake_sanitizer.write_text("#!/bin/sh\nsleep 30\n")
     with pytest.raises(GemmlabError, match="did not finish within 1 s"):
         sanitize.check(["tiled"], "memcheck", timeout=1, jobs=2)
+
+
+def test_the_per_access_trackers_run_light_shapes_once(fake_sanitizer: Path) -> None:
+    racy = str(Path(__file__).parent.parent / "examples" / "faulty" / "missing_sync" / "matmul.toml")
+    heavy = [sanitize.parse_point(p)[2] for p in sanitize.points_for([racy], "memcheck")]
+    light = [sanitize.parse_point(p)[2] for p in sanitize.points_for([racy], "racecheck")]
+    assert max(s.m * s.n * s.k for s in heavy) > sanitize.LIGHT_VOLUME  # memcheck keeps the large ones
+    assert light and all(s.m * s.n * s.k <= sanitize.LIGHT_VOLUME for s in light)
+    assert set(light) <= set(heavy)
+    # A kernel that takes only multiples of its edge, whose small shapes are all
+    # large at edge 32, runs one and three tiles of it.
+    assert sanitize.light_shapes(catalogue.get("tiled"), 32) == [Shape.square(32), Shape.square(96)]
+    race = sanitize.sanitizer_command("racecheck", ["tiled:8:8:8:8"])
+    mem = sanitize.sanitizer_command("memcheck", ["tiled:8:8:8:8"])
+    assert race[race.index("gemmlab.measure.sanitize") + 1] == "--launches=1"
+    assert mem[mem.index("gemmlab.measure.sanitize") + 1] == "--launches=2"
+
+
+def test_the_child_launches_each_point_as_often_as_it_is_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmlab.measure import run
+
+    calls = []
+    monkeypatch.setattr(run, "checked_launches", lambda *a, launches: calls.append((*a, launches)))
+    assert sanitize._child(["--launches=1", "tiled:8:16:24:32", "naive:0:5:6:7"]) == 0
+    assert calls == [("tiled", Shape(16, 24, 32), 8, 1), ("naive", Shape(5, 6, 7), 0, 1)]
+    calls.clear()
+    sanitize._child(["tiled:8:16:24:32"])
+    assert calls == [("tiled", Shape(16, 24, 32), 8, 2)]

@@ -105,15 +105,46 @@ def small_shapes(spec: KernelSpec, block_edge: int) -> list[Shape]:
     return list(dict.fromkeys(kept))
 
 
-def points_for(kernel_ids: list[str]) -> list[str]:
-    """Every block edge of every kernel at its small shapes, as 'kernel:edge:m:n:k',
-    the kernel named as another process finds it (:func:`gemmlab.kernels.catalogue.reference`)."""
+# The tools that track every shared-memory access and barrier of every thread
+# (racecheck, synccheck) cost far more per access than memcheck: a 256^3 point
+# of a 32 x 32 tiled kernel with a race took minutes on an H100. A race or a
+# misplaced barrier inside a block shows at any size with a few whole tiles and
+# a few steps of the K loop, so under these tools a kernel runs only its
+# shapes of at most LIGHT_VOLUME multiply-adds (always at least its smallest
+# accepted shape), one launch each.
+HEAVY_TOOLS = ("racecheck", "synccheck")
+LIGHT_VOLUME = 128**3
+
+
+def light_shapes(spec: KernelSpec, block_edge: int) -> list[Shape]:
+    """The shapes a per-access tracker (racecheck, synccheck) runs: the small
+    shapes of at most :data:`LIGHT_VOLUME` multiply-adds; where there are none
+    (a kernel that takes only multiples of a large edge), one and three tiles
+    of the edge, or else the smallest small shape."""
+    light = [s for s in small_shapes(spec, block_edge) if _volume(s) <= LIGHT_VOLUME]
+    if light:
+        return light
+    edge = block_edge or 16
+    tiles = [s for s in (Shape.square(edge), Shape.square(3 * edge)) if _volume(s) <= LIGHT_VOLUME]
+    light = [s for s in tiles if not spec.violations(s, block_edge, spec.dtypes[0])]
+    return light or sorted(small_shapes(spec, block_edge), key=_volume)[:1]
+
+
+def _volume(shape: Shape) -> int:
+    return shape.m * shape.n * shape.k
+
+
+def points_for(kernel_ids: list[str], tool: str = "memcheck") -> list[str]:
+    """Every block edge of every kernel at its small shapes (under ``tool``;
+    :func:`light_shapes` for :data:`HEAVY_TOOLS`), as 'kernel:edge:m:n:k', the
+    kernel named as another process finds it (:func:`gemmlab.kernels.catalogue.reference`)."""
+    shapes_of = light_shapes if tool in HEAVY_TOOLS else small_shapes
     out = []
     for kid in kernel_ids:
         spec = catalogue.get(kid)
         name = catalogue.reference(spec.id)
         for edge in spec.block_edges or (0,):
-            out += [point_text(name, edge, s) for s in small_shapes(spec, edge)]
+            out += [point_text(name, edge, s) for s in shapes_of(spec, edge)]
     return out
 
 
@@ -153,7 +184,7 @@ def check(
     if tool not in TOOLS:
         raise GemmlabError(f"Unknown sanitizer tool '{tool}'.", f"Use one of {', '.join(TOOLS)}.")
     ids = [catalogue.get(kid).id for kid in kernel_ids or catalogue.kernel_ids()]
-    points = points_for(ids)
+    points = points_for(ids, tool)
     if not points:
         raise GemmlabError(
             f"No small size that {', '.join(ids)} accepts was found to check.",
@@ -193,7 +224,10 @@ def sanitizer_command(tool: str, points: list[str]) -> list[str]:
         cmd += ["--racecheck-report", "all"]
     # initcheck runs with its defaults: unused-memory tracking is off unless
     # asked for (`--track-unused-memory` is a flag, with no value to pass).
-    return [*cmd, sys.executable, "-m", "gemmlab.measure.sanitize", *points]
+    # One launch a point under the per-access trackers: a race or a barrier
+    # fault shows in one, and state kept across launches is memcheck's concern.
+    launches = 1 if tool in HEAVY_TOOLS else 2
+    return [*cmd, sys.executable, "-m", "gemmlab.measure.sanitize", f"--launches={launches}", *points]
 
 
 def _run_side_by_side(commands: list[list[str]], env: dict, timeout: float, tool: str) -> tuple[list[str], bool]:
@@ -226,14 +260,18 @@ def _run_side_by_side(commands: list[list[str]], env: dict, timeout: float, tool
     return outputs, any(code != 0 for code in codes)
 
 
-def _child(points: list[str]) -> int:
+def _child(args: list[str]) -> int:
     from gemmlab.measure.run import checked_launches
 
-    for p in points:
+    launches = 2
+    if args and args[0].startswith("--launches="):
+        launches = int(args[0].split("=", 1)[1])
+        args = args[1:]
+    for p in args:
         kernel, edge, shape = parse_point(p)
-        # Two checked launches and nothing timed: under the sanitizer every launch
-        # is slow, and the timing, the library and a second input set add nothing it looks at.
-        checked_launches(kernel, shape, edge)
+        # Checked launches and nothing timed: under the sanitizer every launch is
+        # slow, and the timing, the library and a second input set add nothing it looks at.
+        checked_launches(kernel, shape, edge, launches=launches)
         print(f"ran {p}", flush=True)
     return 0
 
