@@ -17,6 +17,7 @@ from gemmlab.measure.occupancy import (
     LIMIT_NAMES,
     OccupancyInput,
     format_limiting,
+    largest_fitting_registers,
     occupancy_table,
     theoretical_occupancy,
 )
@@ -449,3 +450,20 @@ def test_occupancy_table_refuses_mixed_or_empty_input() -> None:
         )
     with pytest.raises(GemmlabError):
         occupancy_table([])
+
+
+@pytest.mark.parametrize("cc", ["1.0", "1.2", "2.0", "7.5", "9.0"])
+@pytest.mark.parametrize("threads", [64, 256, 484, 1024])
+def test_largest_fitting_registers_is_the_edge_of_fitting(cc: str, threads: int) -> None:
+    if threads > sm_limits(cc).max_threads_per_block:
+        pytest.skip(f"a block on {cc} holds fewer than {threads} threads")
+    regs = largest_fitting_registers(cc, threads)
+    assert regs > 0
+    assert theoretical_occupancy(cc, threads, regs, 0).limits["registers"] >= 1
+    if regs < sm_limits(cc).max_regs_per_thread:
+        assert theoretical_occupancy(cc, threads, regs + 1, 0).limits["registers"] == 0
+
+
+def test_a_22_by_22_block_on_the_gt_240_fits_with_32_registers_at_most() -> None:
+    # 16 warps, allocated per block in units of 512 registers: 32 x 512 = 16,384, the whole file.
+    assert largest_fitting_registers("1.2", 22 * 22) == 32

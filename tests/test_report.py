@@ -252,6 +252,32 @@ def test_occupancy_tables_per_kernel_for_our_gpu_and_the_documents(
     assert any("sm_75" in b.note for b in blocks)
 
 
+def test_a_document_block_our_registers_cannot_fit_is_worked_with_the_bound_its_run_proves(
+    sections: dict[str, Section], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A modern compile gives single_block 64 registers per thread: no 22 x 22
+    # block (484 threads) fits the GT 240's register file, yet the report ran one.
+    from gemmlab.measure import kernel_occupancy
+    from gemmlab.measure.occupancy import theoretical_occupancy
+
+    def fake(kernel_id: str, arch: str, block_edges: list[int] | None = None, **kwargs: object) -> list:
+        cc = str(kwargs.get("cc"))
+        return [(f"{e}x{e}", theoretical_occupancy(cc, e * e, 64, 0)) for e in block_edges or [16]]
+
+    monkeypatch.setattr(kernel_occupancy, "kernel_occupancy", fake)
+    blocks = tables.occupancy_blocks(sections["poznan-group1"])
+    document = next(b for b in blocks if b.title.startswith("single_block on the document's GPU"))
+    assert "GT 240" in document.title
+    assert document.columns == ["8x8", "16x16", "22x22 †", "device limit"]
+    cells = dict(document.rows)
+    assert cells["Active blocks per SM"][2] == "1"  # not the 0 of our compile's 64 registers
+    assert cells["Registers per thread"][2] == "32"
+    assert cells["Registers per thread"][:2] == ["64", "64"]  # the columns that fit keep our compile's count
+    assert "22x22: ours 64, at most 32" in document.note and "reference data" in document.note
+    ours = next(b for b in blocks if b.title.startswith("single_block on NVIDIA H100"))
+    assert "†" not in " ".join(ours.columns) and "sm_90 compile" in ours.note
+
+
 def test_occupancy_failure_is_a_note(sections: dict[str, Section], monkeypatch: pytest.MonkeyPatch) -> None:
     from gemmlab.measure import kernel_occupancy
 

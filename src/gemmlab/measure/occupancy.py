@@ -310,6 +310,19 @@ def theoretical_occupancy(
     )
 
 
+def largest_fitting_registers(cc: tuple[int, int] | Sequence[int] | str, threads_per_block: int) -> int:
+    """The most registers per thread with which one block of
+    ``threads_per_block`` still fits the register file of ``cc`` (0: none).
+    A bound on a compile we do not have: a document that ran such a block
+    on such a GPU compiled it with at most this many."""
+    sm = sm_limits(cc)
+    warps_per_block = -(-threads_per_block // sm.warp_size)
+    for regs in range(sm.max_regs_per_thread, 0, -1):
+        if _registers(sm, warps_per_block, regs)[1] >= 1:
+            return regs
+    return 0
+
+
 def format_limiting(factors: Sequence[str]) -> str:
     """'warps, registers' for ["warps", "registers"]; unknown names pass through."""
     return ", ".join(_LIMIT_LABELS.get(name, name) for name in factors)

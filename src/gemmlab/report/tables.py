@@ -189,23 +189,55 @@ class OccupancyBlock:
     note: str = ""
 
 
-def _occupancy_for(kernel: str, cc: str, edges: list[int] | None, label: str) -> OccupancyBlock:
+def _occupancy_for(
+    kernel: str, cc: str, edges: list[int] | None, label: str, document: str | None = None,
+    measured: frozenset[int] = frozenset(),
+) -> OccupancyBlock:  # fmt: skip
+    """The occupancy table of ``kernel`` under the rules of ``cc``. For a
+    document's GPU (``document`` names it) ``measured`` holds the block edges the
+    document ran: a column whose block our compile's registers cannot fit there
+    is worked with the largest register count that fits, a bound the document's
+    own run proves, and marked so."""
     from gemmlab.core.arch import parse_cc
-    from gemmlab.measure.kernel_occupancy import OLDEST_NVRTC_ARCH, compile_arch_for, kernel_occupancy
-    from gemmlab.measure.occupancy import occupancy_table
+    from gemmlab.measure.kernel_occupancy import compile_arch_for, kernel_occupancy
+    from gemmlab.measure.occupancy import largest_fitting_registers, occupancy_table, theoretical_occupancy
 
     block = OccupancyBlock(label)
     try:
         major, minor = parse_cc(cc)
         arch = compile_arch_for(cc)
         columns = kernel_occupancy(kernel, arch, edges, cc=f"{major}.{minor}")
-        block.columns = [name for name, _ in columns] + ["device limit"]
-        block.rows = occupancy_table(columns)
-        if arch == OLDEST_NVRTC_ARCH and (major, minor) < (7, 5):
-            block.note = f"Registers and shared memory from an {arch} compile, under the rules of {major}.{minor}."
     except (GemmlabError, ImportError) as exc:
         # ImportError: the CUDA Python packages that hold NVRTC are missing.
         block.note = f"No occupancy table: {exc}"
+        return block
+    notes = [f"Threads per block from the kernel's geometry; registers and shared memory from gemmlab's {arch} compile"]
+    if document is None:
+        notes[0] += "."
+    else:
+        notes[0] += (
+            f" (NVRTC no longer targets {major}.{minor}), under the rules of {major}.{minor}; not {document}'s own "
+            "compile, whose register counts gemmlab's reference data does not hold."
+        )
+    bounded = []
+    for i, (name, result) in enumerate(columns):
+        edge = edges[i] if edges and len(edges) == len(columns) else None
+        if document is None or edge not in measured or result.limits["registers"] > 0:
+            continue
+        fitting = largest_fitting_registers(result.cc, result.threads_per_block)
+        if fitting:
+            bound = theoretical_occupancy(result.cc, result.threads_per_block, fitting, result.smem_requested)
+            columns[i] = (f"{name} †", bound)
+            bounded.append(f"{name}: ours {result.regs_per_thread}, at most {fitting}")
+    if bounded:
+        notes.append(
+            f"† Our compile's registers per thread leave no room for one such block on {major}.{minor}, yet "
+            f"{document} ran it, so its compile used fewer ({'; '.join(bounded)}): the column is worked with that "
+            "bound, and its occupancy is the least the document's kernel had."
+        )
+    block.columns = [name for name, _ in columns] + ["device limit"]
+    block.rows = occupancy_table(columns)
+    block.note = " ".join(notes)
     return block
 
 
@@ -214,17 +246,22 @@ def occupancy_blocks(section: Section) -> list[OccupancyBlock]:
     (and on the document's, where the layout names it)."""
     cc = section.cc
     blocks = []
+    published = section.published_rows()
     for kernel in dict.fromkeys(s.kernel for s in section.series):
         if kernel not in catalogue.kernel_ids():
             continue  # CPU baselines and kernels from outside the catalogue
         edges = sorted({e for s in section.series if s.kernel == kernel for e in s.edges() if e is not None})
-        targets = [(cc, f"{kernel} on {section.gpu_name} (compute capability {cc})")] if cc else []
+        if cc:
+            title = f"{kernel} on {section.gpu_name} (compute capability {cc})"
+            blocks.append(_occupancy_for(kernel, cc, edges or None, title))
         if section.layout.document_cc:
             doc = section.layout.document_cc
-            targets.append((doc, f"{kernel} on the document's GPU (compute capability {doc})"))
-        if not targets:
+            device = next((r.device for r in published), "the document's GPU")
+            measured = frozenset(r.block for r in published if r.kernel_id == kernel and r.block is not None)
+            title = f"{kernel} on the document's GPU, {device} (compute capability {doc})"
+            blocks.append(_occupancy_for(kernel, doc, edges or None, title, "the document", measured))
+        if not cc and not section.layout.document_cc:
             blocks.append(OccupancyBlock(kernel, note="No occupancy table: the rows carry no compute capability."))
-        blocks += [_occupancy_for(kernel, target, edges or None, title) for target, title in targets]
     return blocks
 
 
