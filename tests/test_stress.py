@@ -277,3 +277,18 @@ def test_without_a_gpu_the_command_says_so_before_touching_the_database(
     out = CliRunner().invoke(app, ["stress", "tiled", "--seconds", "5", "--db", str(tmp_path / "r.sqlite")])
     assert out.exit_code == NoGPUError.exit_code and "No usable NVIDIA driver" in out.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_kernel_the_stress_checks_carries_its_synchronisation_argument() -> None:
+    # Issue 23: a kernel that synchronises across blocks or through memory says,
+    # in its header comment, what each handshake orders and why that is enough.
+    from gemmlab.kernels.spec import kernel_source
+    from gemmlab.studies.stress import default_kernels
+
+    review = (Path(__file__).resolve().parent.parent / "docs" / "synchronisation.md").read_text()
+    for kernel in default_kernels():
+        spec = catalogue.get(kernel)
+        lines = kernel_source(spec.source).splitlines()
+        header = "\n".join(line for line in lines[: next(i for i, x in enumerate(lines) if not x.startswith("//"))])
+        assert "\n// Synchronisation" in header, kernel
+        assert f"## {spec.id} " in review, kernel

@@ -27,21 +27,21 @@
 // its aligned speed, since the edge tiles compute whole tiles for one row or
 // one column.
 // Synchronisation (docs/synchronisation.md): writer of a partial tile: each
-// thread's __stcg stores, then its __threadfence (membar.gl, which PTX makes
-// fence.sc.gpu on sm_70 and later), __syncthreads, then thread 0's atomicAdd
-// (relaxed, .gpu) on the tile's counter. The last to arrive: thread 0's
-// atomicAdd reads the count that includes every other contributor's increment,
-// __syncthreads, then each thread's __threadfence before its __ldcg reads. The
-// fences and the atomics sit in different threads, so the argument is the
-// fence.sc one: all fence.sc.gpu are in one order consistent with causality;
-// the reader's fence cannot come before a writer's (the reader's atomic, which
-// precedes its fence, read the value the writer's atomic, which follows the
-// writer's fence, wrote), so the writer's fence synchronises with the reader's,
-// and every partial store is ordered before every read of it. Slots are not
-// reused within a launch (slot 0 for a block's first tail tile, 1 for its last),
-// the last arriver zeroes the counter with a plain store, and the next launch
-// on the stream sees it through the kernel boundary. Progress: no block ever
-// waits for another (not last: move on), whatever the number resident.
+// thread's __stcg stores, __syncthreads, then thread 0's __threadfence and
+// its atomicAdd (relaxed, .gpu) on the tile's counter: a release pattern in
+// one thread, whose fence is cumulative over the stores the barrier ordered
+// before it. The last to arrive: thread 0's atomicAdd reads a count that
+// includes every other contributor's increment (read-modify-writes carry each
+// one into the value read), then its __threadfence: an acquire pattern, which
+// synchronises with each writer's release; __syncthreads hands that on to
+// every thread's __ldcg reads. (Until 2026-11-23 every thread fenced before
+// and after the barrier; that was correct only because __threadfence is
+// fence.sc.gpu, and a fence.acq_rel would have broken it: finding 1 of
+// docs/synchronisation.md.) Slots are not reused within a launch (slot 0 for
+// a block's first tail tile, 1 for its last), the last arriver zeroes the
+// counter with a plain store, and the next launch on the stream sees it
+// through the kernel boundary. Progress: no block ever waits for another (not
+// last: move on), whatever the number resident.
 
 #include "cp_async_tiles.cuh"
 #include "spread_copies.cuh"
@@ -165,20 +165,22 @@ __device__ __forceinline__ void stream_k_body(const float* __restrict__ a, const
                 }
             }
             const int c_lo = split.owner(first), c_hi = split.owner(first + k_tiles - 1);
-            __threadfence();  // the partial is visible to every block before the arrival is
-            __syncthreads();
+            __syncthreads();  // every thread's share of the partial is stored
             if (tid == 0) {
+                // Release: the barrier showed thread 0 the block's stores, and its
+                // fence (cumulative) orders them before the arrival.
+                __threadfence();
                 const unsigned arrived = atomicAdd(&arrivals[tail_tile], 1u) + 1;
                 last_to_arrive = arrived == static_cast<unsigned>(c_hi - c_lo + 1);
                 if (last_to_arrive) {
                     arrivals[tail_tile] = 0;  // as the next launch expects it
+                    __threadfence();  // acquire: the other contributors' partials before our reads
                 }
             }
-            __syncthreads();
+            __syncthreads();  // hands the acquire on to the block's reads
             if (!last_to_arrive) {
                 continue;
             }
-            __threadfence();
             // The sum of every contributor's partial, in block order (this block's own too,
             // read back, so that the sum is the same whoever arrives last).
 #pragma unroll

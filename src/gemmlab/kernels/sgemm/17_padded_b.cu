@@ -43,12 +43,17 @@
 // resident and finishes. Preconditions: counters zero for a new workspace, one
 // grid size per workspace, launches on it one after another (the runner's
 // launcher owns its workspace and stream); a launch cut short leaves the
-// counters off, and the next one could wait for ever or read early.
+// counters off, and the next one could read early or wait: the wait is
+// bounded (PAD_WAIT_SPINS), and past it the block traps, so a broken
+// workspace is a fault, not a hang (finding 2 of docs/synchronisation.md).
 
 #include "cp_async_tiles.cuh"
 #include "spread_copies.cuh"
 #include "edge_strips.cuh"
 
+// The longest wait for the copy, in sleeps of at least 256 ns: 2^26 of them
+// is about 17 s, far beyond any copy (67 MB at 4097 takes tens of microseconds).
+constexpr unsigned PAD_WAIT_SPINS = 1u << 26;
 constexpr int PAD_UNROLL = 8;  // float4s of the copy per thread and step: their loads go out together
 
 // B (k rows, n floats apart) into bp (nb = n rounded up to 4 floats apart;
@@ -113,7 +118,12 @@ sgemm_padded_b(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, 
         }
         if (threadIdx.x == 0) {
             const unsigned long long done = (launch + 1) * pad_blocks;
-            while (atomicAdd(&work[1], 0ull) < done) {
+            // Bounded: a workspace left off by a launch cut short would make this
+            // wait for ever; past some 17 s of sleeps it is a fault instead.
+            for (unsigned spins = 0; atomicAdd(&work[1], 0ull) < done; ++spins) {
+                if (spins == PAD_WAIT_SPINS) {
+                    __trap();
+                }
                 __nanosleep(256);
             }
             __threadfence();
