@@ -55,21 +55,42 @@ def kernel_occupancy(
     """
     spec = catalogue.get(kernel) if isinstance(kernel, str) else kernel
     arch = normalise_arch(arch)
-    cc = parse_cc(cc or arch)
     kind = dtype or spec.dtypes[0]
+    resources = {}
+    for edge in occupancy_edges(spec, block_edges):
+        res = compile_kernel(spec, edge, kind, spec.compile_arch(arch)).resources
+        resources[edge] = (res.registers, res.smem_bytes)
+    return occupancy_of(spec, cc or arch, resources, shape, kind, carveout)
+
+
+def occupancy_edges(spec: KernelSpec, block_edges: list[int] | None) -> list[int]:
+    """The block edges a table has columns for: those given (each within the
+    kernel's range), else the kernel's own; [0] for a kernel without one."""
     edges = (block_edges or list(spec.block_edges)) if spec.takes_block_edge else [0]
-    columns = []
     for edge in edges:
         # Only the block's geometry matters here, so the shape constraints
         # (divisibility) are not checked; the block edge range is.
         if spec.takes_block_edge and not 1 <= edge <= spec.max_edge:
             raise ConstraintError(f"The block edge {edge} is outside 1..{spec.max_edge}.", "Choose a smaller edge.")
-        res = compile_kernel(spec, edge, kind, spec.compile_arch(arch)).resources
+    return edges
+
+
+def occupancy_of(
+    spec: KernelSpec, cc: str, resources: dict[int, tuple[int, int]], shape: Shape = DEFAULT_SHAPE,
+    dtype: str | None = None, carveout: int | None = None,
+) -> list[tuple[str, OccupancyResult]]:  # fmt: skip
+    """The columns of :func:`kernel_occupancy` from resource counts already
+    known (registers per thread and static shared memory per block edge, as a
+    stored compile holds them): no compile, so a report read from a database
+    shows the compile that was measured."""
+    kind = dtype or spec.dtypes[0]
+    columns = []
+    for edge, (registers, smem_bytes) in resources.items():
         result = theoretical_occupancy(
-            cc,
+            parse_cc(cc),
             spec.threads_per_block(shape, edge),
-            res.registers,
-            res.smem_bytes,
+            registers,
+            smem_bytes,
             dynamic_smem=Point(spec, shape, edge, kind).dynamic_smem,
             carveout=carveout,
         )

@@ -36,10 +36,11 @@ def _read_rows(source: list[Row] | str | Path) -> list[Row]:
     return _read(source)[0]
 
 
-def _read(source: list[Row] | str | Path) -> tuple[list[Row], list[dict]]:
-    """The rows, and the failed points of every experiment where ``source`` is a database."""
+def _read(source: list[Row] | str | Path) -> tuple[list[Row], list[dict], list[dict]]:
+    """The rows, and where ``source`` is a database the failed points of
+    every experiment and the compiles stored with the runs."""
     if not isinstance(source, str | Path):
-        return list(source), []
+        return list(source), [], []
     path = Path(source)
     if not path.is_file():
         raise GemmlabError(
@@ -49,7 +50,7 @@ def _read(source: list[Row] | str | Path) -> tuple[list[Row], list[dict]]:
     from gemmlab.results.store import Store
 
     with Store.open(path, readonly=True) as store:
-        return store.rows(), store.failures(all_experiments=True)
+        return store.rows(), store.failures(all_experiments=True), store.compiles()
 
 
 def write_report(
@@ -58,6 +59,7 @@ def write_report(
     experiments: list[str] | None = None,
     occupancy: bool = True,
     failures: list[dict] | None = None,
+    compiles: list[dict] | None = None,
 ) -> Path:
     """Write tables (Markdown, CSV), plots (PNG) and ``index.html`` to ``out_dir``.
 
@@ -73,8 +75,13 @@ def write_report(
     Users' kernels (rows with a ``source``) get a page each as well
     (:mod:`.user_pages`), with their failed points: those of the database, or
     ``failures`` (the store's failure dicts) beside rows given as a list.
+
+    The occupancy tables take registers and shared memory from the compiles
+    stored with the runs (those of the database, or ``compiles``, the store's
+    compile dicts), so a report written again later shows what was measured;
+    only kernels with none stored are compiled now, and their notes say so.
     """
-    found, stored_failures = _read(rows)
+    found, stored_failures, stored_compiles = _read(rows)
     sections = build_sections(found, experiments)
     reported = [r for section in sections for r in section.rows]
     chosen = {section.experiment for section in sections}
@@ -84,7 +91,7 @@ def write_report(
     out = Path(out_dir).expanduser().absolute()
     staging, created = _staging_dir(out)
     try:
-        _render(sections, staging, occupancy, pages)
+        _render(sections, staging, occupancy, pages, compiles if compiles is not None else stored_compiles)
         (staging / MARKER).write_text("written by gemmlab report; the next report may replace this directory\n")
         os.chmod(staging, 0o755)
         _move_into_place(staging, out)
@@ -145,7 +152,7 @@ def _move_into_place(staging: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _render(sections: list[Section], root: Path, occupancy: bool, pages: list[UserPage]) -> None:
+def _render(sections: list[Section], root: Path, occupancy: bool, pages: list[UserPage], compiles: list[dict]) -> None:
     outputs = []
     for section in sections:
         sdir = root / section.slug
@@ -155,7 +162,7 @@ def _render(sections: list[Section], root: Path, occupancy: bool, pages: list[Us
             (sdir / f"{t.file_stem}.csv").write_text(t.to_csv(), encoding="utf-8")
         # Every section gets a roofline where it has the data for one.
         plots = [p for spec in section.layout.plots for p in draw(spec, section, sdir)] + plot_roofline(section, sdir)
-        blocks = occupancy_blocks(section) if occupancy else []
+        blocks = occupancy_blocks(section, compiles) if occupancy else []
         (sdir / "tables.md").write_text(markdown(section, tables), encoding="utf-8")
         if section.notes.texts:
             (sdir / "warnings.csv").write_text(warnings_csv(section), encoding="utf-8")

@@ -10,6 +10,7 @@ import html
 import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gemmlab.core.errors import GemmlabError
 from gemmlab.kernels import catalogue
@@ -28,7 +29,10 @@ from gemmlab.report.model import (
     size_label,
     slug,
 )
-from gemmlab.results.store import CONFIG_RECORDED_FROM, predates_config
+from gemmlab.results.store import COMPILES_FROM, CONFIG_RECORDED_FROM, config_text, predates_config
+
+if TYPE_CHECKING:
+    from gemmlab.measure.occupancy import OccupancyResult
 
 
 def fmt(value: float | None) -> str:
@@ -189,9 +193,69 @@ class OccupancyBlock:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class Compiles:
+    """The compiles stored with a section's results, and the runs those
+    results came from (the compiles of those runs are the ones measured)."""
+
+    stored: list[dict]
+    runs: frozenset[int] = frozenset()
+
+    def of(self, kernel: str, dtype: str, arch: str, edges: list[int]) -> dict[int, dict] | None:
+        """Each edge's compile of ``kernel`` for ``arch`` (the catalogue's
+        configuration), the newest of the section's runs, else the newest
+        stored; None unless every edge has one."""
+        config = config_text(catalogue.get(kernel).config)
+        found: dict[int, dict] = {}
+        for row in self.stored:
+            if (row["kernel"], row["dtype"], row["config"], row["arch"]) != (kernel, dtype, config, arch):
+                continue
+            edge, earlier = row["block_edge"], found.get(row["block_edge"])
+            if earlier is None or (row["run_id"] in self.runs) >= (earlier["run_id"] in self.runs):
+                found[edge] = row
+        return found if all(edge in found for edge in edges) else None
+
+
+def _local_nvrtc() -> str:
+    try:
+        from gemmlab.backends.nvrtc import nvrtc_version
+
+        return nvrtc_version()
+    except ImportError:
+        return "(NVRTC not installed)"
+
+
+def _columns(
+    kernel: str, cc: str, edges: list[int] | None, dtype: str, compiles: Compiles
+) -> tuple[list[tuple[str, OccupancyResult]], str]:  # fmt: skip
+    """The occupancy columns of ``kernel`` under the rules of ``cc``, and
+    words naming the compile they come from: the one stored with the results
+    where the database holds it, else one made now (and said so)."""
+    from gemmlab.backends.nvrtc import normalise_arch
+    from gemmlab.measure.kernel_occupancy import compile_arch_for, kernel_occupancy, occupancy_edges, occupancy_of
+
+    spec = catalogue.get(kernel)
+    arch = normalise_arch(spec.compile_arch(compile_arch_for(cc)))
+    stored = compiles.of(kernel, dtype, arch, occupancy_edges(spec, edges))
+    if stored is not None:
+        resources = {edge: (row["registers"], row["smem_bytes"]) for edge, row in stored.items()}
+        versions = sorted({str(row["nvrtc_version"] or "of unrecorded version") for row in stored.values()})
+        runs = sorted({row["run_id"] for row in stored.values()})
+        where = f"run{'s' * (len(runs) > 1)} {', '.join(map(str, runs))}"
+        source = f"gemmlab's {arch} compile as measured (NVRTC {', '.join(versions)}, stored with {where})"
+        return occupancy_of(spec, cc, resources, dtype=dtype), source
+    columns = kernel_occupancy(kernel, compile_arch_for(cc), edges, dtype=dtype, cc=cc)
+    source = (
+        f"gemmlab's {arch} compile made now by NVRTC {_local_nvrtc()}, not necessarily the one measured: no compile "
+        f"of these blocks is stored with the results (a database from before results schema v{COMPILES_FROM} holds "
+        "none)"
+    )
+    return columns, source
+
+
 def _occupancy_for(
-    kernel: str, cc: str, edges: list[int] | None, label: str, document: str | None = None,
-    measured: frozenset[int] = frozenset(),
+    kernel: str, cc: str, edges: list[int] | None, label: str, dtype: str, compiles: Compiles,
+    document: str | None = None, measured: frozenset[int] = frozenset(),
 ) -> OccupancyBlock:  # fmt: skip
     """The occupancy table of ``kernel`` under the rules of ``cc``. For a
     document's GPU (``document`` names it) ``measured`` holds the block edges the
@@ -199,25 +263,24 @@ def _occupancy_for(
     is worked with the largest register count that fits, a bound the document's
     own run proves, and marked so."""
     from gemmlab.core.arch import parse_cc
-    from gemmlab.measure.kernel_occupancy import compile_arch_for, kernel_occupancy
     from gemmlab.measure.occupancy import largest_fitting_registers, occupancy_table, theoretical_occupancy
 
     block = OccupancyBlock(label)
     try:
         major, minor = parse_cc(cc)
-        arch = compile_arch_for(cc)
-        columns = kernel_occupancy(kernel, arch, edges, cc=f"{major}.{minor}")
+        columns, source = _columns(kernel, f"{major}.{minor}", edges, dtype, compiles)
     except (GemmlabError, ImportError) as exc:
         # ImportError: the CUDA Python packages that hold NVRTC are missing.
         block.note = f"No occupancy table: {exc}"
         return block
-    notes = [f"Threads per block from the kernel's geometry; registers and shared memory from gemmlab's {arch} compile"]
+    notes = [f"Threads per block from the kernel's geometry; registers and shared memory from {source}"]
     if document is None:
         notes[0] += "."
     else:
         notes[0] += (
-            f" (NVRTC no longer targets {major}.{minor}), under the rules of {major}.{minor}; not {document}'s own "
-            "compile, whose register counts gemmlab's reference data does not hold."
+            f"; NVRTC no longer targets {major}.{minor}, so that compile is worked under the rules of "
+            f"{major}.{minor}. It is not {document}'s own compile, whose register counts gemmlab's reference data "
+            "does not hold."
         )
     bounded = []
     for i, (name, result) in enumerate(columns):
@@ -241,25 +304,29 @@ def _occupancy_for(
     return block
 
 
-def occupancy_blocks(section: Section) -> list[OccupancyBlock]:
+def occupancy_blocks(section: Section, stored: list[dict] | None = None) -> list[OccupancyBlock]:
     """Per catalogue kernel of the section: its theoretical occupancy on our GPU
-    (and on the document's, where the layout names it)."""
+    (and on the document's, where the layout names it), from the compiles
+    ``stored`` with the results (:meth:`gemmlab.results.store.Store.compiles`);
+    a kernel with none stored is compiled now, and its note says so."""
     cc = section.cc
     blocks = []
     published = section.published_rows()
+    compiles = Compiles(stored or [], frozenset(r["run_id"] for r in section.rows if r.get("run_id") is not None))
     for kernel in dict.fromkeys(s.kernel for s in section.series):
         if kernel not in catalogue.kernel_ids():
             continue  # CPU baselines and kernels from outside the catalogue
         edges = sorted({e for s in section.series if s.kernel == kernel for e in s.edges() if e is not None})
+        dtype = next(row["dtype"] for s in section.series if s.kernel == kernel for row in s.cells.values())
         if cc:
             title = f"{kernel} on {section.gpu_name} (compute capability {cc})"
-            blocks.append(_occupancy_for(kernel, cc, edges or None, title))
+            blocks.append(_occupancy_for(kernel, cc, edges or None, title, dtype, compiles))
         if section.layout.document_cc:
             doc = section.layout.document_cc
             device = next((r.device for r in published), "the document's GPU")
             measured = frozenset(r.block for r in published if r.kernel_id == kernel and r.block is not None)
             title = f"{kernel} on the document's GPU, {device} (compute capability {doc})"
-            blocks.append(_occupancy_for(kernel, doc, edges or None, title, "the document", measured))
+            blocks.append(_occupancy_for(kernel, doc, edges or None, title, dtype, compiles, "the document", measured))
         if not cc and not section.layout.document_cc:
             blocks.append(OccupancyBlock(kernel, note="No occupancy table: the rows carry no compute capability."))
     return blocks

@@ -59,6 +59,13 @@ A failure never removes a stored result; a point measured again successfully
 clears its failure (:meth:`Store.add_failure`, :meth:`Store.failures`,
 :meth:`Store.clear_failures`).
 
+``compiles`` (v8): one row per compile a run used, unique per (run, kernel,
+block edge, dtype, configuration, arch): the NVRTC version and what ptxas
+reported (registers per thread, static shared memory, stack, spills,
+barriers). The report's occupancy tables read them, so a report written later
+shows the compile that was measured (:meth:`Store.add_compiles`,
+:meth:`Store.compiles`, :func:`compile_row`).
+
 Robustness
 ----------
 The schema version lives in ``PRAGMA user_version`` and grows only through
@@ -397,10 +404,36 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             created TEXT NOT NULL
         )""",
     ),
+    # v8: what ptxas reported for each compile a run used (its results' kernels
+    # on the run's GPU, and for a document older than NVRTC's oldest target the
+    # compile its GPU's occupancy table uses), so that a report read later shows
+    # the compile that was measured, not one made by whatever NVRTC is installed.
+    (
+        """CREATE TABLE compiles (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            kernel TEXT NOT NULL,
+            block_edge INTEGER NOT NULL,
+            dtype TEXT NOT NULL,
+            config TEXT NOT NULL DEFAULT '',
+            arch TEXT NOT NULL,
+            nvrtc_version TEXT,
+            registers INTEGER NOT NULL,
+            smem_bytes INTEGER NOT NULL,
+            stack_bytes INTEGER,
+            spill_store_bytes INTEGER,
+            spill_load_bytes INTEGER,
+            barriers INTEGER,
+            created TEXT NOT NULL,
+            UNIQUE (run_id, kernel, block_edge, dtype, config, arch)
+        )""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The first schema whose results record their backend and configuration.
 CONFIG_RECORDED_FROM = 5
+# The first schema that stores each run's compiles.
+COMPILES_FROM = 8
 
 CEILING_FIELDS = ("peak_gflops_measured", "bandwidth_gbs_measured")
 RUN_FIELDS = (
@@ -443,6 +476,15 @@ STRESS_FAILURE_FIELDS = (
 STRESS_SUMMARY_FIELDS = (
     "kernel", "launches", "wrong", "faults", "hangs", "errors", "shapes", "processes", "seeds", "load", "seconds",
 )  # fmt: skip
+# One compile (see Store.add_compiles): which instantiation, for which
+# architecture, by which NVRTC, and what ptxas reported (``smem_bytes``: static
+# shared memory per block; registers per thread).
+COMPILE_FIELDS = (
+    "kernel", "block_edge", "dtype", "config", "arch", "nvrtc_version", "registers", "smem_bytes", "stack_bytes",
+    "spill_store_bytes", "spill_load_bytes", "barriers",
+)  # fmt: skip
+# The ptxas figures of a compile, as backends.nvrtc.Resources names them.
+COMPILE_RESOURCES = ("registers", "smem_bytes", "stack_bytes", "spill_store_bytes", "spill_load_bytes", "barriers")
 # The tuner's rows: a candidate tried (tuned_candidates; id is computed) and a
 # configuration chosen (tuned).
 CANDIDATE_FIELDS = (
@@ -519,6 +561,21 @@ def result_row(result: Any) -> dict:
     row["warnings"] = list(row.get("warnings") or [])
     if row.get("flush_l2") is not None:
         row["flush_l2"] = int(bool(row["flush_l2"]))
+    return row
+
+
+def compile_row(result: Any, nvrtc_version: str | None) -> dict | None:
+    """The compile behind a result (a RunResult, its ``to_dict()`` or a dict
+    with ``resources`` and ``arch``) as a row of :data:`COMPILE_FIELDS`; None
+    for a result that ran no compile of gemmlab's (a CPU baseline)."""
+    data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+    resources, arch = data.get("resources"), data.get("arch")
+    if not resources or not arch:
+        return None
+    resources = _as_dict(resources)
+    row = {key: data[key] for key in ("kernel", "dtype")}
+    row.update(block_edge=int(data.get("block_edge") or 0), config=config_text(data.get("config")), arch=arch)
+    row.update({key: resources.get(key) for key in COMPILE_RESOURCES}, nvrtc_version=nvrtc_version)
     return row
 
 
@@ -719,6 +776,31 @@ class Store:
                 f"DELETE FROM failures WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key IN ({marks})",
                 (experiment, *keys),
             )
+
+    def add_compiles(self, run_id: int, compiles: list[dict]) -> None:
+        """What ptxas reported for the compiles a run used (rows of
+        :data:`COMPILE_FIELDS`, see :func:`compile_row`), in one transaction;
+        a compile the run stored already is replaced."""
+        for row in compiles:
+            if set(row) != set(COMPILE_FIELDS):
+                raise ValueError(f"a compile has the keys {', '.join(COMPILE_FIELDS)}, not {', '.join(sorted(row))}")
+        created = now_utc()
+        names = ", ".join(("run_id", *COMPILE_FIELDS, "created"))
+        marks = ", ".join("?" for _ in range(len(COMPILE_FIELDS) + 2))
+        with self._transaction() as conn:
+            for row in compiles:
+                values = (run_id, *(config_text(row[f]) if f == "config" else row[f] for f in COMPILE_FIELDS), created)
+                conn.execute(f"INSERT OR REPLACE INTO compiles ({names}) VALUES ({marks})", values)
+
+    def compiles(self) -> list[dict]:
+        """Every stored compile, oldest first; none in a file older than
+        schema v8 (its report compiles again, and says so)."""
+        if "compiles" not in self._tables_guarded():
+            return []
+        with self._guard():
+            cursor = self._conn.execute("SELECT * FROM compiles ORDER BY id")
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 
     def add_stress(self, run_id: int, summaries: list[dict], failures: list[dict]) -> None:
         """One stress run's tallies (keys of :data:`STRESS_SUMMARY_FIELDS`) and

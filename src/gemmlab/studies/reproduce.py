@@ -30,7 +30,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.results.store import Store
 from gemmlab.studies.experiments import select
 from gemmlab.studies.experiments.base import REPRODUCE_REPS, Experiment
-from gemmlab.studies.sweep import SweepSummary, sweep
+from gemmlab.studies.sweep import SweepPoint, SweepSummary, compiles_of, sweep
 
 REPRODUCE_MAX_SECONDS = 1.0
 # Profiling stops after this many profiler errors in a row.
@@ -82,11 +82,39 @@ def reproduce(
             on_start(experiment, len(points))
         summary = sweep(points, store, experiment.name, force=force, runner=runner, progress=progress,
                         max_seconds=max_seconds, run_info=run_info)  # fmt: skip
+        if summary.run_id is not None and experiment.layout.document_cc:
+            store.add_compiles(summary.run_id, document_compiles(experiment.layout.document_cc, points))
         outcome = Outcome(experiment, "interrupted" if summary.interrupted else "done", [], left_out, summary)
         outcomes.append(outcome)
         if summary.interrupted:
             break
     return outcomes
+
+
+def document_compiles(document_cc: str, points: Sequence[SweepPoint]) -> list[dict]:
+    """The compiles the report's table of the document's GPU uses, made while
+    measuring and stored with the run: each catalogue kernel and block edge of
+    ``points`` for :func:`gemmlab.measure.kernel_occupancy.compile_arch_for`
+    of ``document_cc`` (sm_75 for the 2014 report's 1.2, older than any NVRTC
+    target). A compile that fails is left out; the report then compiles it
+    itself, and says so."""
+    from gemmlab.backends.nvrtc import compile_kernel
+    from gemmlab.kernels import catalogue
+    from gemmlab.measure.kernel_occupancy import compile_arch_for
+
+    arch = compile_arch_for(document_cc)
+    wanted = dict.fromkeys((p.kernel, p.block_edge, p.dtype) for p in points
+                           if p.config is None and p.kernel in catalogue.kernel_ids())  # fmt: skip
+    results = []
+    for kernel, edge, dtype in wanted:
+        spec = catalogue.get(kernel)
+        try:
+            compiled = compile_kernel(spec, edge, dtype, spec.compile_arch(arch))
+        except (GemmlabError, ImportError):
+            continue
+        results.append({"kernel": kernel, "block_edge": edge, "dtype": dtype, "config": spec.config,
+                        "arch": compiled.arch, "resources": compiled.resources})  # fmt: skip
+    return compiles_of(results)
 
 
 @dataclass

@@ -53,7 +53,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue, user
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.measure import watchdog
-from gemmlab.results.store import Store, point_key, result_row
+from gemmlab.results.store import Store, compile_row, point_key, result_row
 
 # A point variant that is measured once and stored as one row per host-memory kind.
 E2E = "e2e"
@@ -118,6 +118,7 @@ class SweepSummary:
     failed: list[tuple[str, str]] = field(default_factory=list)  # (point, what went wrong)
     interrupted: bool = False
     total: int = 0
+    run_id: int | None = None  # the run that holds what this sweep stored (None: it stored nothing)
 
     def lines(self) -> list[str]:
         """The summary in words, one line each."""
@@ -312,13 +313,31 @@ def run_record(command_line: str | None = None) -> dict:
         driver_version=info.driver_version,
         runtime_version=info.runtime_version,
     )
+    record["nvrtc_version"] = local_nvrtc_version()
+    return record
+
+
+def local_nvrtc_version() -> str | None:
+    """The version of the NVRTC this process compiles with; None without the NVRTC wheel."""
     try:
         from gemmlab.backends.nvrtc import nvrtc_version
 
-        record["nvrtc_version"] = nvrtc_version()
-    except Exception:  # no NVRTC wheel: the version stays unknown
-        pass
-    return record
+        return nvrtc_version()
+    except Exception:  # no NVRTC wheel (or one that cannot load): the version stays unknown
+        return None
+
+
+def compiles_of(results: list[Any]) -> list[dict]:
+    """The compiles behind a point's results, one per distinct compile (the
+    pinned and pageable rows of an end-to-end point share one), as the store
+    keeps them with the run (:meth:`Store.add_compiles`): what the report's
+    occupancy tables read later instead of compiling again."""
+    found = [row for r in results if (row := compile_row(r, None)) is not None]
+    if not found:
+        return []
+    version = local_nvrtc_version()
+    unique = {tuple(row[key] for key in ("kernel", "block_edge", "dtype", "config", "arch")): row for row in found}
+    return [{**row, "nvrtc_version": version} for row in unique.values()]
 
 
 def sweep(
@@ -360,6 +379,7 @@ def sweep(
     def run_id() -> int:  # one run record for everything this call stores, made at the first
         if not run_ids:
             run_ids.append(store.start_run(run_info if run_info is not None else run_record()))
+            summary.run_id = run_ids[0]
         return run_ids[0]
 
     bar = _Progress(len(todo), console) if progress else None
@@ -394,8 +414,10 @@ def sweep(
                 if bar:
                     bar.advance("FAILED", note=f"[red]FAILED[/]: {p.label}: {what}")
                 continue
-            rows = [_with_analytic_cgma(result_row(r)) for r in (result if isinstance(result, list) else [result])]
+            results = result if isinstance(result, list) else [result]
+            rows = [_with_analytic_cgma(result_row(r)) for r in results]
             store.add_results(run_id(), experiment, rows)
+            store.add_compiles(run_id(), compiles_of(results))
             summary.done.append(p.label)
             if after_point:
                 after_point(p, store.point_rows(experiment, p.keys()))
