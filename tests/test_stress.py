@@ -208,7 +208,9 @@ def test_a_v6_database_gains_the_stress_tables_and_keeps_its_failures(tmp_path: 
         store.add_failure(None, None, {"kernel": "tiled", "m": 1, "n": 1, "k": 1, "dtype": "float32", "kind": "wrong",
                                        "reason": "r"})  # fmt: skip
     with sqlite3.connect(path) as conn:  # what gemmlab before stress wrote
-        conn.executescript("DROP TABLE stress_failures; DROP TABLE stress_summaries; PRAGMA user_version = 6;")
+        conn.executescript(
+            "DROP TABLE stress_failures; DROP TABLE stress_summaries; DROP TABLE compiles; PRAGMA user_version = 6;"
+        )
     with Store.open(path) as store:
         assert store.schema_version == 8 and len(store.failures()) == 1
         run_id = store.start_run({})
