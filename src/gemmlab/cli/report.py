@@ -20,7 +20,12 @@ def report(
     out: Annotated[Path, typer.Option(help="Directory to write (a previous report there is replaced).")] = DEFAULT_OUT,
     experiments: Annotated[str | None, typer.Option(help="Comma-separated experiments (default: all stored).")] = None,
     occupancy: Annotated[
-        bool, typer.Option("--occupancy/--no-occupancy", help="Add theoretical occupancy tables (compiles kernels).")
+        bool,
+        typer.Option(
+            "--occupancy/--no-occupancy",
+            help="Add theoretical occupancy tables (from the compiles stored with the runs; kernels of a database "
+            "older than that are compiled now).",
+        ),
     ] = True,
 ) -> None:
     """Write the report: per experiment, tables (sizes x block edges) with the documents' figures beside ours,
