@@ -24,6 +24,7 @@ from gemmlab.core.errors import GemmlabError
 from gemmlab.report.html import SectionOutput, index_html
 from gemmlab.report.model import NO_EXPERIMENT, Row, Section, build_sections
 from gemmlab.report.plots import draw, plot_roofline
+from gemmlab.report.summary import summary_html
 from gemmlab.report.tables import markdown, metric_tables, occupancy_blocks, warnings_csv
 from gemmlab.report.user_pages import UserPage, user_pages, write_pages
 
@@ -36,11 +37,11 @@ def _read_rows(source: list[Row] | str | Path) -> list[Row]:
     return _read(source)[0]
 
 
-def _read(source: list[Row] | str | Path) -> tuple[list[Row], list[dict], list[dict]]:
+def _read(source: list[Row] | str | Path) -> tuple[list[Row], list[dict], list[dict], list[dict]]:
     """The rows, and where ``source`` is a database the failed points of
-    every experiment and the compiles stored with the runs."""
+    every experiment, the measured peaks and the compiles stored with the runs."""
     if not isinstance(source, str | Path):
-        return list(source), [], []
+        return list(source), [], [], []
     path = Path(source)
     if not path.is_file():
         raise GemmlabError(
@@ -50,7 +51,7 @@ def _read(source: list[Row] | str | Path) -> tuple[list[Row], list[dict], list[d
     from gemmlab.results.store import Store
 
     with Store.open(path, readonly=True) as store:
-        return store.rows(), store.failures(all_experiments=True), store.compiles()
+        return store.rows(), store.failures(all_experiments=True), store.peaks(), store.compiles()
 
 
 def write_report(
@@ -59,6 +60,7 @@ def write_report(
     experiments: list[str] | None = None,
     occupancy: bool = True,
     failures: list[dict] | None = None,
+    peaks: list[dict] | None = None,
     compiles: list[dict] | None = None,
 ) -> Path:
     """Write tables (Markdown, CSV), plots (PNG) and ``index.html`` to ``out_dir``.
@@ -75,13 +77,15 @@ def write_report(
     Users' kernels (rows with a ``source``) get a page each as well
     (:mod:`.user_pages`), with their failed points: those of the database, or
     ``failures`` (the store's failure dicts) beside rows given as a list.
+    The summary at the top (:mod:`.summary`) compares each ladder with the
+    measured peaks: those of the database, or ``peaks`` (:meth:`Store.peaks` rows).
 
     The occupancy tables take registers and shared memory from the compiles
     stored with the runs (those of the database, or ``compiles``, the store's
     compile dicts), so a report written again later shows what was measured;
     only kernels with none stored are compiled now, and their notes say so.
     """
-    found, stored_failures, stored_compiles = _read(rows)
+    found, stored_failures, stored_peaks, stored_compiles = _read(rows)
     sections = build_sections(found, experiments)
     reported = [r for section in sections for r in section.rows]
     chosen = {section.experiment for section in sections}
@@ -91,7 +95,10 @@ def write_report(
     out = Path(out_dir).expanduser().absolute()
     staging, created = _staging_dir(out)
     try:
-        _render(sections, staging, occupancy, pages, compiles if compiles is not None else stored_compiles)
+        _render(
+            sections, staging, occupancy, pages, peaks if peaks is not None else stored_peaks,
+            compiles if compiles is not None else stored_compiles,
+        )  # fmt: skip
         (staging / MARKER).write_text("written by gemmlab report; the next report may replace this directory\n")
         os.chmod(staging, 0o755)
         _move_into_place(staging, out)
@@ -152,7 +159,10 @@ def _move_into_place(staging: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _render(sections: list[Section], root: Path, occupancy: bool, pages: list[UserPage], compiles: list[dict]) -> None:
+def _render(
+    sections: list[Section], root: Path, occupancy: bool, pages: list[UserPage], peaks: list[dict],
+    compiles: list[dict],
+) -> None:  # fmt: skip
     outputs = []
     for section in sections:
         sdir = root / section.slug
@@ -168,4 +178,5 @@ def _render(sections: list[Section], root: Path, occupancy: bool, pages: list[Us
             (sdir / "warnings.csv").write_text(warnings_csv(section), encoding="utf-8")
         outputs.append(SectionOutput(section, tables, plots, blocks))
     links = write_pages(pages, root)
-    (root / "index.html").write_text(index_html(outputs, links), encoding="utf-8")
+    findings = summary_html(sections, peaks, root)
+    (root / "index.html").write_text(index_html(outputs, links, findings), encoding="utf-8")

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from gemmlab.report.model import Section
 from gemmlab.report.plots import Plot
 from gemmlab.report.tables import MetricTable, OccupancyBlock, summary
+from gemmlab.report.warning_text import explain
 
 
 @dataclass
@@ -40,8 +41,9 @@ section { border-top: 2px solid #ddd; margin-top: 2em; }
 """
 
 
-def index_html(outputs: list[SectionOutput], kernels: Sequence[tuple[str, str]] = ()) -> str:
-    """The page; ``kernels``: (user's kernel, link to its own page), listed after the sections."""
+def index_html(outputs: list[SectionOutput], kernels: Sequence[tuple[str, str]] = (), findings: str = "") -> str:
+    """The page; ``findings``: the summary block (:mod:`.summary`), first after the heading;
+    ``kernels``: (user's kernel, link to its own page), listed after the sections."""
     from gemmlab import __version__
 
     esc = html.escape
@@ -55,6 +57,7 @@ def index_html(outputs: list[SectionOutput], kernels: Sequence[tuple[str, str]] 
         "<title>gemmlab report</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>gemmlab report</h1>",
+        findings,
         f"<p>Written {esc(now)} by gemmlab {esc(__version__)}. Table cells read <b>ours</b> "
         "<span class='pub'>(published)</span>; the devices are named above each table. "
         "<span class='warn'>⚠n</span> marks a warning, listed at the end of its section.</p>",
@@ -102,7 +105,10 @@ def _section_html(o: SectionOutput) -> str:
             parts.append(_occupancy_html(b))
     if s.notes.texts:
         parts.append("<h3>Warnings</h3><ol>")
-        parts += [f"<li class='warn'>{esc(text)}</li>" for text in s.notes.texts]
+        parts += [
+            f"<li class='warn'>{esc(explain(text))}<br><small>recorded as: {esc(text)}</small></li>"
+            for text in s.notes.texts
+        ]
         parts.append("</ol>")
     parts.append("</section>")
     return "\n".join(parts)

@@ -583,6 +583,13 @@ def _as_dict(value: Any) -> dict:
     return value if isinstance(value, dict) else vars(value)
 
 
+def latest_peak_of(peaks: list[dict]) -> dict | None:
+    """Of stored peak rows (oldest first, one GPU and element type), the newest
+    of each instruction family, then the fastest of those: the GPU's peak."""
+    newest = {row["family"]: row for row in peaks}
+    return max(newest.values(), key=lambda row: row["gflops"], default=None)
+
+
 class Store:
     """An open results database. Use as a context manager, or call :meth:`close`."""
 
@@ -1001,8 +1008,7 @@ class Store:
         """The measured peak of ``dtype`` on ``gpu_name``: the newest row of
         each instruction family that measured it, then the fastest of those
         (on Hopper, wgmma's rather than mma.sync's); None if none is stored."""
-        newest = {row["family"]: row for row in self.peaks(gpu_name, dtype)}
-        return max(newest.values(), key=lambda row: row["gflops"], default=None)
+        return latest_peak_of(self.peaks(gpu_name, dtype))
 
     def candidates(self, gpu_name: str, kernel: str, dtype: str | None = None, status: str | None = None) -> list[dict]:
         """The configurations the tuner tried for ``kernel`` on ``gpu_name``
