@@ -48,7 +48,7 @@ EXPECTED_PLOTS = {
     "brno-transpose": {"bandwidth_bars.png", "compare_largest.png", "published_vs_ours.png"},
     "arequipa-any-size": {"tiled_any_size_vs_size.png", "compare_largest.png"},
     "kursk-cpu-gpu": {
-        # Its 19 lines, a kernel's together, in three figures of at most eight.
+        # Its 17 lines, a kernel's together, in three figures of at most eight.
         "cpu_vs_gpu-1.png",
         "cpu_vs_gpu-2.png",
         "cpu_vs_gpu-3.png",

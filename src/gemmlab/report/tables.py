@@ -180,13 +180,18 @@ def place_published(
     return placed, moved
 
 
-def _missing_note(section: Section, kernel: str, published: dict[CellKey, float], ours: dict[CellKey, float]) -> str:
-    """Why the published figures that stand alone have nothing of ours beside them."""
+def _missing_note(
+    section: Section, kernel: str, published: dict[CellKey, float], ours: dict[CellKey, float], ran: bool
+) -> str:
+    """Why the published figures that stand alone have nothing of ours beside them
+    (``ran``: the section has a series of this kernel)."""
     alone = sorted((key for key in published if key not in ours), key=lambda k: (k[0], edge_order(k[1])))
     if not alone:
         return ""
+    if not ran:
+        return "— (published): gemmlab has no kernel for this one, so the document's figures stand alone."
     if not ours:
-        return "— (published): none of our rows carries this figure for this kernel, so the document's stand alone."
+        return "— (published): none of our rows of this kernel carries this figure, so the document's stand alone."
     run = {size for size, _ in ours}
     points = []
     for size, edge in alone:
@@ -253,7 +258,7 @@ def metric_tables(section: Section) -> list[MetricTable]:
                     our_device=section.gpu_name,
                     published_devices=devices,
                     unstated=unstated,
-                    missing_note=_missing_note(section, kernel, published, ours),
+                    missing_note=_missing_note(section, kernel, published, ours, series is not None),
                 )
             )
     # Keep each label's tables together (kernel figures, then end to end).
