@@ -1,6 +1,11 @@
-"""The report's plots (PNG, matplotlib): each plot kind that an experiment's
-layout can name (``PLOTS``), and the roofline every section gets where its
-rows allow one."""
+"""The report's plots (PNG for the page, SVG beside each): each plot kind that
+an experiment's layout can name (``PLOTS``), and the roofline every section
+gets where its rows allow one.
+
+Where ours and the published figures share a figure they share the kind of
+value axis too (:func:`value_scale`, decided once from every value shown), a
+figure grows until its legends fit inside it (:func:`_fit`), and a plot with
+more than ``MAX_SERIES`` lines is drawn as several figures (:func:`_parts`)."""
 
 from __future__ import annotations
 
@@ -38,10 +43,18 @@ from gemmlab.report.model import (
     size_text,
     slug,
 )
+from gemmlab.report.tables import place_published
 from gemmlab.studies.experiments.base import PlotSpec
 from gemmlab.studies.reference import METRIC_TITLES
 
 DPI = 100
+
+# Beyond 1.5 decades between the smallest and the largest value a linear axis
+# squeezes the small ones onto its floor, so the axis turns logarithmic.
+LOG_SPAN = 10**1.5
+
+# More lines than this and neither the colours nor the legend can be told apart.
+MAX_SERIES = 8
 
 
 @dataclass(frozen=True)
@@ -66,9 +79,27 @@ def _figure(nrows: int = 1, ncols: int = 1, width: float | None = None, height: 
     return fig, fig.subplots(nrows, ncols, squeeze=False)
 
 
-def _save(fig: Any, out: Path, name: str, caption: str) -> Plot:
-    fig.savefig(out / name, dpi=DPI)
-    return Plot(name, caption)
+def _fit(fig: Any) -> None:
+    """Grow ``fig`` until everything drawn, its legends above all, lies inside it:
+    constrained layout makes room beside the axes for a legend outside them but
+    lets a legend taller than the figure run off its top and bottom."""
+    for _ in range(3):
+        fig.draw_without_rendering()
+        drawn = fig.get_tightbbox(fig._get_renderer())
+        width, height = fig.get_size_inches()
+        over_x = max(0.0, -drawn.x0) + max(0.0, drawn.x1 - width)
+        over_y = max(0.0, -drawn.y0) + max(0.0, drawn.y1 - height)
+        if over_x < 0.01 and over_y < 0.01:
+            return
+        fig.set_size_inches(width + over_x + 0.2, height + over_y + 0.2)
+
+
+def _save(fig: Any, out: Path, stem: str, caption: str) -> Plot:
+    """``stem``.png for the page and ``stem``.svg beside it, a vector copy to zoom into."""
+    _fit(fig)
+    for suffix in (".png", ".svg"):
+        fig.savefig(out / f"{stem}{suffix}", dpi=DPI, bbox_inches="tight", pad_inches=0.1)
+    return Plot(f"{stem}.png", caption)
 
 
 def _x(size: SizeKey) -> float:
@@ -117,12 +148,26 @@ def _edge_axis(ax: Any, edges: Sequence[int]) -> None:
     ax.set_xlabel("block edge b (threads per block: b×b)")
 
 
-def _value_axis(ax: Any, metric: Metric, values: Iterable[float]) -> None:
+def value_scale(values: Iterable[float]) -> str:
+    """ "log" where the positive ``values`` span more than ``LOG_SPAN``, else
+    "linear". A figure that shows ours beside the published figures decides
+    once, from both, so that its panels are read the same way."""
+    positive = [v for v in values if v and v > 0]
+    return "log" if positive and max(positive) / min(positive) > LOG_SPAN else "linear"
+
+
+def _value_axis(ax: Any, metric: Metric, values: Iterable[float], scale: str | None = None) -> None:
+    """The y axis of ``metric``: ``scale`` (the figure's decision), else decided from ``values``."""
     values = [v for v in values if v and v > 0]
-    if values and max(values) / min(values) > 30:
+    scale = (scale or value_scale(values)) if values else "linear"
+    if scale == "log":
         _log_scale(ax, "y", min(values), max(values))
-    ax.set_ylabel(f"{metric.short} [{metric.unit}]")
+    ax.set_ylabel(_axis_label(f"{metric.short} [{metric.unit}]", scale))
     ax.grid(True, which="major", alpha=0.3)
+
+
+def _axis_label(text: str, scale: str) -> str:
+    return f"{text}, log scale" if scale == "log" else text
 
 
 def _log_scale(ax: Any, which: str, lo: float, hi: float) -> None:
@@ -196,11 +241,14 @@ def plot_vs_size(section: Section, out: Path) -> list[Plot]:
             panel_rows.append((f"published, {devices}", [cells for cells, _ in published]))
         edges = sorted({e for _, cells in panel_rows for c in cells for _, e in c}, key=edge_order)
         colour = {e: f"C{i % 10}" for i, e in enumerate(edges)}
+        # Ours and the document's on the same axes: one size axis, and one value
+        # axis per metric (a column), decided from both rows.
+        scale = SizeScale.of({size for _, cells in panel_rows for c in cells for size, _ in c} or s.sizes())
+        y_scales = [value_scale(v for _, cells in panel_rows for v in cells[c].values()) for c in range(len(metrics))]
         fig, axes = _figure(len(panel_rows), 2, width=12.5, height=4.0 * len(panel_rows) + 0.5)
         for r, (who, cells_per_metric) in enumerate(panel_rows):
             for c, (metric, cells) in enumerate(zip(metrics, cells_per_metric, strict=True)):
                 ax = axes[r][c]
-                scale = SizeScale.of({size for size, _ in cells} or s.sizes())
                 for edge in sorted({e for _, e in cells}, key=edge_order):
                     pts = sorted((size, v) for (size, e), v in cells.items() if e == edge)
                     ax.plot(
@@ -211,14 +259,14 @@ def plot_vs_size(section: Section, out: Path) -> list[Plot]:
                         label=f"b = {edge_label(edge)}",
                     )
                 scale.apply(ax)
-                _value_axis(ax, metric, cells.values())
+                _value_axis(ax, metric, cells.values(), y_scales[c])
                 ax.set_title(f"{metric.title}, {who}", fontsize="medium")
         _shared_legend(fig, axes, "block edge", [f"b = {edge_label(e)}" for e in edges])
         fig.suptitle(f"{s.label}: time and {headline.title} against size")
         caption = f"{s.label}: kernel time and {headline.title} against matrix size, a line per block edge"
         if len(panel_rows) > 1:
             caption += " (bottom: the document's figures)"
-        plots.append(_save(fig, out, f"{slug(s.label)}_vs_size.png", caption))
+        plots.append(_save(fig, out, f"{slug(s.label)}_vs_size", caption))
     return plots
 
 
@@ -238,6 +286,7 @@ def plot_time_vs_edge(section: Section, out: Path, kernels: Sequence[str]) -> li
             panels.append((f"published, {pub_dev}", pub))
         sizes = sorted({size for _, cells in panels for size, _ in cells})
         colour = {size: f"C{i % 10}" for i, size in enumerate(sizes)}
+        y_scale = value_scale(v for _, cells in panels for v in cells.values())
         fig, axes = _figure(1, len(panels), width=5.5 * len(panels) + 1.5, height=4.5)
         for ax, (who, cells) in zip(axes[0], panels, strict=True):
             edges = sorted({e for _, e in cells if e is not None})
@@ -251,12 +300,12 @@ def plot_time_vs_edge(section: Section, out: Path, kernels: Sequence[str]) -> li
                     label=size_text(size),
                 )
             _edge_axis(ax, edges)
-            _value_axis(ax, metric, cells.values())
+            _value_axis(ax, metric, cells.values(), y_scale)
             ax.set_title(who, fontsize="medium")
         _shared_legend(fig, axes, "matrix size", [size_text(size) for size in sizes])
         fig.suptitle(f"{s.label}: time against block edge")
         caption = f"{s.label}: time against block edge, a line per matrix size"
-        plots.append(_save(fig, out, f"{slug(s.label)}_time_vs_edge.png", caption))
+        plots.append(_save(fig, out, f"{slug(s.label)}_time_vs_edge", caption))
     return plots
 
 
@@ -309,15 +358,27 @@ def plot_speedup(section: Section, out: Path, slow: str, fast: str, edge: int) -
     ax.set_title(f"Shared-memory speed-up at block edge {edge}")
     _legend(ax)
     caption = f"Speed-up of {fast} over {slow} at block edge {edge} against size (above 1: shared memory wins)"
-    return [_save(fig, out, f"speedup_{slug(fast)}_over_{slug(slow)}.png", caption)]
+    return [_save(fig, out, f"speedup_{slug(fast)}_over_{slug(slow)}", caption)]
 
 
-def plot_cpu_gpu(section: Section, out: Path) -> list[Plot]:
-    """GFLOPS against N for the CPU baselines and each GPU kernel (its best block
-    edge), end to end where the copies were timed; the paper's figures dashed."""
-    lines = []
+def _parts(groups: Sequence[list[_Line]], limit: int = MAX_SERIES) -> list[list[_Line]]:
+    """The lines of ``groups`` packed, in order, into figures of at most ``limit``
+    lines, a group (one kernel's lines: ours and the document's) kept together
+    where it fits in one figure."""
+    parts: list[list[_Line]] = [[]]
+    for group in groups:
+        for start in range(0, len(group), limit):
+            chunk = group[start : start + limit]
+            if len(parts[-1]) + len(chunk) > limit:
+                parts.append([])
+            parts[-1].extend(chunk)
+    return [part for part in parts if part]
+
+
+def _cpu_gpu_lines(section: Section) -> list[list[_Line]]:
+    """One group of lines per kernel: ours (a line per host memory) and the paper's."""
+    groups: dict[str, list[_Line]] = {}
     colours: dict[str, str] = {}
-    drawn: set[str] = set()
     for s in section.series:
         metric = E2E_GFLOPS if s.has(E2E_GFLOPS) else GFLOPS
         pts = [(size, best[0]) for size in s.sizes() if (best := s.best(metric, size))]
@@ -327,11 +388,10 @@ def plot_cpu_gpu(section: Section, out: Path) -> list[Plot]:
         if len(s.edges()) > 1:
             how += ", best block edge"
         # A kernel's second series (pageable host memory, say) keeps its colour, in another style.
-        again = s.kernel in drawn
-        drawn.add(s.kernel)
+        again = s.kernel in groups
         colour = colours.setdefault(s.kernel, f"C{len(colours) % 10}")
         style = {"marker": "s" if again else "o", "ls": "-." if again else "-", "color": colour}
-        lines.append(_Line(pts, {**style, "label": f"{s.label} ({how})"}))
+        groups.setdefault(s.kernel, []).append(_Line(pts, {**style, "label": f"{s.label} ({how})"}))
     # One dashed line per kernel, even where it has a series per host memory.
     subjects = {s.kernel: s.kernel for s in section.series} | dict(published_only_kernels(section))
     for kernel, label in subjects.items():
@@ -343,17 +403,35 @@ def plot_cpu_gpu(section: Section, out: Path) -> list[Plot]:
             best[size] = max(v, best.get(size, v))
         colour = colours.setdefault(kernel, f"C{len(colours) % 10}")
         style = {"marker": "x", "ls": "--", "color": colour, "label": f"published {label} ({dev})"}
-        lines.append(_Line(list(best.items()), style))
-    if not lines:
+        groups.setdefault(kernel, []).append(_Line(list(best.items()), style))
+    return list(groups.values())
+
+
+def plot_cpu_gpu(section: Section, out: Path) -> list[Plot]:
+    """GFLOPS against N for the CPU baselines and each GPU kernel (its best block
+    edge), end to end where the copies were timed; the paper's figures dashed.
+    More than ``MAX_SERIES`` lines become several figures on the same axes."""
+    groups = _cpu_gpu_lines(section)
+    parts = _parts(groups)
+    if not parts:
         return []
-    fig, axes = _figure(width=10.5, height=5.0)
-    ax = axes[0][0]
-    _draw_lines(ax, lines)
-    _value_axis(ax, GFLOPS, [v for line in lines for _, v in line.points])
-    fig.suptitle(f"CPU against GPU: ours on {section.gpu_name} (solid), published (dashed)")
-    _legend(ax, outside=True)
+    every = [v for group in groups for line in group for _, v in line.points if v > 0]
+    y_scale = value_scale(every)
+    y_limits = (min(every) / 1.5, max(every) * 1.5) if y_scale == "log" else (0.0, max(every) * 1.08)
     caption = "GFLOPS against N: CPU baselines and GPU kernels, end to end (copies included) where timed"
-    return [_save(fig, out, "cpu_vs_gpu.png", caption)]
+    plots = []
+    for i, lines in enumerate(parts, 1):
+        fig, axes = _figure(width=10.5, height=5.0)
+        ax = axes[0][0]
+        _draw_lines(ax, lines)
+        _value_axis(ax, GFLOPS, every, y_scale)
+        ax.set_ylim(*y_limits)  # the same axes in every part, to compare across them
+        part = f" (part {i} of {len(parts)})" if len(parts) > 1 else ""
+        fig.suptitle(f"CPU against GPU{part}: ours on {section.gpu_name} (solid), published (dashed)")
+        _legend(ax, outside=True)
+        stem = f"cpu_vs_gpu-{i}" if len(parts) > 1 else "cpu_vs_gpu"
+        plots.append(_save(fig, out, stem, caption + part))
+    return plots
 
 
 def _bandwidth_size(section: Section) -> SizeKey | None:
@@ -412,19 +490,18 @@ def plot_bandwidth_bars(section: Section, out: Path) -> list[Plot]:
             ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
         else:
             every = [v for v in (*ours.values(), *pub.values()) if v > 0]
-            if every and max(every) / min(every) > 30:
+            y_scale = value_scale(every)
+            if y_scale == "log":
                 _log_scale(ax, "y", min(every), max(every))
                 ax.set_ylim(min(every) / 1.5, max(every) * 2.0)  # room for the labels
-            ax.set_ylabel("bandwidth [GB/s] (bytes read + written / time)")
+            ax.set_ylabel(_axis_label("bandwidth [GB/s] (bytes read + written / time)", y_scale))
             ax.set_title("Absolute", fontsize="medium")
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside lower center", ncols=2, fontsize="small")
     where = f"{size_text(size)}, best tile edge" if size else "no size measured"
     fig.suptitle(f"Transpose and copy bandwidth ({where})")
     return [
-        _save(
-            fig, out, "bandwidth_bars.png", f"Bandwidth of copies and transposes, ours beside the document's ({where})"
-        )
+        _save(fig, out, "bandwidth_bars", f"Bandwidth of copies and transposes, ours beside the document's ({where})")
     ]
 
 
@@ -471,12 +548,13 @@ def plot_compare_largest(section: Section, out: Path) -> list[Plot]:
         loc="upper left",
         bbox_to_anchor=(1.01, 1.0),
     )
-    return [_save(fig, out, "compare_largest.png", f"{headline.title} of every kernel at {at}, a bar per block edge")]
+    return [_save(fig, out, "compare_largest", f"{headline.title} of every kernel at {at}, a bar per block edge")]
 
 
 def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
     """Ours against the document's, one point per (kernel, size, block edge) they
-    share, on log axes with the diagonals where the ratio is 1, 10, 100, ..."""
+    share, on log axes with the diagonals where the ratio is 1, 10, 100, ...
+    (linear axes and the one diagonal where the values span little)."""
     # One panel per published metric; a kernel's point uses the metric of ours
     # that sits beside it (Kursk: end to end for the GPU, plain for the CPU).
     found: dict[str, tuple[dict[str, list[tuple[float, float]]], list[str], list[Metric]]] = {}
@@ -487,14 +565,11 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
                 continue
             pub, dev = _published_series(section, s.kernel, metric)
             points, devices, used = found.setdefault(ref, ({}, [], []))
-            for (size, edge), p in pub.items():
-                ours = s.value(metric, size, edge)
-                if ours is None and edge is None:
-                    # The document did not state the block: match our best edge at this size
-                    # (the documents report their best configuration).
-                    values = [v for e in s.edges() if (size, e) in s.cells and (v := s.value(metric, size, e))]
-                    best = max if metric.higher_is_better else min
-                    ours = best(values) if values else None
+            ours_cells = _cells_of(s, metric)
+            # Where the document states no block edge, beside our best one (as in the tables).
+            placed, _ = place_published(pub, ours_cells, metric.higher_is_better)
+            for key, p in placed.items():
+                ours = ours_cells.get(key)
                 if ours is not None and ours > 0 and p > 0:
                     points.setdefault(s.label, []).append((p, ours))
                     devices.append(dev)
@@ -513,21 +588,27 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
     for idx, (ref, points, devices, used) in enumerate(panels):
         ax = axes[idx // ncols][idx % ncols]
         every = [v for pts in points.values() for pair in pts for v in pair]
-        lo, hi = min(every) / 2, max(every) * 2
+        # Published along x, ours along y: one scale for both, so the diagonal is ratio 1.
+        scale = value_scale(every)
         for label, pts in points.items():
             colour, marker = style[label]
             handles[label] = ax.scatter([p for p, _ in pts], [o for _, o in pts], marker=marker, color=colour)
-        _log_scale(ax, "x", lo, hi)
-        _log_scale(ax, "y", lo, hi)
+        if scale == "log":
+            lo, hi = min(every) / 2, max(every) * 2
+            _log_scale(ax, "x", lo, hi)
+            _log_scale(ax, "y", lo, hi)
+            _diagonals(ax, lo, hi)
+        else:
+            lo, hi = 0.0, max(every) * 1.1
+            ax.plot([lo, hi], [lo, hi], color="grey", lw=0.9)
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
         ax.set_aspect("equal")
-        _diagonals(ax, lo, hi)
         title, unit = METRIC_TITLES[ref]
         if any(m in (E2E_TIME, E2E_GFLOPS) for m in used):
             title += " (GPU: end to end)"
-        ax.set_xlabel(f"published [{unit}]\n{'; '.join(dict.fromkeys(devices))}")
-        ax.set_ylabel(f"ours [{unit}], {section.gpu_name}")
+        ax.set_xlabel(f"{_axis_label(f'published [{unit}]', scale)}\n{'; '.join(dict.fromkeys(devices))}")
+        ax.set_ylabel(_axis_label(f"ours [{unit}], {section.gpu_name}", scale))
         better = "above" if used[0].higher_is_better else "below"
         ax.set_title(f"{title}\n{better} the solid diagonal: ours is better", fontsize="medium")
         ax.grid(True, alpha=0.2)
@@ -547,7 +628,7 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
         "Each point is one kernel, size and block edge measured both by the document and by us "
         "(where the document gives no block edge, our best edge at that size)"
     )
-    return [_save(fig, out, "published_vs_ours.png", caption)]
+    return [_save(fig, out, "published_vs_ours", caption)]
 
 
 def _diagonals(ax: Any, lo: float, hi: float) -> None:
@@ -595,8 +676,9 @@ def plot_roofline(section: Section, out: Path) -> list[Plot]:
         return []
     peak, bandwidth = ceilings
     title = f"{section.experiment}: roofline on {section.gpu_name}"
-    roofline_plot(points, peak, bandwidth, out / "roofline.png", title, annotate=len(points) <= ROOFLINE_ANNOTATED,
-                  dpi=DPI)  # fmt: skip
+    for suffix in (".png", ".svg"):
+        roofline_plot(points, peak, bandwidth, out / f"roofline{suffix}", title,
+                      annotate=len(points) <= ROOFLINE_ANNOTATED, dpi=DPI)  # fmt: skip
     caption = (
         "Roofline: achieved GFLOPS against arithmetic intensity (2·M·N·K FLOPs per byte of DRAM traffic that "
         f"Nsight Compute counted, L2 flushed), a marker per kernel, under the ceilings measured on this GPU: "

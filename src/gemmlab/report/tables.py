@@ -30,6 +30,7 @@ from gemmlab.report.model import (
     slug,
 )
 from gemmlab.results.store import COMPILES_FROM, CONFIG_RECORDED_FROM, config_text, predates_config
+from gemmlab.studies import experiments as registry
 
 if TYPE_CHECKING:
     from gemmlab.measure.occupancy import OccupancyResult
@@ -56,6 +57,11 @@ class MetricTable:
     marks: dict[CellKey, list[int]]
     our_device: str
     published_devices: list[str]
+    # Cells whose published figure the document gave without a block edge, set
+    # beside our best edge at that size (see place_published).
+    unstated: set[CellKey] = field(default_factory=set)
+    # Why some published figures stand alone ("— (published)"): what we did not run.
+    missing_note: str = ""
 
     @property
     def title(self) -> str:
@@ -72,13 +78,29 @@ class MetricTable:
             text += f" (published, {'; '.join(self.published_devices)})"
         return text
 
+    @property
+    def note(self) -> str:
+        """What the reader needs to read the published figures: those moved beside
+        our best edge (†), and why some stand alone (—)."""
+        parts = []
+        if self.unstated:
+            parts.append(
+                "† The document states no block edge for this figure; it sits beside our best edge at that size, "
+                "since the documents report their best configuration."
+            )
+        if self.missing_note:
+            parts.append(self.missing_note)
+        return " ".join(parts)
+
     def cell(self, key: CellKey, mark: Callable[[list[int]], str], pub: Callable[[str], str]) -> str:
         """'ours' + warning marks + '(published)'; '—' where only the document measured it."""
         ours, published = self.ours.get(key), self.published.get(key)
         if ours is None and published is None:
             return ""
         text = "—" if ours is None else fmt(ours) + mark(self.marks.get(key, []))
-        return text if published is None else text + pub(fmt(published))
+        if published is None:
+            return text
+        return text + pub(fmt(published) + ("†" if key in self.unstated else ""))
 
     def grid(self, mark: Callable[[list[int]], str], pub: Callable[[str], str]) -> list[list[str]]:
         """The cells as text, one list per size."""
@@ -109,7 +131,8 @@ class MetricTable:
             f"| {size_label(size)} | " + " | ".join(cells) + " |"
             for size, cells in zip(self.sizes, self.grid(mark, pub), strict=True)
         ]
-        return "\n".join([f"**{self.title}** — {self.legend}", "", head, rule, *body, ""])
+        note = [self.note, ""] if self.note else []
+        return "\n".join([f"**{self.title}** — {self.legend}", "", head, rule, *body, "", *note])
 
     def to_html(self, csv_href: str) -> str:
         mark = lambda marks: "".join(f"<sup class='warn'>⚠{m}</sup>" for m in marks)
@@ -120,9 +143,10 @@ class MetricTable:
         for size, cells in zip(self.sizes, self.grid(mark, pub), strict=True):
             tds = "".join(f"<td>{c}</td>" for c in cells)
             body.append(f"<tr><th>{esc(size_label(size))}</th>{tds}</tr>")
+        note = f"<br><small class='note'>{esc(self.note)}</small>" if self.note else ""
         return (
             f"<table><caption>{esc(self.title)}<br><small>{esc(self.legend)} · "
-            f"<a href='{esc(csv_href)}'>CSV</a></small></caption>"
+            f"<a href='{esc(csv_href)}'>CSV</a></small>{note}</caption>"
             f"<thead><tr><th>size \\ block edge</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
         )
 
@@ -131,6 +155,64 @@ def _csv_number(value: float | None) -> str:
     # Seven significant digits: more than any timing here resolves, and no
     # 0.30000000000000004 from summed times.
     return "" if value is None else f"{value:.7g}"
+
+
+def place_published(
+    published: dict[CellKey, float], ours: dict[CellKey, float], higher_is_better: bool
+) -> tuple[dict[CellKey, float], set[CellKey]]:
+    """The published figures keyed where they sit beside ours, and the keys that moved.
+
+    A figure the document gave without a block edge (edge None) would otherwise
+    stand in a column of its own ("— (112.4)") beside our columns 16 and 32;
+    where we have no cell without an edge at that size it moves beside our best
+    edge there, the documents reporting their best configuration. A figure the
+    document keyed by edge stays at that edge.
+    """
+    placed: dict[CellKey, float] = {}
+    moved: set[CellKey] = set()
+    for (size, edge), value in published.items():
+        key = (size, edge)
+        if edge is None and key not in ours:
+            found = [(v, e) for (sz, e), v in ours.items() if sz == size]
+            if found:
+                pick = max if higher_is_better else min
+                best = (size, pick(found, key=lambda item: item[0])[1])
+                if best not in published:
+                    key = best
+                    moved.add(key)
+        placed[key] = value
+    return placed, moved
+
+
+def _missing_note(
+    section: Section, kernel: str, published: dict[CellKey, float], ours: dict[CellKey, float], ran: bool
+) -> str:
+    """Why the published figures that stand alone have nothing of ours beside them
+    (``ran``: the section has a series of this kernel)."""
+    alone = sorted((key for key in published if key not in ours), key=lambda k: (k[0], edge_order(k[1])))
+    if not alone:
+        return ""
+    if not ran:
+        return "— (published): gemmlab has no kernel for this one, so the document's figures stand alone."
+    if not ours:
+        return "— (published): none of our rows of this kernel carries this figure, so the document's stand alone."
+    run = {size for size, _ in ours}
+    points = []
+    for size, edge in alone:
+        where = f"N = {size_label(size)}" + ("" if edge is None else f", block edge {edge}")
+        points.append(where + _left_out_reason(section, kernel, size, run))
+    return f"— (published): the document measured {'; '.join(points)}, and we did not."
+
+
+def _left_out_reason(section: Section, kernel: str, size: SizeKey, run: set[SizeKey]) -> str:
+    """The experiment's reason for leaving a size out, where it gives one."""
+    if size in run:
+        return ""
+    document = registry.find(section.experiment)
+    for series in document.series if document else ():
+        if kernel in series.kernels and series.max_size is not None and max(size) > series.max_size:
+            return f" ({series.max_size_reason})" if series.max_size_reason else ""
+    return " (a size this experiment does not run)"
 
 
 def metric_tables(section: Section) -> list[MetricTable]:
@@ -162,9 +244,10 @@ def metric_tables(section: Section) -> list[MetricTable]:
                     if value is not None:
                         ours[key] = value
                         marks[key] = section.notes.marks(row)
-            published, devices = published_cells(section, kernel, metric)
-            if not ours and not published:
+            found, devices = published_cells(section, kernel, metric)
+            if not ours and not found:
                 continue
+            published, unstated = place_published(found, ours, metric.higher_is_better)
             keys = set(published) | (set(series.cells) if series else set())
             tables.append(
                 MetricTable(
@@ -178,6 +261,8 @@ def metric_tables(section: Section) -> list[MetricTable]:
                     marks=marks,
                     our_device=section.gpu_name,
                     published_devices=devices,
+                    unstated=unstated,
+                    missing_note=_missing_note(section, kernel, published, ours, series is not None),
                 )
             )
     # Keep each label's tables together (kernel figures, then end to end).
