@@ -27,13 +27,13 @@ def sections() -> dict[str, Section]:
 def figures(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The figures the plot functions save, by PNG name, kept for inspection."""
     kept: dict[str, Any] = {}
-    save = plots._save
+    save = plots.save_figure
 
     def keep(fig: Any, out: Path, stem: str, caption: str) -> Plot:
         kept[f"{stem}.png"] = fig
         return save(fig, out, stem, caption)
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(plots, "save_figure", keep)
     return kept
 
 
@@ -142,7 +142,7 @@ def test_a_tall_legend_grows_its_figure_until_it_fits(tmp_path: Path) -> None:
         ax.plot([1, 2], [i, i + 1], label=f"a long series label, number {i}")
     fig.legend(loc="outside right upper")
     assert _inside(fig)  # as drawn, the legend runs off the figure
-    plots._save(fig, tmp_path, "tall", "a tall legend")
+    plots.save_figure(fig, tmp_path, "tall", "a tall legend")
     assert _inside(fig) == []
     assert fig.get_size_inches()[1] > 3
 

@@ -242,6 +242,7 @@ def test_report_gives_a_users_kernel_its_own_page(tmp_path: Path):
     assert "tiled" in text  # the kernel it was swept with
     assert "C differs from the reference at (3, 7)" in text and "wrong" in text
     assert (page.parent / "gflops_vs_size.png").stat().st_size > 1000
+    assert (page.parent / "gflops_vs_size.svg").read_text().lstrip().startswith("<?xml")  # the vector twin
     csv_lines = (page.parent / "table.csv").read_text().splitlines()
     assert csv_lines[1].startswith("256,16,-,") and len(csv_lines) == 3
     # The catalogue kernel gets no page of its own.

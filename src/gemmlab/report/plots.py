@@ -94,7 +94,7 @@ def _fit(fig: Any) -> None:
         fig.set_size_inches(width + over_x + 0.2, height + over_y + 0.2)
 
 
-def _save(fig: Any, out: Path, stem: str, caption: str) -> Plot:
+def save_figure(fig: Any, out: Path, stem: str, caption: str) -> Plot:
     """``stem``.png for the page and ``stem``.svg beside it, a vector copy to zoom into."""
     _fit(fig)
     for suffix in (".png", ".svg"):
@@ -266,7 +266,7 @@ def plot_vs_size(section: Section, out: Path) -> list[Plot]:
         caption = f"{s.label}: kernel time and {headline.title} against matrix size, a line per block edge"
         if len(panel_rows) > 1:
             caption += " (bottom: the document's figures)"
-        plots.append(_save(fig, out, f"{slug(s.label)}_vs_size", caption))
+        plots.append(save_figure(fig, out, f"{slug(s.label)}_vs_size", caption))
     return plots
 
 
@@ -305,7 +305,7 @@ def plot_time_vs_edge(section: Section, out: Path, kernels: Sequence[str]) -> li
         _shared_legend(fig, axes, "matrix size", [size_text(size) for size in sizes])
         fig.suptitle(f"{s.label}: time against block edge")
         caption = f"{s.label}: time against block edge, a line per matrix size"
-        plots.append(_save(fig, out, f"{slug(s.label)}_time_vs_edge", caption))
+        plots.append(save_figure(fig, out, f"{slug(s.label)}_time_vs_edge", caption))
     return plots
 
 
@@ -358,7 +358,7 @@ def plot_speedup(section: Section, out: Path, slow: str, fast: str, edge: int) -
     ax.set_title(f"Shared-memory speed-up at block edge {edge}")
     _legend(ax)
     caption = f"Speed-up of {fast} over {slow} at block edge {edge} against size (above 1: shared memory wins)"
-    return [_save(fig, out, f"speedup_{slug(fast)}_over_{slug(slow)}", caption)]
+    return [save_figure(fig, out, f"speedup_{slug(fast)}_over_{slug(slow)}", caption)]
 
 
 def _parts(groups: Sequence[list[_Line]], limit: int = MAX_SERIES) -> list[list[_Line]]:
@@ -430,7 +430,7 @@ def plot_cpu_gpu(section: Section, out: Path) -> list[Plot]:
         fig.suptitle(f"CPU against GPU{part}: ours on {section.gpu_name} (solid), published (dashed)")
         _legend(ax, outside=True)
         stem = f"cpu_vs_gpu-{i}" if len(parts) > 1 else "cpu_vs_gpu"
-        plots.append(_save(fig, out, stem, caption + part))
+        plots.append(save_figure(fig, out, stem, caption + part))
     return plots
 
 
@@ -500,9 +500,8 @@ def plot_bandwidth_bars(section: Section, out: Path) -> list[Plot]:
     fig.legend(handles, names, loc="outside lower center", ncols=2, fontsize="small")
     where = f"{size_text(size)}, best tile edge" if size else "no size measured"
     fig.suptitle(f"Transpose and copy bandwidth ({where})")
-    return [
-        _save(fig, out, "bandwidth_bars", f"Bandwidth of copies and transposes, ours beside the document's ({where})")
-    ]
+    caption = f"Bandwidth of copies and transposes, ours beside the document's ({where})"
+    return [save_figure(fig, out, "bandwidth_bars", caption)]
 
 
 def plot_compare_largest(section: Section, out: Path) -> list[Plot]:
@@ -548,7 +547,7 @@ def plot_compare_largest(section: Section, out: Path) -> list[Plot]:
         loc="upper left",
         bbox_to_anchor=(1.01, 1.0),
     )
-    return [_save(fig, out, "compare_largest", f"{headline.title} of every kernel at {at}, a bar per block edge")]
+    return [save_figure(fig, out, "compare_largest", f"{headline.title} of every kernel at {at}, a bar per block edge")]
 
 
 def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
@@ -628,7 +627,7 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
         "Each point is one kernel, size and block edge measured both by the document and by us "
         "(where the document gives no block edge, our best edge at that size)"
     )
-    return [_save(fig, out, "published_vs_ours", caption)]
+    return [save_figure(fig, out, "published_vs_ours", caption)]
 
 
 def _diagonals(ax: Any, lo: float, hi: float) -> None:

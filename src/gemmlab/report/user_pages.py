@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gemmlab.report.model import Row, slug
+from gemmlab.report.plots import save_figure
 
 # The page's folder names start with this, so that they never meet a section's.
 PREFIX = "kernel-"
@@ -134,7 +135,8 @@ def plot_lines(page: UserPage) -> dict[str, dict[int, float]]:
 
 
 def draw_plot(page: UserPage, out: Path) -> str | None:
-    """The GFLOPS-against-size plot as PNG in ``out``; its file name, or None without a figure to draw."""
+    """The GFLOPS-against-size plot in ``out`` (PNG, and SVG beside it), its legend
+    beside the axes; the PNG's file name, or None without a figure to draw."""
     lines = plot_lines(page)
     if not any(lines.values()):
         return None
@@ -152,10 +154,8 @@ def draw_plot(page: UserPage, out: Path) -> str | None:
     ax.set_ylabel("GFLOPS")
     ax.set_title(f"{page.kernel} beside cuBLAS and the kernels of the same runs")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    name = "gflops_vs_size.png"
-    fig.savefig(out / name, dpi=100)
-    return name
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    return save_figure(fig, out, "gflops_vs_size", "GFLOPS against size").file
 
 
 def _html_table(columns: Sequence[str], rows: Sequence[tuple[str, ...]], caption: str) -> str:
