@@ -98,3 +98,82 @@ def test_one_worker_per_gpu_each_pinned_to_its_own():
         assert p.describe() == "local Dask cluster: 2 workers (GPU 0, GPU 1)"
         seen = {o.value for _, o in p.map(pinned_gpu, range(8))}
     assert seen <= {"0", "1"} and seen  # every item ran on a worker pinned to one GPU
+
+
+# -- a sweep on the pool (gemmlab.studies.sweep with ``pool``) -------------------------
+
+POINT_FIELDS = ("kernel", "m", "n", "k", "block_edge", "dtype", "variant", "backend")
+
+
+def stored_points(db) -> set[tuple]:
+    from gemmlab.results.store import Store
+
+    with Store.open(db) as store:
+        return {tuple(r[f] for f in POINT_FIELDS) for r in store.rows(None)}
+
+
+def fault_on_48(kernel, shape, block_edge, dtype, **options):
+    """A runner whose 48 x 48 point ends its process (a kernel fault's effect); the others are measured."""
+    from gemmlab.studies.sweep import measure_point
+
+    if shape.m == 48:
+        os._exit(1)
+    return measure_point(kernel, shape, block_edge, dtype, **options)
+
+
+def test_a_sweep_on_the_pool_stores_what_the_sequential_one_does(pool, tmp_path):
+    from gemmlab.core.shapes import Shape
+    from gemmlab.results.store import Store
+    from gemmlab.studies.sweep import plan, sweep
+
+    points, _ = plan(["cpu_blas"], [Shape.square(n) for n in (32, 40, 64)], dtype="float32", reps=3)
+    points += plan(["cpu_blas"], [Shape.square(16)], dtype="int32", reps=3)[0]
+    for db, on in ((tmp_path / "here.sqlite", None), (tmp_path / "pool.sqlite", pool)):
+        with Store.open(db) as store:
+            summary = sweep(points, store, progress=False, max_seconds=0.05, pool=on)
+        assert len(summary.done) == 4 and not summary.failed
+    assert stored_points(tmp_path / "pool.sqlite") == stored_points(tmp_path / "here.sqlite")
+    assert len(stored_points(tmp_path / "here.sqlite")) == 4
+    with Store.open(tmp_path / "pool.sqlite") as store:  # resumable: nothing is run twice
+        again = sweep(points, store, progress=False, max_seconds=0.05, pool=pool)
+    assert not again.done and len(again.skipped_existing) == 4
+
+
+def test_a_point_whose_worker_dies_is_stored_as_a_fault(pool, tmp_path):
+    from gemmlab.core.shapes import Shape
+    from gemmlab.results.store import Store
+    from gemmlab.studies.sweep import plan, sweep
+
+    points, _ = plan(["cpu_blas"], [Shape.square(n) for n in (32, 48, 64)], dtype="float32", reps=3)
+    with Store.open(tmp_path / "f.sqlite") as store:
+        summary = sweep(points, store, progress=False, max_seconds=0.05, runner=fault_on_48, pool=pool)
+        failures = store.failures(None)
+    assert sorted(summary.done) == ["cpu_blas 32 float32", "cpu_blas 64 float32"]
+    assert [label for label, _ in summary.failed] == ["cpu_blas 48 float32"]
+    assert [(f["m"], f["kind"]) for f in failures] == [(48, "fault")] and "died" in failures[0]["reason"]
+    assert {p[1] for p in stored_points(tmp_path / "f.sqlite")} == {32, 64}
+
+
+def test_cli_sweep_on_local_workers(tmp_path):
+    from typer.testing import CliRunner
+
+    from gemmlab.cli.app import app
+
+    db = tmp_path / "cli.sqlite"
+    args = ["sweep", "--kernels", "cpu_blas", "--sizes", "32,48", "--db", str(db), "--max-seconds", "0.05",
+            "--workers", "2"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "local Dask cluster: 2 CPU workers" in result.output and "2 measured and stored" in result.output
+    assert {p[1] for p in stored_points(db)} == {32, 48}
+
+
+def test_cli_sweep_with_a_bad_scheduler_says_so(tmp_path):
+    from typer.testing import CliRunner
+
+    from gemmlab.cli.app import app
+
+    args = ["sweep", "--kernels", "cpu_blas", "--sizes", "32", "--db", str(tmp_path / "x.sqlite"),
+            "--scheduler", "tcp://127.0.0.1:9"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "tcp://127.0.0.1:9" in result.output and "Traceback" not in result.output

@@ -132,7 +132,7 @@ class Pool:
                 }
                 for n, env in enumerate(envs)
             }
-            scheduler = {"cls": distributed.Scheduler, "options": {"dashboard": False}}
+            scheduler = {"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
             return distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL)
 
     # -- what it is --------------------------------------------------------
