@@ -177,3 +177,17 @@ def test_cli_sweep_with_a_bad_scheduler_says_so(tmp_path):
             "--scheduler", "tcp://127.0.0.1:9"]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and "tcp://127.0.0.1:9" in result.output and "Traceback" not in result.output
+
+
+def test_reproduce_on_the_pool_stores_every_point_of_the_experiment(pool, tmp_path):
+    from gemmlab.results.store import Store
+    from gemmlab.studies.reproduce import reproduce
+    from test_sweep import RUN_INFO, fake_runner
+
+    with Store.open(tmp_path / "r.sqlite") as store:
+        (outcome,) = reproduce(["poznan-group1"], store, sizes=[256], runner=fake_runner, progress=False,
+                               run_info=RUN_INFO, pool=pool)  # fmt: skip
+        assert outcome.status == "done" and len(outcome.summary.done) == 6 and not outcome.summary.failed
+        assert len(store.rows("poznan-group1")) == 6
+        (again,) = reproduce(["poznan-group1"], store, sizes=[256], runner=fake_runner, progress=False, pool=pool)
+    assert not again.summary.done and len(again.summary.skipped_existing) == 6

@@ -202,8 +202,11 @@ def reproduce(
     sizes: Annotated[
         str | None, typer.Option(help="Replace every experiment's sizes, e.g. 256 for a quick check.")
     ] = None,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Re-run the source documents' experiments on this machine and write the report beside their figures."""
+    from gemmlab import backends
     from gemmlab.studies import experiments
     from gemmlab.studies.reproduce import reproduce as run_experiments
     from gemmlab.studies.sweep import run_record
@@ -217,11 +220,12 @@ def reproduce(
     def announce(experiment: Experiment, n_points: int) -> None:
         console.rule(f"{experiment.name}: {experiment.title} ({n_points} points)")
 
-    with Store.open(db) as store:
+    on_gpu = any(not backends.on_host(k) for e in chosen for k in e.kernels)
+    with Store.open(db) as store, _pool(workers, scheduler, on_gpu) as pool:
         run_info = run_record()  # once: every experiment of this call shares the description
         profiler = _profiler(force, run_info) if profile else None
         outcomes = run_experiments([e.name for e in chosen], store, sizes=size_list, force=force,
-                                   run_info=run_info, on_start=announce)  # fmt: skip
+                                   run_info=run_info, on_start=announce, pool=pool)  # fmt: skip
         failed = False
         for outcome in outcomes:
             name = outcome.experiment.name
