@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,6 +18,7 @@ from gemmlab.studies.sweep import SweepPoint, SweepSummary
 if TYPE_CHECKING:
     from gemmlab.studies.experiments.base import Experiment
     from gemmlab.studies.reproduce import Profiler
+    from gemmlab.studies.scale import Pool
 
 DEFAULT_REPORT_DIR = Path("gemmlab-report")
 EXIT_FAILED = 4
@@ -47,6 +49,23 @@ TimeoutOption = Annotated[
         min=1.0,
         help="Seconds an isolated point may take before it is stopped as a hang (default: 60, or 20 times its "
         "predicted launches if longer, plus twice --max-seconds).",
+    ),
+]
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        min=1,
+        help="Spread the points over a local Dask pool of N workers: one per GPU (at most the GPUs there are), "
+        "or N CPU workers for CPU baselines alone. Needs gemmlab[scale].",
+    ),
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="Spread the points over a running Dask cluster (e.g. tcp://host:8786); this process alone stores them.",
     ),
 ]
 
@@ -107,10 +126,13 @@ def sweep_cmd(
     ] = None,
     isolate: IsolateOption = False,
     timeout: TimeoutOption = None,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Run kernels x sizes x block edges and store every point; a second run resumes where the first stopped.
 
     A user's kernel runs with its parameters as declared (the edge from --blocks); --param sweeps the others.
+    With --workers or --scheduler the points run on Dask workers, each worker process a point's isolation.
     """
     from gemmlab import backends
     from gemmlab.core import gpu
@@ -129,7 +151,7 @@ def sweep_cmd(
         err_console.print(f"[dim]skipped: {label}: {why}[/]", highlight=False)
     if profile and not on_gpu:
         console.print("--profile: nothing to profile (CPU baselines only).", highlight=False)
-    with Store.open(db) as store:
+    with Store.open(db) as store, _pool(workers, scheduler, on_gpu) as pool:
         run_info = run_record() if profile and on_gpu else None
         profiler = _profiler(force, run_info) if run_info is not None else None
 
@@ -140,12 +162,30 @@ def sweep_cmd(
         # isolate None: the worker runs users' kernels only.
         summary = sweep(points, store, force=force, max_seconds=max_seconds, console=err_console, run_info=run_info,
                         after_point=profile_stored if profiler else None, isolate=isolate or None,
-                        timeout=timeout)  # fmt: skip
+                        timeout=timeout, pool=pool)  # fmt: skip
     _print_summary(summary)
     if profiler:
         _print_profile_summary(profiler)
     console.print(f"results in {db}", highlight=False)
     _exit_for(summary.interrupted, bool(summary.failed), not_profiled=profile and on_gpu and _none_profiled(profiler))
+
+
+def _pool(workers: int | None, scheduler: str | None, on_gpu: bool) -> AbstractContextManager[Pool | None]:
+    """The Dask pool the points run on; none (today's one point after another here) without either option."""
+    if workers is None and scheduler is None:
+        return nullcontext()
+    from gemmlab.core import gpu
+    from gemmlab.studies.scale import Pool
+
+    if scheduler is not None:
+        pool = Pool(scheduler)
+    elif on_gpu:
+        pool = Pool(gpus=min(workers, gpu.device_count()))
+    else:
+        pool = Pool(gpus=0, cpu_workers=workers)
+    pool.open()
+    console.print(f"running on {pool.describe()}", highlight=False)
+    return pool
 
 
 @app.command()
@@ -162,8 +202,11 @@ def reproduce(
     sizes: Annotated[
         str | None, typer.Option(help="Replace every experiment's sizes, e.g. 256 for a quick check.")
     ] = None,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Re-run the source documents' experiments on this machine and write the report beside their figures."""
+    from gemmlab import backends
     from gemmlab.studies import experiments
     from gemmlab.studies.reproduce import reproduce as run_experiments
     from gemmlab.studies.sweep import run_record
@@ -177,11 +220,12 @@ def reproduce(
     def announce(experiment: Experiment, n_points: int) -> None:
         console.rule(f"{experiment.name}: {experiment.title} ({n_points} points)")
 
-    with Store.open(db) as store:
+    on_gpu = any(not backends.on_host(k) for e in chosen for k in e.kernels)
+    with Store.open(db) as store, _pool(workers, scheduler, on_gpu) as pool:
         run_info = run_record()  # once: every experiment of this call shares the description
         profiler = _profiler(force, run_info) if profile else None
         outcomes = run_experiments([e.name for e in chosen], store, sizes=size_list, force=force,
-                                   run_info=run_info, on_start=announce)  # fmt: skip
+                                   run_info=run_info, on_start=announce, pool=pool)  # fmt: skip
         failed = False
         for outcome in outcomes:
             name = outcome.experiment.name

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gemmlab import backends
 from gemmlab.core.errors import GemmlabError, NoGPUError, ProfilerError
@@ -31,6 +32,9 @@ from gemmlab.results.store import Store
 from gemmlab.studies.experiments import select
 from gemmlab.studies.experiments.base import REPRODUCE_REPS, Experiment
 from gemmlab.studies.sweep import SweepPoint, SweepSummary, compiles_of, sweep
+
+if TYPE_CHECKING:
+    from gemmlab.studies.scale import Pool
 
 REPRODUCE_MAX_SECONDS = 1.0
 # Profiling stops after this many profiler errors in a row.
@@ -60,11 +64,13 @@ def reproduce(
     max_seconds: float = REPRODUCE_MAX_SECONDS,
     run_info: dict | None = None,
     on_start: Callable[[Experiment, int], None] | None = None,
+    pool: Pool | None = None,
 ) -> list[Outcome]:
     """Run the experiments into ``store`` (resuming: stored points are skipped).
 
     Stops after an experiment that was interrupted (Ctrl-C).
     ``on_start(experiment, n_points)`` is called before each sweep.
+    ``pool``: run each experiment's points on a Dask pool's workers (:mod:`gemmlab.studies.scale`).
     """
     outcomes = []
     chosen = select(requested)
@@ -81,7 +87,7 @@ def reproduce(
         if on_start:
             on_start(experiment, len(points))
         summary = sweep(points, store, experiment.name, force=force, runner=runner, progress=progress,
-                        max_seconds=max_seconds, run_info=run_info)  # fmt: skip
+                        max_seconds=max_seconds, run_info=run_info, pool=pool)  # fmt: skip
         if summary.run_id is not None and experiment.layout.document_cc:
             store.add_compiles(summary.run_id, document_compiles(experiment.layout.document_cc, points))
         outcome = Outcome(experiment, "interrupted" if summary.interrupted else "done", [], left_out, summary)

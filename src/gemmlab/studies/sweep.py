@@ -30,12 +30,15 @@ store (measured now or before) with its rows as :meth:`Store.rows` gives them:
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
+import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gemmlab import backends
 from gemmlab.backends.base import HostBackend
@@ -54,6 +57,9 @@ from gemmlab.kernels import catalogue, user
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.measure import watchdog
 from gemmlab.results.store import Store, compile_row, point_key, result_row
+
+if TYPE_CHECKING:
+    from gemmlab.studies.scale import Pool
 
 # A point variant that is measured once and stored as one row per host-memory kind.
 E2E = "e2e"
@@ -354,6 +360,7 @@ def sweep(
     after_point: Callable[[SweepPoint, list[dict]], None] | None = None,
     isolate: bool | None = None,
     timeout: float | None = None,
+    pool: Pool | None = None,
 ) -> SweepSummary:
     """Run and store every point not stored yet; see the module's docstring.
 
@@ -368,6 +375,8 @@ def sweep(
     points must pickle (a module-level function or a partial of one).
     Ctrl-C stops after storing what is done; the summary says so
     (``interrupted``) and the same call resumes.
+    ``pool``: run the points not stored yet on a Dask pool's workers
+    (:mod:`gemmlab.studies.scale`) instead, and store each as it comes back.
     """
     if isolate is None and runner is not None:
         isolate = False  # an injected runner (a test's fake) runs here unless asked
@@ -383,46 +392,67 @@ def sweep(
         return run_ids[0]
 
     bar = _Progress(len(todo), console) if progress else None
+
+    def stored_before(p: SweepPoint) -> bool:
+        """Whether ``p`` is in the store already (then it is skipped, and counted so)."""
+        if force or not all(store.has_point(experiment, key) for key in p.keys()):
+            return False
+        summary.skipped_existing.append(p.label)
+        if after_point:
+            after_point(p, store.point_rows(experiment, p.keys()))
+        if bar:
+            bar.advance("already stored")
+        return True
+
+    def failed(p: SweepPoint, exc: Exception) -> None:
+        """A point that did not give a figure: refused, or a failure stored as one."""
+        if isinstance(exc, (ConstraintError, DeviceLimitError)):
+            summary.refused.append((p.label, exc.cause))
+            if bar:
+                bar.advance("refused", note=f"refused: {p.label}: {exc.cause}")
+            return
+        # A bug met on one point should not cost the rest of a long unattended
+        # run either: it is reported and stored as a failure (and the command exits non-zero).
+        what = failure_text(exc)
+        summary.failed.append((p.label, what))
+        for failure in failure_rows(p, exc):
+            store.add_failure(run_id(), experiment, failure)
+        if bar:
+            bar.advance("FAILED", note=f"[red]FAILED[/]: {p.label}: {what}")
+
+    def measured(p: SweepPoint, result: Any) -> None:
+        results = result if isinstance(result, list) else [result]
+        rows = [_with_analytic_cgma(result_row(r)) for r in results]
+        store.add_results(run_id(), experiment, rows)
+        store.add_compiles(run_id(), compiles_of(results))
+        summary.done.append(p.label)
+        if after_point:
+            after_point(p, store.point_rows(experiment, p.keys()))
+        if bar:
+            bar.advance(headline(rows[0]))
+
     worker = watchdog.Worker()
     try:
+        if pool is not None:
+            for p, answer in _pool_answers([p for p in todo if not stored_before(p)], pool, runner, max_seconds):
+                if isinstance(answer, Exception):
+                    failed(p, answer)
+                else:
+                    measured(p, answer)
+            return summary
         for p in todo:
             if bar:
                 bar.start(p.label)
-            if not force and all(store.has_point(experiment, key) for key in p.keys()):
-                summary.skipped_existing.append(p.label)
-                if after_point:
-                    after_point(p, store.point_rows(experiment, p.keys()))
-                if bar:
-                    bar.advance("already stored")
+            if stored_before(p):
                 continue
             try:
                 result = _measured(p, runner, worker if _isolated(p, isolate) else None, max_seconds, timeout)
             except (NoGPUError, StoreError):
                 raise  # the same for every point that follows
-            except (ConstraintError, DeviceLimitError) as exc:
-                summary.refused.append((p.label, exc.cause))
-                if bar:
-                    bar.advance("refused", note=f"refused: {p.label}: {exc.cause}")
-                continue
             except Exception as exc:
-                # A bug met on one point should not cost the rest of a long unattended
-                # run either: it is reported and stored as a failure (and the command exits non-zero).
-                what = failure_text(exc)
-                summary.failed.append((p.label, what))
-                for failure in failure_rows(p, exc):
-                    store.add_failure(run_id(), experiment, failure)
-                if bar:
-                    bar.advance("FAILED", note=f"[red]FAILED[/]: {p.label}: {what}")
+                failed(p, exc)
                 continue
-            results = result if isinstance(result, list) else [result]
-            rows = [_with_analytic_cgma(result_row(r)) for r in results]
-            store.add_results(run_id(), experiment, rows)
-            store.add_compiles(run_id(), compiles_of(results))
-            summary.done.append(p.label)
-            if after_point:
-                after_point(p, store.point_rows(experiment, p.keys()))
-            if bar:
-                bar.advance(headline(rows[0]))
+            measured(p, result)
     except KeyboardInterrupt:
         summary.interrupted = True
     finally:
@@ -453,6 +483,48 @@ def _measured(point: SweepPoint, runner: Runner, worker: watchdog.Worker | None,
                                                  warmup=point.warmup, max_seconds=max_seconds)  # fmt: skip
     kernel = catalogue.reference(point.kernel)
     return worker.call(point.label, limit, runner, kernel, point.shape, point.block_edge, point.dtype, **options)
+
+
+# -- running on a Dask pool (gemmlab.studies.scale) ---------------------------
+#
+# Each point runs in a Dask worker process, which is its isolation: a fault that
+# ends the process costs that point only (stored as a fault), and the nanny starts
+# a fresh worker. This process alone writes the store, as each answer comes back.
+
+
+def _pool_answers(points: list[SweepPoint], pool: Pool, runner: Runner,
+                  max_seconds: float) -> Iterator[tuple[SweepPoint, Any]]:  # fmt: skip
+    """Each point with its runner's answer, or the exception it met, as they finish on the pool's workers."""
+    # A user's kernel is named by its declaration's path in another process (as in the watchdog's child).
+    items = [(p, catalogue.reference(p.kernel)) for p in points]
+    run = functools.partial(_run_on_worker, runner=runner, max_seconds=max_seconds)
+    for (point, _), outcome in pool.map(run, items, key=lambda item: item[0].label):
+        if outcome.ok:
+            yield point, outcome.value
+            continue
+        exc = outcome.exception
+        if isinstance(exc, (NoGPUError, StoreError)):
+            raise exc  # the same for every point that follows
+        if not isinstance(exc, Exception) or type(exc).__name__ == "KilledWorker":
+            exc = KernelStopped(
+                "fault",
+                f"fault: {point.label}: {outcome.error}.",
+                "Run `gemmlab check` on the kernel (compute-sanitizer) to find the faulting access and its line.",
+            )
+        yield point, exc
+
+
+def _run_on_worker(item: tuple[SweepPoint, str], *, runner: Runner, max_seconds: float) -> Any:
+    """A point measured in a Dask worker. An error that leaves the worker's CUDA
+    context unusable ends the process, so that no later point runs in it."""
+    point, kernel = item
+    try:
+        return _measured(dataclasses.replace(point, kernel=kernel), runner, None, max_seconds, None)
+    except Exception as exc:
+        if watchdog.poisoning_error(exc) is not None:
+            print(f"gemmlab: {point.label}: {exc}; ending this worker's process", file=sys.stderr, flush=True)
+            os._exit(70)
+        raise
 
 
 def failure_kind(exc: Exception) -> str:

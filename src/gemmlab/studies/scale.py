@@ -1,0 +1,262 @@
+"""Many points at once, through Dask: one worker per GPU of a host, or a cluster of hosts.
+
+gemmlab does not schedule work itself. A :class:`Pool` hands items to Dask
+(``distributed``) and gives back each item's :class:`Outcome` as it finishes;
+the process that called :meth:`Pool.map` is the only one that writes results
+(workers never open the database), so a run killed halfway resumes from what
+the caller stored.
+
+Where the work runs (``scheduler``):
+
+- ``None``, the default, needs nothing started: a Dask cluster on this host,
+  closed with the pool. One single-threaded worker process per visible GPU,
+  each pinned to its GPU with ``CUDA_VISIBLE_DEVICES`` (through dask-cuda's
+  ``LocalCUDACluster`` when it is installed, else distributed's own
+  ``SpecCluster`` of nannies, which is what ``LocalCluster`` builds); with no
+  GPU, ``cpu_workers`` workers for host-backend work.
+- ``"inline"``: no Dask at all; items run here one after another (tests, and
+  a fallback anyone can reason about).
+- an address (``tcp://host:8786``): a running cluster, started by hand with
+  ``dask scheduler`` and ``dask worker ADDRESS`` (or ``dask cuda worker``) on
+  each host.
+
+A worker that dies mid-item (a kernel fault ends its process) comes back as
+that item's error (Dask's ``KilledWorker``); its nanny starts a fresh
+process and the other items go on. Dask retries an item whose worker died
+``distributed.scheduler.allowed-failures`` times before giving up; a local
+pool sets that to ``allowed_failures`` (0: a kernel that faults once faults
+again, and a retry would only cost another process). So that a death costs
+only the item running, the pool keeps no more items in flight than the
+workers have threads: none waits on a worker that dies under another.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from gemmlab.core.errors import GemmlabError, failure_text
+
+INLINE = "inline"
+# Seconds to wait for a running scheduler to answer before saying it does not.
+CONNECT_TIMEOUT_S = 5
+SCALE_FIX = "Install gemmlab's scale extra: `pip install 'gemmlab[scale]'` (dask-cuda is used too where installed)."
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one item came to: its value, or the error in words (``exception``: the error itself, where it is known)."""
+
+    value: Any = None
+    error: str | None = None
+    exception: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Pool:
+    """Dask workers for many items at once; a context manager (see the module's docstring)."""
+
+    def __init__(
+        self,
+        scheduler: str | None = None,
+        gpus: int | None = None,
+        cpu_workers: int | None = None,
+        *,
+        allowed_failures: int = 0,
+    ) -> None:
+        self.scheduler = scheduler
+        self.allowed_failures = allowed_failures
+        self._gpus = gpus
+        self._cpu_workers = cpu_workers or 1
+        self._client: Any = None
+        self._cluster: Any = None
+        self._gpu_ids: list[int] = []
+        if scheduler != INLINE:
+            _distributed()  # say now, before any work, that Dask is missing
+
+    # -- opening and closing ---------------------------------------------
+
+    def __enter__(self) -> Pool:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Start the local cluster or connect to the running one (map does this when needed)."""
+        if self.scheduler == INLINE or self._client is not None:
+            return
+        distributed = _distributed()
+        if self.scheduler is None:
+            self._cluster = self._local_cluster(distributed)
+            self._client = distributed.Client(self._cluster)
+        else:
+            self._client = _connected(distributed, self.scheduler)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+        self._client = self._cluster = None
+
+    def _local_cluster(self, distributed: Any) -> Any:
+        """One single-threaded worker process per GPU (or ``cpu_workers`` without one)."""
+        import dask
+
+        self._gpu_ids = list(range(self._gpus if self._gpus is not None else _visible_gpus()))
+        settings = {
+            "distributed.scheduler.allowed-failures": self.allowed_failures,
+            # One item per worker at a time: none is queued behind an item that kills its worker.
+            "distributed.scheduler.worker-saturation": 1.0,
+        }
+        with dask.config.set(settings):
+            if self._gpu_ids:
+                cuda_cluster = _dask_cuda_cluster()
+                if cuda_cluster is not None:
+                    return cuda_cluster(CUDA_VISIBLE_DEVICES=self._gpu_ids, threads_per_worker=1,
+                                        dashboard_address=None, silence_logs=logging.CRITICAL)  # fmt: skip
+            envs = [{"CUDA_VISIBLE_DEVICES": str(i)} for i in self._gpu_ids] or [{}] * self._cpu_workers
+            workers = {
+                f"gpu-{self._gpu_ids[n]}" if self._gpu_ids else f"cpu-{n}": {
+                    "cls": distributed.Nanny,
+                    "options": {"nthreads": 1, "env": env, "silence_logs": logging.CRITICAL},
+                }
+                for n, env in enumerate(envs)
+            }
+            scheduler = {"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
+            return distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL)
+
+    # -- what it is --------------------------------------------------------
+
+    @property
+    def workers(self) -> int:
+        """How many workers take items now (1 inline)."""
+        if self.scheduler == INLINE:
+            return 1
+        self.open()
+        return len(self._client.scheduler_info(n_workers=-1)["workers"])
+
+    def _threads(self) -> int:
+        info = self._client.scheduler_info(n_workers=-1)["workers"]
+        return max(1, sum(w.get("nthreads", 1) for w in info.values()))
+
+    def describe(self) -> str:
+        """Where the items run, in words."""
+        if self.scheduler == INLINE:
+            return "inline: one item after another in this process (no Dask)"
+        n = self.workers
+        plural = "s" * (n != 1)
+        if self.scheduler is not None:
+            return f"Dask cluster at {self.scheduler}: {n} worker{plural}"
+        if self._gpu_ids:
+            return f"local Dask cluster: {n} worker{plural} ({', '.join(f'GPU {i}' for i in self._gpu_ids)})"
+        return f"local Dask cluster: {n} CPU worker{plural} (no GPU)"
+
+    # -- running -----------------------------------------------------------
+
+    def map(
+        self, fn: Callable[[Any], Any], items: Iterable[Any], *, key: Callable[[Any], str] = str
+    ) -> Iterator[tuple[Any, Outcome]]:
+        """Run ``fn(item)`` on the workers; yield (item, Outcome) in the order
+        they finish. An exception in ``fn`` or a worker's death is that item's
+        Outcome, never the pool's end. ``key`` names an item in Dask's dashboard."""
+        if self.scheduler == INLINE:
+            yield from ((item, _called(fn, item)) for item in items)
+            return
+        self.open()
+        distributed = _distributed()
+        todo = list(items)
+        batch = uuid.uuid4().hex[:8]  # a fresh key per call: Dask would hand back a result it holds under the same
+        waiting = iter(enumerate(todo))
+        item_of: dict[Any, Any] = {}
+
+        def submit_next() -> Any | None:
+            for index, item in waiting:
+                future = self._client.submit(fn, item, key=f"{key(item)} [{batch}-{index}]", pure=False)
+                item_of[future.key] = item
+                return future
+            return None
+
+        started = [f for f in (submit_next() for _ in range(self._threads())) if f is not None]
+        running = distributed.as_completed(started)
+        try:
+            for future in running:
+                yield item_of.pop(future.key), _outcome(future, distributed)
+                following = submit_next()
+                if following is not None:
+                    running.add(following)
+        finally:
+            for future in running.futures:  # a caller that stops early (Ctrl-C) leaves no work behind
+                future.cancel()
+
+
+def _called(fn: Callable[[Any], Any], item: Any) -> Outcome:
+    try:
+        return Outcome(value=fn(item))
+    except Exception as exc:
+        return Outcome(error=failure_text(exc), exception=exc)
+
+
+def _outcome(future: Any, distributed: Any) -> Outcome:
+    """The Outcome of a finished future: its result, the exception ``fn`` raised, or the worker's death."""
+    if future.status == "finished":
+        return Outcome(value=future.result())
+    if future.status == "cancelled":
+        return Outcome(error="cancelled before it ran (the Dask cluster was closed, or the item was cancelled)")
+    exc = future.exception()
+    if isinstance(exc, distributed.KilledWorker):
+        where = getattr(getattr(exc, "last_worker", None), "address", "a worker")
+        what = (
+            f"the Dask worker running it died (KilledWorker, last on {where}): a kernel that faults ends its "
+            "worker's process; the worker is started again for the next item"
+        )
+        return Outcome(error=what, exception=exc)
+    return Outcome(error=failure_text(exc), exception=exc)
+
+
+def _distributed() -> Any:
+    """Dask's distributed package, or an error naming the extra that installs it."""
+    try:
+        return importlib.import_module("distributed")
+    except ImportError:
+        raise GemmlabError("Running on several workers needs Dask (the distributed package), which is not installed.",
+                           SCALE_FIX) from None  # fmt: skip
+
+
+def _dask_cuda_cluster() -> Any:
+    """dask-cuda's LocalCUDACluster where it is installed (one worker per GPU, CUDA set up its way); else None."""
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        return None
+    return LocalCUDACluster
+
+
+def _visible_gpus() -> int:
+    """The GPUs this process sees (0 without a GPU or a driver)."""
+    from gemmlab.core import gpu
+
+    try:
+        return gpu.device_count()
+    except Exception:  # no CuPy, no driver, no GPU: a pool for host-backend work
+        return 0
+
+
+def _connected(distributed: Any, address: str) -> Any:
+    try:
+        return distributed.Client(address, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, ValueError, TypeError) as exc:
+        raise GemmlabError(
+            f"No Dask scheduler answered at {address!r} within {CONNECT_TIMEOUT_S} s ({type(exc).__name__}: {exc}).",
+            "Start one (`dask scheduler`, then `dask worker ADDRESS` on each host) and give the address it prints, "
+            "e.g. --scheduler tcp://host:8786; or leave --scheduler out for a local pool of one worker per GPU.",
+        ) from None
