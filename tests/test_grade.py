@@ -361,3 +361,57 @@ def _inline():
     import contextlib
 
     return contextlib.nullcontext(grade.inline_map)
+
+
+# -- the real compile stage (NVRTC compiles without a GPU) ------------------------
+
+EXAMPLES = ROOT / "examples"
+
+
+def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU description for compiling in this process: the arch is all a compile reads."""
+    from types import SimpleNamespace
+
+    from gemmlab.core import gpu
+
+    monkeypatch.setattr(gpu, "describe", lambda index=0: SimpleNamespace(arch="sm_90"))
+
+
+def test_a_compile_error_names_the_students_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_gpu(monkeypatch)
+    text = TASK.replace("[hidden]", "[hidden]\nsquare = true").replace("shapes = [256, [128, 64, 32]]", "shapes = [256]")
+    task = grade.load_task(write_task(tmp_path, text))
+    with pytest.raises(CompileError, match=r"examples/broken/matmul\.cu\(11\): error"):
+        grade.compile_on_device(str(EXAMPLES / "broken" / "matmul.toml"), task)
+
+
+def test_a_kernel_that_refuses_a_hidden_shape_is_not_told_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_gpu(monkeypatch)
+    text = TASK.replace("shapes = [256, [128, 64, 32]]", "shapes = [256]")
+    task = grade.load_task(write_task(tmp_path, text))
+    assert not any(s.is_square for s in task.hidden)  # naive_define takes square shapes only
+    with pytest.raises(grade.StageFailed) as caught:
+        grade.compile_on_device(str(EXAMPLES / "naive_define" / "matmul.toml"), task)
+    message = str(caught.value)
+    assert "refuses hidden shape 1" in message and "multiples of 32 from 64 to 256" in message
+    assert not any(f"{s.m}x{s.n}x{s.k}" in message for s in task.hidden)
+
+
+def test_the_compile_stage_runs_in_the_worker(tmp_path: Path) -> None:
+    """The real stages: the declaration is read in the worker, not here, and
+    its refusal (the task needs float16) comes back as the verdict."""
+    task = grade.load_task(write_task(tmp_path, TASK.replace('dtypes = ["float32"]', 'dtypes = ["float16"]')))
+    (sub,) = grade.find_submissions([EXAMPLES / "naive_define"])
+    verdict = grade.grade_one(sub, task)
+    assert verdict.stage == "compile" and verdict.grade == FAIL
+    assert "does not declare dtype float16" in verdict.reason
+
+
+def test_a_hidden_shape_is_masked_in_a_reason() -> None:
+    shape = Shape(320, 64, 96)
+    wrong = VerificationError("ann/matmul gave a wrong result on 320x64x96 (block edge 16)", "Fix it.")
+    hidden = grade.masked(wrong, shape, "hidden shape 1")
+    assert isinstance(hidden, VerificationError) and "320" not in str(hidden)
+    assert str(hidden) == "ann/matmul gave a wrong result on hidden shape 1 (block edge 16) Fix it."
+    square = grade.masked(VerificationError("wrong result on 256 (block edge 16)"), Shape.square(256), "hidden shape 2")
+    assert "256" not in str(square)

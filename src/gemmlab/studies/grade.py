@@ -27,6 +27,7 @@ process never imports a submission; it alone writes the results database.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import hashlib
 import math
@@ -402,10 +403,11 @@ def compile_on_device(reference: str, task: Task) -> str:
     if missing := [d for d in task.dtypes if d not in spec.dtypes]:
         raise StageFailed(f"the kernel does not declare dtype {', '.join(missing)}, which the task needs.",
                           f"Declare dtypes = {list(task.dtypes)} and handle them.")  # fmt: skip
+    firsts = [[_task_point(spec, task, i, shape, dtype) for i, shape in enumerate(task.shapes)][0]
+              for dtype in task.dtypes]  # fmt: skip
     info = gpu.describe(0)
-    for dtype in task.dtypes:
-        points = [_task_point(spec, task, i, shape, dtype) for i, shape in enumerate(task.shapes)]
-        backends.for_spec(spec).compile(points[0], info)
+    for point in firsts:
+        backends.for_spec(spec).compile(point, info)
     return info.arch
 
 
@@ -454,9 +456,28 @@ def verify_stage(submission: Submission, task: Task, worker: watchdog.Worker) ->
 
     for i, shape in enumerate(task.hidden, 1):
         for dtype in task.dtypes:
-            worker.call(f"{submission.name} at hidden shape {i} ({dtype})", task.call_limit(), run_declared,
-                        str(submission.kernel), None, shape, None, dtype, reps=1, warmup=1, max_seconds=1.0,
-                        baseline=False)  # fmt: skip
+            try:
+                worker.call(f"{submission.name} at hidden shape {i} ({dtype})", task.call_limit(), run_declared,
+                            str(submission.kernel), None, shape, None, dtype, reps=1, warmup=1, max_seconds=1.0,
+                            baseline=False)  # fmt: skip
+            except GemmlabError as exc:
+                raise masked(exc, shape, f"hidden shape {i}") from None
+
+
+def masked(exc: GemmlabError, shape: Shape, name: str) -> GemmlabError:
+    """``exc`` (of the same kind) with ``shape`` called ``name``: a hidden shape
+    stays hidden in a reason the leaderboard shows."""
+    sized = [f"{shape.m}x{shape.n}x{shape.k}", f"on {shape}"]
+
+    def hide(text: str) -> str:
+        for form in sized:
+            text = text.replace(form, f"on {name}" if form.startswith("on ") else name)
+        return text
+
+    hidden = copy.copy(exc)
+    hidden.cause, hidden.fix = hide(exc.cause), hide(exc.fix)
+    hidden.args = (f"{hidden.cause} {hidden.fix}".strip(),)
+    return hidden
 
 
 def time_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> list[Any]:
