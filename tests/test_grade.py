@@ -280,7 +280,8 @@ def test_the_leaderboard_files(tmp_path: Path) -> None:
     with csv_path.open() as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["rank"], r["submission"], r["grade"], r["attempts"]) for r in rows] == [
-        ("1", "ann", "B", "1"), ("", "bob", FAIL, "2"),
+        ("1", "ann", "B", "1"),
+        ("", "bob", FAIL, "2"),
     ]
     assert rows[0]["share_geomean"] == "0.410" and rows[1]["stage"] == "compile"
     page = html_path.read_text()
@@ -379,7 +380,9 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_compile_error_names_the_students_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_gpu(monkeypatch)
-    text = TASK.replace("[hidden]", "[hidden]\nsquare = true").replace("shapes = [256, [128, 64, 32]]", "shapes = [256]")
+    text = TASK.replace("[hidden]", "[hidden]\nsquare = true").replace(
+        "shapes = [256, [128, 64, 32]]", "shapes = [256]"
+    )
     task = grade.load_task(write_task(tmp_path, text))
     with pytest.raises(CompileError, match=r"examples/broken/matmul\.cu\(11\): error"):
         grade.compile_on_device(str(EXAMPLES / "broken" / "matmul.toml"), task)

@@ -21,7 +21,9 @@ DEFAULT_OUT = Path("gemmlab-grades")
 def grade_cmd(
     submissions: Annotated[
         list[Path],
-        typer.Argument(help="Kernel files (.toml, .cu, .py), a submission's folder, or a folder of them (one per student)."),
+        typer.Argument(
+            help="Kernel files (.toml, .cu, .py), a submission's folder, or a folder of them (one per student)."
+        ),
     ],
     task: Annotated[Path, typer.Option("--task", help="The task (TOML): problem, shapes, hidden shapes, grades.")],
     db: DbOption = DEFAULT_PATH,
@@ -56,8 +58,10 @@ def grade_cmd(
         err_console.print(f"[red]not graded[/]: {escape(submission.name)}: {escape(error)}", highlight=False)
     console.print(f"leaderboard: {', '.join(map(str, paths))}; results in {db}", highlight=False)
     if summary.errors:
-        raise GemmlabError(f"{len(summary.errors)} submission(s) could not be graded (see above); nothing was stored "
-                           "for them.", "Fix what the messages name and run the command again: it grades only those.")  # fmt: skip
+        raise GemmlabError(
+            f"{len(summary.errors)} submission(s) could not be graded (see above); nothing was stored for them.",
+            "Fix what the messages name and run the command again: it grades only those.",
+        )
 
 
 def _check_sanitizer() -> None:

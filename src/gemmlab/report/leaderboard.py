@@ -28,7 +28,9 @@ def standings(grades: Sequence[dict]) -> list[dict]:
         if name not in latest or row["attempt"] > latest[name]["attempt"]:
             latest[name] = row
     rows = [_row(row, attempts[name]) for name, row in latest.items()]
-    passed = sorted((r for r in rows if r["stage"] == PASSED), key=lambda r: (-(r["share_geomean"] or 0.0), r["submission"]))
+    passed = sorted(
+        (r for r in rows if r["stage"] == PASSED), key=lambda r: (-(r["share_geomean"] or 0.0), r["submission"])
+    )
     failed = sorted((r for r in rows if r["stage"] != PASSED), key=lambda r: (-_progress(r["stage"]), r["submission"]))
     for i, row in enumerate(passed, 1):
         row["rank"] = i
@@ -36,8 +38,9 @@ def standings(grades: Sequence[dict]) -> list[dict]:
 
 
 def _row(row: dict, attempts: int) -> dict:
-    return {"rank": None, "submission": row["submission"], "grade": row["grade"], "share_geomean": row["share_geomean"],
-            "stage": row["stage"], "reason": row["reason"] or "", "attempts": attempts, "graded": row["created"]}  # fmt: skip
+    keep = ("submission", "grade", "share_geomean", "stage")
+    return {"rank": None, **{k: row[k] for k in keep}, "reason": row["reason"] or "", "attempts": attempts,
+            "graded": row["created"]}  # fmt: skip
 
 
 def _progress(stage: str) -> int:

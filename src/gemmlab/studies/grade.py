@@ -32,11 +32,12 @@ import functools
 import hashlib
 import math
 import random
-import tomllib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from gemmlab.core.dtypes import DTYPE_CTYPES
 from gemmlab.core.errors import GemmlabError, NoGPUError, failure_text
@@ -321,13 +322,16 @@ def find_submissions(paths: Sequence[Path]) -> list[Submission]:
         else:
             found += [_folder_submission(sub) for sub in sorted(path.iterdir()) if _is_student(sub)]
     if not found:
-        where = ", ".join(map(str, paths))
-        raise GemmlabError(f"no submission found in {where}.",
-                           "Give a kernel file, a folder with one, or a folder of such folders (one per student).")  # fmt: skip
+        raise GemmlabError(
+            f"no submission found in {', '.join(map(str, paths))}.",
+            "Give a kernel file, a folder with one, or a folder of such folders (one per student).",
+        )
     names = [s.name for s in found]
     if twice := sorted({n for n in names if names.count(n) > 1}):
-        raise GemmlabError(f"two submissions are both called {', '.join(twice)}.",
-                           "A submission is called by its folder's name: give each student a folder of their own.")  # fmt: skip
+        raise GemmlabError(
+            f"two submissions are both called {', '.join(twice)}.",
+            "A submission is called by its folder's name: give each student a folder of their own.",
+        )
     return found
 
 
@@ -403,8 +407,10 @@ def compile_on_device(reference: str, task: Task) -> str:
     if missing := [d for d in task.dtypes if d not in spec.dtypes]:
         raise StageFailed(f"the kernel does not declare dtype {', '.join(missing)}, which the task needs.",
                           f"Declare dtypes = {list(task.dtypes)} and handle them.")  # fmt: skip
-    firsts = [[_task_point(spec, task, i, shape, dtype) for i, shape in enumerate(task.shapes)][0]
-              for dtype in task.dtypes]  # fmt: skip
+    firsts = []  # every shape is checked; one compile per dtype serves them all
+    for dtype in task.dtypes:
+        points = [_task_point(spec, task, i, shape, dtype) for i, shape in enumerate(task.shapes)]
+        firsts.append(points[0])
     info = gpu.describe(0)
     for point in firsts:
         backends.for_spec(spec).compile(point, info)
@@ -446,8 +452,10 @@ def sanitize_stage(submission: Submission, task: Task, worker: watchdog.Worker) 
                              tool, timeout=limit, jobs=2)  # fmt: skip
         if not report.clean:
             found = f"{report.errors} report(s)" if report.errors > 0 else "its run under the sanitizer failed"
-            raise StageFailed(f"compute-sanitizer {tool}: {found}:\n{report.findings(limit=20)}",
-                              f"Run `gemmlab check {submission.kernel} --tool {tool}` to see every finding.")  # fmt: skip
+            raise StageFailed(
+                f"compute-sanitizer {tool}: {found}:\n{report.findings(limit=20)}",
+                f"Run `gemmlab check {submission.kernel} --tool {tool}` to see every finding.",
+            )
 
 
 def verify_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> None:
@@ -484,13 +492,13 @@ def time_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> l
     """Every shape of the task timed alternately with cuBLAS: RunResults with ratio_to_baseline."""
     from gemmlab.measure.run import run_declared
 
-    return [
-        worker.call(f"{submission.name} at {shape} ({dtype})", task.call_limit(), run_declared,
-                    str(submission.kernel), None, shape, None, dtype, reps=task.reps,
-                    max_seconds=task.max_seconds)  # fmt: skip
-        for shape in task.shapes
-        for dtype in task.dtypes
-    ]
+    results = []
+    for shape in task.shapes:
+        for dtype in task.dtypes:
+            label = f"{submission.name} at {shape} ({dtype})"
+            results.append(worker.call(label, task.call_limit(), run_declared, str(submission.kernel), None, shape,
+                                       None, dtype, reps=task.reps, max_seconds=task.max_seconds))  # fmt: skip
+    return results
 
 
 def grade_one(submission: Submission, task: Task) -> Verdict:
