@@ -418,3 +418,26 @@ def test_a_hidden_shape_is_masked_in_a_reason() -> None:
     assert str(hidden) == "ann/matmul gave a wrong result on hidden shape 1 (block edge 16) Fix it."
     square = grade.masked(VerificationError("wrong result on 256 (block edge 16)"), Shape.square(256), "hidden shape 2")
     assert "256" not in str(square)
+
+
+def test_a_v8_file_gains_the_grades_table(tmp_path: Path) -> None:
+    import sqlite3
+
+    from gemmlab.results.store import MIGRATIONS
+
+    path = tmp_path / "v8.db"
+    conn = sqlite3.connect(path)
+    for steps in MIGRATIONS[:8]:
+        for step in steps:
+            conn.execute(step) if isinstance(step, str) else step(conn)
+    conn.execute("PRAGMA user_version = 8")
+    conn.commit()
+    conn.close()
+    with Store.open(path) as store:
+        assert store.schema_version == SCHEMA_VERSION == 9 and store.grades("t") == []
+        row = {"task": "t", "submission": "ann", "source_hash": "h", "path": "p", "stage": GRADED, "reason": None,
+               "share_geomean": 0.5, "grade": "A"}  # fmt: skip
+        assert store.add_grade(None, row) == 1 and store.add_grade(None, row) == 2
+        assert [g["attempt"] for g in store.grades("t")] == [1, 2] and store.grades("other") == []
+        with pytest.raises(ValueError, match="attempt"):
+            store.add_grade(None, {**row, "attempt": 3})

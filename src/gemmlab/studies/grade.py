@@ -493,12 +493,20 @@ def time_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> l
     from gemmlab.measure.run import run_declared
 
     results = []
-    for shape in task.shapes:
+    for shape, name in shape_names(task):
         for dtype in task.dtypes:
-            label = f"{submission.name} at {shape} ({dtype})"
-            results.append(worker.call(label, task.call_limit(), run_declared, str(submission.kernel), None, shape,
-                                       None, dtype, reps=task.reps, max_seconds=task.max_seconds))  # fmt: skip
+            try:
+                results.append(worker.call(f"{submission.name} at {name} ({dtype})", task.call_limit(), run_declared,
+                                           str(submission.kernel), None, shape, None, dtype, reps=task.reps,
+                                           max_seconds=task.max_seconds))  # fmt: skip
+            except GemmlabError as exc:
+                raise (masked(exc, shape, name) if shape in task.hidden else exc) from None
     return results
+
+
+def shape_names(task: Task) -> list[tuple[Shape, str]]:
+    """Each shape of the task with what a reason calls it: a hidden one by its number only."""
+    return [(s, str(s)) for s in task.public] + [(s, f"hidden shape {i}") for i, s in enumerate(task.hidden, 1)]
 
 
 def grade_one(submission: Submission, task: Task) -> Verdict:
