@@ -297,6 +297,11 @@ def test_the_submissions_a_folder_holds(tmp_path: Path) -> None:
     (one,) = grade.find_submissions([folder / "ann" / "matmul.cu"])
     assert one.name == "ann" and one.kernel == (folder / "ann" / "matmul.toml").resolve()
     assert one.source_hash == subs["ann"].source_hash != subs["bob"].source_hash
+    (folder / "py").mkdir()
+    (folder / "py" / "matmul.py").write_text("GEMMLAB = {}\n")
+    (folder / "py" / "_helpers.py").write_text("")
+    (py,) = grade.find_submissions([folder / "py"])
+    assert py.kernel == (folder / "py" / "matmul.py").resolve() and len(py.files) == 2
     (folder / "ann" / "other.toml").write_text("")
     with pytest.raises(GemmlabError, match="more than one kernel"):
         grade.find_submissions([folder / "ann"])
