@@ -287,6 +287,8 @@ def test_the_leaderboard_files(tmp_path: Path) -> None:
     page = html_path.read_text()
     assert "matmul.cu(3): &lt;oops&gt;" in page and "A: 0.5 of cuBLAS" in page
     assert page.index(">ann<") < page.index(">bob<")
+    attempts = page.split("<h2>Attempts</h2>")[1]
+    assert attempts.count(">bob<") == 2 and attempts.count(">ann<") == 1 and "0.900" in attempts
 
 
 def test_the_submissions_a_folder_holds(tmp_path: Path) -> None:

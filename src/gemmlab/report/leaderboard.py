@@ -72,8 +72,11 @@ pre { margin: 0; white-space: pre-wrap; font-size: 0.85em; max-width: 50em; }
 """
 
 
-def leaderboard_html(task: str, rows: Sequence[dict], bars: Sequence[tuple[str, float | None]] = ()) -> str:
-    """The page: the task, its grade bars, and the table of :func:`standings`."""
+def leaderboard_html(
+    task: str, rows: Sequence[dict], bars: Sequence[tuple[str, float | None]] = (), grades: Sequence[dict] = ()
+) -> str:
+    """The page: the task, its grade bars, the table of :func:`standings` and
+    every attempt (``grades``, the grades table's rows)."""
     e = html.escape
     bar_text = ", ".join(f"{e(name)}: {'verified' if bar is None else f'{bar:g} of cuBLAS'}" for name, bar in bars)
     body = "\n".join(_html_row(row) for row in rows)
@@ -86,8 +89,23 @@ grading GPU. {len(rows)} submissions{f"; grades: {bar_text}" if bar_text else ""
 <table><thead><tr>{head}</tr></thead>
 <tbody>
 {body}
-</tbody></table></body></html>
+</tbody></table>
+{history_html(grades)}
+</body></html>
 """
+
+
+def history_html(grades: Sequence[dict]) -> str:
+    """Every attempt of every submission, by submission: its worklog across resubmissions."""
+    e = html.escape
+    rows = sorted(grades, key=lambda r: (r["submission"], r["attempt"]))
+    body = "\n".join(
+        f'<tr><td>{e(r["submission"])}</td><td class="num">{r["attempt"]}</td><td>{e(str(r["created"]))}</td>'
+        f'<td>{e(r["stage"])}</td><td>{e(r["grade"])}</td><td class="num">{share_text(r["share_geomean"])}</td></tr>'
+        for r in rows
+    )
+    head = "".join(f"<th>{c}</th>" for c in ("submission", "attempt", "graded", "stage", "grade", "share geomean"))
+    return f"<h2>Attempts</h2>\n<table><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table>"
 
 
 def _html_row(row: dict) -> str:
@@ -112,5 +130,5 @@ def write_leaderboard(out: Path, task: str, grades: Sequence[dict], bars: Sequen
     rows = standings(grades)
     csv_path, html_path = out / "leaderboard.csv", out / "leaderboard.html"
     write_csv(csv_path, rows)
-    html_path.write_text(leaderboard_html(task, rows, bars))
+    html_path.write_text(leaderboard_html(task, rows, bars, grades))
     return [csv_path, html_path]
