@@ -448,3 +448,38 @@ def test_a_v8_file_gains_the_grades_table(tmp_path: Path) -> None:
         assert [g["attempt"] for g in store.grades("t")] == [1, 2] and store.grades("other") == []
         with pytest.raises(ValueError, match="attempt"):
             store.add_grade(None, {**row, "attempt": 3})
+
+
+def test_the_map_is_the_pools_where_there_is_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    import gemmlab.studies
+
+    monkeypatch.delattr(gemmlab.studies, "scale", raising=False)
+    monkeypatch.setitem(sys.modules, "gemmlab.studies.scale", None)  # as if it were not installed
+    with grade.pooled(None) as map_fn:
+        assert map_fn is grade.inline_map
+    with pytest.raises(GemmlabError, match="--scheduler tcp://host:8786"):
+        with grade.pooled("tcp://host:8786"):
+            pass
+
+    opened: list[str | None] = []
+
+    class Pool:
+        def __init__(self, scheduler=None):
+            opened.append(scheduler)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            opened.append("closed")
+
+        def map(self, fn, items, *, key=str):
+            return ((item, grade.Outcome(value=fn(item))) for item in items)
+
+    monkeypatch.setitem(sys.modules, "gemmlab.studies.scale", types.SimpleNamespace(Pool=Pool))
+    with grade.pooled("tcp://host:8786") as map_fn:
+        assert list(map_fn(lambda x: 2 * x, [1, 2])) == [(1, grade.Outcome(2)), (2, grade.Outcome(4))]
+    assert opened == ["tcp://host:8786", "closed"]
