@@ -35,8 +35,9 @@ def grade_cmd(
 ) -> None:
     """Grade submissions: compile, compute-sanitizer, verification on hidden shapes, timing beside cuBLAS.
 
-    Each submission stops at the first stage it fails, with the reason. A submission graded before and unchanged
-    is skipped; a changed one is a new attempt, and earlier attempts are kept.
+    Each submission stops at the first stage it fails, with the reason (docs/grading.md).
+
+    A submission graded before and unchanged is skipped; a changed one is a new attempt, earlier ones are kept.
     """
     from gemmlab.report.leaderboard import write_leaderboard
     from gemmlab.studies import grade
