@@ -149,4 +149,5 @@ def test_help_lists_the_commands_in_their_order() -> None:
         "report",
         "export",
         "tune",
+        "grade",
     ]

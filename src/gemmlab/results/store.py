@@ -59,6 +59,11 @@ A failure never removes a stored result; a point measured again successfully
 clears its failure (:meth:`Store.add_failure`, :meth:`Store.failures`,
 :meth:`Store.clear_failures`).
 
+``grades`` (v9): one verdict per attempt of a submission on a task of
+`gemmlab grade`: the stage it reached, why it stopped, its geometric-mean
+share of the library and its grade; a changed submission is a new attempt and
+the earlier ones stay (:meth:`Store.add_grade`, :meth:`Store.grades`).
+
 ``compiles`` (v8): one row per compile a run used, unique per (run, kernel,
 block edge, dtype, configuration, arch): the NVRTC version and what ptxas
 reported (registers per thread, static shared memory, stack, spills,
@@ -428,6 +433,26 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             UNIQUE (run_id, kernel, block_edge, dtype, config, arch)
         )""",
     ),
+    # v9: gemmlab grade. One verdict per graded attempt of a submission on a
+    # task; a resubmission (its files changed) is a new attempt, and earlier
+    # attempts stay as its history.
+    (
+        """CREATE TABLE grades (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER REFERENCES runs(id),
+            task TEXT NOT NULL,
+            submission TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            source_hash TEXT NOT NULL,
+            path TEXT NOT NULL DEFAULT '',
+            stage TEXT NOT NULL,
+            reason TEXT,
+            share_geomean REAL,
+            grade TEXT NOT NULL,
+            created TEXT NOT NULL,
+            UNIQUE (task, submission, attempt)
+        )""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The first schema whose results record their backend and configuration.
@@ -435,6 +460,10 @@ CONFIG_RECORDED_FROM = 5
 # The first schema that stores each run's compiles.
 COMPILES_FROM = 8
 
+# A verdict of `gemmlab grade` as the grades table stores it (run id and time apart).
+GRADE_FIELDS = (
+    "task", "submission", "attempt", "source_hash", "path", "stage", "reason", "share_geomean", "grade",
+)  # fmt: skip
 CEILING_FIELDS = ("peak_gflops_measured", "bandwidth_gbs_measured")
 RUN_FIELDS = (
     "started", "gemmlab_version", "git_revision", "gpu_name", "cc", "sm_clock_mhz", "memory_clock_mhz",
@@ -1053,6 +1082,31 @@ class Store:
             if not all_experiments:
                 query, params = query + " WHERE COALESCE(experiment, '') = COALESCE(?, '')", (experiment,)
             cursor = self._conn.execute(query + " ORDER BY id", params)
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+
+    def add_grade(self, run_id: int | None, verdict: dict) -> int:
+        """Store a submission's verdict (keys of :data:`GRADE_FIELDS` but
+        ``attempt``) as its next attempt on the task; returns the attempt's number."""
+        if set(verdict) != set(GRADE_FIELDS) - {"attempt"}:
+            raise ValueError(f"a verdict has the keys {', '.join(GRADE_FIELDS)} but attempt, not {sorted(verdict)}")
+        with self._transaction() as conn:
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(attempt), 0) FROM grades WHERE task = ? AND submission = ?",
+                (verdict["task"], verdict["submission"]),
+            ).fetchone()
+            row = {**verdict, "attempt": int(last) + 1, "run_id": run_id, "created": now_utc()}
+            names, marks = ", ".join(row), ", ".join("?" for _ in row)
+            conn.execute(f"INSERT INTO grades ({names}) VALUES ({marks})", tuple(row.values()))
+            return row["attempt"]
+
+    def grades(self, task: str) -> list[dict]:
+        """Every attempt of every submission on ``task``, oldest first; none in
+        a file from before schema v9."""
+        if "grades" not in self._tables_guarded():
+            return []
+        with self._guard():
+            cursor = self._conn.execute("SELECT * FROM grades WHERE task = ? ORDER BY id", (task,))
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 

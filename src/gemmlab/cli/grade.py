@@ -1,0 +1,86 @@
+"""`gemmlab grade`: a class's kernels compiled, sanitized, verified and timed
+against a task; a leaderboard of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from gemmlab.cli.app import DbOption, app, console, err_console, friendly
+from gemmlab.core.errors import GemmlabError
+from gemmlab.results.store import DEFAULT_PATH, Store
+
+DEFAULT_OUT = Path("gemmlab-grades")
+
+
+@app.command("grade")
+@friendly
+def grade_cmd(
+    submissions: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Kernel files (.toml, .cu, .py), a submission's folder, or a folder of them (one per student)."
+        ),
+    ],
+    task: Annotated[Path, typer.Option("--task", help="The task (TOML): problem, shapes, hidden shapes, grades.")],
+    db: DbOption = DEFAULT_PATH,
+    out: Annotated[Path, typer.Option("--out", help="Where leaderboard.csv and leaderboard.html go.")] = DEFAULT_OUT,
+    scheduler: Annotated[
+        str | None, typer.Option("--scheduler", help="A running Dask scheduler's address (default: this host's GPUs).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Grade again submissions graded before, unchanged.")] = False,
+) -> None:
+    """Grade submissions: compile, compute-sanitizer, verification on hidden shapes, timing beside cuBLAS.
+
+    Each submission stops at the first stage it fails, with the reason (docs/grading.md).
+
+    A submission graded before and unchanged is skipped; a changed one is a new attempt, earlier ones are kept.
+    """
+    from gemmlab.report.leaderboard import write_leaderboard
+    from gemmlab.studies import grade
+    from gemmlab.studies.sweep import run_record
+
+    the_task = grade.load_task(task)
+    found = grade.find_submissions(submissions)
+    with Store.open(db) as store:
+        pending = grade.to_grade(found, the_task, store, force=force)
+        if pending:
+            _check_sanitizer()
+        console.print(f"{the_task.name}: {len(pending)} to grade, {len(found) - len(pending)} graded before.",
+                      highlight=False)  # fmt: skip
+        with grade.pooled(scheduler) as map_fn:
+            summary = grade.grade(found, the_task, store, map_fn=map_fn, force=force, run_record=run_record(),
+                                  on_verdict=_print_verdict)  # fmt: skip
+        paths = write_leaderboard(out, the_task.name, store.grades(the_task.name), the_task.thresholds)
+    for submission, error in summary.errors:
+        err_console.print(f"[red]not graded[/]: {escape(submission.name)}: {escape(error)}", highlight=False)
+    console.print(f"leaderboard: {', '.join(map(str, paths))}; results in {db}", highlight=False)
+    if summary.errors:
+        raise GemmlabError(
+            f"{len(summary.errors)} submission(s) could not be graded (see above); nothing was stored for them.",
+            "Fix what the messages name and run the command again: it grades only those.",
+        )
+
+
+def _check_sanitizer() -> None:
+    """Refuse before grading anything when compute-sanitizer is missing: every
+    submission would fail its sanitizer stage for a reason not its own."""
+    from gemmlab.measure.sanitize import find_sanitizer
+
+    find_sanitizer()
+
+
+def _print_verdict(verdict: object) -> None:
+    from gemmlab.studies.grade import GRADED, Verdict
+
+    assert isinstance(verdict, Verdict)
+    if verdict.stage == GRADED:
+        share = "" if verdict.share_geomean is None else f"{verdict.share_geomean:.3f} of cuBLAS, "
+        console.print(f"{escape(verdict.submission)}: {share}grade {escape(verdict.grade)}", highlight=False)
+    else:
+        first = (verdict.reason or "").splitlines()[0]
+        console.print(f"{escape(verdict.submission)}: [red]{escape(verdict.grade)}[/] at {verdict.stage}: "
+                      f"{escape(first)}", highlight=False)  # fmt: skip

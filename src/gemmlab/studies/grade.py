@@ -1,0 +1,624 @@
+"""`gemmlab grade`: a class's kernels checked and timed against one task.
+
+A task (a TOML file, :func:`load_task`) names the problem, the element types,
+the public shapes, a hidden set of shapes drawn from a secret seed, and the
+grades as shares of the library (cuBLAS) on the grading GPU, so that a grade
+means the same on any GPU.
+
+Each submission goes through four stages, in this order, and stops at the
+first that fails, with that stage's reason (:func:`grade_one`):
+
+1. ``compile``: the declaration read and the kernel compiled for the GPU (a
+   compile error names the student's own lines); a kernel that refuses a shape
+   of the task fails here too.
+2. ``sanitize``: compute-sanitizer's memcheck, then racecheck, at small odd
+   shapes, before anything is timed.
+3. ``verify``: the runner's checks (poison, guard bands, a second input set,
+   precision) at every hidden shape, on fresh random inputs.
+4. ``time``: every shape of the task timed alternately with cuBLAS; the share
+   of each is cuBLAS's time over the kernel's.
+
+The student's code runs only in child processes: the watchdog's worker
+(:class:`gemmlab.measure.watchdog.Worker`, one per submission, so a fault or a
+hang costs that submission only) and compute-sanitizer's own. The calling
+process never imports a submission; it alone writes the results database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import hashlib
+import math
+import random
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from gemmlab.core.dtypes import DTYPE_CTYPES
+from gemmlab.core.errors import GemmlabError, NoGPUError, failure_text
+from gemmlab.core.shapes import Shape
+from gemmlab.measure import watchdog
+
+# The stages in the order they run; a verdict that passed them all is "graded".
+STAGES = ("compile", "sanitize", "verify", "time")
+GRADED = "graded"
+# The grade of a submission that failed a stage or reached no threshold.
+FAIL = "fail"
+# A grade whose bar is only to pass every check, whatever the speed.
+VERIFIED = "verified"
+PROBLEMS = ("matmul",)
+SANITIZER_TOOLS = ("memcheck", "racecheck")
+EXAMPLE = "examples/grading/task.toml"
+TASK_KEYS = ("name", "problem", "dtypes", "shapes", "hidden", "grades", "timing")
+HIDDEN_KEYS = ("count", "seed", "min", "max", "multiple", "square")
+TIMING_KEYS = ("reps", "max_seconds", "timeout")
+
+
+class TaskError(GemmlabError):
+    """A task file that gemmlab cannot follow."""
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """How the hidden shapes are drawn: ``count`` shapes from ``seed``, each side
+    a multiple of ``multiple`` in [``low``, ``high``], all sides equal if ``square``."""
+
+    count: int = 0
+    seed: int = 0
+    low: int = 64
+    high: int = 1024
+    multiple: int = 1
+    square: bool = False
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    path: Path
+    problem: str
+    dtypes: tuple[str, ...]
+    public: tuple[Shape, ...]
+    hidden_rule: Hidden
+    # (grade, least share of cuBLAS), best first; a share of None is VERIFIED.
+    thresholds: tuple[tuple[str, float | None], ...]
+    reps: int = 10
+    max_seconds: float = 2.0
+    timeout: float | None = None  # seconds one call may take; None: the watchdog's limit
+
+    @functools.cached_property
+    def hidden(self) -> tuple[Shape, ...]:
+        return hidden_shapes(self.hidden_rule, self.public)
+
+    @property
+    def shapes(self) -> tuple[Shape, ...]:
+        return self.public + self.hidden
+
+    @property
+    def experiment(self) -> str:
+        """What the task's per-shape results are stored under."""
+        return f"grade:{self.name}"
+
+    def call_limit(self) -> float:
+        return self.timeout or watchdog.time_limit(0.0, 0, self.max_seconds)
+
+
+# -- the task file --------------------------------------------------------------
+
+
+def load_task(path: Path) -> Task:
+    """The task in ``path``, every key checked; a TaskError names the key and the fix."""
+    if not path.is_file():
+        raise TaskError(f"task file {path} not found.", f"Give the path of a task TOML; {EXAMPLE} shows one.")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise TaskError(f"{path} is not valid TOML: {exc}.", f"Compare it with {EXAMPLE}.") from None
+    _known_keys(data, TASK_KEYS, str(path))
+    problem = data.get("problem")
+    if problem not in PROBLEMS:
+        raise TaskError(f"{path}: problem = {problem!r} is not one gemmlab grades.", 'Write problem = "matmul".')
+    public = tuple(_shape(s, path) for s in _list(data.get("shapes"), path, "shapes"))
+    if len(set(public)) != len(public):
+        raise TaskError(f"{path}: shapes lists a shape twice.", "List each public shape once.")
+    return Task(
+        name=_name(data.get("name", path.stem), path),
+        path=path,
+        problem=problem,
+        dtypes=_dtypes(data.get("dtypes"), path),
+        public=public,
+        hidden_rule=_hidden(data.get("hidden", {}), path),
+        thresholds=_thresholds(data.get("grades"), path),
+        **_timing(data.get("timing", {}), path),
+    )
+
+
+def _known_keys(data: Any, known: Sequence[str], where: str) -> None:
+    if not isinstance(data, dict):
+        raise TaskError(f"{where} must be a table of keys.", f"Compare it with {EXAMPLE}.")
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise TaskError(f"{where}: unknown key {', '.join(unknown)}.", f"The keys are {', '.join(known)}.")
+
+
+def _name(value: Any, path: Path) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TaskError(f"{path}: name must be a non-empty string.", 'Write name = "matmul-f32", say.')
+    return value.strip()
+
+
+def _list(value: Any, path: Path, key: str) -> list:
+    if not isinstance(value, list) or not value:
+        raise TaskError(f"{path}: {key} must be a non-empty list.", f"See {key} in {EXAMPLE}.")
+    return value
+
+
+def _whole(value: Any, path: Path, key: str, least: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise TaskError(f"{path}: {key} = {value!r} is not a whole number of at least {least}.", f"Give {key} one.")
+    return value
+
+
+def _shape(value: Any, path: Path) -> Shape:
+    """A square size N, or [M, N, K]."""
+    if isinstance(value, list) and len(value) == 3:
+        return Shape(*(_whole(v, path, "a side in shapes") for v in value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Shape.square(_whole(value, path, "a size in shapes"))
+    raise TaskError(f"{path}: {value!r} in shapes is not a shape.", "Write a square size (512) or [M, N, K].")
+
+
+def _dtypes(value: Any, path: Path) -> tuple[str, ...]:
+    dtypes = _list(value, path, "dtypes")
+    bad = [d for d in dtypes if d not in DTYPE_CTYPES]
+    if bad:
+        raise TaskError(f"{path}: unknown dtype {', '.join(map(repr, bad))}.", 'Write dtypes = ["float32"], say.')
+    return tuple(dtypes)
+
+
+def _hidden(value: Any, path: Path) -> Hidden:
+    where = f"{path} [hidden]"
+    _known_keys(value, HIDDEN_KEYS, where)
+    count = _whole(value.get("count", 0), path, "hidden.count", least=0)
+    if count and "seed" not in value:
+        raise TaskError(f"{where}: count = {count} needs a seed.", "Add seed = <a whole number you keep secret>.")
+    seed = _whole(value.get("seed", 0), path, "hidden.seed", least=0)
+    rule = Hidden(
+        count=count,
+        seed=seed,
+        low=_whole(value.get("min", Hidden.low), path, "hidden.min"),
+        high=_whole(value.get("max", Hidden.high), path, "hidden.max"),
+        multiple=_whole(value.get("multiple", Hidden.multiple), path, "hidden.multiple"),
+        square=bool(value.get("square", False)),
+    )
+    if count and not _sides(rule):
+        raise TaskError(
+            f"{where}: no multiple of {rule.multiple} lies between min = {rule.low} and max = {rule.high}.",
+            "Widen min and max, or lower multiple.",
+        )
+    return rule
+
+
+def _thresholds(value: Any, path: Path) -> tuple[tuple[str, float | None], ...]:
+    """The grades, best first: each a least share of cuBLAS (0 < share), or
+    "verified" for the grade of any submission that passes every check."""
+    if not isinstance(value, dict) or not value:
+        raise TaskError(f"{path}: [grades] is missing or empty.", "Add [grades] with A = 0.5, say (shares of cuBLAS).")
+    out: list[tuple[str, float | None]] = []
+    for name, bar in value.items():
+        if bar == VERIFIED:
+            out.append((name, None))
+        elif isinstance(bar, int | float) and not isinstance(bar, bool) and 0 < bar:
+            out.append((name, float(bar)))
+        else:
+            raise TaskError(
+                f'{path}: grades.{name} = {bar!r} is neither a share of cuBLAS above 0 nor "{VERIFIED}".',
+                f'Write {name} = 0.25 (a quarter of cuBLAS\'s speed), or {name} = "{VERIFIED}".',
+            )
+    if name := next((n for n in value if n == FAIL), None):
+        raise TaskError(f"{path}: grades.{name}: {FAIL!r} is the grade of what passes no bar.", "Rename it.")
+    return tuple(sorted(out, key=lambda item: -1.0 if item[1] is None else item[1], reverse=True))
+
+
+def _timing(value: Any, path: Path) -> dict:
+    _known_keys(value, TIMING_KEYS, f"{path} [timing]")
+    out: dict[str, Any] = {}
+    if "reps" in value:
+        out["reps"] = _whole(value["reps"], path, "timing.reps")
+    for key in ("max_seconds", "timeout"):
+        if key in value:
+            seconds = value[key]
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+                raise TaskError(f"{path}: timing.{key} = {seconds!r} is not a positive number of seconds.",
+                                f"Give timing.{key} as 2.0, say.")  # fmt: skip
+            out[key] = float(seconds)
+    return out
+
+
+# -- hidden shapes, shares, grades ---------------------------------------------
+
+
+def _sides(rule: Hidden) -> range:
+    """The side lengths a hidden shape may have."""
+    return range(rule.multiple * math.ceil(rule.low / rule.multiple), rule.high + 1, rule.multiple)
+
+
+def hidden_shapes(rule: Hidden, public: Sequence[Shape] = ()) -> tuple[Shape, ...]:
+    """``rule.count`` shapes drawn from ``rule.seed`` alone (the same on every
+    machine and run), none of them a public shape nor drawn twice; fewer only
+    when the bounds hold fewer."""
+    sides = _sides(rule)
+    rng = random.Random(rule.seed)
+    drawn: list[Shape] = []
+    for _ in range(100 * rule.count):  # enough tries unless the bounds hold hardly more shapes than asked
+        if len(drawn) == rule.count:
+            break
+        shape = Shape.square(rng.choice(sides)) if rule.square else Shape(*(rng.choice(sides) for _ in range(3)))
+        if shape not in drawn and shape not in public:
+            drawn.append(shape)
+    return tuple(drawn)
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    """The geometric mean of positive ``values``; None when there are none. The
+    mean of ratios that treats a 2x gain on one shape and a 2x loss on another as even."""
+    values = list(values)
+    if not values:
+        return None
+    if any(v <= 0 for v in values):
+        raise ValueError(f"a geometric mean takes positive values, not {min(values)}")
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def grade_of(share: float | None, thresholds: Sequence[tuple[str, float | None]]) -> str:
+    """The best grade whose bar ``share`` reaches (None: the submission was not
+    timed, so only a "verified" bar can be reached); :data:`FAIL` otherwise."""
+    for name, bar in thresholds:
+        if bar is None or (share is not None and share >= bar):
+            return name
+    return FAIL
+
+
+# -- submissions ----------------------------------------------------------------
+
+KERNEL_SUFFIXES = (".toml", ".py")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One student's kernel: ``kernel`` is the file gemmlab reads (a declaration
+    or a Python file); None when the folder holds none (it fails to compile)."""
+
+    name: str
+    folder: Path
+    kernel: Path | None
+    files: tuple[Path, ...]
+
+    @functools.cached_property
+    def source_hash(self) -> str:
+        """What a resubmission changes: the bytes of the submission's files."""
+        digest = hashlib.sha256()
+        for path in self.files:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()[:16]
+
+
+def find_submissions(paths: Sequence[Path]) -> list[Submission]:
+    """The submissions in ``paths``: a kernel file (a .cu finds its .toml), a
+    folder that holds one, or a folder of such folders (one per student)."""
+    found: list[Submission] = []
+    for path in paths:
+        if not path.exists():
+            raise GemmlabError(f"{path} not found.", "Give submission files or folders that exist.")
+        if path.is_file():
+            found.append(_file_submission(path))
+        elif _kernel_files(path):
+            found.append(_folder_submission(path))
+        else:
+            found += [_folder_submission(sub) for sub in sorted(path.iterdir()) if _is_student(sub)]
+    if not found:
+        raise GemmlabError(
+            f"no submission found in {', '.join(map(str, paths))}.",
+            "Give a kernel file, a folder with one, or a folder of such folders (one per student).",
+        )
+    names = [s.name for s in found]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise GemmlabError(
+            f"two submissions are both called {', '.join(twice)}.",
+            "A submission is called by its folder's name: give each student a folder of their own.",
+        )
+    return found
+
+
+def _is_student(path: Path) -> bool:
+    return path.is_dir() and not path.name.startswith((".", "_"))
+
+
+def _files(folder: Path) -> tuple[Path, ...]:
+    return tuple(sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts))
+
+
+def _kernel_files(folder: Path) -> list[Path]:
+    tomls = sorted(folder.glob("*.toml"))
+    return tomls or sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
+
+
+def _folder_submission(folder: Path) -> Submission:
+    kernels = _kernel_files(folder)
+    if len(kernels) > 1:
+        raise GemmlabError(f"{folder} holds more than one kernel: {', '.join(p.name for p in kernels)}.",
+                           "Leave one declaration (.toml) or one Python file in each submission's folder.")  # fmt: skip
+    return Submission(folder.name, folder.resolve(), kernels[0].resolve() if kernels else None, _files(folder))
+
+
+def _file_submission(path: Path) -> Submission:
+    kernel = path.with_suffix(".toml") if path.suffix == ".cu" else path
+    if kernel.suffix not in KERNEL_SUFFIXES or not kernel.is_file():
+        raise GemmlabError(f"{path} is not a kernel gemmlab can grade.",
+                           "Give a declaration (.toml, or the .cu beside it) or a Python file.")  # fmt: skip
+    siblings = tuple(sorted(p for p in path.parent.glob(f"{path.stem}.*") if p.is_file()))
+    return Submission(path.resolve().parent.name, path.resolve().parent, kernel.resolve(), siblings)
+
+
+# -- the stages -----------------------------------------------------------------
+
+
+class StageFailed(GemmlabError):
+    """A submission that fails a stage for a reason of its own making."""
+
+
+@dataclass
+class Verdict:
+    """What grading one submission found (sent back to the calling process)."""
+
+    submission: str
+    path: str
+    source_hash: str
+    stage: str  # the stage it failed at, or GRADED
+    reason: str | None
+    shares: dict[str, float] = field(default_factory=dict)  # by "shape dtype"
+    share_geomean: float | None = None
+    grade: str = FAIL
+    results: list[Any] = field(default_factory=list)  # the timed RunResults
+
+    def row(self, task: Task) -> dict:
+        """The grades table's row (attempt apart)."""
+        return {"task": task.name, "submission": self.submission, "source_hash": self.source_hash,
+                "path": self.path, "stage": self.stage, "reason": self.reason,
+                "share_geomean": self.share_geomean, "grade": self.grade}  # fmt: skip
+
+
+def compile_on_device(reference: str, task: Task) -> str:
+    """In the worker: read the kernel, check it takes every shape of the task in
+    every dtype, and compile it for this GPU; returns the arch compiled for."""
+    from gemmlab import backends
+    from gemmlab.core import gpu
+    from gemmlab.kernels import catalogue
+
+    spec = catalogue.get(reference)
+    if spec.problem.name != task.problem:
+        raise StageFailed(f"the kernel computes {spec.problem.name}; the task is {task.problem}.",
+                          f'Declare problem = "{task.problem}".')  # fmt: skip
+    if missing := [d for d in task.dtypes if d not in spec.dtypes]:
+        raise StageFailed(f"the kernel does not declare dtype {', '.join(missing)}, which the task needs.",
+                          f"Declare dtypes = {list(task.dtypes)} and handle them.")  # fmt: skip
+    firsts = []  # every shape is checked; one compile per dtype serves them all
+    for dtype in task.dtypes:
+        points = [_task_point(spec, task, i, shape, dtype) for i, shape in enumerate(task.shapes)]
+        firsts.append(points[0])
+    info = gpu.describe(0)
+    for point in firsts:
+        backends.for_spec(spec).compile(point, info)
+    return info.arch
+
+
+def _task_point(spec: Any, task: Task, index: int, shape: Shape, dtype: str) -> Any:
+    """The kernel's point at a shape of the task; a hidden shape refused is not named."""
+    from gemmlab.core.errors import ConstraintError
+    from gemmlab.kernels import catalogue
+
+    try:
+        return catalogue.point(spec.id, shape, None, dtype, spec=spec)
+    except ConstraintError as exc:
+        if index < len(task.public):
+            raise
+        rule = task.hidden_rule
+        raise StageFailed(
+            f"the kernel refuses hidden shape {index - len(task.public) + 1} of the task.",
+            f"Take any M, N, K that are multiples of {rule.multiple} from {rule.low} to {rule.high}"
+            + (" (M = N = K)." if rule.square else "."),
+        ) from exc
+
+
+def compile_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> None:
+    if submission.kernel is None:
+        raise StageFailed(f"{submission.folder} holds no kernel.", "Submit a declaration (.toml) or a Python file.")
+    worker.call(f"{submission.name} (compile)", task.call_limit(), compile_on_device, str(submission.kernel), task)
+
+
+def sanitize_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> None:
+    """memcheck, then racecheck, in the worker (it reads the kernel, which the
+    calling process must not); each report's findings are the reason."""
+    from gemmlab.measure import sanitize
+
+    limit = task.call_limit()
+    for tool in SANITIZER_TOOLS:
+        report = worker.call(f"{submission.name} ({tool})", 2 * limit, sanitize.check, [str(submission.kernel)],
+                             tool, timeout=limit, jobs=2)  # fmt: skip
+        if not report.clean:
+            found = f"{report.errors} report(s)" if report.errors > 0 else "its run under the sanitizer failed"
+            raise StageFailed(
+                f"compute-sanitizer {tool}: {found}:\n{report.findings(limit=20)}",
+                f"Run `gemmlab check {submission.kernel} --tool {tool}` to see every finding.",
+            )
+
+
+def verify_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> None:
+    """The runner's checks at every hidden shape, fresh inputs each, no baseline, one timed launch."""
+    from gemmlab.measure.run import run_declared
+
+    for i, shape in enumerate(task.hidden, 1):
+        for dtype in task.dtypes:
+            try:
+                worker.call(f"{submission.name} at hidden shape {i} ({dtype})", task.call_limit(), run_declared,
+                            str(submission.kernel), None, shape, None, dtype, reps=1, warmup=1, max_seconds=1.0,
+                            baseline=False)  # fmt: skip
+            except GemmlabError as exc:
+                raise masked(exc, shape, f"hidden shape {i}") from None
+
+
+def masked(exc: GemmlabError, shape: Shape, name: str) -> GemmlabError:
+    """``exc`` (of the same kind) with ``shape`` called ``name``: a hidden shape
+    stays hidden in a reason the leaderboard shows."""
+    sized = [f"{shape.m}x{shape.n}x{shape.k}", f"on {shape}"]
+
+    def hide(text: str) -> str:
+        for form in sized:
+            text = text.replace(form, f"on {name}" if form.startswith("on ") else name)
+        return text
+
+    hidden = copy.copy(exc)
+    hidden.cause, hidden.fix = hide(exc.cause), hide(exc.fix)
+    hidden.args = (f"{hidden.cause} {hidden.fix}".strip(),)
+    return hidden
+
+
+def time_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> list[Any]:
+    """Every shape of the task timed alternately with cuBLAS: RunResults with ratio_to_baseline."""
+    from gemmlab.measure.run import run_declared
+
+    results = []
+    for shape, name in shape_names(task):
+        for dtype in task.dtypes:
+            try:
+                results.append(worker.call(f"{submission.name} at {name} ({dtype})", task.call_limit(), run_declared,
+                                           str(submission.kernel), None, shape, None, dtype, reps=task.reps,
+                                           max_seconds=task.max_seconds))  # fmt: skip
+            except GemmlabError as exc:
+                raise (masked(exc, shape, name) if shape in task.hidden else exc) from None
+    return results
+
+
+def shape_names(task: Task) -> list[tuple[Shape, str]]:
+    """Each shape of the task with what a reason calls it: a hidden one by its number only."""
+    return [(s, str(s)) for s in task.public] + [(s, f"hidden shape {i}") for i, s in enumerate(task.hidden, 1)]
+
+
+def grade_one(submission: Submission, task: Task) -> Verdict:
+    """Run the stages in order in a worker of the submission's own; stop at the
+    first that fails. A GemmlabError of the submission's making is its verdict;
+    one of the machine's (no GPU) and any bug are raised, and nothing is stored."""
+    verdict = Verdict(submission.name, str(submission.kernel or submission.folder), submission.source_hash, GRADED,
+                      None)  # fmt: skip
+    stages: tuple[tuple[str, Callable[..., Any]], ...] = (
+        ("compile", compile_stage), ("sanitize", sanitize_stage), ("verify", verify_stage), ("time", time_stage),
+    )  # fmt: skip
+    results: Any = None
+    with watchdog.Worker() as worker:
+        for name, stage in stages:
+            try:
+                results = stage(submission, task, worker)
+            except NoGPUError:
+                raise
+            except GemmlabError as exc:
+                verdict.stage, verdict.reason = name, f"{name}: {failure_text(exc)}"
+                return verdict
+    return scored(verdict, results or [], task)
+
+
+def scored(verdict: Verdict, results: list[Any], task: Task) -> Verdict:
+    """``verdict`` with each timed shape's share of cuBLAS, their geometric mean and the grade."""
+    verdict.results = results
+    verdict.shares = {f"{r.shape} {r.dtype}": r.ratio_to_baseline for r in results if r.ratio_to_baseline}
+    if len(verdict.shares) < len(results):
+        verdict.stage, verdict.reason = "time", "time: cuBLAS gave no time to compare with at some shape."
+        return verdict
+    verdict.share_geomean = geomean(verdict.shares.values())
+    verdict.grade = grade_of(verdict.share_geomean, task.thresholds)
+    return verdict
+
+
+# -- many submissions -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a map gives for one item: its value, or why it gave none
+    (the same fields as gemmlab.studies.scale's)."""
+
+    value: Any = None
+    error: str | None = None
+
+
+MapFn = Callable[..., Iterator[tuple[Any, Any]]]
+
+
+def inline_map(fn: Callable[[Any], Any], items: Iterable[Any], *, key: Callable[[Any], str] = str) -> Iterator:
+    """``fn`` on each item in this process, in order: the map with nothing to start."""
+    for item in items:
+        try:
+            yield item, Outcome(value=fn(item))
+        except Exception as exc:
+            yield item, Outcome(error=failure_text(exc))
+
+
+@contextlib.contextmanager
+def pooled(scheduler: str | None = None) -> Iterator[MapFn]:
+    """A map over the local GPUs, or the Dask cluster at ``scheduler``, through
+    gemmlab.studies.scale where it is installed; else :func:`inline_map`."""
+    try:
+        from gemmlab.studies import scale  # type: ignore[attr-defined]
+    except ImportError:
+        if scheduler:
+            raise GemmlabError(f"--scheduler {scheduler}: this gemmlab cannot reach a Dask cluster.",
+                               "Grade without --scheduler (one submission after another here).") from None  # fmt: skip
+        yield inline_map
+        return
+    with scale.Pool(scheduler=scheduler) as pool:
+        yield pool.map
+
+
+@dataclass
+class GradeSummary:
+    graded: list[Verdict] = field(default_factory=list)
+    skipped: list[Submission] = field(default_factory=list)  # graded before, unchanged
+    errors: list[tuple[Submission, str]] = field(default_factory=list)  # not graded: nothing stored
+
+
+def to_grade(submissions: Sequence[Submission], task: Task, store: Any, *, force: bool = False) -> list[Submission]:
+    """The submissions not graded before in their present form (all with ``force``)."""
+    if force:
+        return list(submissions)
+    done = {(row["submission"], row["source_hash"]) for row in store.grades(task.name)}
+    return [s for s in submissions if (s.name, s.source_hash) not in done]
+
+
+def grade(
+    submissions: Sequence[Submission], task: Task, store: Any, *, map_fn: MapFn = inline_map, force: bool = False,
+    run_record: dict | None = None, on_verdict: Callable[[Verdict], None] | None = None,
+) -> GradeSummary:  # fmt: skip
+    """Grade ``submissions`` through ``map_fn`` and store each verdict (a new
+    attempt) and its timed results here, as each comes back, so that a run
+    stopped halfway keeps what it graded."""
+    summary = GradeSummary()
+    pending = to_grade(submissions, task, store, force=force)
+    summary.skipped = [s for s in submissions if s not in pending]
+    run_id: int | None = None
+    for submission, outcome in map_fn(functools.partial(grade_one, task=task), pending, key=lambda s: s.name):
+        if outcome.error is not None:
+            summary.errors.append((submission, outcome.error))
+            continue
+        verdict: Verdict = outcome.value
+        if run_id is None:
+            run_id = store.start_run(run_record or {})
+        if verdict.results:
+            store.add_results(run_id, task.experiment, verdict.results)
+        store.add_grade(run_id, verdict.row(task))
+        summary.graded.append(verdict)
+        if on_verdict is not None:
+            on_verdict(verdict)
+    return summary

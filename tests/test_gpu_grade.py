@@ -1,0 +1,126 @@
+"""`gemmlab grade` on the GPU: a small class of the examples, each stopped at
+the stage that should catch it, the passing ones timed beside cuBLAS.
+
+Skipped without a GPU (conftest), and without compute-sanitizer (the stage
+every submission goes through). The slow test adds the examples whose catching
+stage may vary and the kernel that hangs (a minute under the sanitizer).
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gemmlab.core.errors import GemmlabError
+from gemmlab.measure.sanitize import find_sanitizer
+from gemmlab.report.leaderboard import standings, write_leaderboard
+from gemmlab.results.store import Store
+from gemmlab.studies import grade
+from gemmlab.studies.grade import FAIL, GRADED
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+# Square shapes, sides multiples of 32: naive_define (and the faulty kernels
+# without bounds checks) take only those.
+TASK = """
+name = "gpu-test"
+problem = "matmul"
+dtypes = ["float32"]
+shapes = [256]
+[hidden]
+count = 2
+seed = 5
+min = 128
+max = 512
+multiple = 32
+square = true
+[grades]
+A = 0.5
+B = 0.1
+pass = "verified"
+[timing]
+reps = 5
+max_seconds = 1.0
+timeout = 120
+"""
+
+
+def _no_sanitizer() -> str | None:
+    try:
+        find_sanitizer()
+    except GemmlabError as exc:
+        return exc.cause
+    return None
+
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_no_sanitizer() is not None, reason=f"{_no_sanitizer()}")]
+
+
+def a_class(tmp_path: Path, *names: str) -> Path:
+    """The examples named, each copied into a student's folder of the class,
+    each declaring one tile edge: the sanitizer checks every declared edge, and
+    one is what a student hands in."""
+    folder = tmp_path / "class"
+    for name in names:
+        source = EXAMPLES / name
+        shutil.copytree(source, folder / source.name)
+        declaration = folder / source.name / "matmul.toml"
+        declaration.write_text(declaration.read_text().replace("TILE = [16, 8, 32]", "TILE = [32]"))
+    return folder
+
+
+def graded(tmp_path: Path, *names: str) -> tuple[dict[str, grade.Verdict], grade.Task, Path]:
+    task_path = tmp_path / "task.toml"
+    task_path.write_text(TASK)
+    task = grade.load_task(task_path)
+    db = tmp_path / "results.db"
+    with Store.open(db) as store:
+        summary = grade.grade(grade.find_submissions([a_class(tmp_path, *names)]), task, store)
+    assert not summary.errors, summary.errors
+    return {v.submission: v for v in summary.graded}, task, db
+
+
+def test_a_class_is_graded_stage_by_stage(tmp_path: Path) -> None:
+    names = ("naive_define", "tiled_template", "broken", "faulty/fault", "faulty/cached_answer", "faulty/missing_sync")
+    verdicts, task, db = graded(tmp_path, *names)
+    assert set(verdicts) == {"naive_define", "tiled_template", "broken", "fault", "cached_answer", "missing_sync"}
+
+    for name in ("naive_define", "tiled_template"):
+        v = verdicts[name]
+        assert v.stage == GRADED and v.reason is None, v.reason
+        assert len(v.shares) == len(task.shapes) == 3 and all(s > 0 for s in v.shares.values())
+        assert v.grade == grade.grade_of(v.share_geomean, task.thresholds) != FAIL
+    assert verdicts["broken"].stage == "compile"
+    assert "matmul.cu(11)" in verdicts["broken"].reason  # the student's own line
+    assert verdicts["fault"].stage == "sanitize" and "memcheck" in verdicts["fault"].reason
+    assert verdicts["missing_sync"].stage == "sanitize"
+    # Its answer is right for the inputs it first saw: only fresh inputs catch it.
+    assert verdicts["cached_answer"].stage == "verify", verdicts["cached_answer"].reason
+    assert "hidden shape" in verdicts["cached_answer"].reason
+    assert not any(f"on {s}" in verdicts["cached_answer"].reason for s in task.hidden)
+
+    with Store.open(db) as store:
+        rows = store.rows(task.experiment)
+        assert {(r["kernel"], r["m"]) for r in rows} == {
+            (f"{name}/matmul", s.m) for name in ("naive_define", "tiled_template") for s in task.shapes
+        }
+        paths = write_leaderboard(tmp_path / "out", task.name, store.grades(task.name), task.thresholds)
+        ranked = standings(store.grades(task.name))
+    assert {r["submission"] for r in ranked[:2]} == {"naive_define", "tiled_template"}
+    assert [r["rank"] for r in ranked[:2]] == [1, 2] and ranked[0]["share_geomean"] >= ranked[1]["share_geomean"]
+    assert all(r["grade"] == FAIL and r["reason"] for r in ranked[2:])
+    with paths[0].open() as handle:
+        assert len(list(csv.DictReader(handle))) == 6
+
+
+@pytest.mark.slow
+def test_every_faulty_example_fails(tmp_path: Path) -> None:
+    names = ("faulty/accumulate_into_c", "faulty/oob_write", "faulty/lower_precision", "faulty/hang")
+    verdicts, _, _ = graded(tmp_path, *names)
+    for name, v in verdicts.items():
+        assert v.grade == FAIL and v.stage in ("sanitize", "verify", "time"), (name, v.stage, v.reason)
+    assert verdicts["hang"].stage == "sanitize"

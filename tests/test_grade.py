@@ -1,0 +1,485 @@
+"""`gemmlab grade` without a GPU: the task file, hidden shapes, grades, the
+stages' order (with fake stages), the stored attempts and the leaderboard."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pytest
+
+from gemmlab.backends.nvrtc import Resources
+from gemmlab.core.errors import CompileError, GemmlabError, NoGPUError, VerificationError
+from gemmlab.core.shapes import Shape
+from gemmlab.core.timing import Timing
+from gemmlab.measure.run import RunResult
+from gemmlab.report.leaderboard import standings, write_leaderboard
+from gemmlab.results.store import SCHEMA_VERSION, Store
+from gemmlab.studies import grade
+from gemmlab.studies.grade import FAIL, GRADED, Hidden, TaskError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "grading" / "task.toml"
+
+TASK = """
+name = "t"
+problem = "matmul"
+dtypes = ["float32"]
+shapes = [256, [128, 64, 32]]
+[hidden]
+count = 2
+seed = 7
+min = 64
+max = 256
+multiple = 32
+[grades]
+A = 0.5
+B = 0.25
+pass = "verified"
+"""
+
+
+def write_task(tmp_path: Path, text: str = TASK) -> Path:
+    path = tmp_path / "task.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_example_task_reads() -> None:
+    task = grade.load_task(EXAMPLE)
+    assert task.problem == "matmul" and task.dtypes == ("float32",)
+    assert task.public == (Shape.square(1024), Shape(2048, 1024, 512))
+    assert len(task.hidden) == 3 and task.shapes == task.public + task.hidden
+    assert [name for name, _ in task.thresholds] == ["A", "B", "C", "pass"]
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (('problem = "matmul"', 'problem = "conv"'), "problem"),
+        (('dtypes = ["float32"]', 'dtypes = ["float33"]'), "float33"),
+        (("shapes = [256, [128, 64, 32]]", "shapes = [256, [128, 64]]"), "shapes"),
+        (("shapes = [256, [128, 64, 32]]", "shapes = [256, 256]"), "twice"),
+        (("shapes = [256, [128, 64, 32]]", "shapes = []"), "shapes"),
+        (("seed = 7\n", ""), "seed"),
+        (("multiple = 32", "multiple = 300"), "multiple of 300"),
+        (("A = 0.5", "A = -1"), "grades.A"),
+        (('pass = "verified"', 'pass = "sometimes"'), "grades.pass"),
+        (("[grades]", "colour = 1\n[grades]"), "hidden"),
+        (('name = "t"', 'name = "t"\ncolour = 1'), "unknown key colour"),
+        (('name = "t"', "name = [1"), "not valid TOML"),
+    ],
+)
+def test_a_bad_task_is_refused_naming_the_key(tmp_path: Path, change: tuple[str, str], named: str) -> None:
+    old, new = change
+    assert old in TASK
+    with pytest.raises(TaskError) as caught:
+        grade.load_task(write_task(tmp_path, TASK.replace(old, new, 1)))
+    assert named in str(caught.value) and caught.value.fix
+
+
+def test_a_missing_task_or_grades_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match="not found"):
+        grade.load_task(tmp_path / "none.toml")
+    no_grades = TASK.split("[grades]")[0]
+    with pytest.raises(TaskError, match=r"\[grades\] is missing"):
+        grade.load_task(write_task(tmp_path, no_grades))
+
+
+def test_hidden_shapes_come_from_the_seed_alone() -> None:
+    public = (Shape.square(256),)
+    rule = Hidden(count=5, seed=11, low=64, high=512, multiple=32)
+    first, again = grade.hidden_shapes(rule, public), grade.hidden_shapes(rule, public)
+    assert first == again and len(first) == 5 and len(set(first)) == 5
+    assert not set(first) & set(public)
+    assert all(64 <= side <= 512 and side % 32 == 0 for s in first for side in (s.m, s.n, s.k))
+    other = grade.hidden_shapes(Hidden(count=5, seed=12, low=64, high=512, multiple=32), public)
+    assert other != first
+
+
+def test_square_hidden_shapes_skip_the_public_ones() -> None:
+    # Only 64, 96 and 128 fit, and 96 is public: two shapes are left to draw.
+    rule = Hidden(count=5, seed=3, low=64, high=128, multiple=32, square=True)
+    shapes = grade.hidden_shapes(rule, (Shape.square(96),))
+    assert sorted(s.m for s in shapes) == [64, 128] and all(s.is_square for s in shapes)
+
+
+def test_grades_follow_the_thresholds() -> None:
+    bars = (("A", 0.5), ("B", 0.25), ("pass", None))
+    assert grade.grade_of(0.7, bars) == "A"
+    assert grade.grade_of(0.5, bars) == "A"
+    assert grade.grade_of(0.3, bars) == "B"
+    assert grade.grade_of(0.01, bars) == "pass"
+    assert grade.grade_of(0.01, (("A", 0.5),)) == FAIL
+
+
+def test_the_geometric_mean() -> None:
+    assert grade.geomean([2.0, 0.5]) == pytest.approx(1.0)
+    assert grade.geomean([0.1, 0.4]) == pytest.approx(0.2)
+    assert grade.geomean([3.0]) == pytest.approx(3.0)
+    assert grade.geomean([]) is None
+    with pytest.raises(ValueError):
+        grade.geomean([1.0, 0.0])
+
+
+# -- the stages, faked ------------------------------------------------------------
+
+
+def result(kernel: str, shape: Shape, share: float) -> RunResult:
+    return RunResult(
+        kernel=kernel, m=shape.m, n=shape.n, k=shape.k, block_edge=16, dtype="float32", grid=(1, 1, 1),
+        block=(16, 16, 1), dynamic_smem=0, resources=Resources(32, 0, 0, 0, 0, 1), arch="sm_90",
+        timing=Timing(1.0, 1.0, 1.0, 5), gflops=1.0, gbytes_per_s=1.0, error=0.0, tolerance=1e-5,
+        baseline_name="cuBLAS", baseline_timing=Timing(share, share, share, 5), ratio_to_baseline=share,
+    )  # fmt: skip
+
+
+class Fakes:
+    """Stage functions that record their calls; ``fail`` maps a submission's
+    name to (stage, exception); ``speed`` maps it to its share of cuBLAS."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, fail: dict | None = None, speed: dict | None = None) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.fail, self.speed = fail or {}, speed or {}
+        for stage in grade.STAGES:
+            monkeypatch.setattr(grade, f"{stage}_stage", self.stage(stage))
+
+    def stage(self, name: str):
+        def run(submission, task, worker):
+            self.calls.append((submission.name, name))
+            where, exc = self.fail.get(submission.name, (None, None))
+            if where == name:
+                raise exc
+            if name == "time":
+                share = self.speed.get(submission.name, 0.3)
+                return [result(f"{submission.name}/matmul", s, share) for s in task.shapes]
+            return None
+
+        return run
+
+
+def class_of(tmp_path: Path, *names: str) -> Path:
+    folder = tmp_path / "class"
+    for name in names:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "matmul.toml").write_text(f"# {name}\n")
+        (folder / name / "matmul.cu").write_text(f"// {name}\n")
+    return folder
+
+
+def test_a_compile_failure_stops_before_the_sanitizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fakes = Fakes(monkeypatch, fail={"ann": ("compile", CompileError("matmul.cu(12): error: expected a ';'"))})
+    task = grade.load_task(write_task(tmp_path))
+    (sub,) = grade.find_submissions([class_of(tmp_path, "ann") / "ann"])
+    verdict = grade.grade_one(sub, task)
+    assert fakes.calls == [("ann", "compile")]
+    assert verdict.stage == "compile" and verdict.grade == FAIL
+    assert "matmul.cu(12)" in verdict.reason and verdict.share_geomean is None
+
+
+def test_a_sanitizer_finding_stops_before_timing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    finding = grade.StageFailed("compute-sanitizer memcheck: 1 report(s): Invalid __global__ write of size 4")
+    fakes = Fakes(monkeypatch, fail={"bob": ("sanitize", finding)})
+    task = grade.load_task(write_task(tmp_path))
+    (sub,) = grade.find_submissions([class_of(tmp_path, "bob") / "bob"])
+    verdict = grade.grade_one(sub, task)
+    assert fakes.calls == [("bob", "compile"), ("bob", "sanitize")]
+    assert verdict.stage == "sanitize" and "Invalid __global__ write" in verdict.reason
+
+
+def test_a_wrong_result_is_failed_with_its_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wrong = VerificationError("wrong result: 96 elements of C never written", "Write every element of C.")
+    fakes = Fakes(monkeypatch, fail={"cy": ("verify", wrong)})
+    task = grade.load_task(write_task(tmp_path))
+    (sub,) = grade.find_submissions([class_of(tmp_path, "cy") / "cy"])
+    verdict = grade.grade_one(sub, task)
+    assert ("cy", "time") not in fakes.calls
+    assert (verdict.stage, verdict.grade) == ("verify", FAIL)
+    assert verdict.reason.startswith("verify: wrong result: 96 elements")
+
+
+def test_a_passing_submission_gets_its_geomean_and_grade(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fakes = Fakes(monkeypatch, speed={"di": 0.3})
+    task = grade.load_task(write_task(tmp_path))
+    (sub,) = grade.find_submissions([class_of(tmp_path, "di") / "di"])
+    verdict = grade.grade_one(sub, task)
+    assert [stage for _, stage in fakes.calls] == list(grade.STAGES)
+    assert verdict.stage == GRADED and verdict.reason is None
+    assert len(verdict.shares) == len(task.shapes) == 4
+    assert verdict.share_geomean == pytest.approx(0.3) and verdict.grade == "B"
+
+
+def test_no_gpu_is_not_a_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Fakes(monkeypatch, fail={"ed": ("compile", NoGPUError("no CUDA driver"))})
+    task = grade.load_task(write_task(tmp_path))
+    subs = grade.find_submissions([class_of(tmp_path, "ed")])
+    with Store.open(tmp_path / "r.db") as store:
+        summary = grade.grade(subs, task, store)
+        assert summary.errors and "no CUDA driver" in summary.errors[0][1] and not summary.graded
+        assert store.grades("t") == []
+
+
+# -- many submissions: storing, resuming, the leaderboard -----------------------
+
+
+def test_a_class_is_stored_ranked_and_resumed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fakes = Fakes(
+        monkeypatch,
+        fail={"bob": ("sanitize", grade.StageFailed("racecheck: 2 report(s)")),
+              "cy": ("verify", VerificationError("wrong result at hidden shape 1"))},
+        speed={"ann": 0.6, "di": 0.3, "eve": 0.02},
+    )  # fmt: skip
+    task = grade.load_task(write_task(tmp_path))
+    folder = class_of(tmp_path, "ann", "bob", "cy", "di", "eve")
+    subs = grade.find_submissions([folder])
+    assert [s.name for s in subs] == ["ann", "bob", "cy", "di", "eve"]
+    db = tmp_path / "r.db"
+    with Store.open(db) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        summary = grade.grade(subs, task, store)
+        assert len(summary.graded) == 5 and not summary.skipped
+        timed = store.rows(task.experiment)
+        assert len(timed) == 3 * len(task.shapes)  # the three that passed, one row per shape
+        rows = standings(store.grades("t"))
+    assert [(r["rank"], r["submission"], r["grade"]) for r in rows] == [
+        (1, "ann", "A"), (2, "di", "B"), (3, "eve", "pass"), (None, "cy", FAIL), (None, "bob", FAIL),
+    ]  # fmt: skip
+    assert rows[3]["reason"].startswith("verify: wrong result") and rows[4]["stage"] == "sanitize"
+
+    calls = len(fakes.calls)
+    with Store.open(db) as store:
+        again = grade.grade(subs, task, store)
+    assert len(again.skipped) == 5 and not again.graded and len(fakes.calls) == calls
+
+    (folder / "cy" / "matmul.cu").write_text("// cy, fixed\n")
+    fakes.fail.pop("cy")
+    fakes.speed["cy"] = 0.2
+    with Store.open(db) as store:
+        fixed = grade.grade(grade.find_submissions([folder]), task, store)
+        assert [v.submission for v in fixed.graded] == ["cy"] and len(fixed.skipped) == 4
+        history = [(g["attempt"], g["stage"]) for g in store.grades("t") if g["submission"] == "cy"]
+        assert history == [(1, "verify"), (2, GRADED)]
+        forced = grade.grade(subs[:1], task, store, force=True)
+        assert [v.submission for v in forced.graded] == ["ann"]
+        rows = standings(store.grades("t"))
+    by_name = {r["submission"]: r for r in rows}
+    assert by_name["cy"]["attempts"] == 2 and by_name["cy"]["rank"] == 3 and by_name["ann"]["attempts"] == 2
+
+
+def test_the_leaderboard_files(tmp_path: Path) -> None:
+    grades = [
+        {"submission": "ann", "attempt": 1, "stage": GRADED, "reason": None, "share_geomean": 0.41, "grade": "B",
+         "created": "2026-11-24T00:00:00Z"},
+        {"submission": "bob", "attempt": 1, "stage": GRADED, "reason": None, "share_geomean": 0.9, "grade": "A",
+         "created": "2026-11-24T00:00:00Z"},
+        {"submission": "bob", "attempt": 2, "stage": "compile", "reason": "compile: matmul.cu(3): <oops>",
+         "share_geomean": None, "grade": FAIL, "created": "2026-11-24T00:01:00Z"},
+    ]  # fmt: skip
+    csv_path, html_path = write_leaderboard(tmp_path / "out", "t", grades, (("A", 0.5), ("B", 0.25)))
+    with csv_path.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["rank"], r["submission"], r["grade"], r["attempts"]) for r in rows] == [
+        ("1", "ann", "B", "1"),
+        ("", "bob", FAIL, "2"),
+    ]
+    assert rows[0]["share_geomean"] == "0.410" and rows[1]["stage"] == "compile"
+    page = html_path.read_text()
+    assert "matmul.cu(3): &lt;oops&gt;" in page and "A: 0.5 of cuBLAS" in page
+    assert page.index(">ann<") < page.index(">bob<")
+    attempts = page.split("<h2>Attempts</h2>")[1]
+    assert attempts.count(">bob<") == 2 and attempts.count(">ann<") == 1 and "0.900" in attempts
+
+
+def test_the_submissions_a_folder_holds(tmp_path: Path) -> None:
+    folder = class_of(tmp_path, "ann", "bob")
+    (folder / "empty").mkdir()
+    subs = {s.name: s for s in grade.find_submissions([folder])}
+    assert set(subs) == {"ann", "bob", "empty"} and subs["empty"].kernel is None
+    (one,) = grade.find_submissions([folder / "ann" / "matmul.cu"])
+    assert one.name == "ann" and one.kernel == (folder / "ann" / "matmul.toml").resolve()
+    assert one.source_hash == subs["ann"].source_hash != subs["bob"].source_hash
+    (folder / "py").mkdir()
+    (folder / "py" / "matmul.py").write_text("GEMMLAB = {}\n")
+    (folder / "py" / "_helpers.py").write_text("")
+    (py,) = grade.find_submissions([folder / "py"])
+    assert py.kernel == (folder / "py" / "matmul.py").resolve() and len(py.files) == 2
+    (folder / "ann" / "other.toml").write_text("")
+    with pytest.raises(GemmlabError, match="more than one kernel"):
+        grade.find_submissions([folder / "ann"])
+    with pytest.raises(GemmlabError, match="both called bob"):
+        grade.find_submissions([folder / "bob", tmp_path / "class" / "bob"])
+
+
+def test_an_empty_folder_fails_at_compile(tmp_path: Path) -> None:
+    task = grade.load_task(write_task(tmp_path))
+    (tmp_path / "class" / "gus").mkdir(parents=True)
+    (sub,) = [s for s in grade.find_submissions([tmp_path / "class"]) if s.name == "gus"]
+    verdict = grade.grade_one(sub, task)
+    assert verdict.stage == "compile" and "holds no kernel" in verdict.reason
+
+
+# -- the command line -------------------------------------------------------------
+
+
+def one_error_line(capsys: pytest.CaptureFixture, args: list[str]) -> str:
+    from gemmlab.cli import run_cli
+
+    code = run_cli(args)
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and len(err.splitlines()) == 1, err
+    return err
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    folder = class_of(tmp_path, "ann")
+    db = str(tmp_path / "r.db")
+    err = one_error_line(capsys, ["grade", str(folder), "--task", str(tmp_path / "none.toml"), "--db", db])
+    assert "task file" in err and "not found" in err
+    (tmp_path / "empty").mkdir()
+    err = one_error_line(capsys, ["grade", str(tmp_path / "empty"), "--task", str(EXAMPLE), "--db", db])
+    assert "no submission found" in err
+    err = one_error_line(capsys, ["grade", str(folder)])
+    assert "--task" in err
+
+
+def test_cli_grades_a_class_and_writes_the_leaderboard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from gemmlab.cli import grade as grade_cli
+    from gemmlab.cli import run_cli
+
+    Fakes(monkeypatch, fail={"bob": ("compile", CompileError("matmul.cu(7): error"))}, speed={"ann": 0.3})
+    monkeypatch.setattr(grade_cli, "_check_sanitizer", lambda: None)
+    monkeypatch.setattr(grade, "pooled", lambda scheduler: _inline())
+    folder = class_of(tmp_path, "ann", "bob")
+    args = ["grade", str(folder), "--task", str(write_task(tmp_path)), "--db", str(tmp_path / "r.db"),
+            "--out", str(tmp_path / "lb")]  # fmt: skip
+    assert run_cli(args) == 0
+    out = capsys.readouterr().out
+    assert "ann: 0.300 of cuBLAS, grade B" in out and "bob: fail at compile" in out
+    rows = list(csv.DictReader((tmp_path / "lb" / "leaderboard.csv").open()))
+    assert [r["submission"] for r in rows] == ["ann", "bob"]
+    assert run_cli(args) == 0
+    assert "0 to grade, 2 graded before" in capsys.readouterr().out
+    assert math.isfinite(float(rows[0]["share_geomean"]))
+
+
+def _inline():
+    import contextlib
+
+    return contextlib.nullcontext(grade.inline_map)
+
+
+# -- the real compile stage (NVRTC compiles without a GPU) ------------------------
+
+EXAMPLES = ROOT / "examples"
+
+
+def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU description for compiling in this process: the arch is all a compile reads."""
+    from types import SimpleNamespace
+
+    from gemmlab.core import gpu
+
+    monkeypatch.setattr(gpu, "describe", lambda index=0: SimpleNamespace(arch="sm_90"))
+
+
+def test_a_compile_error_names_the_students_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_gpu(monkeypatch)
+    text = TASK.replace("[hidden]", "[hidden]\nsquare = true").replace(
+        "shapes = [256, [128, 64, 32]]", "shapes = [256]"
+    )
+    task = grade.load_task(write_task(tmp_path, text))
+    with pytest.raises(CompileError, match=r"examples/broken/matmul\.cu\(11\): error"):
+        grade.compile_on_device(str(EXAMPLES / "broken" / "matmul.toml"), task)
+
+
+def test_a_kernel_that_refuses_a_hidden_shape_is_not_told_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_gpu(monkeypatch)
+    text = TASK.replace("shapes = [256, [128, 64, 32]]", "shapes = [256]")
+    task = grade.load_task(write_task(tmp_path, text))
+    assert not any(s.is_square for s in task.hidden)  # naive_define takes square shapes only
+    with pytest.raises(grade.StageFailed) as caught:
+        grade.compile_on_device(str(EXAMPLES / "naive_define" / "matmul.toml"), task)
+    message = str(caught.value)
+    assert "refuses hidden shape 1" in message and "multiples of 32 from 64 to 256" in message
+    assert not any(f"{s.m}x{s.n}x{s.k}" in message for s in task.hidden)
+
+
+def test_the_compile_stage_runs_in_the_worker(tmp_path: Path) -> None:
+    """The real stages: the declaration is read in the worker, not here, and
+    its refusal (the task needs float16) comes back as the verdict."""
+    task = grade.load_task(write_task(tmp_path, TASK.replace('dtypes = ["float32"]', 'dtypes = ["float16"]')))
+    (sub,) = grade.find_submissions([EXAMPLES / "naive_define"])
+    verdict = grade.grade_one(sub, task)
+    assert verdict.stage == "compile" and verdict.grade == FAIL
+    assert "does not declare dtype float16" in verdict.reason
+
+
+def test_a_hidden_shape_is_masked_in_a_reason() -> None:
+    shape = Shape(320, 64, 96)
+    wrong = VerificationError("ann/matmul gave a wrong result on 320x64x96 (block edge 16)", "Fix it.")
+    hidden = grade.masked(wrong, shape, "hidden shape 1")
+    assert isinstance(hidden, VerificationError) and "320" not in str(hidden)
+    assert str(hidden) == "ann/matmul gave a wrong result on hidden shape 1 (block edge 16) Fix it."
+    square = grade.masked(VerificationError("wrong result on 256 (block edge 16)"), Shape.square(256), "hidden shape 2")
+    assert "256" not in str(square)
+
+
+def test_a_v8_file_gains_the_grades_table(tmp_path: Path) -> None:
+    import sqlite3
+
+    from gemmlab.results.store import MIGRATIONS
+
+    path = tmp_path / "v8.db"
+    conn = sqlite3.connect(path)
+    for steps in MIGRATIONS[:8]:
+        for step in steps:
+            conn.execute(step) if isinstance(step, str) else step(conn)
+    conn.execute("PRAGMA user_version = 8")
+    conn.commit()
+    conn.close()
+    with Store.open(path) as store:
+        assert store.schema_version == SCHEMA_VERSION == 9 and store.grades("t") == []
+        row = {"task": "t", "submission": "ann", "source_hash": "h", "path": "p", "stage": GRADED, "reason": None,
+               "share_geomean": 0.5, "grade": "A"}  # fmt: skip
+        assert store.add_grade(None, row) == 1 and store.add_grade(None, row) == 2
+        assert [g["attempt"] for g in store.grades("t")] == [1, 2] and store.grades("other") == []
+        with pytest.raises(ValueError, match="attempt"):
+            store.add_grade(None, {**row, "attempt": 3})
+
+
+def test_the_map_is_the_pools_where_there_is_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    import gemmlab.studies
+
+    monkeypatch.delattr(gemmlab.studies, "scale", raising=False)
+    monkeypatch.setitem(sys.modules, "gemmlab.studies.scale", None)  # as if it were not installed
+    with grade.pooled(None) as map_fn:
+        assert map_fn is grade.inline_map
+    with pytest.raises(GemmlabError, match="--scheduler tcp://host:8786"):
+        with grade.pooled("tcp://host:8786"):
+            pass
+
+    opened: list[str | None] = []
+
+    class Pool:
+        def __init__(self, scheduler=None):
+            opened.append(scheduler)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            opened.append("closed")
+
+        def map(self, fn, items, *, key=str):
+            return ((item, grade.Outcome(value=fn(item))) for item in items)
+
+    monkeypatch.setitem(sys.modules, "gemmlab.studies.scale", types.SimpleNamespace(Pool=Pool))
+    with grade.pooled("tcp://host:8786") as map_fn:
+        assert list(map_fn(lambda x: 2 * x, [1, 2])) == [(1, grade.Outcome(2)), (2, grade.Outcome(4))]
+    assert opened == ["tcp://host:8786", "closed"]
