@@ -94,7 +94,7 @@ def test_a_v7_database_gains_the_compiles_table_and_keeps_its_rows(tmp_path: Pat
     with Store.open(db, readonly=True) as store:  # read as it is: no compiles yet
         assert store.schema_version == 7 and store.compiles() == []
     with Store.open(db) as store:
-        assert store.schema_version == SCHEMA_VERSION == 8 and store.integrity_check() == "ok"
+        assert store.schema_version == SCHEMA_VERSION >= 8 and store.integrity_check() == "ok"
         (row,) = store.rows("e")
         assert (row["kernel"], row["registers"], row["gflops"], row["gpu_name"]) == ("tiled", 38, 52.4, "Old")
         assert store.compiles() == []
