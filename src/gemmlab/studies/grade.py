@@ -37,7 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
+try:  # Python 3.11 and later; tomli (the same parser) before
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
 
 from gemmlab.core.dtypes import DTYPE_CTYPES
 from gemmlab.core.errors import GemmlabError, NoGPUError, failure_text
