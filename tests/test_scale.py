@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import pytest
 
@@ -191,3 +192,44 @@ def test_reproduce_on_the_pool_stores_every_point_of_the_experiment(pool, tmp_pa
         assert len(store.rows("poznan-group1")) == 6
         (again,) = reproduce(["poznan-group1"], store, sizes=[256], runner=fake_runner, progress=False, pool=pool)
     assert not again.summary.done and len(again.summary.skipped_existing) == 6
+
+
+def stall_on_three(x: int) -> int:
+    """Never answers for 3 (a kernel that spins for ever, as the worker sees it)."""
+    if x == 3:
+        time.sleep(3600)
+    return x
+
+
+def test_an_item_past_its_time_limit_is_a_hang_and_its_worker_is_restarted(pool):
+    start = time.monotonic()
+    found = dict(pool.map(stall_on_three, range(6), limit_s=lambda item: 2.0))
+    assert time.monotonic() - start < 60  # not the hour the item would take
+    assert found[3].hung and "time limit of 2 s" in found[3].error
+    assert {x: o.value for x, o in found.items() if x != 3} == {0: 0, 1: 1, 2: 2, 4: 4, 5: 5}
+    assert not any(o.hung for x, o in found.items() if x != 3)
+    # The restarted worker takes items again.
+    assert {x: o.value for x, o in pool.map(square, [7, 8])} == {7: 49, 8: 64}
+
+
+def stall_on_48(kernel, shape, block_edge, dtype, **options):
+    """A runner whose 48 x 48 point never answers (a spinning kernel); the others get made-up figures."""
+    from test_sweep import fake_runner
+
+    if shape.m == 48:
+        time.sleep(3600)
+    return fake_runner(kernel, shape, block_edge, dtype, **options)
+
+
+def test_a_gpu_point_past_its_time_limit_on_the_pool_is_stored_as_a_hang(pool, tmp_path):
+    from gemmlab.core.shapes import Shape
+    from gemmlab.results.store import Store
+    from gemmlab.studies.sweep import SweepPoint, sweep
+
+    points = [SweepPoint("tiled", Shape.square(n), 16, "float32") for n in (32, 48, 64)]
+    with Store.open(tmp_path / "h.sqlite") as store:
+        summary = sweep(points, store, progress=False, runner=stall_on_48, pool=pool, timeout=2.0)
+        failures = store.failures(None)
+    assert sorted(summary.done) == ["tiled 32 b16 float32", "tiled 64 b16 float32"], summary.lines()
+    assert [(f["m"], f["kind"]) for f in failures] == [(48, "hang")]
+    assert "time limit of 2 s" in failures[0]["reason"] and "--timeout" in failures[0]["reason"]

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -49,11 +51,13 @@ SCALE_FIX = "Install gemmlab's scale extra: `pip install 'gemmlab[scale]'` (dask
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one item came to: its value, or the error in words (``exception``: the error itself, where it is known)."""
+    """What one item came to: its value, or the error in words (``exception``: the error itself, where it is
+    known; ``hung``: stopped at its time limit)."""
 
     value: Any = None
     error: str | None = None
     exception: BaseException | None = None
+    hung: bool = False
 
     @property
     def ok(self) -> bool:
@@ -164,11 +168,17 @@ class Pool:
     # -- running -----------------------------------------------------------
 
     def map(
-        self, fn: Callable[[Any], Any], items: Iterable[Any], *, key: Callable[[Any], str] = str
-    ) -> Iterator[tuple[Any, Outcome]]:
+        self, fn: Callable[[Any], Any], items: Iterable[Any], *, key: Callable[[Any], str] = str,
+        limit_s: Callable[[Any], float | None] | None = None,
+    ) -> Iterator[tuple[Any, Outcome]]:  # fmt: skip
         """Run ``fn(item)`` on the workers; yield (item, Outcome) in the order
         they finish. An exception in ``fn`` or a worker's death is that item's
-        Outcome, never the pool's end. ``key`` names an item in Dask's dashboard."""
+        Outcome, never the pool's end. ``key`` names an item in Dask's dashboard.
+        ``limit_s(item)``: the seconds an item may run on its worker (None: no
+        limit); past it the worker's process is ended and its nanny starts a
+        fresh one, which ends whatever the item
+        was doing (a kernel that spins for ever with it), and its Outcome is a
+        hang (``hung`` True). Inline, no limit applies."""
         if self.scheduler == INLINE:
             yield from ((item, _called(fn, item)) for item in items)
             return
@@ -186,17 +196,77 @@ class Pool:
                 return future
             return None
 
-        started = [f for f in (submit_next() for _ in range(self._threads())) if f is not None]
-        running = distributed.as_completed(started)
+        running = {f for f in (submit_next() for _ in range(self._threads())) if f is not None}
+        watch = _Deadlines(self._client, limit_s, item_of)
         try:
-            for future in running:
-                yield item_of.pop(future.key), _outcome(future, distributed)
-                following = submit_next()
-                if following is not None:
-                    running.add(following)
+            while running:
+                finished = _first_finished(distributed, running, POLL_S if limit_s else None)
+                for future in finished:
+                    running.discard(future)
+                    outcome = watch.outcome_of(future) or _outcome(future, distributed)
+                    yield item_of.pop(future.key), outcome
+                    following = submit_next()
+                    if following is not None:
+                        running.add(following)
+                watch.check({f.key for f in running})
         finally:
-            for future in running.futures:  # a caller that stops early (Ctrl-C) leaves no work behind
+            for future in running:  # a caller that stops early (Ctrl-C) leaves no work behind
                 future.cancel()
+
+
+# How often a map with time limits looks at what each worker is running.
+POLL_S = 0.5
+
+
+def _end_process() -> None:
+    """Run on a worker whose item is past its limit: ends the worker's process at
+    once (its nanny starts a fresh one), and with it whatever the item was running."""
+    os._exit(75)
+
+
+def _first_finished(distributed: Any, running: set[Any], poll_s: float | None) -> list[Any]:
+    """The futures of ``running`` that have finished, waiting for one at most ``poll_s`` seconds (None: for ever)."""
+    try:
+        distributed.wait(list(running), timeout=poll_s, return_when="FIRST_COMPLETED")
+    except TimeoutError:
+        return []
+    return [f for f in running if f.done()]
+
+
+class _Deadlines:
+    """The time limits of a map's items: each item's clock starts when the
+    scheduler first shows it running on a worker; an item past its limit has
+    its worker's process ended (the nanny starts a fresh one) and is a hang."""
+
+    def __init__(self, client: Any, limit_s: Callable[[Any], float | None] | None, item_of: dict[Any, Any]) -> None:
+        self.client, self.limit_s, self.item_of = client, limit_s, item_of
+        self.since: dict[Any, float] = {}
+        self.hung: dict[Any, float] = {}
+
+    def check(self, keys: set[Any]) -> None:
+        if self.limit_s is None:
+            return
+        now = time.monotonic()
+        for worker, running in self.client.processing().items():
+            for k in running:
+                if k not in keys or k in self.hung:
+                    continue
+                limit = self.limit_s(self.item_of[k])
+                if limit is not None and now - self.since.setdefault(k, now) > limit:
+                    self.hung[k] = limit
+                    self.client.run(_end_process, workers=[worker], on_error="ignore")
+
+    def outcome_of(self, future: Any) -> Outcome | None:
+        """A hang's Outcome for an item stopped by its limit; None for the others."""
+        limit = self.hung.pop(future.key, None)
+        self.since.pop(future.key, None)
+        if limit is None:
+            return None
+        what = (
+            f"no answer within the time limit of {limit:.0f} s; its Dask worker's process was ended, and with it "
+            "the item (a loop that never ends, or a __syncthreads() that not every thread reaches)"
+        )
+        return Outcome(error=what, hung=True)
 
 
 def _called(fn: Callable[[Any], Any], item: Any) -> Outcome:

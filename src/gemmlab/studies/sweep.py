@@ -434,7 +434,8 @@ def sweep(
     worker = watchdog.Worker()
     try:
         if pool is not None:
-            for p, answer in _pool_answers([p for p in todo if not stored_before(p)], pool, runner, max_seconds):
+            left = [p for p in todo if not stored_before(p)]
+            for p, answer in _pool_answers(left, pool, runner, max_seconds, timeout):
                 if isinstance(answer, Exception):
                     failed(p, answer)
                 else:
@@ -489,18 +490,40 @@ def _measured(point: SweepPoint, runner: Runner, worker: watchdog.Worker | None,
 #
 # Each point runs in a Dask worker process, which is its isolation: a fault that
 # ends the process costs that point only (stored as a fault), and the nanny starts
-# a fresh worker. This process alone writes the store, as each answer comes back.
+# a fresh worker; a GPU point past its time limit has its worker's process ended
+# the same way (stored as a hang). This process alone writes the store, as each
+# answer comes back.
 
 
-def _pool_answers(points: list[SweepPoint], pool: Pool, runner: Runner,
-                  max_seconds: float) -> Iterator[tuple[SweepPoint, Any]]:  # fmt: skip
-    """Each point with its runner's answer, or the exception it met, as they finish on the pool's workers."""
+def _pool_answers(points: list[SweepPoint], pool: Pool, runner: Runner, max_seconds: float,
+                  timeout: float | None = None) -> Iterator[tuple[SweepPoint, Any]]:  # fmt: skip
+    """Each point with its runner's answer, or the exception it met, as they
+    finish on the pool's workers; a GPU point past its time limit (``timeout``,
+    or the watchdog's for the point) is stopped there and met a hang."""
     # A user's kernel is named by its declaration's path in another process (as in the watchdog's child).
     items = [(p, catalogue.reference(p.kernel)) for p in points]
     run = functools.partial(_run_on_worker, runner=runner, max_seconds=max_seconds)
-    for (point, _), outcome in pool.map(run, items, key=lambda item: item[0].label):
+
+    def limit(item: tuple[SweepPoint, str]) -> float | None:
+        point = item[0]
+        if backends.on_host(point.kernel):
+            return None
+        return timeout or watchdog.point_time_limit(point.kernel, point.shape, point.block_edge, reps=point.reps,
+                                                    warmup=point.warmup, max_seconds=max_seconds)  # fmt: skip
+
+    for (point, _), outcome in pool.map(run, items, key=lambda item: item[0].label, limit_s=limit):
         if outcome.ok:
             yield point, outcome.value
+            continue
+        if outcome.hung:
+            yield (
+                point,
+                KernelStopped(
+                    "hang",
+                    f"hang: {point.label} {outcome.error}.",
+                    "If the point is only slow, give it more time with --timeout SECONDS.",
+                ),
+            )
             continue
         exc = outcome.exception
         if isinstance(exc, (NoGPUError, StoreError)):
