@@ -233,3 +233,17 @@ def test_a_gpu_point_past_its_time_limit_on_the_pool_is_stored_as_a_hang(pool, t
     assert sorted(summary.done) == ["tiled 32 b16 float32", "tiled 64 b16 float32"], summary.lines()
     assert [(f["m"], f["kind"]) for f in failures] == [(48, "hang")]
     assert "time limit of 2 s" in failures[0]["reason"] and "--timeout" in failures[0]["reason"]
+
+
+def child_answer(x: int) -> int:
+    """Starts a process of its own, as grading's watchdog does on a worker."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as children:
+        return children.apply(abs, (-x,))
+
+
+def test_a_local_worker_may_start_processes_of_its_own(pool):
+    found = outcomes(pool, child_answer, [3])
+    assert found[3].ok, found[3].error
+    assert found[3].value == 3

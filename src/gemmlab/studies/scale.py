@@ -122,6 +122,11 @@ class Pool:
             # One item per worker at a time: none is queued behind an item that kills its worker.
             "distributed.scheduler.worker-saturation": 1.0,
         }
+        # Worker processes that may start processes of their own: grading runs each
+        # submission in a watchdog child, and a daemonic process may have none. Set
+        # for this process, not only inside the block below: the nannies start their
+        # workers later, on the cluster's event loop, and read the setting then.
+        dask.config.set({"distributed.worker.daemon": False})
         with dask.config.set(settings):
             if self._gpu_ids:
                 cuda_cluster = _dask_cuda_cluster()
