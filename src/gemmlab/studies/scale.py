@@ -32,6 +32,7 @@ workers have threads: none waits on a worker that dies under another.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import os
@@ -233,7 +234,7 @@ def _first_finished(distributed: Any, running: set[Any], poll_s: float | None) -
     """The futures of ``running`` that have finished, waiting for one at most ``poll_s`` seconds (None: for ever)."""
     try:
         distributed.wait(list(running), timeout=poll_s, return_when="FIRST_COMPLETED")
-    except TimeoutError:
+    except (TimeoutError, asyncio.TimeoutError):  # two classes before Python 3.11, one after
         return []
     return [f for f in running if f.done()]
 
