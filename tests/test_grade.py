@@ -454,13 +454,15 @@ def test_the_map_is_the_pools_where_there_is_one(monkeypatch: pytest.MonkeyPatch
     import sys
     import types
 
-    import gemmlab.studies
+    from gemmlab.studies import scale
 
-    monkeypatch.delattr(gemmlab.studies, "scale", raising=False)
-    monkeypatch.setitem(sys.modules, "gemmlab.studies.scale", None)  # as if it were not installed
+    # Without Dask: one submission after another here (a lambda, which no worker
+    # could be sent, runs), and a scheduler named is an error naming the extra.
+    monkeypatch.setattr(scale, "dask_installed", lambda: False)
+    monkeypatch.setitem(sys.modules, "distributed", None)
     with grade.pooled(None) as map_fn:
-        assert map_fn is grade.inline_map
-    with pytest.raises(GemmlabError, match="--scheduler tcp://host:8786"):
+        assert list(map_fn(lambda x: 2 * x, [1, 2])) == [(1, grade.Outcome(2)), (2, grade.Outcome(4))]
+    with pytest.raises(GemmlabError, match=r"gemmlab\[scale\]"):
         with grade.pooled("tcp://host:8786"):
             pass
 
@@ -479,7 +481,8 @@ def test_the_map_is_the_pools_where_there_is_one(monkeypatch: pytest.MonkeyPatch
         def map(self, fn, items, *, key=str):
             return ((item, grade.Outcome(value=fn(item))) for item in items)
 
-    monkeypatch.setitem(sys.modules, "gemmlab.studies.scale", types.SimpleNamespace(Pool=Pool))
+    fake = types.SimpleNamespace(Pool=Pool, INLINE=scale.INLINE, dask_installed=lambda: True)
+    monkeypatch.setattr(grade, "scale", fake)
     with grade.pooled("tcp://host:8786") as map_fn:
         assert list(map_fn(lambda x: 2 * x, [1, 2])) == [(1, grade.Outcome(2)), (2, grade.Outcome(4))]
     assert opened == ["tcp://host:8786", "closed"]

@@ -46,6 +46,8 @@ from gemmlab.core.dtypes import DTYPE_CTYPES
 from gemmlab.core.errors import GemmlabError, NoGPUError, failure_text
 from gemmlab.core.shapes import Shape
 from gemmlab.measure import watchdog
+from gemmlab.studies import scale
+from gemmlab.studies.scale import Outcome  # noqa: F401 (what the maps give, named here for callers)
 
 # The stages in the order they run; a verdict that passed them all is "graded".
 STAGES = ("compile", "sanitize", "verify", "time")
@@ -548,39 +550,22 @@ def scored(verdict: Verdict, results: list[Any], task: Task) -> Verdict:
 # -- many submissions -----------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What a map gives for one item: its value, or why it gave none
-    (the same fields as gemmlab.studies.scale's)."""
-
-    value: Any = None
-    error: str | None = None
-
-
 MapFn = Callable[..., Iterator[tuple[Any, Any]]]
 
 
 def inline_map(fn: Callable[[Any], Any], items: Iterable[Any], *, key: Callable[[Any], str] = str) -> Iterator:
     """``fn`` on each item in this process, in order: the map with nothing to start."""
-    for item in items:
-        try:
-            yield item, Outcome(value=fn(item))
-        except Exception as exc:
-            yield item, Outcome(error=failure_text(exc))
+    return scale.Pool(scheduler=scale.INLINE).map(fn, items, key=key)
 
 
 @contextlib.contextmanager
 def pooled(scheduler: str | None = None) -> Iterator[MapFn]:
-    """A map over the local GPUs, or the Dask cluster at ``scheduler``, through
-    gemmlab.studies.scale where it is installed; else :func:`inline_map`."""
-    try:
-        from gemmlab.studies import scale  # type: ignore[attr-defined]
-    except ImportError:
-        if scheduler:
-            raise GemmlabError(f"--scheduler {scheduler}: this gemmlab cannot reach a Dask cluster.",
-                               "Grade without --scheduler (one submission after another here).") from None  # fmt: skip
-        yield inline_map
-        return
+    """A map over the local GPUs, or the Dask cluster at ``scheduler``
+    (gemmlab.studies.scale). Without Dask installed and with no scheduler
+    named, one submission after another in this process; a scheduler named
+    without Dask is the pool's error, which names the extra."""
+    if scheduler is None and not scale.dask_installed():
+        scheduler = scale.INLINE
     with scale.Pool(scheduler=scheduler) as pool:
         yield pool.map
 

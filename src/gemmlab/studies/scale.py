@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import logging
 import os
 import time
@@ -297,6 +298,11 @@ def _outcome(future: Any, distributed: Any) -> Outcome:
         )
         return Outcome(error=what, exception=exc)
     return Outcome(error=failure_text(exc), exception=exc)
+
+
+def dask_installed() -> bool:
+    """Whether Dask's distributed package can be imported here."""
+    return importlib.util.find_spec("distributed") is not None
 
 
 def _distributed() -> Any:
