@@ -483,7 +483,7 @@ SKINNY_DEFAULT = Config(ROWS=16, COL_VECS=8, WARPS=8, K_STEPS=8)
 # fewest that cover M: fewer sums, fewer registers), the strip's width (4 x
 # COL_VECS columns: more blocks when narrower) and the loads in flight.
 SKINNY_SEARCH = (
-    *(Config(ROWS=r, COL_VECS=v) for r in (1, 4, 8, 16) for v in (4, 8, 16)),
+    *(Config(ROWS=r, COL_VECS=v) for r in (1, 4, 8, 16) for v in (4, 8, 16) if (r, v) != (16, 8)),
     Config(K_STEPS=16),
     Config(ROWS=8, K_STEPS=16),
     Config(ROWS=1, K_STEPS=16),
