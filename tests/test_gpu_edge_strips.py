@@ -97,12 +97,13 @@ class _Launch:
         self.cp.cuda.get_current_stream().synchronize()
 
 
-def _bound(kernel_id: str, shape: Shape, seed: int):
-    """CuPy, the problem prepared from ``seed``, and a launcher of the kernel as the runner binds it."""
+def _bound(kernel_id: str, shape: Shape, seed: int, config: dict | None = None):
+    """CuPy, the problem prepared from ``seed``, and a launcher of the kernel (in
+    ``config``, or its default) as the runner binds it."""
     from gemmlab.backends.nvrtc import bind, compile_kernel
 
     cp, info = gpu.cupy(), gpu.describe(0)
-    point = catalogue.point(kernel_id, shape, spec=catalogue.variant(kernel_id, {}))
+    point = catalogue.point(kernel_id, shape, spec=catalogue.variant(kernel_id, config or {}))
     compiled = compile_kernel(point.spec, 0, "float32", info.arch)
     prepared, launcher, grid = bind(cp, point, compiled, info, 0, cp.cuda.get_current_stream(), seed)
     return cp, prepared, _Launch(cp, launcher, grid)

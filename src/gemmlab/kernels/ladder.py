@@ -59,6 +59,8 @@ class Rung:
     grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None  # None: the family's grid
     workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None  # KernelSpec.workspace_bytes
     constraints: tuple[Constraint, ...] = ()  # requirements on the shape beyond the grid's
+    # Requirements on the shape that depend on the configuration (sgemm_skinny's M <= ROWS).
+    shape_rules: Callable[[Config], tuple[Constraint, ...]] | None = None
     # Launch facts passed as template arguments after the configuration (KernelSpec.template_fixed).
     fixed: Mapping[str, int] = field(default_factory=dict)
     # The FP32 ladder's register estimate: accumulators and operand registers

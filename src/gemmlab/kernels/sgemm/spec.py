@@ -28,7 +28,7 @@ from collections.abc import Callable
 from gemmlab.core.arch import sm_limits
 from gemmlab.core.shapes import MAX_INDEX, Dim3, Shape
 from gemmlab.kernels.ladder import Config, Ladder, Rung, cdiv, grid_rows_fit, grid_y_fits, needs
-from gemmlab.kernels.spec import Constraint, KernelSpec
+from gemmlab.kernels.spec import Constraint, KernelSpec, at_most
 from gemmlab.problems.sgemm import SGEMM
 
 SOURCE_DOC = "gemmlab FP32 ladder (beyond the documents)"
@@ -161,7 +161,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     if rung.grid is not None:
         grid = rung.grid(c)
         constraints = (grid_y_fits(grid),)
-    constraints += rung.constraints
+    constraints += rung.constraints + (rung.shape_rules(c) if rung.shape_rules else ())
     dynamic_elems = rung.smem_bytes(c) // 4 if rung.dynamic_smem else 0
     return KernelSpec(
         id=rung.id,
@@ -190,7 +190,9 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
 
 
 def _warp_rung(rung_id: str, source: str, summary: str, default: Config, choices: dict[str, tuple[int, ...]],
-               stages: Callable[[Config], int], a_per_access: int) -> Rung:  # fmt: skip
+               stages: Callable[[Config], int], a_per_access: int, search: tuple[Config, ...] = (),
+               grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None,
+               workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None) -> Rung:  # fmt: skip
     """sgemm_warptile and the rungs built on it: BM, BN, BK, WM, WN, then their own, then MIN_BLOCKS."""
     return Rung(
         id=rung_id,
@@ -198,6 +200,9 @@ def _warp_rung(rung_id: str, source: str, summary: str, default: Config, choices
         summary=summary,
         default=default,
         choices=choices,
+        search=search,
+        grid=grid,
+        workspace=workspace,
         threads=_warp_threads,
         outputs=lambda c: c["WM"] * c["WN"] // 32,
         max_accumulators=MAX_ACCUMULATORS,
@@ -212,6 +217,7 @@ def _warp_rung(rung_id: str, source: str, summary: str, default: Config, choices
             + _blocktile_rules(c, _warp_threads(c), 4)
             + needs(c.get("STAGES", 2) >= 2, "STAGES must be at least 2")
             + needs(c.get("GROUP_M", 1) >= 1, "GROUP_M must be at least 1")
+            + needs(c.get("SPLITS", 2) >= 2, "SPLITS must be at least 2 (one slice is sgemm_small_tile)")
         ),
     )
 
@@ -414,6 +420,115 @@ def _large_rung(
     )
 
 
+# --- rungs 18 to 20: the shapes the large tiles lose (issue 21) -----------------
+
+# sgemm_small_tile's default: 64 x 64 tiles of four 32 x 32 warp tiles (32
+# outputs a thread), rung 9's three stages of BK = 16 (24 KB), and registers
+# capped for four blocks per SM (128 a thread).
+SMALL_TILE_DEFAULT = Config(BM=64, BN=64, BK=16, WM=32, WN=32, STAGES=3, MIN_BLOCKS=4)
+
+# What the tuner tries besides the default (16 in all): the tile from 32 x 32
+# (one warp) to 64 x 64 and one 128 x 64 for the sizes between; 16-row warp
+# tiles (twice the warps, half the outputs each); BK = 32; two to four stages;
+# and a looser register cap.
+SMALL_TILE_SEARCH = (
+    Config(BK=32),
+    Config(STAGES=2),
+    Config(STAGES=4),
+    Config(WM=16),
+    Config(WM=16, STAGES=4),
+    Config(MIN_BLOCKS=2),
+    Config(BM=32),
+    Config(BN=32),
+    Config(BM=32, BK=32),
+    Config(BN=32, BK=32),
+    Config(BM=32, BN=32),
+    Config(BM=32, BN=32, WM=16),
+    Config(BM=32, BN=32, BK=32),
+    Config(BM=32, BN=32, STAGES=4),
+    Config(BM=128, MIN_BLOCKS=2),
+)
+
+# sgemm_split_k's default: sgemm_small_tile's tile, K in four slices.
+SPLIT_K_DEFAULT = Config(BM=64, BN=64, BK=16, WM=32, WN=32, STAGES=3, SPLITS=4)
+
+# Its search (11 in all): the split count on the 64 x 64 tile, and the tiles
+# of 128 x 128 (rung 9's, for C of many tiles and long K) and 32 x 32 (for C
+# of very few).
+SPLIT_K_SEARCH = (
+    *(Config(SPLITS=s) for s in (2, 3, 8, 16)),
+    *(Config(BM=128, BN=128, WN=64, SPLITS=s) for s in (2, 4, 8)),
+    *(Config(BM=32, BN=32, SPLITS=s) for s in (4, 8, 16)),
+)
+
+
+def split_k_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """sgemm_split_k's grid: a block per tile of C (x along N, y along M) and slice of K (z)."""
+    return lambda s, block_edge: (cdiv(s.n, c["BN"]), cdiv(s.m, c["BM"]), c["SPLITS"])
+
+
+def _split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
+    """One 4-byte counter per tile, padded to 16 bytes, then SPLITS partial
+    tiles of BM x BN floats per tile (see 19_split_k.cu). ``blocks`` counts the
+    slices too: blocks / SPLITS tiles."""
+    tile_bytes = 4 * c["BM"] * c["BN"]
+    return lambda s, blocks: cdiv(4 * (blocks // c["SPLITS"]), 16) * 16 + blocks * tile_bytes
+
+
+# sgemm_skinny's default: all 16 rows, strips of 32 columns (8 lanes of float4s
+# side by side, 4 k-rows a warp), 8 warps along K, 8 loads of B in flight.
+SKINNY_DEFAULT = Config(ROWS=16, COL_VECS=8, WARPS=8, K_STEPS=8)
+
+# Its search (15 in all): the rows a block holds (the dispatcher picks the
+# fewest that cover M: fewer sums, fewer registers), the strip's width (4 x
+# COL_VECS columns: more blocks when narrower) and the loads in flight.
+SKINNY_SEARCH = (
+    *(Config(ROWS=r, COL_VECS=v) for r in (1, 4, 8, 16) for v in (4, 8, 16) if (r, v) != (16, 8)),
+    Config(K_STEPS=16),
+    Config(ROWS=8, K_STEPS=16),
+    Config(ROWS=1, K_STEPS=16),
+)
+
+
+def skinny_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """sgemm_skinny's grid: a block per strip of 4 x COL_VECS columns of C, all M rows."""
+    return lambda s, block_edge: (cdiv(s.n, 4 * c["COL_VECS"]), 1, 1)
+
+
+def _skinny_chunk(c: Config) -> int:
+    """k-rows of one chunk of A (KC in 20_skinny.cu)."""
+    return c["WARPS"] * (32 // c["COL_VECS"]) * c["K_STEPS"]
+
+
+def _skinny_smem_bytes(c: Config) -> int:
+    """A chunk of A (ROWS x KC) or, after it, the warps' sums (WARPS x ROWS x 4 COL_VECS), in one array."""
+    return 4 * max(c["ROWS"] * _skinny_chunk(c), c["WARPS"] * c["ROWS"] * 4 * c["COL_VECS"])
+
+
+def _skinny_cgma(c: Config) -> float:
+    """Per chunk a thread loads K_STEPS float4s of B and ROWS x KC / threads =
+    ROWS x K_STEPS / COL_VECS elements of A, for 2 x ROWS x 4 x K_STEPS FLOPs."""
+    rows, vecs = c["ROWS"], c["COL_VECS"]
+    return 8 * rows * vecs / (vecs + rows)
+
+
+def _skinny_rules(c: Config) -> list[str]:
+    return (
+        needs(c["COL_VECS"] in (4, 8, 16, 32), "COL_VECS must be 4, 8, 16 or 32 (a warp's lanes split evenly)")
+        + needs(1 <= c["ROWS"] <= 16, "ROWS must be from 1 to 16 (4 x ROWS sums per thread)")
+        + needs(c["K_STEPS"] >= 1, "K_STEPS must be at least 1")
+    )
+
+
+def _skinny_rows_fit(c: Config) -> tuple[Constraint, ...]:
+    rows = c["ROWS"]
+    why = (
+        f"a block holds the sums of ROWS = {rows} rows; use a configuration with ROWS >= M (16 at most), "
+        "or a tiled rung such as sgemm_small_tile for more rows"
+    )
+    return (at_most("m", rows, why),)
+
+
 RUNGS: tuple[Rung, ...] = (
     Rung(
         id="sgemm_coalesced",
@@ -605,7 +720,50 @@ RUNGS: tuple[Rung, ...] = (
 # LADDER.configs() and LADDER.variant() know them, and gemmlab.measure.run.run(kernel_id,
 # shape, spec=LADDER.variant(kernel_id, {})) runs them; they move into RUNGS, and with
 # it into the catalogue, in the change that stores a benchmark measuring them.
-CANDIDATE_RUNGS: tuple[Rung, ...] = ()
+CANDIDATE_RUNGS: tuple[Rung, ...] = (
+    _warp_rung(
+        "sgemm_small_tile",
+        "18_small_tile.cu",
+        "sgemm_multistage's ring on 32 to 64-row, 32 to 64-column block tiles, several blocks per SM: every SM busy "
+        "at 512 to 1024",
+        default=SMALL_TILE_DEFAULT,
+        choices={},
+        stages=lambda c: c["STAGES"],
+        a_per_access=1,
+        search=SMALL_TILE_SEARCH,
+    ),
+    _warp_rung(
+        "sgemm_split_k",
+        "19_split_k.cu",
+        "sgemm_small_tile's blocks with K cut into SPLITS slices (grid z); the last slice of a tile to finish adds "
+        "the partial tiles in slice order",
+        default=SPLIT_K_DEFAULT,
+        choices={},
+        stages=lambda c: c["STAGES"],
+        a_per_access=1,
+        search=SPLIT_K_SEARCH,
+        grid=split_k_grid,
+        workspace=_split_k_workspace,
+    ),
+    Rung(
+        id="sgemm_skinny",
+        source="20_skinny.cu",
+        summary="M of 1 to ROWS (16 at most): a block per strip of columns reads B once, down K, for all M rows; A "
+        "staged in shared memory, sums added by shuffles and in shared memory",
+        default=SKINNY_DEFAULT,
+        search=SKINNY_SEARCH,
+        threads=lambda c: 32 * c["WARPS"],
+        tile=lambda c: (c["ROWS"], 4 * c["COL_VECS"]),
+        grid=skinny_grid,
+        shape_rules=_skinny_rows_fit,
+        outputs=lambda c: 4 * c["ROWS"],
+        fragments=lambda c: 4 * c["K_STEPS"],
+        max_accumulators=MAX_ACCUMULATORS,
+        smem_bytes=_skinny_smem_bytes,
+        cgma=_skinny_cgma,
+        rules=_skinny_rules,
+    ),
+)
 
 LADDER = Ladder("FP32 ladder", RUNGS, _limits, _spec, candidates=CANDIDATE_RUNGS)
 SGEMM_KERNELS: tuple[KernelSpec, ...] = LADDER.kernels

@@ -1,0 +1,126 @@
+"""Rungs 18 to 20 (issue 21) on the GPU, on the shapes they exist for and the
+awkward ones: M, N or K of 1, odd sizes, K shorter than the slices (empty
+slices), K not a multiple of the slice count, the K-heavy 1024 x 1024 x 16384,
+and M of 1 to 16 for sgemm_skinny in every configuration. sgemm_split_k's
+fix-up: launch after launch on one workspace, the same bits each time and the
+counters back at zero. tests/test_gpu_sgemm.py runs the ladder's own checks
+(every configuration at two shapes, in-place C) over these rungs too.
+
+Run: PYTHONPATH=src python -m pytest -q -p no:cacheprovider tests/test_gpu_sgemm_shapes.py
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.problems.base import relative_error
+from test_gpu_edge_strips import _bound
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = {
+    "sgemm_small_tile": [
+        Shape(1, 1, 1),
+        Shape(1, 4097, 33),  # one row, N % 4 != 0 (4-byte copies of B)
+        Shape(33, 1, 70),  # one column
+        Shape(511, 513, 1),  # K = 1: one partial k-tile
+        Shape(65, 63, 17),  # one past and one short of the 64 x 64 tile
+        Shape(1023, 1025, 64),
+        Shape.square(1024),
+    ],
+    "sgemm_split_k": [
+        Shape(1, 1, 1),  # one k-tile: slices 1 to 3 of 4 are empty
+        Shape(100, 130, 17),  # 2 k-tiles of 16 in 4 slices: 2 empty
+        Shape(127, 129, 131),  # 9 k-tiles: slices of 2, 2, 2, 3
+        Shape(33, 65, 1000),  # K a multiple of neither the slices' k-tiles nor BK
+        Shape(5, 4097, 300),  # few rows, N % 4 != 0
+        Shape(1024, 1024, 16384),  # the issue's K-heavy shape
+    ],
+    "sgemm_skinny": [
+        Shape(1, 1, 1),
+        Shape(1, 4096, 4096),  # decoding's matrix-vector product
+        Shape(16, 4096, 4096),  # all 16 rows
+        Shape(7, 4099, 1000),  # N % 4 != 0 (4-byte loads of B), a last strip of 3 columns
+        Shape(16, 33, 1),  # K = 1: a chunk of one k-row
+        Shape(3, 5, 10007),  # a long K of many chunks, the last one short
+    ],
+}
+CASES = [(kid, s) for kid, shapes in SHAPES.items() for s in shapes]
+# Every configuration of sgemm_skinny at M = ROWS and at M = 1, N % 4 != 0 and a K over one chunk.
+SKINNY_CONFIGS = [
+    (c, Shape(m, 1029, 777)) for c in catalogue.configs("sgemm_skinny") for m in sorted({1, c["ROWS"]})
+]  # fmt: skip
+# sgemm_split_k's fix-up on one workspace, launch after launch: the default, the deepest split
+# with mostly empty slices, and the 128 x 128 tile.
+REPEATS = [
+    ({}, Shape(127, 129, 131)),
+    ({"SPLITS": 16}, Shape(300, 200, 40)),  # 3 k-tiles in 16 slices
+    ({"BM": 128, "BN": 128, "WN": 64, "SPLITS": 8}, Shape(260, 390, 1000)),
+]
+
+
+@pytest.mark.parametrize(("kernel_id", "shape"), CASES, ids=[f"{k}-{s}" for k, s in CASES])
+def test_rung_verifies(kernel_id: str, shape: Shape) -> None:
+    from gemmlab.measure.run import run
+
+    result = run(kernel_id, shape, reps=2, warmup=1, baseline=False, spec=catalogue.variant(kernel_id, {}))
+    # Over K = 4096 float32 sums drift further from float64; the runner's tolerance still holds.
+    assert result.error < (1e-5 if shape.k <= 4096 else result.tolerance)
+
+
+@pytest.mark.parametrize(
+    ("config", "shape"), SKINNY_CONFIGS, ids=[f"{tuple(c.values())}-{s}" for c, s in SKINNY_CONFIGS]
+)
+def test_every_skinny_config_verifies(config: dict, shape: Shape) -> None:
+    from gemmlab.measure.run import run
+
+    result = run("sgemm_skinny", shape, reps=1, warmup=1, baseline=False,
+                 spec=catalogue.variant("sgemm_skinny", config))  # fmt: skip
+    assert result.error < 1e-5
+
+
+@pytest.mark.parametrize("m", range(1, 17))
+def test_skinny_every_row_count(m: int) -> None:
+    """The default (16 rows) for every M it takes: rows past M are zeros in
+    shared memory and are not stored."""
+    cp, prepared, launch = _bound("sgemm_skinny", Shape(m, 515, 300), seed=m)
+    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    c_out.fill(cp.nan)
+    launch(prepared.args)
+    assert relative_error(cp, c_out, ref) < 1e-5
+
+
+@pytest.mark.parametrize(("config", "shape"), REPEATS, ids=[f"{c}-{s}" for c, s in REPEATS])
+def test_split_k_launch_after_launch(config: dict, shape: Shape) -> None:
+    """Six launches on one workspace: each right, each the same bits as the
+    first (the slices are added in slice order whoever arrives last), and
+    every tile's counter back at zero after each."""
+    cp, prepared, launch = _bound("sgemm_split_k", shape, seed=9, config=config)
+    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    gx, gy, _ = launch.grid
+    first = None
+    for i in range(6):
+        c_out.fill(cp.nan)
+        launch(prepared.args)
+        assert relative_error(cp, c_out, ref) < 1e-5, i
+        assert int(launch.workspace[: 4 * gx * gy].view(cp.uint32).max()) == 0, f"counters left set after launch {i}"
+        if first is None:
+            first = c_out.copy()
+        else:
+            assert bool((c_out == first).all()), f"launch {i} gave other bits"
+
+
+@pytest.mark.parametrize("kernel_id", ["sgemm_split_k", "sgemm_skinny"])
+def test_beta_zero_does_not_read_c(kernel_id: str) -> None:
+    """NaN in the C that beta scales stays out of the result when beta = 0."""
+    cp, prepared, launch = _bound(kernel_id, Shape(13, 257, 70), seed=4)
+    a, b, c_in, c_out, _ref, _lib = prepared.buffers
+    c_in.fill(cp.nan)
+    alpha = np.float32(2.0)
+    launch((*prepared.args[:7], alpha, np.float32(0.0)))
+    ref = float(alpha) * (a.astype(cp.float64) @ b.astype(cp.float64))
+    assert not bool(cp.isnan(c_out).any())
+    assert relative_error(cp, c_out, ref) < 1e-5

@@ -1,0 +1,136 @@
+"""Rungs 18 to 20 (issue 21) without a GPU: every configuration of sgemm_small_tile,
+sgemm_split_k and sgemm_skinny compiles for sm_90 without spills; their search
+spaces stay small; the split of K, the workspace and the skinny kernel's row
+limit are what the .cu files expect; refusals name the rule and the fix."""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from gemmlab.backends.nvrtc import compile_kernel
+from gemmlab.core.errors import ConstraintError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.sgemm import spec as sgemm
+
+NEW_RUNGS = ("sgemm_small_tile", "sgemm_split_k", "sgemm_skinny")
+REVIEW = Path(__file__).resolve().parent.parent / "docs" / "synchronisation.md"
+
+
+def test_every_configuration_compiles_for_sm90_without_spills() -> None:
+    jobs = [(kid, c) for kid in NEW_RUNGS for c in catalogue.configs(kid)]
+
+    def build(job: tuple[str, dict]) -> tuple[str, dict, object]:
+        kid, c = job
+        return kid, c, compile_kernel(catalogue.variant(kid, c), 0, "float32", "sm_90").resources
+
+    first = build(jobs[0])  # imports the compiler's modules before two threads race to
+    with ThreadPoolExecutor(2) as pool:
+        built = [first, *pool.map(build, jobs[1:])]
+    assert len(built) == sum(len(catalogue.configs(k)) for k in NEW_RUNGS)
+    for kid, c, res in built:
+        assert res.spill_bytes == 0 and res.stack_bytes == 0, (kid, c, res)
+        r = sgemm.LADDER.rung(kid)
+        # Static shared memory: what the spec's model says, which is what the runner plans occupancy with.
+        assert res.smem_bytes == r.smem_bytes(c), (kid, c, res)
+        assert res.registers * r.threads(c) * c.get("MIN_BLOCKS", 1) <= 65536, (kid, c, res)
+
+
+@pytest.mark.parametrize("kid", NEW_RUNGS)
+def test_search_spaces_tune_quickly(kid: str) -> None:
+    found = catalogue.configs(kid)
+    r = sgemm.LADDER.rung(kid)
+    # Every configuration the search names is taken: none is silently dropped by a rule.
+    assert len(found) == 1 + len(r.search) and 8 <= len(found) <= 24
+
+
+def test_small_tiles_give_every_sm_work_at_1024() -> None:
+    """The point of rung 18: at 1024 x 1024 its tiles make at least 128 blocks
+    (rung 17's 128 x 256 tile makes 32), most configurations several per SM of 132."""
+    blocks = []
+    for c in catalogue.configs("sgemm_small_tile"):
+        gx, gy, gz = catalogue.variant("sgemm_small_tile", c).grid(Shape.square(1024), 0)
+        blocks.append(gx * gy * gz)
+    assert min(blocks) >= 128 and sorted(blocks)[len(blocks) // 2] >= 2 * 132
+    large = catalogue.get("sgemm_padded_b").grid(Shape.square(1024), 0)
+    assert large[0] * large[1] == 32
+
+
+def _slices(k_tiles: int, splits: int) -> list[range]:
+    """19_split_k.cu's slices: slice z takes k-tiles floor(z T / S) .. floor((z + 1) T / S) - 1."""
+    return [range(z * k_tiles // splits, (z + 1) * k_tiles // splits) for z in range(splits)]
+
+
+@pytest.mark.parametrize(("k_tiles", "splits"), [(1, 4), (2, 4), (9, 4), (1024, 16), (7, 3), (5, 16)])
+def test_split_k_slices_cover_k_once_and_are_empty_only_when_k_is_short(k_tiles: int, splits: int) -> None:
+    slices = _slices(k_tiles, splits)
+    assert [t for s in slices for t in s] == list(range(k_tiles))
+    lengths = [len(s) for s in slices]
+    assert max(lengths) - min(lengths) <= 1
+    assert (0 in lengths) == (k_tiles < splits)
+
+
+def test_split_k_grid_and_workspace() -> None:
+    spec = catalogue.variant("sgemm_split_k", {"SPLITS": 8})
+    shape = Shape(1000, 1000, 16384)
+    gx, gy, gz = spec.grid(shape, 0)
+    assert (gx, gy, gz) == (16, 16, 8)  # 64 x 64 tiles, 8 slices
+    tiles = gx * gy
+    # 256 counters (1 KB, already a multiple of 16 bytes), then 8 partial tiles of 64 x 64 floats per tile.
+    assert spec.workspace_bytes(shape, gx * gy * gz) == 4 * tiles + tiles * 8 * 64 * 64 * 4
+    # 3 tiles: 12 bytes of counters padded to 16.
+    small = catalogue.variant("sgemm_split_k", {})
+    blocks = math.prod(small.grid(Shape(64, 150, 7), 0))
+    assert blocks == 3 * 4 and small.workspace_bytes(Shape(64, 150, 7), blocks) == 16 + 12 * 64 * 64 * 4
+    assert spec.name_expression("float32", 0) == "sgemm_split_k<float, 64, 64, 16, 32, 32, 3, 8>"
+
+
+def test_split_k_refuses_a_single_slice_by_name() -> None:
+    with pytest.raises(ConstraintError, match="SPLITS must be at least 2"):
+        catalogue.variant("sgemm_split_k", {"SPLITS": 1})
+
+
+def test_split_k_carries_its_synchronisation_argument() -> None:
+    """As tests/test_stress.py asks of the kernels the stress run checks (this
+    one joins that list when it moves into the catalogue)."""
+    lines = catalogue.variant("sgemm_split_k", {}).source_text().splitlines()
+    header = "\n".join(lines[: next(i for i, x in enumerate(lines) if not x.startswith("//"))])
+    assert "\n// Synchronisation" in header
+    for handshake in ("__threadfence", "atomicAdd", "__syncthreads_or", "zeroes it"):
+        assert handshake in header, handshake
+    assert "## sgemm_split_k " in REVIEW.read_text()
+
+
+def test_skinny_refuses_more_rows_than_its_configuration_holds() -> None:
+    spec = catalogue.variant("sgemm_skinny", {"ROWS": 8})
+    assert not spec.violations(Shape(8, 4096, 4096), 0, "float32")
+    with pytest.raises(ConstraintError) as info:
+        catalogue.point("sgemm_skinny", Shape(9, 4096, 4096), spec=spec)
+    message = str(info.value)
+    assert "M = 9 is over 8" in message and "ROWS >= M" in message
+    assert "sgemm_swizzle_l2" in info.value.fix  # a rung that takes any M
+    # The default holds 16 rows, the most any configuration does.
+    default = catalogue.variant("sgemm_skinny", {})
+    assert not default.violations(Shape(16, 7, 3), 0, "float32")
+    assert default.violations(Shape(17, 7, 3), 0, "float32")
+
+
+def test_skinny_rules_name_what_they_refuse() -> None:
+    with pytest.raises(ConstraintError, match="COL_VECS must be 4, 8, 16 or 32"):
+        catalogue.variant("sgemm_skinny", {"COL_VECS": 12})
+    with pytest.raises(ConstraintError, match="ROWS must be from 1 to 16"):
+        catalogue.variant("sgemm_skinny", {"ROWS": 32})
+
+
+def test_skinny_geometry() -> None:
+    spec = catalogue.variant("sgemm_skinny", {})
+    assert spec.grid(Shape(16, 4096, 4096), 0) == (128, 1, 1)  # strips of 32 columns
+    assert spec.grid(Shape(1, 4097, 5), 0) == (129, 1, 1)
+    assert spec.block(Shape(1, 1, 1), 0) == (256, 1, 1)
+    assert spec.name_expression("float32", 0) == "sgemm_skinny<float, 16, 8, 8, 8>"
+    # CGMA: per chunk 8 float4s of B and 16 x 8 / 8 = 16 elements of A, for 2 x 16 x 4 x 8 FLOPs.
+    assert spec.cgma(Shape(16, 4096, 4096), 0) == pytest.approx(1024 / 24)
