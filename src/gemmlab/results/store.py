@@ -62,7 +62,8 @@ clears its failure (:meth:`Store.add_failure`, :meth:`Store.failures`,
 ``grades`` (v9): one verdict per attempt of a submission on a task of
 `gemmlab grade`: the stage it reached, why it stopped, its geometric-mean
 share of the library and its grade; a changed submission is a new attempt and
-the earlier ones stay (:meth:`Store.add_grade`, :meth:`Store.grades`).
+the earlier ones stay (:meth:`Store.add_grade`, :meth:`Store.grades`); v10 adds
+each attempt's wall time, ``wall_s``.
 
 ``compiles`` (v8): one row per compile a run used, unique per (run, kernel,
 block edge, dtype, configuration, arch): the NVRTC version and what ptxas
@@ -453,6 +454,8 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             UNIQUE (task, submission, attempt)
         )""",
     ),
+    # v10: the wall time each graded attempt took, from its first stage to its verdict.
+    ("ALTER TABLE grades ADD COLUMN wall_s REAL",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The first schema whose results record their backend and configuration.
@@ -462,7 +465,7 @@ COMPILES_FROM = 8
 
 # A verdict of `gemmlab grade` as the grades table stores it (run id and time apart).
 GRADE_FIELDS = (
-    "task", "submission", "attempt", "source_hash", "path", "stage", "reason", "share_geomean", "grade",
+    "task", "submission", "attempt", "source_hash", "path", "stage", "reason", "share_geomean", "grade", "wall_s",
 )  # fmt: skip
 CEILING_FIELDS = ("peak_gflops_measured", "bandwidth_gbs_measured")
 RUN_FIELDS = (
@@ -1099,6 +1102,13 @@ class Store:
             names, marks = ", ".join(row), ", ".join("?" for _ in row)
             conn.execute(f"INSERT INTO grades ({names}) VALUES ({marks})", tuple(row.values()))
             return row["attempt"]
+
+    def data_version(self) -> int:
+        """SQLite's count of commits made by other connections to this file
+        (PRAGMA data_version): it moves when anything but this Store writes
+        the file, which `gemmlab grade`, the only writer, takes as tampering."""
+        with self._guard():
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
     def grades(self, task: str) -> list[dict]:
         """Every attempt of every submission on ``task``, oldest first; none in

@@ -32,6 +32,7 @@ import functools
 import hashlib
 import math
 import random
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +46,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 from gemmlab.core.dtypes import DTYPE_CTYPES
 from gemmlab.core.errors import GemmlabError, NoGPUError, failure_text
 from gemmlab.core.shapes import Shape
-from gemmlab.measure import watchdog
+from gemmlab.measure import apart, watchdog
 from gemmlab.studies import scale
 from gemmlab.studies.scale import Outcome  # noqa: F401 (what the maps give, named here for callers)
 
@@ -62,6 +63,8 @@ EXAMPLE = "examples/grading/task.toml"
 TASK_KEYS = ("name", "problem", "dtypes", "shapes", "hidden", "grades", "timing")
 HIDDEN_KEYS = ("count", "seed", "min", "max", "multiple", "square")
 TIMING_KEYS = ("reps", "max_seconds", "timeout")
+# Launches per timed batch of a Python submission, each on inputs of its own (gemmlab.measure.apart).
+APART_LAUNCHES = 4
 
 
 class TaskError(GemmlabError):
@@ -303,6 +306,11 @@ class Submission:
     kernel: Path | None
     files: tuple[Path, ...]
 
+    @property
+    def is_python(self) -> bool:
+        """A Python callable: imported only by a process that neither times nor checks it."""
+        return self.kernel is not None and self.kernel.suffix == ".py"
+
     @functools.cached_property
     def source_hash(self) -> str:
         """What a resubmission changes: the bytes of the submission's files."""
@@ -389,12 +397,13 @@ class Verdict:
     share_geomean: float | None = None
     grade: str = FAIL
     results: list[Any] = field(default_factory=list)  # the timed RunResults
+    wall_s: float | None = None  # seconds from its first stage to its verdict, on the worker
 
     def row(self, task: Task) -> dict:
         """The grades table's row (attempt apart)."""
         return {"task": task.name, "submission": self.submission, "source_hash": self.source_hash,
                 "path": self.path, "stage": self.stage, "reason": self.reason,
-                "share_geomean": self.share_geomean, "grade": self.grade}  # fmt: skip
+                "share_geomean": self.share_geomean, "grade": self.grade, "wall_s": self.wall_s}  # fmt: skip
 
 
 def compile_on_device(reference: str, task: Task) -> str:
@@ -468,10 +477,14 @@ def verify_stage(submission: Submission, task: Task, worker: watchdog.Worker) ->
 
     for i, shape in enumerate(task.hidden, 1):
         for dtype in task.dtypes:
+            label = f"{submission.name} at hidden shape {i} ({dtype})"
             try:
-                worker.call(f"{submission.name} at hidden shape {i} ({dtype})", task.call_limit(), run_declared,
-                            str(submission.kernel), None, shape, None, dtype, reps=1, warmup=1, max_seconds=1.0,
-                            baseline=False)  # fmt: skip
+                if submission.is_python:
+                    worker.call(label, apart_limit(task), apart.run_apart, str(submission.kernel), shape, dtype,
+                                batches=0, launches=APART_LAUNCHES, limit_s=task.call_limit())  # fmt: skip
+                else:
+                    worker.call(label, task.call_limit(), run_declared, str(submission.kernel), None, shape, None,
+                                dtype, reps=1, warmup=1, max_seconds=1.0, baseline=False)  # fmt: skip
             except GemmlabError as exc:
                 raise masked(exc, shape, f"hidden shape {i}") from None
 
@@ -499,13 +512,25 @@ def time_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> l
     results = []
     for shape, name in shape_names(task):
         for dtype in task.dtypes:
+            label = f"{submission.name} at {name} ({dtype})"
             try:
-                results.append(worker.call(f"{submission.name} at {name} ({dtype})", task.call_limit(), run_declared,
-                                           str(submission.kernel), None, shape, None, dtype, reps=task.reps,
-                                           max_seconds=task.max_seconds))  # fmt: skip
+                if submission.is_python:
+                    result = worker.call(label, apart_limit(task), apart.run_apart, str(submission.kernel), shape,
+                                         dtype, batches=task.reps, launches=APART_LAUNCHES,
+                                         limit_s=task.call_limit())  # fmt: skip
+                else:
+                    result = worker.call(label, task.call_limit(), run_declared, str(submission.kernel), None,
+                                         shape, None, dtype, reps=task.reps, max_seconds=task.max_seconds)  # fmt: skip
+                results.append(result)
             except GemmlabError as exc:
                 raise (masked(exc, shape, name) if shape in task.hidden else exc) from None
     return results
+
+
+def apart_limit(task: Task) -> float:
+    """The time a Python submission's shape may take in the grader's worker:
+    importing it in a process of its own, then each of its calls' limits."""
+    return apart.LOAD_LIMIT_S + 2 * task.call_limit()
 
 
 def shape_names(task: Task) -> list[tuple[Shape, str]]:
@@ -514,6 +539,14 @@ def shape_names(task: Task) -> list[tuple[Shape, str]]:
 
 
 def grade_one(submission: Submission, task: Task) -> Verdict:
+    """:func:`staged`, with the wall time it took."""
+    start = time.monotonic()
+    verdict = staged(submission, task)
+    verdict.wall_s = time.monotonic() - start
+    return verdict
+
+
+def staged(submission: Submission, task: Task) -> Verdict:
     """Run the stages in order in a worker of the submission's own; stop at the
     first that fails. A GemmlabError of the submission's making is its verdict;
     one of the machine's (no GPU) and any bug are raised, and nothing is stored."""
@@ -523,10 +556,13 @@ def grade_one(submission: Submission, task: Task) -> Verdict:
         ("compile", compile_stage), ("sanitize", sanitize_stage), ("verify", verify_stage), ("time", time_stage),
     )  # fmt: skip
     results: Any = None
-    with watchdog.Worker() as worker:
+    # A Python submission is imported (to compile and sanitize it) in a worker
+    # of its own, never in the one that then checks and times it at arm's length.
+    with watchdog.Worker() as worker, watchdog.Worker() as own:
         for name, stage in stages:
+            runs_it = own if submission.is_python and name in ("compile", "sanitize") else worker
             try:
-                results = stage(submission, task, worker)
+                results = stage(submission, task, runs_it)
             except NoGPUError:
                 raise
             except GemmlabError as exc:
@@ -570,6 +606,24 @@ def pooled(scheduler: str | None = None) -> Iterator[MapFn]:
         yield pool.map
 
 
+# The stage of a verdict given for writing the results database (see tampered).
+TAMPERED = "isolation"
+
+
+def tampered(verdict: Verdict) -> Verdict:
+    """``verdict`` failed: the database was written by another process while it
+    was graded. Only the grading process writes it, so the submission (or one
+    graded beside it) reached the file; its figures are not believed."""
+    verdict.stage, verdict.grade, verdict.share_geomean, verdict.shares, verdict.results = \
+        TAMPERED, FAIL, None, {}, []  # fmt: skip
+    verdict.reason = (
+        f"{TAMPERED}: the results database was written by another process while {verdict.submission} was graded "
+        "(only the grader writes it). Check the grades table by hand; grade the class again into a fresh --db, "
+        "as another user or in a container (docs/grading.md, 'What isolation covers')."
+    )
+    return verdict
+
+
 @dataclass
 class GradeSummary:
     graded: list[Verdict] = field(default_factory=list)
@@ -596,11 +650,15 @@ def grade(
     pending = to_grade(submissions, task, store, force=force)
     summary.skipped = [s for s in submissions if s not in pending]
     run_id: int | None = None
+    seen = store.data_version()
     for submission, outcome in map_fn(functools.partial(grade_one, task=task), pending, key=lambda s: s.name):
         if outcome.error is not None:
             summary.errors.append((submission, outcome.error))
             continue
         verdict: Verdict = outcome.value
+        if (now := store.data_version()) != seen:
+            seen = now
+            verdict = tampered(verdict)
         if run_id is None:
             run_id = store.start_run(run_record or {})
         if verdict.results:
