@@ -63,7 +63,7 @@ clears its failure (:meth:`Store.add_failure`, :meth:`Store.failures`,
 `gemmlab grade`: the stage it reached, why it stopped, its geometric-mean
 share of the library and its grade; a changed submission is a new attempt and
 the earlier ones stay (:meth:`Store.add_grade`, :meth:`Store.grades`); v10 adds
-each attempt's wall time, ``wall_s``.
+each attempt's wall time, ``wall_s``, and its kernel's ``occupancy`` (JSON).
 
 ``compiles`` (v8): one row per compile a run used, unique per (run, kernel,
 block edge, dtype, configuration, arch): the NVRTC version and what ptxas
@@ -454,8 +454,9 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             UNIQUE (task, submission, attempt)
         )""",
     ),
-    # v10: the wall time each graded attempt took, from its first stage to its verdict.
-    ("ALTER TABLE grades ADD COLUMN wall_s REAL",),
+    # v10: the wall time each graded attempt took, from its first stage to its
+    # verdict, and its kernel's theoretical occupancy on the grading GPU (JSON).
+    ("ALTER TABLE grades ADD COLUMN wall_s REAL", "ALTER TABLE grades ADD COLUMN occupancy TEXT"),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The first schema whose results record their backend and configuration.
@@ -466,6 +467,7 @@ COMPILES_FROM = 8
 # A verdict of `gemmlab grade` as the grades table stores it (run id and time apart).
 GRADE_FIELDS = (
     "task", "submission", "attempt", "source_hash", "path", "stage", "reason", "share_geomean", "grade", "wall_s",
+    "occupancy",
 )  # fmt: skip
 CEILING_FIELDS = ("peak_gflops_measured", "bandwidth_gbs_measured")
 RUN_FIELDS = (
@@ -1090,7 +1092,9 @@ class Store:
 
     def add_grade(self, run_id: int | None, verdict: dict) -> int:
         """Store a submission's verdict (keys of :data:`GRADE_FIELDS` but
-        ``attempt``) as its next attempt on the task; returns the attempt's number."""
+        ``attempt``; ``wall_s`` and ``occupancy`` may be left out) as its next
+        attempt on the task; returns the attempt's number."""
+        verdict = {"wall_s": None, "occupancy": None, **verdict}
         if set(verdict) != set(GRADE_FIELDS) - {"attempt"}:
             raise ValueError(f"a verdict has the keys {', '.join(GRADE_FIELDS)} but attempt, not {sorted(verdict)}")
         with self._transaction() as conn:

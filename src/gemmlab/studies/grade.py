@@ -30,6 +30,7 @@ import contextlib
 import copy
 import functools
 import hashlib
+import json
 import math
 import random
 import time
@@ -398,12 +399,14 @@ class Verdict:
     grade: str = FAIL
     results: list[Any] = field(default_factory=list)  # the timed RunResults
     wall_s: float | None = None  # seconds from its first stage to its verdict, on the worker
+    occupancy: dict | None = None  # the timed kernel's theoretical occupancy; None when unknown (Python)
 
     def row(self, task: Task) -> dict:
         """The grades table's row (attempt apart)."""
         return {"task": task.name, "submission": self.submission, "source_hash": self.source_hash,
                 "path": self.path, "stage": self.stage, "reason": self.reason,
-                "share_geomean": self.share_geomean, "grade": self.grade, "wall_s": self.wall_s}  # fmt: skip
+                "share_geomean": self.share_geomean, "grade": self.grade, "wall_s": self.wall_s,
+                "occupancy": json.dumps(self.occupancy) if self.occupancy else None}  # fmt: skip
 
 
 def compile_on_device(reference: str, task: Task) -> str:
@@ -527,6 +530,11 @@ def time_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> l
     return results
 
 
+def hidden_names(task: Task) -> dict[tuple[int, int, int], str]:
+    """What a page calls each hidden shape, by (m, n, k): its number, never its sizes."""
+    return {(s.m, s.n, s.k): name for s, name in shape_names(task) if s in task.hidden}
+
+
 def apart_limit(task: Task) -> float:
     """The time a Python submission's shape may take in the grader's worker:
     importing it in a process of its own, then each of its calls' limits."""
@@ -578,9 +586,27 @@ def scored(verdict: Verdict, results: list[Any], task: Task) -> Verdict:
     if len(verdict.shares) < len(results):
         verdict.stage, verdict.reason = "time", "time: cuBLAS gave no time to compare with at some shape."
         return verdict
+    verdict.occupancy = next((o for o in map(occupancy_of, results) if o is not None), None)
     verdict.share_geomean = geomean(verdict.shares.values())
     verdict.grade = grade_of(verdict.share_geomean, task.thresholds)
     return verdict
+
+
+def occupancy_of(result: Any) -> dict | None:
+    """The theoretical occupancy of a timed result's launch on its GPU (registers,
+    shared memory, block and what limits the blocks per SM); None where the
+    launch is the function's own (a Python kernel) or the GPU is not known."""
+    from gemmlab.measure.occupancy import theoretical_occupancy
+
+    registers, cc = result.resources.registers, result.device.get("cc")
+    threads = math.prod(result.block)
+    if registers is None or not cc or threads == 0:
+        return None
+    found = theoretical_occupancy(tuple(cc), threads, registers, result.resources.smem_bytes or 0,
+                                  dynamic_smem=result.dynamic_smem)  # fmt: skip
+    keep = ("threads_per_block", "regs_per_thread", "smem_requested", "active_blocks", "active_warps", "occupancy",
+            "limiting_factors")  # fmt: skip
+    return {"block": list(result.block), **{k: v for k, v in found.to_dict().items() if k in keep}}
 
 
 # -- many submissions -----------------------------------------------------------
