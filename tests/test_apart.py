@@ -178,12 +178,16 @@ def test_a_write_to_the_database_during_grading_fails_the_submission(tmp_path: P
     folder.mkdir(parents=True)
     (folder / "matmul.py").write_text(HONEST + DECLARED)
     task_path = tmp_path / "task.toml"
-    task_path.write_text('name = "t"\nproblem = "matmul"\ndtypes = ["float32"]\nshapes = [64]\n[grades]\np = "verified"\n')
+    task_path.write_text(
+        'name = "t"\nproblem = "matmul"\ndtypes = ["float32"]\nshapes = [64]\n[grades]\np = "verified"\n'
+    )
 
     def writes_the_store(submission: grade.Submission, task: grade.Task) -> grade.Verdict:
         with sqlite3.connect(db) as conn:
-            conn.execute("INSERT INTO grades (task, submission, attempt, source_hash, stage, grade, created) "
-                         "VALUES ('t', 'rival', 1, '', 'graded', 'A', '')")
+            conn.execute(
+                "INSERT INTO grades (task, submission, attempt, source_hash, stage, grade, created) "
+                "VALUES ('t', 'rival', 1, '', 'graded', 'A', '')"
+            )
         return grade.Verdict(submission.name, "", submission.source_hash, grade.GRADED, None, grade="p")
 
     def fake_map(fn, items, *, key=str):

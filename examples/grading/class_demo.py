@@ -60,11 +60,16 @@ edge = "TILE"
 TILE = [{tile}]
 """
 
-HEAD = "#define TILE {tile}\n\nextern \"C\" __global__ void matmul(const float *A, const float *B, float *C, int M, int N, int K)\n{{\n"
+HEAD = (
+    "#define TILE {tile}\n\n"
+    'extern "C" __global__ void matmul(const float *A, const float *B, float *C, int M, int N, int K)\n{{\n'
+)
 
 # One thread per element of C; {row} and {col} choose which thread index walks
 # which dimension (threadIdx.x along a row of C reads B coalesced).
-NAIVE = HEAD + """    int row = blockIdx.y * TILE + threadIdx.{row};
+NAIVE = (
+    HEAD
+    + """    int row = blockIdx.y * TILE + threadIdx.{row};
     int col = blockIdx.x * TILE + threadIdx.{col};
     if (row >= M || col >= N) return;
     float sum = 0.0f;
@@ -72,8 +77,11 @@ NAIVE = HEAD + """    int row = blockIdx.y * TILE + threadIdx.{row};
     C[row * N + col + {offset}] = sum{scale};
 }}
 """
+)
 
-TILED = HEAD + """    __shared__ float As[TILE][TILE];
+TILED = (
+    HEAD
+    + """    __shared__ float As[TILE][TILE];
     __shared__ float Bs[TILE][TILE];
     int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
     float sum = 0.0f;
@@ -87,15 +95,21 @@ TILED = HEAD + """    __shared__ float As[TILE][TILE];
     if (row < M && col < N) C[row * N + col] = sum;
 }}
 """
+)
 
-COMPILE_ERROR = HEAD + """    int row = blockIdx.y * TILE + threadIdx.y;
+COMPILE_ERROR = (
+    HEAD
+    + """    int row = blockIdx.y * TILE + threadIdx.y;
     int col = blockIdx.x * TILE + threadIdx.x;
     if (row < M && col < N) C[row * N + col] = {mistake};
 }}
 """
+)
 
 # Spins for ever at the task's shapes (M >= 256), never at the sanitizer's small ones.
-HANG = HEAD + """    int row = blockIdx.y * TILE + threadIdx.y;
+HANG = (
+    HEAD
+    + """    int row = blockIdx.y * TILE + threadIdx.y;
     int col = blockIdx.x * TILE + threadIdx.x;
     if (row >= M || col >= N) return;
     volatile int spin = 1;
@@ -105,6 +119,7 @@ HANG = HEAD + """    int row = blockIdx.y * TILE + threadIdx.y;
     C[row * N + col] = sum;
 }}
 """
+)
 
 
 @dataclass(frozen=True)
@@ -196,7 +211,8 @@ def summary(made: dict[str, Kind], grades: dict[str, dict], elapsed_s: float, la
               f"{' or '.join(k.expected)}" for k in KINDS]  # fmt: skip
     for name in wrong_stage:
         got = grades.get(name)
-        lines.append(f"   UNEXPECTED {name}: {got['stage'] if got else 'not graded'} (expected {' or '.join(made[name].expected)})")
+        expected = " or ".join(made[name].expected)
+        lines.append(f"   UNEXPECTED {name}: {got['stage'] if got else 'not graded'} (expected {expected})")
     fast = [grades[n]["share_geomean"] for n, k in made.items() if k.name == "correct-fast" and n in grades]
     slow = [grades[n]["share_geomean"] for n, k in made.items() if k.name == "correct-slow" and n in grades]
     if all(fast + slow) and fast and slow:

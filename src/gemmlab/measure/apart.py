@@ -84,8 +84,9 @@ class _Shared:
 
 
 def _host_shared(shape: tuple[int, int], dtype: str) -> _Shared:
-    import numpy as np
     from multiprocessing import shared_memory
+
+    import numpy as np
 
     nbytes = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
     block = shared_memory.SharedMemory(create=True, size=nbytes)
@@ -361,8 +362,9 @@ def _open(handle: Any, memory: str) -> Any:
         pointer = cp.cuda.runtime.ipcOpenMemHandle(ipc)
         owned = cp.cuda.UnownedMemory(pointer, nbytes, owner=None)
         return cp.ndarray(shape, dtype=dtype, memptr=cp.cuda.MemoryPointer(owned, 0))
-    import numpy as np
     from multiprocessing import shared_memory
+
+    import numpy as np
 
     name, shape, dtype = handle
     # A spawned child shares its parent's resource tracker, so attaching here

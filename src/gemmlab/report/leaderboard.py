@@ -196,8 +196,17 @@ def _occupancy_html(text: str | None) -> str:
                "chooses its own launch.</p>"  # fmt: skip
     found = json.loads(text)
     limiting = ", ".join(found.get("limiting_factors", [])) or "-"
-    lines = [(" x ".join(map(str, found["block"])), str(found["regs_per_thread"]), str(found["smem_requested"]),
-              str(found["active_blocks"]), str(found["active_warps"]), f"{found['occupancy']:.0%}", limiting)]
+    lines = [
+        (
+            " x ".join(map(str, found["block"])),
+            str(found["regs_per_thread"]),
+            str(found["smem_requested"]),
+            str(found["active_blocks"]),
+            str(found["active_warps"]),
+            f"{found['occupancy']:.0%}",
+            limiting,
+        )
+    ]
     columns = ("block", "registers per thread", "shared memory per block [B]", "blocks per SM", "warps per SM",
                "occupancy", "limited by")  # fmt: skip
     return _table("Occupancy (theoretical, on the grading GPU)", columns, lines)
