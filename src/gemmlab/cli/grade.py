@@ -54,10 +54,16 @@ def grade_cmd(
         with grade.pooled(scheduler) as map_fn:
             summary = grade.grade(found, the_task, store, map_fn=map_fn, force=force, run_record=run_record(),
                                   on_verdict=_print_verdict)  # fmt: skip
-        paths = write_leaderboard(out, the_task.name, store.grades(the_task.name), the_task.thresholds)
+        paths = write_leaderboard(out, the_task.name, store.grades(the_task.name), the_task.thresholds,
+                                  store.rows(the_task.experiment), grade.hidden_names(the_task))  # fmt: skip
     for submission, error in summary.errors:
         err_console.print(f"[red]not graded[/]: {escape(submission.name)}: {escape(error)}", highlight=False)
-    console.print(f"leaderboard: {', '.join(map(str, paths))}; results in {db}", highlight=False)
+    walls = [v.wall_s for v in summary.graded if v.wall_s is not None]
+    if walls:
+        console.print(f"{len(walls)} graded in {sum(walls):.0f} s of workers' time, {sum(walls) / len(walls):.1f} s "
+                      "each on average", highlight=False)  # fmt: skip
+    console.print(f"leaderboard: {', '.join(map(str, paths))} (a page per submission in {out / 'submissions'}); "
+                  f"results in {db}", highlight=False)  # fmt: skip
     if summary.errors:
         raise GemmlabError(
             f"{len(summary.errors)} submission(s) could not be graded (see above); nothing was stored for them.",
@@ -79,8 +85,14 @@ def _print_verdict(verdict: object) -> None:
     assert isinstance(verdict, Verdict)
     if verdict.stage == GRADED:
         share = "" if verdict.share_geomean is None else f"{verdict.share_geomean:.3f} of cuBLAS, "
-        console.print(f"{escape(verdict.submission)}: {share}grade {escape(verdict.grade)}", highlight=False)
+        console.print(f"{escape(verdict.submission)}: {share}grade {escape(verdict.grade)}{_wall(verdict)}",
+                      highlight=False)  # fmt: skip
     else:
         first = (verdict.reason or "").splitlines()[0]
         console.print(f"{escape(verdict.submission)}: [red]{escape(verdict.grade)}[/] at {verdict.stage}: "
-                      f"{escape(first)}", highlight=False)  # fmt: skip
+                      f"{escape(first)}{_wall(verdict)}", highlight=False)  # fmt: skip
+
+
+def _wall(verdict: object) -> str:
+    seconds = getattr(verdict, "wall_s", None)
+    return "" if seconds is None else f" ({seconds:.1f} s)"

@@ -2,16 +2,26 @@
 ranked by its geometric-mean share of cuBLAS, with its grade, how many times
 it was submitted, and for those that failed the stage and the reason.
 
-Written as CSV (for a gradebook) and as one HTML page with nothing to load."""
+Written as CSV (for a gradebook) and as one HTML page with nothing to load,
+which links each submission to a page of its own (:func:`submission_page`):
+its verdict and reason (a compile log, a sanitizer's findings), its time
+beside cuBLAS at every shape, its kernel's occupancy and its attempts."""
 
 from __future__ import annotations
 
 import csv
 import html
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-COLUMNS = ("rank", "submission", "grade", "share_geomean", "stage", "reason", "attempts", "graded")
+from gemmlab.report.model import slug
+from gemmlab.report.user_pages import COLUMNS as RESULT_COLUMNS
+from gemmlab.report.user_pages import UserPage, table_rows
+
+COLUMNS = ("rank", "submission", "grade", "share_geomean", "stage", "reason", "attempts", "wall_s", "graded")
+# Where each submission's page goes, beside leaderboard.html.
+PAGES = "submissions"
 PASSED = "graded"
 
 
@@ -40,7 +50,7 @@ def standings(grades: Sequence[dict]) -> list[dict]:
 def _row(row: dict, attempts: int) -> dict:
     keep = ("submission", "grade", "share_geomean", "stage")
     return {"rank": None, **{k: row[k] for k in keep}, "reason": row["reason"] or "", "attempts": attempts,
-            "graded": row["created"]}  # fmt: skip
+            "wall_s": row.get("wall_s"), "graded": row["created"]}  # fmt: skip
 
 
 def _progress(stage: str) -> int:
@@ -53,12 +63,22 @@ def share_text(share: float | None) -> str:
     return "" if share is None else f"{share:.3f}"
 
 
+def seconds_text(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds:.1f}"
+
+
+def page_link(submission: str) -> str:
+    """The page of ``submission``, relative to leaderboard.html."""
+    return f"{PAGES}/{slug(submission)}.html"
+
+
 def write_csv(path: Path, rows: Sequence[dict]) -> None:
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS)
         writer.writeheader()
         for row in rows:
-            writer.writerow({**row, "rank": row["rank"] or "", "share_geomean": share_text(row["share_geomean"])})
+            writer.writerow({**row, "rank": row["rank"] or "", "share_geomean": share_text(row["share_geomean"]),
+                             "wall_s": seconds_text(row["wall_s"])})  # fmt: skip
 
 
 _CSS = """
@@ -112,23 +132,112 @@ def _html_row(row: dict) -> str:
     e = html.escape
     cells = [
         f'<td class="num">{row["rank"] or ""}</td>',
-        f"<td>{e(row['submission'])}</td>",
+        f"<td><a href='{e(page_link(row['submission']))}'>{e(row['submission'])}</a></td>",
         f"<td>{e(row['grade'])}</td>",
         f'<td class="num">{share_text(row["share_geomean"])}</td>',
         f"<td>{e(row['stage'])}</td>",
         f"<td><pre>{e(row['reason'])}</pre></td>",
         f'<td class="num">{row["attempts"]}</td>',
+        f'<td class="num">{seconds_text(row["wall_s"])}</td>',
         f"<td>{e(str(row['graded']))}</td>",
     ]
     return f'<tr class="{"passed" if row["stage"] == PASSED else "failed"}">{"".join(cells)}</tr>'
 
 
-def write_leaderboard(out: Path, task: str, grades: Sequence[dict], bars: Sequence[tuple[str, float | None]] = ()
-                      ) -> list[Path]:  # fmt: skip
-    """leaderboard.csv and leaderboard.html in ``out`` (made if missing); returns their paths."""
+def submission_page(
+    task: str, row: dict, attempts: Sequence[dict], results: Sequence[dict], names: Mapping[tuple, str] = {}
+) -> str:  # fmt: skip
+    """One submission's page: ``row`` its latest attempt (a grades row),
+    ``attempts`` all of them, ``results`` its timed shapes (results rows);
+    ``names`` says what to call a shape (m, n, k) instead of its sizes (a
+    hidden shape by its number)."""
+    e = html.escape
+    passed = row["stage"] == PASSED
+    share = f"; {share_text(row['share_geomean'])} of cuBLAS (geometric mean)" if passed else ""
+    parts = [
+        "<!doctype html>",
+        f"<html lang='en'><head><meta charset='utf-8'><title>{e(row['submission'])}: {e(task)}</title>"
+        f"<style>{_CSS}</style></head><body>",
+        f"<p><a href='../leaderboard.html'>the leaderboard</a></p><h1>{e(row['submission'])}</h1>",
+        f"<p>Task {e(task)}, attempt {row['attempt']}: grade <b>{e(row['grade'])}</b>{share}. "
+        f"{'Passed every check' if passed else 'Stopped at the ' + e(row['stage']) + ' stage'}; graded in "
+        f"{seconds_text(row.get('wall_s')) or '?'} s. File: {e(row.get('path') or '')}.</p>",
+    ]
+    if row["reason"]:
+        parts.append(f"<h2>Why it stopped</h2><pre>{e(row['reason'])}</pre>")
+    if results:
+        parts.append(_results_table(row, results, names))
+    parts.append(_occupancy_html(row.get("occupancy")))
+    parts.append(history_html(attempts))
+    parts.append("</body></html>")
+    return "\n".join(p for p in parts if p)
+
+
+def _results_table(row: dict, results: Sequence[dict], names: Mapping[tuple, str]) -> str:
+    """The timed shapes as the report's user pages show a kernel's points, a hidden shape by its number."""
+    page = UserPage(row["submission"], row.get("path") or "", list(results), [])
+    lines = [(names.get(_mnk(r), line[0]), *line[1:]) for r, line in zip(_by_size(results), table_rows(page),
+                                                                           strict=True)]  # fmt: skip
+    return _table("Time beside cuBLAS at each shape of the task", RESULT_COLUMNS, lines)
+
+
+def _mnk(row: dict) -> tuple[int, int, int]:
+    return (row["m"], row["n"], row["k"])
+
+
+def _by_size(results: Sequence[dict]) -> list[dict]:
+    """``results`` in the order user_pages.table_rows lists them."""
+    return sorted(results, key=lambda r: (r["m"] * r["n"] * r["k"], r.get("block_edge") or 0))
+
+
+def _occupancy_html(text: str | None) -> str:
+    if not text:
+        return "<h2>Occupancy</h2><p>Not known: the kernel was not timed, or it is a Python function that " \
+               "chooses its own launch.</p>"  # fmt: skip
+    found = json.loads(text)
+    limiting = ", ".join(found.get("limiting_factors", [])) or "-"
+    lines = [
+        (
+            " x ".join(map(str, found["block"])),
+            str(found["regs_per_thread"]),
+            str(found["smem_requested"]),
+            str(found["active_blocks"]),
+            str(found["active_warps"]),
+            f"{found['occupancy']:.0%}",
+            limiting,
+        )
+    ]
+    columns = ("block", "registers per thread", "shared memory per block [B]", "blocks per SM", "warps per SM",
+               "occupancy", "limited by")  # fmt: skip
+    return _table("Occupancy (theoretical, on the grading GPU)", columns, lines)
+
+
+def _table(title: str, columns: Sequence[str], lines: Sequence[Sequence[str]]) -> str:
+    e = html.escape
+    head = "".join(f"<th>{e(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in line) + "</tr>" for line in lines)
+    return f"<h2>{e(title)}</h2><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def write_leaderboard(
+    out: Path, task: str, grades: Sequence[dict], bars: Sequence[tuple[str, float | None]] = (),
+    results: Sequence[dict] = (), names: Mapping[tuple, str] = {},
+) -> list[Path]:  # fmt: skip
+    """leaderboard.csv and leaderboard.html in ``out`` (made if missing), and a
+    page per submission under ``out/submissions`` (``results``: the task's
+    results rows, matched to a submission by the path of its kernel); returns
+    the leaderboard's two paths."""
     out.mkdir(parents=True, exist_ok=True)
     rows = standings(grades)
     csv_path, html_path = out / "leaderboard.csv", out / "leaderboard.html"
     write_csv(csv_path, rows)
     html_path.write_text(leaderboard_html(task, rows, bars, grades))
+    (out / PAGES).mkdir(exist_ok=True)
+    for name in {r["submission"] for r in grades}:
+        attempts = [r for r in grades if r["submission"] == name]
+        latest = max(attempts, key=lambda r: r["attempt"])
+        # Results are replaced per point, so those of the latest attempt are the ones stored.
+        mine = [r for r in results if r.get("source") == latest.get("path")] if latest["stage"] == PASSED else []
+        page = submission_page(task, latest, attempts, mine, names)
+        (out / page_link(name)).write_text(page, encoding="utf-8")
     return [csv_path, html_path]

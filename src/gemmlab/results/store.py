@@ -62,7 +62,8 @@ clears its failure (:meth:`Store.add_failure`, :meth:`Store.failures`,
 ``grades`` (v9): one verdict per attempt of a submission on a task of
 `gemmlab grade`: the stage it reached, why it stopped, its geometric-mean
 share of the library and its grade; a changed submission is a new attempt and
-the earlier ones stay (:meth:`Store.add_grade`, :meth:`Store.grades`).
+the earlier ones stay (:meth:`Store.add_grade`, :meth:`Store.grades`); v10 adds
+each attempt's wall time, ``wall_s``, and its kernel's ``occupancy`` (JSON).
 
 ``compiles`` (v8): one row per compile a run used, unique per (run, kernel,
 block edge, dtype, configuration, arch): the NVRTC version and what ptxas
@@ -453,6 +454,9 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             UNIQUE (task, submission, attempt)
         )""",
     ),
+    # v10: the wall time each graded attempt took, from its first stage to its
+    # verdict, and its kernel's theoretical occupancy on the grading GPU (JSON).
+    ("ALTER TABLE grades ADD COLUMN wall_s REAL", "ALTER TABLE grades ADD COLUMN occupancy TEXT"),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The first schema whose results record their backend and configuration.
@@ -462,7 +466,8 @@ COMPILES_FROM = 8
 
 # A verdict of `gemmlab grade` as the grades table stores it (run id and time apart).
 GRADE_FIELDS = (
-    "task", "submission", "attempt", "source_hash", "path", "stage", "reason", "share_geomean", "grade",
+    "task", "submission", "attempt", "source_hash", "path", "stage", "reason", "share_geomean", "grade", "wall_s",
+    "occupancy",
 )  # fmt: skip
 CEILING_FIELDS = ("peak_gflops_measured", "bandwidth_gbs_measured")
 RUN_FIELDS = (
@@ -1087,7 +1092,9 @@ class Store:
 
     def add_grade(self, run_id: int | None, verdict: dict) -> int:
         """Store a submission's verdict (keys of :data:`GRADE_FIELDS` but
-        ``attempt``) as its next attempt on the task; returns the attempt's number."""
+        ``attempt``; ``wall_s`` and ``occupancy`` may be left out) as its next
+        attempt on the task; returns the attempt's number."""
+        verdict = {"wall_s": None, "occupancy": None, **verdict}
         if set(verdict) != set(GRADE_FIELDS) - {"attempt"}:
             raise ValueError(f"a verdict has the keys {', '.join(GRADE_FIELDS)} but attempt, not {sorted(verdict)}")
         with self._transaction() as conn:
@@ -1099,6 +1106,13 @@ class Store:
             names, marks = ", ".join(row), ", ".join("?" for _ in row)
             conn.execute(f"INSERT INTO grades ({names}) VALUES ({marks})", tuple(row.values()))
             return row["attempt"]
+
+    def data_version(self) -> int:
+        """SQLite's count of commits made by other connections to this file
+        (PRAGMA data_version): it moves when anything but this Store writes
+        the file, which `gemmlab grade`, the only writer, takes as tampering."""
+        with self._guard():
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
     def grades(self, task: str) -> list[dict]:
         """Every attempt of every submission on ``task``, oldest first; none in

@@ -30,8 +30,10 @@ import contextlib
 import copy
 import functools
 import hashlib
+import json
 import math
 import random
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +47,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 from gemmlab.core.dtypes import DTYPE_CTYPES
 from gemmlab.core.errors import GemmlabError, NoGPUError, failure_text
 from gemmlab.core.shapes import Shape
-from gemmlab.measure import watchdog
+from gemmlab.measure import apart, watchdog
 from gemmlab.studies import scale
 from gemmlab.studies.scale import Outcome  # noqa: F401 (what the maps give, named here for callers)
 
@@ -62,6 +64,8 @@ EXAMPLE = "examples/grading/task.toml"
 TASK_KEYS = ("name", "problem", "dtypes", "shapes", "hidden", "grades", "timing")
 HIDDEN_KEYS = ("count", "seed", "min", "max", "multiple", "square")
 TIMING_KEYS = ("reps", "max_seconds", "timeout")
+# Launches per timed batch of a Python submission, each on inputs of its own (gemmlab.measure.apart).
+APART_LAUNCHES = 4
 
 
 class TaskError(GemmlabError):
@@ -303,6 +307,11 @@ class Submission:
     kernel: Path | None
     files: tuple[Path, ...]
 
+    @property
+    def is_python(self) -> bool:
+        """A Python callable: imported only by a process that neither times nor checks it."""
+        return self.kernel is not None and self.kernel.suffix == ".py"
+
     @functools.cached_property
     def source_hash(self) -> str:
         """What a resubmission changes: the bytes of the submission's files."""
@@ -389,12 +398,15 @@ class Verdict:
     share_geomean: float | None = None
     grade: str = FAIL
     results: list[Any] = field(default_factory=list)  # the timed RunResults
+    wall_s: float | None = None  # seconds from its first stage to its verdict, on the worker
+    occupancy: dict | None = None  # the timed kernel's theoretical occupancy; None when unknown (Python)
 
     def row(self, task: Task) -> dict:
         """The grades table's row (attempt apart)."""
         return {"task": task.name, "submission": self.submission, "source_hash": self.source_hash,
                 "path": self.path, "stage": self.stage, "reason": self.reason,
-                "share_geomean": self.share_geomean, "grade": self.grade}  # fmt: skip
+                "share_geomean": self.share_geomean, "grade": self.grade, "wall_s": self.wall_s,
+                "occupancy": json.dumps(self.occupancy) if self.occupancy else None}  # fmt: skip
 
 
 def compile_on_device(reference: str, task: Task) -> str:
@@ -468,10 +480,14 @@ def verify_stage(submission: Submission, task: Task, worker: watchdog.Worker) ->
 
     for i, shape in enumerate(task.hidden, 1):
         for dtype in task.dtypes:
+            label = f"{submission.name} at hidden shape {i} ({dtype})"
             try:
-                worker.call(f"{submission.name} at hidden shape {i} ({dtype})", task.call_limit(), run_declared,
-                            str(submission.kernel), None, shape, None, dtype, reps=1, warmup=1, max_seconds=1.0,
-                            baseline=False)  # fmt: skip
+                if submission.is_python:
+                    worker.call(label, apart_limit(task), apart.run_apart, str(submission.kernel), shape, dtype,
+                                batches=0, launches=APART_LAUNCHES, limit_s=task.call_limit())  # fmt: skip
+                else:
+                    worker.call(label, task.call_limit(), run_declared, str(submission.kernel), None, shape, None,
+                                dtype, reps=1, warmup=1, max_seconds=1.0, baseline=False)  # fmt: skip
             except GemmlabError as exc:
                 raise masked(exc, shape, f"hidden shape {i}") from None
 
@@ -499,13 +515,30 @@ def time_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> l
     results = []
     for shape, name in shape_names(task):
         for dtype in task.dtypes:
+            label = f"{submission.name} at {name} ({dtype})"
             try:
-                results.append(worker.call(f"{submission.name} at {name} ({dtype})", task.call_limit(), run_declared,
-                                           str(submission.kernel), None, shape, None, dtype, reps=task.reps,
-                                           max_seconds=task.max_seconds))  # fmt: skip
+                if submission.is_python:
+                    result = worker.call(label, apart_limit(task), apart.run_apart, str(submission.kernel), shape,
+                                         dtype, batches=task.reps, launches=APART_LAUNCHES,
+                                         limit_s=task.call_limit())  # fmt: skip
+                else:
+                    result = worker.call(label, task.call_limit(), run_declared, str(submission.kernel), None,
+                                         shape, None, dtype, reps=task.reps, max_seconds=task.max_seconds)  # fmt: skip
+                results.append(result)
             except GemmlabError as exc:
                 raise (masked(exc, shape, name) if shape in task.hidden else exc) from None
     return results
+
+
+def hidden_names(task: Task) -> dict[tuple[int, int, int], str]:
+    """What a page calls each hidden shape, by (m, n, k): its number, never its sizes."""
+    return {(s.m, s.n, s.k): name for s, name in shape_names(task) if s in task.hidden}
+
+
+def apart_limit(task: Task) -> float:
+    """The time a Python submission's shape may take in the grader's worker:
+    importing it in a process of its own, then each of its calls' limits."""
+    return apart.LOAD_LIMIT_S + 2 * task.call_limit()
 
 
 def shape_names(task: Task) -> list[tuple[Shape, str]]:
@@ -514,6 +547,14 @@ def shape_names(task: Task) -> list[tuple[Shape, str]]:
 
 
 def grade_one(submission: Submission, task: Task) -> Verdict:
+    """:func:`staged`, with the wall time it took."""
+    start = time.monotonic()
+    verdict = staged(submission, task)
+    verdict.wall_s = time.monotonic() - start
+    return verdict
+
+
+def staged(submission: Submission, task: Task) -> Verdict:
     """Run the stages in order in a worker of the submission's own; stop at the
     first that fails. A GemmlabError of the submission's making is its verdict;
     one of the machine's (no GPU) and any bug are raised, and nothing is stored."""
@@ -523,10 +564,13 @@ def grade_one(submission: Submission, task: Task) -> Verdict:
         ("compile", compile_stage), ("sanitize", sanitize_stage), ("verify", verify_stage), ("time", time_stage),
     )  # fmt: skip
     results: Any = None
-    with watchdog.Worker() as worker:
+    # A Python submission is imported (to compile and sanitize it) in a worker
+    # of its own, never in the one that then checks and times it at arm's length.
+    with watchdog.Worker() as worker, watchdog.Worker() as own:
         for name, stage in stages:
+            runs_it = own if submission.is_python and name in ("compile", "sanitize") else worker
             try:
-                results = stage(submission, task, worker)
+                results = stage(submission, task, runs_it)
             except NoGPUError:
                 raise
             except GemmlabError as exc:
@@ -542,9 +586,27 @@ def scored(verdict: Verdict, results: list[Any], task: Task) -> Verdict:
     if len(verdict.shares) < len(results):
         verdict.stage, verdict.reason = "time", "time: cuBLAS gave no time to compare with at some shape."
         return verdict
+    verdict.occupancy = next((o for o in map(occupancy_of, results) if o is not None), None)
     verdict.share_geomean = geomean(verdict.shares.values())
     verdict.grade = grade_of(verdict.share_geomean, task.thresholds)
     return verdict
+
+
+def occupancy_of(result: Any) -> dict | None:
+    """The theoretical occupancy of a timed result's launch on its GPU (registers,
+    shared memory, block and what limits the blocks per SM); None where the
+    launch is the function's own (a Python kernel) or the GPU is not known."""
+    from gemmlab.measure.occupancy import theoretical_occupancy
+
+    registers, cc = result.resources.registers, result.device.get("cc")
+    threads = math.prod(result.block)
+    if registers is None or not cc or threads == 0:
+        return None
+    found = theoretical_occupancy(tuple(cc), threads, registers, result.resources.smem_bytes or 0,
+                                  dynamic_smem=result.dynamic_smem)  # fmt: skip
+    keep = ("threads_per_block", "regs_per_thread", "smem_requested", "active_blocks", "active_warps", "occupancy",
+            "limiting_factors")  # fmt: skip
+    return {"block": list(result.block), **{k: v for k, v in found.to_dict().items() if k in keep}}
 
 
 # -- many submissions -----------------------------------------------------------
@@ -568,6 +630,24 @@ def pooled(scheduler: str | None = None) -> Iterator[MapFn]:
         scheduler = scale.INLINE
     with scale.Pool(scheduler=scheduler) as pool:
         yield pool.map
+
+
+# The stage of a verdict given for writing the results database (see tampered).
+TAMPERED = "isolation"
+
+
+def tampered(verdict: Verdict) -> Verdict:
+    """``verdict`` failed: the database was written by another process while it
+    was graded. Only the grading process writes it, so the submission (or one
+    graded beside it) reached the file; its figures are not believed."""
+    verdict.stage, verdict.grade, verdict.share_geomean, verdict.shares, verdict.results = \
+        TAMPERED, FAIL, None, {}, []  # fmt: skip
+    verdict.reason = (
+        f"{TAMPERED}: the results database was written by another process while {verdict.submission} was graded "
+        "(only the grader writes it). Check the grades table by hand; grade the class again into a fresh --db, "
+        "as another user or in a container (docs/grading.md, 'What isolation covers')."
+    )
+    return verdict
 
 
 @dataclass
@@ -596,11 +676,15 @@ def grade(
     pending = to_grade(submissions, task, store, force=force)
     summary.skipped = [s for s in submissions if s not in pending]
     run_id: int | None = None
+    seen = store.data_version()
     for submission, outcome in map_fn(functools.partial(grade_one, task=task), pending, key=lambda s: s.name):
         if outcome.error is not None:
             summary.errors.append((submission, outcome.error))
             continue
         verdict: Verdict = outcome.value
+        if (now := store.data_version()) != seen:
+            seen = now
+            verdict = tampered(verdict)
         if run_id is None:
             run_id = store.start_run(run_record or {})
         if verdict.results:

@@ -1,0 +1,202 @@
+"""A Python submission measured at arm's length (gemmlab.measure.apart),
+without a GPU: host memory (NumPy arrays in shared memory), the same protocol
+the GPU path follows. Each hostile submission below is caught, or what it
+does reaches nothing of the grader's."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from gemmlab.core.errors import GemmlabError, KernelStopped, VerificationError
+from gemmlab.core.shapes import Shape
+from gemmlab.measure import apart
+from gemmlab.measure.apart import HOST, measure_apart, run_apart
+from gemmlab.results.store import Store
+from gemmlab.studies import grade
+
+SHAPE = Shape(48, 40, 32)
+DECLARED = 'GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"}\n'
+
+
+def submission(tmp_path: Path, name: str, body: str) -> str:
+    folder = tmp_path / name
+    folder.mkdir()
+    path = folder / "matmul.py"
+    path.write_text(body + "\n" + DECLARED)
+    return str(path)
+
+
+HONEST = """
+import numpy as np
+
+def matmul(A, B, C):
+    np.matmul(A, B, out=C)
+"""
+
+# Slow (a sleep per call), and it stops the clock of its own process.
+PATCHES_THE_CLOCK = """
+import time
+import numpy as np
+
+_sleep = time.sleep
+time.perf_counter = lambda: 0.0
+time.monotonic = lambda: 0.0
+
+def matmul(A, B, C):
+    _sleep(0.02)
+    np.matmul(A, B, out=C)
+"""
+
+# Computes the first answer, then hands it back for every later call.
+CACHED = """
+import numpy as np
+
+_kept = []
+
+def matmul(A, B, C):
+    if not _kept:
+        _kept.append(A @ B)
+    C[...] = _kept[0]
+"""
+
+# Works on the first call only, then returns at once.
+SKIPS = """
+import numpy as np
+
+_calls = []
+
+def matmul(A, B, C):
+    _calls.append(1)
+    if len(_calls) == 1:
+        np.matmul(A, B, out=C)
+"""
+
+# Looks for the grader's database where the grader runs, and in the
+# environment, and writes a grade of its own into whatever it finds.
+OPENS_THE_STORE = """
+import os
+import sqlite3
+import numpy as np
+
+for path in ("gemmlab-results.sqlite", os.environ.get("GEMMLAB_TEST_DB", "")):
+    if path and os.path.exists(path):
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS planted (x)")
+            conn.execute("INSERT INTO planted VALUES (1)")
+
+def matmul(A, B, C):
+    np.matmul(A, B, out=C)
+"""
+
+HANGS = """
+def matmul(A, B, C):
+    while True:
+        pass
+"""
+
+RAISES = """
+def matmul(A, B, C):
+    raise ValueError("no idea")
+"""
+
+
+def test_an_honest_submission_is_checked_and_timed_beside_the_library(tmp_path: Path) -> None:
+    measured = measure_apart(submission(tmp_path, "honest", HONEST), SHAPE, "float32", memory=HOST, batches=3,
+                             launches=3)  # fmt: skip
+    assert measured.launches == 9 and measured.error <= measured.tolerance
+    assert measured.timing is not None and measured.timing.reps == 3
+    assert measured.baseline_timing is not None and measured.baseline_timing.reps == 3
+
+
+def test_a_patched_clock_in_the_submission_does_not_reach_the_graders(tmp_path: Path) -> None:
+    measured = measure_apart(submission(tmp_path, "clock", PATCHES_THE_CLOCK), SHAPE, "float32", memory=HOST,
+                             batches=2, launches=2)  # fmt: skip
+    # 20 ms of sleep per launch, seen by the grader's clock whatever the submission did to its own.
+    assert measured.timing is not None and measured.timing.min_ms >= 15.0
+
+
+def test_a_cached_answer_fails_on_the_fresh_inputs_of_the_next_launch(tmp_path: Path) -> None:
+    with pytest.raises(VerificationError, match="launch 2 of 3") as caught:
+        measure_apart(submission(tmp_path, "cached", CACHED), SHAPE, "float32", memory=HOST, batches=1, launches=3)
+    assert "kept from an earlier call" in caught.value.fix
+
+
+def test_a_skipped_launch_leaves_the_poison_and_fails(tmp_path: Path) -> None:
+    with pytest.raises(VerificationError, match="NaN"):
+        measure_apart(submission(tmp_path, "skips", SKIPS), SHAPE, "float32", memory=HOST, batches=1, launches=2)
+
+
+def test_the_submission_runs_where_the_graders_database_is_out_of_reach(tmp_path: Path, monkeypatch) -> None:
+    db = tmp_path / "gemmlab-results.sqlite"
+    Store.open(db).close()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GEMMLAB_TEST_DB", str(db))
+    measure_apart(submission(tmp_path, "store", OPENS_THE_STORE), SHAPE, "float32", memory=HOST, batches=1,
+                  launches=1)  # fmt: skip
+    with sqlite3.connect(db) as conn:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "planted" not in tables and "grades" in tables
+
+
+def test_a_hang_is_stopped_at_its_limit(tmp_path: Path) -> None:
+    with pytest.raises(KernelStopped) as caught:
+        measure_apart(submission(tmp_path, "hangs", HANGS), SHAPE, "float32", memory=HOST, batches=1, launches=1,
+                      limit_s=3.0)  # fmt: skip
+    assert caught.value.kind == "hang"
+
+
+def test_an_exception_names_the_submissions_line(tmp_path: Path) -> None:
+    with pytest.raises(GemmlabError, match=r"raised at line 3 .*ValueError: no idea"):
+        measure_apart(submission(tmp_path, "raises", RAISES), SHAPE, "float32", memory=HOST, batches=1, launches=1)
+
+
+def test_the_result_stores_like_a_run_and_its_share_is_the_graders_own(tmp_path: Path) -> None:
+    result = run_apart(submission(tmp_path, "honest", HONEST), SHAPE, "float32", batches=2, launches=2,
+                       limit_s=60.0, memory=HOST)  # fmt: skip
+    assert result.backend == "python" and result.kernel == "honest/matmul" and result.shape == SHAPE
+    assert result.ratio_to_baseline == pytest.approx(result.baseline_timing.median_ms / result.timing.median_ms)
+    with Store.open(tmp_path / "r.db") as store:
+        store.add_results(store.start_run({}), "grade:t", [result])
+        assert [r["kernel"] for r in store.rows("grade:t")] == ["honest/matmul"]
+
+
+def test_the_child_is_not_given_the_graders_settings(monkeypatch) -> None:
+    monkeypatch.setenv("GEMMLAB_DB", "/somewhere/results.sqlite")
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://x:1")
+    dropped = apart.private_environment()
+    assert "GEMMLAB_DB" in dropped and "DASK_SCHEDULER_ADDRESS" in dropped and "PATH" not in dropped
+
+
+def test_a_write_to_the_database_during_grading_fails_the_submission(tmp_path: Path) -> None:
+    """The grader is the only writer: a write by anything else (here, a stage
+    that opens the file by its absolute path) is seen and the verdict failed."""
+    db = tmp_path / "results.db"
+    folder = tmp_path / "class" / "sneaky"
+    folder.mkdir(parents=True)
+    (folder / "matmul.py").write_text(HONEST + DECLARED)
+    task_path = tmp_path / "task.toml"
+    task_path.write_text(
+        'name = "t"\nproblem = "matmul"\ndtypes = ["float32"]\nshapes = [64]\n[grades]\np = "verified"\n'
+    )
+
+    def writes_the_store(submission: grade.Submission, task: grade.Task) -> grade.Verdict:
+        with sqlite3.connect(db) as conn:
+            conn.execute(
+                "INSERT INTO grades (task, submission, attempt, source_hash, stage, grade, created) "
+                "VALUES ('t', 'rival', 1, '', 'graded', 'A', '')"
+            )
+        return grade.Verdict(submission.name, "", submission.source_hash, grade.GRADED, None, grade="p")
+
+    def fake_map(fn, items, *, key=str):
+        for item in items:
+            yield item, grade.Outcome(value=writes_the_store(item, task))
+
+    with Store.open(db) as store:
+        task = grade.load_task(task_path)
+        summary = grade.grade(grade.find_submissions([tmp_path / "class"]), task, store, map_fn=fake_map)
+        row = next(r for r in store.grades("t") if r["submission"] == "sneaky")
+    assert summary.graded[0].stage == grade.TAMPERED and row["stage"] == grade.TAMPERED and row["grade"] == "fail"
+    assert "written by another process" in row["reason"]

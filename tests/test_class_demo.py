@@ -1,0 +1,77 @@
+"""examples/grading/class_demo.py without a GPU: the class it generates (a
+mix of every kind, declarations gemmlab reads, compile errors where meant)
+and the summary it prints from the grades rows."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import user
+
+ROOT = Path(__file__).resolve().parent.parent
+_SPEC = importlib.util.spec_from_file_location("class_demo", ROOT / "examples" / "grading" / "class_demo.py")
+demo = importlib.util.module_from_spec(_SPEC)
+sys.modules["class_demo"] = demo  # registered while it runs, as an import would: its dataclasses look it up
+_SPEC.loader.exec_module(demo)  # type: ignore[union-attr]
+
+
+def test_forty_submissions_of_every_kind(tmp_path: Path) -> None:
+    made = demo.generate(tmp_path, 40)
+    assert len(made) == 40 and len(list(tmp_path.iterdir())) == 40
+    counts = {k.name: sum(1 for m in made.values() if m == k) for k in demo.KINDS}
+    assert counts == {k.name: k.count for k in demo.KINDS}
+    sources = {(tmp_path / n / "matmul.cu").read_text() for n in made}
+    assert len(sources) >= 20  # built from templates, but not forty copies of six files
+
+
+def test_a_smaller_class_keeps_every_kind(tmp_path: Path) -> None:
+    made = demo.generate(tmp_path, 12)
+    assert len(made) == 12 and {m.name for m in made.values()} == {k.name for k in demo.KINDS}
+
+
+def test_every_declaration_reads_and_takes_the_task_shapes(tmp_path: Path) -> None:
+    made = demo.generate(tmp_path, 12)
+    for name in made:
+        spec = user.load(tmp_path / name / "matmul.toml")
+        assert spec.violations(Shape(512, 256, 320), spec.block_edges[0], "float32") == [], name
+
+
+def test_the_compile_errors_fail_nvrtc_and_the_others_compile(tmp_path: Path) -> None:
+    pytest.importorskip("cuda.core")
+    from gemmlab.backends.nvrtc import compile_kernel
+    from gemmlab.core.errors import CompileError
+
+    made = demo.generate(tmp_path, 12)
+    for name, kind in made.items():
+        spec = user.load(tmp_path / name / "matmul.toml")
+        if kind.name == "compile-error":
+            with pytest.raises(CompileError, match=r"matmul\.cu\(\d+\)"):
+                compile_kernel(spec, spec.block_edges[0], "float32", "sm_90", use_cache=False)
+        else:
+            assert compile_kernel(spec, spec.block_edges[0], "float32", "sm_90", use_cache=False).cubin, name
+
+
+def grade_row(stage: str, grade: str = "fail", share: float | None = None, wall: float = 2.0) -> dict:
+    return {"stage": stage, "grade": grade, "share_geomean": share, "wall_s": wall, "occupancy": json.dumps({})}
+
+
+def test_the_summary_counts_outcomes_and_names_the_unexpected(tmp_path: Path) -> None:
+    made = demo.generate(tmp_path, 12)
+    expected = {"correct-slow": grade_row("graded", "C", 0.08), "correct-fast": grade_row("graded", "A", 0.6, 4.0),
+                "wrong": grade_row("verify"), "compile-error": grade_row("compile"),
+                "fault": grade_row("sanitize"), "hang": grade_row("verify", wall=20.0)}  # fmt: skip
+    grades = {name: expected[kind.name] for name, kind in made.items()}
+    text, unexpected = demo.summary(made, grades, 30.0, "local")
+    assert unexpected == 0 and "12 of 12 graded in 30 s" in text and "UNEXPECTED" not in text
+    assert "hang: " in text and "slowest correct-fast 0.600 vs fastest correct-slow 0.080" in text
+    fault = next(n for n, k in made.items() if k.name == "fault")
+    grades[fault] = grade_row("graded", "A", 0.7)
+    del grades[next(n for n, k in made.items() if k.name == "hang")]
+    text, unexpected = demo.summary(made, grades, 30.0, "cluster")
+    assert unexpected == 2 and f"UNEXPECTED {fault}: graded (expected sanitize)" in text and "not graded" in text
