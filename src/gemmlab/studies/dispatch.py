@@ -68,7 +68,8 @@ MAX_PER_SHAPE = 6
 
 # The rungs each shape class tries, best guess first. Rungs of either ladder;
 # a rung without the element type is passed over, one not in the catalogue
-# yet is skipped with a note.
+# yet is skipped with a note. Each class ends with an sm_80 rung, which is what
+# a GPU before Hopper gets (the Hopper rungs have no configuration it runs).
 FP32_CANDIDATES = {
     "skinny-m": ("sgemm_skinny", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
     "skinny-n": ("sgemm_skinny_n", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
@@ -81,7 +82,7 @@ TENSOR_CANDIDATES = {
     "skinny-n": ("tc_mma_pipeline", "tc_wgmma", "tc_persistent", "tc_tma_store"),
     "k-heavy": ("tc_persistent", "tc_wgmma", "tc_mma_pipeline", "tc_tma_store"),
     "few-tiles": ("tc_wgmma", "tc_persistent", "tc_mma_pipeline", "tc_tma_store"),
-    "large": ("tc_tma_store", "tc_cluster", "tc_persistent", "tc_warpspecialized"),
+    "large": ("tc_tma_store", "tc_cluster", "tc_persistent", "tc_mma_pipeline"),
 }
 CANDIDATES = {"float32": FP32_CANDIDATES, "bfloat16": TENSOR_CANDIDATES, "bfloat16-out": TENSOR_CANDIDATES}
 # What matmul runs on a shape no tuned pick accepts: the first of these whose
