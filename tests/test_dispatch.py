@@ -135,7 +135,8 @@ def _pick(m: int, n: int, k: int, kernel: str = "sgemm_multistage", dtype: str =
     config = catalogue.ladder(kernel).rung(kernel).config(changes)
     return {"run_id": None, "gpu_name": "GPU X", "cc": "9.0", "dtype": dtype, "m": m, "n": n, "k": k,
             "kernel": kernel, "config": json.dumps(config), "median_ms": 0.5, "cublas_ms": 0.6, "verified": True,
-            "timing_method": "CUDA graph of 50 launches", "cublas_timing_method": "50 back-to-back launches"}  # fmt: skip
+            "timing_method": "CUDA graph of 50 launches",
+            "cublas_timing_method": "50 back-to-back launches"}  # fmt: skip
 
 
 def test_picks_round_trip_and_replace(tmp_path: Path) -> None:
@@ -169,7 +170,8 @@ def test_the_migration_adds_the_table_and_the_timing_methods_to_an_older_file(tm
         run = store.start_run({})
         timing = Timing.of([0.01, 0.01], back_to_back=50)
         store.add_result(run, "x", {"kernel": "k", "m": 1, "n": 1, "k": 1, "dtype": "float32",
-                                    "timing": Timing.of([0.01], graph_launches=50), "baseline_timing": timing})  # fmt: skip
+                                    "timing": Timing.of([0.01], graph_launches=50),
+                                    "baseline_timing": timing})  # fmt: skip
         row = store.rows("x")[0]
     assert row["timing_method"] == "CUDA graph of 50 launches"
     assert row["baseline_timing_method"] == "50 back-to-back launches"
@@ -263,8 +265,8 @@ def _one_shape_suite(tmp_path: Path) -> Path:
 def test_matmul_checks() -> None:
     from gemmlab.api.matmul import check_operands
 
-    f32 = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
-    bf = lambda *shape: np.zeros(shape, np.uint16)  # noqa: E731
+    f32 = lambda *shape: np.zeros(shape, np.float32)
+    bf = lambda *shape: np.zeros(shape, np.uint16)
     assert check_operands(f32(4, 8), f32(8, 3)) == ("float32", Shape(4, 3, 8), False)
     assert check_operands(bf(4, 8), bf(3, 8).T) == ("bfloat16", Shape(4, 3, 8), True)
     assert check_operands(bf(4, 8), bf(8, 3), out_dtype="bfloat16")[0] == "bfloat16-out"

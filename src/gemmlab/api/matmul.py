@@ -58,7 +58,7 @@ def matmul(
     device = a.device.id
     if any(x.device.id != device for x in (b, c) if x is not None):
         raise GemmlabError("The matrices of one matmul are on different GPUs.", "Put them on one device.")
-    choice, spec = dispatch(shape, dtype, db, device)
+    _choice, spec = dispatch(shape, dtype, db, device)
     from gemmlab.measure.gemm import launch_gemm
 
     with cp.cuda.Device(device):

@@ -40,6 +40,9 @@ def tune_cmd(
         Path | None, typer.Option("--suite-file", help="A shapes.toml (default: the checkout's benchmarks/).")
     ] = None,
     per_rung: Annotated[int, typer.Option(min=1, help="Configurations tried per rung and shape.")] = 2,
+    rungs: Annotated[
+        str | None, typer.Option(help="Rungs to try on every shape, comma-separated (default: each class's).")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Tune shapes again that have a pick.")] = False,
     budget_seconds: Annotated[
         float | None, typer.Option("--budget-seconds", min=0.0, help="Start no shape after this many seconds.")
@@ -57,7 +60,8 @@ def tune_cmd(
     with Store.open(db) as store:
         summary = dispatch.tune_suite(
             loaded, store, dtypes=dtypes, device=device, run_record=run_record(), per_rung=per_rung, force=force,
-            budget_seconds=budget_seconds, on_candidate=lambda label: err_console.print(f"[dim]{label}[/]"),
+            budget_seconds=budget_seconds, rungs=[r.strip() for r in rungs.split(",") if r.strip()] if rungs else None,
+            on_candidate=lambda label: err_console.print(f"[dim]{label}[/]"),
         )  # fmt: skip
         picks = store.picks(device[0])
     for line in summary.lines():

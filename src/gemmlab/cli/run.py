@@ -37,8 +37,10 @@ def run(
     kernel_id: KernelOrFileArg,
     dims: Annotated[
         list[int] | None,
-        typer.Argument(help="M N K (or one size N) instead of --m/--n/--k; `gemmlab run best M N K` runs the "
-                       "dispatcher's pick.", show_default=False),
+        typer.Argument(
+            help="M N K (or one size N) instead of --m/--n/--k; `gemmlab run best M N K` runs the dispatcher's pick.",
+            show_default=False,
+        ),
     ] = None,
     size: SizeOpt = None,
     m: MOpt = None,
@@ -111,7 +113,9 @@ def shape_of(
     if not dims:
         return parse_shape(size, m, n, k, needs_k)
     if any(v is not None for v in (size, m, n, k)):
-        raise GemmlabError("Give the sizes as M N K or as options, not both.", "Example: gemmlab run best 16 4096 4096.")
+        raise GemmlabError(
+            "Give the sizes as M N K or as options, not both.", "Example: gemmlab run best 16 4096 4096."
+        )
     if len(dims) not in (1, 3):
         raise GemmlabError(f"Give one size (a square) or three (M N K), not {len(dims)}.",
                            "Example: gemmlab run best 16 4096 4096.")  # fmt: skip
@@ -128,9 +132,9 @@ def run_best(shape: Shape, dtype: str | None, db: Path, reps: int, as_json: bool
     choice, spec = dispatch(shape, kind, db)
     result = run_kernel(choice.kernel, shape, None, kind, spec=spec, reps=reps)
     if as_json:
-        emit_json({**result.to_dict(), "pick": choice.reason, "why": choice.why(),
-                   "timing_method": result.timing.method,
-                   "baseline_timing_method": result.baseline_timing.method if result.baseline_timing else None})  # fmt: skip
+        base = result.baseline_timing
+        methods = {"timing_method": result.timing.method, "baseline_timing_method": base.method if base else None}
+        emit_json({**result.to_dict(), "pick": choice.reason, "why": choice.why(), **methods})
         return
     console.print(f"pick: {choice.kernel} {config_label(choice.config)} ({choice.reason}: {choice.why()})",
                   highlight=False)  # fmt: skip

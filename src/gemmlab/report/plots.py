@@ -748,7 +748,9 @@ def share_grids(rows: Sequence[dict], picks: Sequence[dict], experiment: str = "
         series[shape] = max(series.get(shape, 0.0), 100.0 * r["ratio_to_baseline"])
     grids = []
     for (gpu_name, dtype), by_series in sorted(cells.items()):
-        shapes = tuple(sorted({s for found in by_series.values() for s in found}, key=lambda s: (s[0] * s[1] * s[2], s)))
+        shapes = tuple(
+            sorted({s for found in by_series.values() for s in found}, key=lambda s: (s[0] * s[1] * s[2], s))
+        )
         names = tuple(sorted(by_series, key=lambda name: (name != DISPATCHER, name)))
         percent = tuple(tuple(by_series[name].get(s) for s in shapes) for name in names)
         grids.append(ShareGrid(gpu_name, dtype, shapes, names, percent))

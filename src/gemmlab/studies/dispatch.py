@@ -306,12 +306,14 @@ def tune_suite(
     suite: Suite, store: Store, *, dtypes: Sequence[str] | None = None, runner: Runner | None = None,
     device: tuple[str, str, str, int] | None = None, run_record: dict | None = None, per_rung: int = PER_RUNG,
     force: bool = False, budget_seconds: float | None = None, max_seconds: float = 5.0,
-    on_candidate: Callable[[str], None] | None = None,
+    rungs: Sequence[str] | None = None, on_candidate: Callable[[str], None] | None = None,
 ) -> DispatchSummary:  # fmt: skip
     """Tune the dispatcher on every shape of ``suite`` in each of ``dtypes``
     (default: the suite's) and store the fastest verified pick per shape.
     ``device``: (name, compute capability, arch, SMs), default GPU 0's. A shape
-    with a stored pick on this GPU is skipped unless ``force``."""
+    with a stored pick on this GPU is skipped unless ``force``. ``rungs``:
+    try these for every shape instead of its class's (each where it has the
+    element type)."""
     name, cc, arch, sms = device or current_device()
     summary = DispatchSummary(name, cc)
     run_ids: list[int] = []
@@ -326,7 +328,7 @@ def tune_suite(
                 if budget_seconds is not None and time.monotonic() - start >= budget_seconds:
                     summary.out_of_budget = True
                     return summary
-                found, notes = candidates(entry.shape, dtype, sms=sms, arch=arch, per_rung=per_rung)
+                found, notes = candidates(entry.shape, dtype, sms=sms, arch=arch, per_rung=per_rung, rungs=rungs)
                 summary.notes += notes
                 results = _measured(found, entry.shape, dtype, max(entry.reps, 10), max_seconds,
                                     runner or measure_candidate, summary, on_candidate)  # fmt: skip

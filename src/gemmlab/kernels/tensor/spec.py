@@ -39,8 +39,8 @@ from gemmlab.problems.tensor import (
     ROW_BYTES,
     TENSOR,
     prepare_tensor,
-    tensor_operands,
     tensor_device_bytes,
+    tensor_operands,
 )
 
 SOURCE_DOC = "gemmlab tensor-core ladder (beyond the documents)"
