@@ -150,4 +150,5 @@ def test_help_lists_the_commands_in_their_order() -> None:
         "export",
         "tune",
         "grade",
+        "dispatch",
     ]

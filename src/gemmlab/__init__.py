@@ -14,7 +14,16 @@ from gemmlab.kernels.catalogue import CATALOGUE, get, kernel_ids
 
 __version__ = "0.1.0"
 
-__all__ = ["CATALOGUE", "GemmlabError", "Shape", "__version__", "get", "kernel_ids", "results"]
+__all__ = ["CATALOGUE", "GemmlabError", "Shape", "__version__", "get", "kernel_ids", "matmul", "results"]
+
+
+def matmul(a: Any, b: Any, c: Any = None, **options: Any) -> Any:
+    """``alpha * a @ b + beta * c`` on CuPy arrays by the kernel the dispatcher
+    picked for the shape and this GPU: :func:`gemmlab.api.matmul.matmul`
+    (imported at the call, so that ``import gemmlab`` stays light)."""
+    from gemmlab.api.matmul import matmul as dispatched
+
+    return dispatched(a, b, c, **options)
 
 
 class _CallableResults(types.ModuleType):

@@ -23,6 +23,8 @@ from gemmlab.cli.app import (
     friendly,
     parse_shape,
 )
+from gemmlab.core.errors import GemmlabError
+from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue, user
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.results.store import DEFAULT_PATH
@@ -33,6 +35,13 @@ from gemmlab.studies.tune import config_label, stored_tuned_spec
 @friendly
 def run(
     kernel_id: KernelOrFileArg,
+    dims: Annotated[
+        list[int] | None,
+        typer.Argument(
+            help="M N K (or one size N) instead of --m/--n/--k; `gemmlab run best M N K` runs the dispatcher's pick.",
+            show_default=False,
+        ),
+    ] = None,
     size: SizeOpt = None,
     m: MOpt = None,
     n: NOpt = None,
@@ -63,12 +72,16 @@ def run(
     """Run one kernel: verify it against a float64 reference, time it, compare with cuBLAS.
 
     A kernel tuned on this GPU (`gemmlab tune`) runs with its stored configuration for the size's class.
+    `gemmlab run best M N K --dtype fp32|bf16` runs what the dispatcher picks for the shape (`gemmlab dispatch tune`).
     """
     from gemmlab.measure import watchdog
 
+    if kernel_id == BEST:
+        run_best(shape_of(dims, size, m, n, k), dtype, db, reps, as_json)
+        return
     target = user.resolve(kernel_id)
     # Every product needs K (matmul, the FP32 ladder, the tensor cores); the memory lab's kernels do not.
-    shape = parse_shape(size, m, n, k, target.problem.metric != "gbs")
+    shape = shape_of(dims, size, m, n, k, target.problem.metric != "gbs")
     others = [name.strip() for name in (vs or "").split(",") if name.strip()]
     specs = [_spec_to_run(name, shape, db, dtype, no_tuned) for name in (kernel_id, *others)]
     results = []
@@ -88,6 +101,46 @@ def run(
     for r, _ in results:
         for w in r.warnings:
             err_console.print(f"[yellow]warning:[/] {r.kernel}: {w}" if others else f"[yellow]warning:[/] {w}")
+
+
+BEST = "best"  # `gemmlab run best M N K`: the dispatcher's pick
+
+
+def shape_of(
+    dims: list[int] | None, size: int | None, m: int | None, n: int | None, k: int | None, needs_k: bool = True
+) -> Shape:  # fmt: skip
+    """The shape from positional sizes (M N K, or N for a square) or from the options, not both."""
+    if not dims:
+        return parse_shape(size, m, n, k, needs_k)
+    if any(v is not None for v in (size, m, n, k)):
+        raise GemmlabError(
+            "Give the sizes as M N K or as options, not both.", "Example: gemmlab run best 16 4096 4096."
+        )
+    if len(dims) not in (1, 3):
+        raise GemmlabError(f"Give one size (a square) or three (M N K), not {len(dims)}.",
+                           "Example: gemmlab run best 16 4096 4096.")  # fmt: skip
+    return parse_shape(dims[0], None, None, None) if len(dims) == 1 else parse_shape(None, *dims)
+
+
+def run_best(shape: Shape, dtype: str | None, db: Path, reps: int, as_json: bool) -> None:
+    """The dispatcher's pick for ``shape``, why it was picked, run, verified and timed beside cuBLAS."""
+    from gemmlab.api.matmul import dispatch
+    from gemmlab.measure.run import run as run_kernel
+    from gemmlab.studies.suite import dtype_name
+
+    kind = dtype_name(dtype or "float32")
+    choice, spec = dispatch(shape, kind, db)
+    result = run_kernel(choice.kernel, shape, None, kind, spec=spec, reps=reps)
+    if as_json:
+        base = result.baseline_timing
+        methods = {"timing_method": result.timing.method, "baseline_timing_method": base.method if base else None}
+        emit_json({**result.to_dict(), "pick": choice.reason, "why": choice.why(), **methods})
+        return
+    console.print(f"pick: {choice.kernel} {config_label(choice.config)} ({choice.reason}: {choice.why()})",
+                  highlight=False)  # fmt: skip
+    console.print(result_table(result, choice.reason))
+    for w in result.warnings:
+        err_console.print(f"[yellow]warning:[/] {w}")
 
 
 def _run_one(worker: Any, name: str, spec: KernelSpec | None, shape: Any, edge: int | None, kind: str | None,
@@ -160,6 +213,7 @@ def result_table(r: Any, config_source: str | None = None) -> Table:
         ("time (median) [ms]", f"{t.median_ms:.4f}"),
         ("time min / max [ms]", f"{t.min_ms:.4f} / {t.max_ms:.4f}"),
         ("repetitions", str(t.reps)),
+        ("timed by", t.method),
         headline,
         ("check against the reference", f"{_error_text(r)} (tolerance {r.tolerance:.0e})"),
         ("grid x block", f"{r.grid} x {r.block}" if any(r.grid) else "chosen by the function"),
@@ -170,6 +224,7 @@ def result_table(r: Any, config_source: str | None = None) -> Table:
     if r.baseline_timing is not None:
         lib = r.baseline_gbytes_per_s if memory_bound else r.baseline_gflops
         rows += [(f"{r.baseline_name} {headline[0]}", f"{lib:,.1f}"),
+                 ("library timed by", r.baseline_timing.method),
                  ("ratio to library", f"{r.ratio_to_baseline:.1%}")]  # fmt: skip
     for row in rows:
         table.add_row(*row)

@@ -18,12 +18,25 @@ class Timing:
     # 0: each repetition is one launch between two events. N > 0: each
     # repetition replays a CUDA graph of N launches and the figures are per launch.
     graph_launches: int = 0
+    # N > 0: each repetition is N launches issued back to back between two
+    # events (no graph: a call that refuses stream capture), figures per launch.
+    back_to_back: int = 0
 
     @classmethod
-    def of(cls, samples_ms: list[float], graph_launches: int = 0) -> Timing:
+    def of(cls, samples_ms: list[float], graph_launches: int = 0, back_to_back: int = 0) -> Timing:
         if not samples_ms:
             raise ValueError("no timing samples")
-        return cls(statistics.median(samples_ms), min(samples_ms), max(samples_ms), len(samples_ms), graph_launches)
+        return cls(statistics.median(samples_ms), min(samples_ms), max(samples_ms), len(samples_ms), graph_launches,
+                   back_to_back)  # fmt: skip
+
+    @property
+    def method(self) -> str:
+        """How the figure was taken, in the words stored beside it and printed with it."""
+        if self.graph_launches:
+            return f"CUDA graph of {self.graph_launches} launches"
+        if self.back_to_back:
+            return f"{self.back_to_back} back-to-back launches"
+        return "events around each launch"
 
     @property
     def spread(self) -> float:

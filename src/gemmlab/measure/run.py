@@ -43,9 +43,12 @@ from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec, Point
 from gemmlab.problems.base import Prepared
 
-# Below this median a kernel's time is of the order of launch overhead; it is
-# then timed again by replaying a CUDA graph of GRAPH_LAUNCHES launches.
-SHORT_KERNEL_MS = 0.02
+# Below this median (about 50 us) a kernel's time is of the order of launch
+# overhead, Python's included; it is then timed again from GRAPH_LAUNCHES
+# launches at once: a replayed CUDA graph, or back-to-back launches where the
+# call refuses capture. With a library beside it, both sides are timed so
+# (_paired_series).
+SHORT_KERNEL_MS = 0.05
 GRAPH_LAUNCHES = 50
 
 
@@ -138,17 +141,63 @@ def _paired_series(
     the opposite order to the last. A GPU under a power cap slows as it heats,
     so two series timed one after the other favour whichever ran first (on an
     H200 the SM clock moved between 1.5 and 1.98 GHz within one benchmark);
-    alternating gives both the same clocks. The library is never graph-timed
-    (CuPy refuses cuBLAS calls during stream capture)."""
-    kernel_ms = _time(cp, stream, fn, 1, flush)
-    library_ms = _time(cp, stream, library, 1, flush)
-    rounds = planned_reps(kernel_ms[0] + library_ms[0], reps, max_seconds) - 1
+    alternating gives both the same clocks. When either side is short, both
+    are timed again the same way, from many launches at once (_short_pair)."""
+    kernel_ms, library_ms = _alternated(cp, stream, (fn, library), reps, max_seconds, flush)
+    kernel, base = Timing.of(kernel_ms), Timing.of(library_ms)
+    if flush is not None or min(kernel.median_ms, base.median_ms) >= SHORT_KERNEL_MS:
+        return kernel, base
+    return _short_pair(cp, stream, fn, library, reps, max_seconds)
+
+
+def _alternated(
+    cp: Any, stream: Any, calls: tuple[Any, Any], reps: int, max_seconds: float, flush: Any | None
+) -> tuple[list[float], list[float]]:
+    """Samples of two calls, one each per round, the second first in every other round."""
+    samples = ([*_time(cp, stream, calls[0], 1, flush)], [*_time(cp, stream, calls[1], 1, flush)])
+    rounds = planned_reps(samples[0][0] + samples[1][0], reps, max_seconds) - 1
     for i in range(rounds):
-        pair = ((library, library_ms), (fn, kernel_ms)) if i % 2 == 0 else ((fn, kernel_ms), (library, library_ms))
-        for call, samples in pair:
-            samples += _time(cp, stream, call, 1, flush)
-    timing = _graph_retimed(cp, stream, fn, Timing.of(kernel_ms), reps, flush)
-    return timing, Timing.of(library_ms)
+        for side in (1, 0) if i % 2 == 0 else (0, 1):
+            samples[side].extend(_time(cp, stream, calls[side], 1, flush))
+    return samples
+
+
+def _short_pair(cp: Any, stream: Any, fn: Any, library: Any, reps: int, max_seconds: float) -> tuple[Timing, Timing]:
+    """Both sides of a short problem timed from GRAPH_LAUNCHES launches per
+    sample, still in alternation: a launch of a few microseconds between two
+    events measures Python and the driver as much as the GPU, and timing one
+    side so and the other from a graph would compare two different things.
+    Each side is a replayed CUDA graph where its calls capture, else its calls
+    issued back to back (a library that refuses capture); Timing.method says which."""
+    (kernel_call, kernel_graphed), (library_call, library_graphed) = (
+        _batched(stream, call, GRAPH_LAUNCHES) for call in (fn, library)
+    )
+    kernel_ms, library_ms = _alternated(cp, stream, (kernel_call, library_call), reps, max_seconds, None)
+    return _per_launch(kernel_ms, kernel_graphed), _per_launch(library_ms, library_graphed)
+
+
+def _per_launch(samples: list[float], graphed: bool) -> Timing:
+    """Samples of GRAPH_LAUNCHES launches each, as figures per launch with their method."""
+    per_launch = [t / GRAPH_LAUNCHES for t in samples]
+    if graphed:
+        return Timing.of(per_launch, graph_launches=GRAPH_LAUNCHES)
+    return Timing.of(per_launch, back_to_back=GRAPH_LAUNCHES)
+
+
+def _batched(stream: Any, fn: Any, count: int) -> tuple[Any, bool]:
+    """``count`` calls of ``fn`` as one call, and whether it is a CUDA graph
+    (else the calls issued one after the other, for a call that cannot be
+    captured)."""
+    try:
+        graph = _captured(stream, fn, count)
+    except Exception:
+
+        def calls() -> None:
+            for _ in range(count):
+                fn()
+
+        return calls, False
+    return (lambda: graph.launch(stream)), True
 
 
 def _captured(stream: Any, fn: Any, count: int) -> Any:
@@ -381,6 +430,11 @@ def timing_warnings(timing: Timing, clock_events: list[str] | None = None) -> li
         found.append(
             f"short kernel ({timing.median_ms * 1e3:.1f} us): timed by replaying a CUDA graph of "
             f"{timing.graph_launches} launches, so back-to-back launches overlap their ramp-up and drain"
+        )
+    elif timing.back_to_back:
+        found.append(
+            f"short kernel ({timing.median_ms * 1e3:.1f} us): timed from {timing.back_to_back} launches issued "
+            "back to back (its calls refuse CUDA graph capture)"
         )
     elif timing.median_ms < SHORT_KERNEL_MS:
         found.append(f"short kernel ({timing.median_ms * 1e3:.1f} us): launch overhead is a large part of it")

@@ -330,10 +330,28 @@ class Problem:
     """A kind of work: how to set it up on the device and how it is measured.
 
     ``metric`` names the headline figure: "gflops" for compute kernels, "gbs"
-    (GB/s of bytes read + written) for memory-bound ones.
+    (GB/s of bytes read + written) for memory-bound ones. ``operands``: for a
+    GEMM, the launch arguments for a caller's own arrays (``gemmlab.matmul``),
+    ``operands(cp, point, gemm)`` with ``gemm`` a :class:`GemmOperands`; None
+    for a problem that only ever runs on its own inputs.
     """
 
     name: str
     prepare: Callable[[Any, Point, Any], Prepared]
     device_bytes: Callable[[Point], int]
     metric: str = "gflops"
+    operands: Callable[[Any, Point, GemmOperands], tuple] | None = None
+
+
+@dataclass(frozen=True)
+class GemmOperands:
+    """A caller's arrays for C_out = alpha A.B + beta C_in, laid out as the
+    problem's kernels read them (device arrays; C_in may be C_out itself where
+    the kernel has no separate input C)."""
+
+    a: Any
+    b: Any
+    c_in: Any
+    c_out: Any
+    alpha: float = 1.0
+    beta: float = 0.0

@@ -9,6 +9,7 @@ import numpy as np
 
 from gemmlab.core.dtypes import TOLERANCE
 from gemmlab.problems.base import (
+    GemmOperands,
     Prepared,
     Problem,
     guard_bytes,
@@ -69,17 +70,7 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
     # result, which BETA = -0.75 keeps bounded (the values do not change the time).
     lib_out = c_in.copy()
     return Prepared(
-        args=(
-            a.data.ptr,
-            b.data.ptr,
-            c_in.data.ptr,
-            c_out.data.ptr,
-            np.int32(s.m),
-            np.int32(s.n),
-            np.int32(s.k),
-            np.float32(ALPHA),
-            np.float32(BETA),
-        ),
+        args=sgemm_operands(cp, point, GemmOperands(a, b, c_in, c_out, ALPHA, BETA)),
         poison=lambda: poison(cp, c_out),
         error=lambda: relative_error(cp, c_out, ref),
         baseline=cublas_gemm(cp, a, b, lib_out, "float32", ALPHA, BETA),
@@ -91,6 +82,14 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
     )
 
 
+def sgemm_operands(cp: Any, point: Point, gemm: GemmOperands) -> tuple:
+    """The FP32 ladder's arguments: A (M x K), B (K x N), C_in and C_out
+    (M x N), all row-major float32 pointers, then M, N, K, alpha and beta."""
+    s = point.shape
+    pointers = (gemm.a.data.ptr, gemm.b.data.ptr, gemm.c_in.data.ptr, gemm.c_out.data.ptr)
+    return (*pointers, np.int32(s.m), np.int32(s.n), np.int32(s.k), np.float32(gemm.alpha), np.float32(gemm.beta))
+
+
 def sgemm_device_bytes(point: Point) -> int:
     """Device memory prepare_sgemm needs at its peak: A, B, C_in, C_out and the
     library's output in float32; float64 copies of A, B and C_in, the product
@@ -100,4 +99,4 @@ def sgemm_device_bytes(point: Point) -> int:
     return elems * (4 + 8) + guard_bytes(s.n * 4)
 
 
-SGEMM = Problem("sgemm", prepare_sgemm, sgemm_device_bytes)
+SGEMM = Problem("sgemm", prepare_sgemm, sgemm_device_bytes, operands=sgemm_operands)

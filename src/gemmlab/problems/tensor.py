@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemmlab.problems.base import (
+    GemmOperands,
     Prepared,
     Problem,
     bf16_bits,
@@ -129,15 +130,11 @@ def prepare_tensor(
 
     reference()
     lib_out = cp.empty_like(c)
-    bf16_in = input_dtype(dtype) == "bfloat16"
-    if boxes is None:
-        operands: tuple[Any, ...] = (a.data.ptr, b.data.ptr)
-    else:
-        operands = (_tensor_map(a, boxes[0], bf16_in), _tensor_map(b, boxes[1], bf16_in))
-    c_arg = _tensor_map(c, c_box_rows, bf16_c) if c_box_rows else c.data.ptr
+    args = tensor_operands(cp, point, GemmOperands(a, b, c, c), boxes=boxes, c_box_rows=c_box_rows)
+    operands, c_arg = args[:2], args[2]
     c_type = "bfloat16" if bf16_c else "float32"
     return Prepared(
-        args=(*operands, c_arg, np.int32(s.m), np.int32(s.n), np.int32(s.k)),
+        args=args,
         poison=lambda: poison(cp, c, c_type),
         error=lambda: relative_error(cp, values(cp, c, c_type), ref),
         baseline=cublas_gemm(cp, a, b, lib_out, dtype),
@@ -149,6 +146,24 @@ def prepare_tensor(
     )
 
 
+def tensor_operands(
+    cp: Any, point: Point, gemm: GemmOperands, boxes: tuple[int, int] | None = None, c_box_rows: int = 0
+) -> tuple:
+    """The tensor-core ladder's arguments: A (M x K) and B (N x K), pointers or
+    TMA tensor maps with boxes of ``boxes`` rows; C (M x N), a pointer or, for
+    ``c_box_rows``, a tensor map; then M, N and K. The kernels compute
+    C = A.B^T and take no alpha, beta or input C (``gemm.c_out`` is C)."""
+    s = point.shape
+    bf16_in = input_dtype(point.dtype) == "bfloat16"
+    if boxes is None:
+        operands: tuple[Any, ...] = (gemm.a.data.ptr, gemm.b.data.ptr)
+    else:
+        operands = (_tensor_map(gemm.a, boxes[0], bf16_in), _tensor_map(gemm.b, boxes[1], bf16_in))
+    c = gemm.c_out
+    c_arg = _tensor_map(c, c_box_rows, point.dtype == BF16_OUT) if c_box_rows else c.data.ptr
+    return (*operands, c_arg, np.int32(s.m), np.int32(s.n), np.int32(s.k))
+
+
 def tensor_device_bytes(point: Point) -> int:
     """Peak device memory of prepare_tensor: float32 staging of A and B, the
     stored inputs, their float64 values, the reference, C and cuBLAS's C."""
@@ -157,4 +172,4 @@ def tensor_device_bytes(point: Point) -> int:
     return inputs * (4 + point.itemsize + 8) + s.m * s.n * (8 + 4 + 4) + guard_bytes(s.n * 4)
 
 
-TENSOR = Problem("tensor", prepare_tensor, tensor_device_bytes)
+TENSOR = Problem("tensor", prepare_tensor, tensor_device_bytes, operands=tensor_operands)

@@ -21,9 +21,9 @@ import tempfile
 from pathlib import Path
 
 from gemmlab.core.errors import GemmlabError
-from gemmlab.report.html import SectionOutput, index_html
+from gemmlab.report.html import SectionOutput, dispatch_html, index_html
 from gemmlab.report.model import NO_EXPERIMENT, Row, Section, build_sections
-from gemmlab.report.plots import draw, plot_roofline
+from gemmlab.report.plots import draw, plot_roofline, plot_share_heatmap, share_grids
 from gemmlab.report.summary import summary_html
 from gemmlab.report.tables import markdown, metric_tables, occupancy_blocks, warnings_csv
 from gemmlab.report.user_pages import UserPage, user_pages, write_pages
@@ -62,6 +62,7 @@ def write_report(
     failures: list[dict] | None = None,
     peaks: list[dict] | None = None,
     compiles: list[dict] | None = None,
+    picks: list[dict] | None = None,
 ) -> Path:
     """Write tables (Markdown, CSV), plots (PNG) and ``index.html`` to ``out_dir``.
 
@@ -84,6 +85,9 @@ def write_report(
     stored with the runs (those of the database, or ``compiles``, the store's
     compile dicts), so a report written again later shows what was measured;
     only kernels with none stored are compiled now, and their notes say so.
+
+    The dispatcher's heatmaps (% of cuBLAS by shape) draw its picks: those
+    of the database, or ``picks`` (:meth:`Store.picks` rows).
     """
     found, stored_failures, stored_peaks, stored_compiles = _read(rows)
     sections = build_sections(found, experiments)
@@ -98,6 +102,7 @@ def write_report(
         _render(
             sections, staging, occupancy, pages, peaks if peaks is not None else stored_peaks,
             compiles if compiles is not None else stored_compiles,
+            picks if picks is not None else _stored_picks(rows),
         )  # fmt: skip
         (staging / MARKER).write_text("written by gemmlab report; the next report may replace this directory\n")
         os.chmod(staging, 0o755)
@@ -108,6 +113,16 @@ def write_report(
             shutil.rmtree(created, ignore_errors=True)
         raise
     return out / "index.html"
+
+
+def _stored_picks(source: list[Row] | str | Path) -> list[dict]:
+    """The dispatcher's picks of a database; none beside rows given as a list."""
+    if not isinstance(source, str | Path):
+        return []
+    from gemmlab.results.store import Store
+
+    with Store.open(Path(source), readonly=True) as store:
+        return store.picks()
 
 
 def _unwritable(out: Path, exc: OSError) -> GemmlabError:
@@ -161,7 +176,7 @@ def _move_into_place(staging: Path, out: Path) -> None:
 
 def _render(
     sections: list[Section], root: Path, occupancy: bool, pages: list[UserPage], peaks: list[dict],
-    compiles: list[dict],
+    compiles: list[dict], picks: list[dict],
 ) -> None:  # fmt: skip
     outputs = []
     for section in sections:
@@ -178,5 +193,15 @@ def _render(
             (sdir / "warnings.csv").write_text(warnings_csv(section), encoding="utf-8")
         outputs.append(SectionOutput(section, tables, plots, blocks))
     links = write_pages(pages, root)
-    findings = summary_html(sections, peaks, root)
+    findings = summary_html(sections, peaks, root) + _dispatch_block(sections, picks, root)
     (root / "index.html").write_text(index_html(outputs, links, findings), encoding="utf-8")
+
+
+def _dispatch_block(sections: list[Section], picks: list[dict], root: Path) -> str:
+    """The dispatcher's heatmaps, in their own folder, and their block of the page."""
+    grids = share_grids([r for section in sections for r in section.rows], picks)
+    if not grids:
+        return ""
+    folder = root / "dispatch"
+    folder.mkdir(exist_ok=True)
+    return dispatch_html([plot_share_heatmap(grid, folder) for grid in grids], "dispatch")

@@ -128,3 +128,21 @@ def _occupancy_html(block: OccupancyBlock) -> str:
         f"<table><caption>{esc(block.title)}{note}</caption>"
         f"<thead><tr><th>block</th>{head}</tr></thead><tbody>{body}</tbody></table>"
     )
+
+
+def dispatch_html(plots: Sequence[Plot], folder: str) -> str:
+    """The dispatcher's section: one heatmap of % of cuBLAS per GPU and element type."""
+    if not plots:
+        return ""
+    esc = html.escape
+    figures = "".join(
+        f"<figure><img src='{esc(folder)}/{esc(p.file)}' alt='{esc(p.caption)}'><figcaption>{esc(p.caption)}"
+        "</figcaption></figure>"
+        for p in plots
+    )
+    return (
+        "<section id='dispatch'><h2>The dispatcher against cuBLAS</h2><p>Per shape of the suite "
+        "(benchmarks/shapes.toml), the pick `gemmlab dispatch tune` stored and each rung it tried, as a share of "
+        "cuBLAS's speed on the same GPU; each figure was timed in alternation with cuBLAS, short problems on both "
+        f"sides from CUDA graphs or back-to-back launches.</p>{figures}</section>"
+    )

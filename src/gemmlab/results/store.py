@@ -65,6 +65,14 @@ share of the library and its grade; a changed submission is a new attempt and
 the earlier ones stay (:meth:`Store.add_grade`, :meth:`Store.grades`); v10 adds
 each attempt's wall time, ``wall_s``, and its kernel's ``occupancy`` (JSON).
 
+``dispatch`` (v10): the dispatcher's pick per (GPU, element type, shape),
+filled by `gemmlab dispatch tune` (:mod:`gemmlab.studies.dispatch`) and read
+by ``gemmlab.matmul``: the kernel and configuration, its median time and
+cuBLAS's (timed in alternation), whether it verified, and how each side was
+timed (:meth:`Store.set_pick`, :meth:`Store.picks`). From v10, results also
+record how each side was timed (``timing_method``, ``baseline_timing_method``:
+:attr:`gemmlab.core.timing.Timing.method`).
+
 ``compiles`` (v8): one row per compile a run used, unique per (run, kernel,
 block edge, dtype, configuration, arch): the NVRTC version and what ptxas
 reported (registers per thread, static shared memory, stack, spills,
@@ -98,6 +106,7 @@ from typing import Any
 
 from gemmlab.core.environment import now_utc
 from gemmlab.core.errors import StoreError
+from gemmlab.core.timing import Timing
 
 DEFAULT_PATH = Path("gemmlab-results.sqlite")
 DEFAULT_TIMEOUT_S = 30.0
@@ -457,6 +466,32 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # v10: the wall time each graded attempt took, from its first stage to its
     # verdict, and its kernel's theoretical occupancy on the grading GPU (JSON).
     ("ALTER TABLE grades ADD COLUMN wall_s REAL", "ALTER TABLE grades ADD COLUMN occupancy TEXT"),
+    # v11: the dispatcher (gemmlab.studies.dispatch). How each side of a result
+    # was timed (Timing.method: events around each launch, a CUDA graph, or
+    # launches back to back), and the tuned pick per GPU, element type and shape.
+    (
+        "ALTER TABLE results ADD COLUMN timing_method TEXT",
+        "ALTER TABLE results ADD COLUMN baseline_timing_method TEXT",
+        """CREATE TABLE dispatch (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER REFERENCES runs(id),
+            gpu_name TEXT NOT NULL,
+            cc TEXT NOT NULL,
+            dtype TEXT NOT NULL,
+            m INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            kernel TEXT NOT NULL,
+            config TEXT NOT NULL DEFAULT '',
+            median_ms REAL NOT NULL,
+            cublas_ms REAL,
+            verified INTEGER NOT NULL,
+            timing_method TEXT,
+            cublas_timing_method TEXT,
+            created TEXT NOT NULL,
+            UNIQUE (gpu_name, dtype, m, n, k)
+        )""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The first schema whose results record their backend and configuration.
@@ -464,6 +499,13 @@ CONFIG_RECORDED_FROM = 5
 # The first schema that stores each run's compiles.
 COMPILES_FROM = 8
 
+# A pick of the dispatcher (see Store.set_pick; id and created are computed):
+# the fastest verified kernel and configuration for one shape on one GPU, its
+# time and cuBLAS's, timed in alternation, each with how it was timed.
+PICK_FIELDS = (
+    "run_id", "gpu_name", "cc", "dtype", "m", "n", "k", "kernel", "config", "median_ms", "cublas_ms", "verified",
+    "timing_method", "cublas_timing_method",
+)  # fmt: skip
 # A verdict of `gemmlab grade` as the grades table stores it (run id and time apart).
 GRADE_FIELDS = (
     "task", "submission", "attempt", "source_hash", "path", "stage", "reason", "share_geomean", "grade", "wall_s",
@@ -492,7 +534,7 @@ RESULT_FIELDS = (
     "reps", "graph_launches", "gflops", "gbytes_per_s", "error", "tolerance", "metric", "baseline_name",
     "baseline_median_ms", "baseline_gflops", "baseline_gbytes_per_s", "ratio_to_baseline", "registers", "smem_bytes",
     "arch", "flush_l2", "sm_clock_after_mhz", "h2d_ms", "d2h_ms", "e2e_gflops", "host_memory", "warnings",
-    "source", *PROFILE_FIELDS,
+    "source", "timing_method", "baseline_timing_method", *PROFILE_FIELDS,
 )  # fmt: skip
 # A failed point's fields (see Store.add_failure): what it was and why it failed.
 # ``kind`` is one word: "wrong" (verification), "fault" (the kernel crashed the
@@ -576,8 +618,10 @@ def result_row(result: Any) -> dict:
     if timing := data.get("timing"):
         timing = _as_dict(timing)
         row.update({key: timing.get(key) for key in ("median_ms", "min_ms", "max_ms", "reps", "graph_launches")})
+        row["timing_method"] = _method(timing)
     if base := data.get("baseline_timing"):
         row["baseline_median_ms"] = _as_dict(base)["median_ms"]
+        row["baseline_timing_method"] = _method(_as_dict(base))
     if resources := data.get("resources"):
         resources = _as_dict(resources)
         row.update(registers=resources.get("registers"), smem_bytes=resources.get("smem_bytes"))
@@ -611,6 +655,13 @@ def compile_row(result: Any, nvrtc_version: str | None) -> dict | None:
     row.update(block_edge=int(data.get("block_edge") or 0), config=config_text(data.get("config")), arch=arch)
     row.update({key: resources.get(key) for key in COMPILE_RESOURCES}, nvrtc_version=nvrtc_version)
     return row
+
+
+def _method(timing: dict) -> str:
+    """How a timing (as a dict) was taken, in Timing.method's words."""
+    kept = {key: timing[key] for key in ("median_ms", "min_ms", "max_ms", "reps") if key in timing}
+    repeats = {key: int(timing.get(key) or 0) for key in ("graph_launches", "back_to_back")}
+    return Timing(**kept, **repeats).method  # type: ignore[arg-type]
 
 
 def _as_dict(value: Any) -> dict:
@@ -1089,6 +1140,30 @@ class Store:
             cursor = self._conn.execute(query + " ORDER BY id", params)
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+
+    def set_pick(self, pick: dict) -> None:
+        """Store the dispatcher's pick for one (GPU, element type, shape) (keys
+        of :data:`PICK_FIELDS`), replacing the earlier one."""
+        if set(pick) != set(PICK_FIELDS):
+            raise ValueError(f"a pick has the keys {', '.join(PICK_FIELDS)}, not {', '.join(sorted(pick))}")
+        row = {**pick, "config": config_text(pick["config"]), "verified": int(bool(pick["verified"])),
+               "created": now_utc()}  # fmt: skip
+        self._replace("dispatch", (*PICK_FIELDS, "created"), row)
+
+    def picks(self, gpu_name: str | None = None, dtype: str | None = None) -> list[dict]:
+        """The dispatcher's stored picks (of one GPU, one element type, or all),
+        ``verified`` as a bool; none in a file from before schema v11."""
+        if "dispatch" not in self._tables_guarded():
+            return []
+        given = [(c, v) for c, v in (("gpu_name = ?", gpu_name), ("dtype = ?", dtype)) if v is not None]
+        query = "SELECT * FROM dispatch" + (" WHERE " + " AND ".join(c for c, _ in given) if given else "")
+        with self._guard():
+            cursor = self._conn.execute(query + " ORDER BY dtype, m, n, k", tuple(v for _, v in given))
+            names = [d[0] for d in cursor.description]
+            found = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+        for row in found:
+            row["verified"] = bool(row["verified"])
+        return found
 
     def add_grade(self, run_id: int | None, verdict: dict) -> int:
         """Store a submission's verdict (keys of :data:`GRADE_FIELDS` but

@@ -40,6 +40,7 @@ from gemmlab.problems.tensor import (
     TENSOR,
     prepare_tensor,
     tensor_device_bytes,
+    tensor_operands,
 )
 
 SOURCE_DOC = "gemmlab tensor-core ladder (beyond the documents)"
@@ -279,8 +280,9 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     c_box_rows = rung.fixed.get("C_BOX_ROWS", 0)  # C is a tensor map with boxes of these rows (0: a pointer)
     if rung.tma:
         # TMA boxes: BM rows of A; BN rows of B, split between the blocks of a cluster.
-        prepare = partial(prepare_tensor, boxes=(bm, bn // rung.cluster), c_box_rows=c_box_rows)
-        problem = Problem("tensor", prepare, tensor_device_bytes)
+        boxes = {"boxes": (bm, bn // rung.cluster), "c_box_rows": c_box_rows}
+        problem = Problem("tensor", partial(prepare_tensor, **boxes), tensor_device_bytes,
+                          operands=partial(tensor_operands, **boxes))  # fmt: skip
     return KernelSpec(
         id=rung.id,
         source=f"tensor/{rung.source}",

@@ -1,0 +1,89 @@
+"""Is the dispatcher at cuBLAS speed on every shape? Tunes the dispatcher on
+the quick suite (benchmarks/shapes.toml) on this GPU, then runs its pick for
+every shape of the chosen suite beside cuBLAS (verified against float64 first,
+timed in alternation; both sides from CUDA graphs or back-to-back launches
+below about 50 us) and prints % of cuBLAS per shape and the geometric mean per
+element type, against the issue's targets (FP32: 100% mean, 90% each; BF16:
+105% mean, 95% each). Usage, on a GPU machine:
+
+    PYTHONPATH=src python3 benchmarks/scripts/dispatch_bench.py OUT.json [--suite quick|full] [--db PATH]
+        [--dtype fp32,bf16,bf16-out] [--budget-seconds S]
+
+OUT.json holds {"device", "tuning": [the tuner's summary in words], "results":
+[RunResult.to_dict() plus "pick" (tuned / nearest / default), "why",
+"timing_method" and "baseline_timing_method"], "geomean": {dtype: %}}; the
+table goes to stdout and to OUT.txt. The database (default: OUT.sqlite beside
+OUT.json) keeps the picks, so a second run resumes the tuning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+from gemmlab.api.matmul import clear_cache, dispatch
+from gemmlab.core import gpu
+from gemmlab.core.errors import GemmlabError
+from gemmlab.measure.run import run
+from gemmlab.results.store import Store
+from gemmlab.studies import dispatch as tuner
+from gemmlab.studies.suite import dtype_name, load_suite
+from gemmlab.studies.sweep import run_record
+
+TARGETS = {"float32": (100.0, 90.0), "bfloat16": (105.0, 95.0), "bfloat16-out": (105.0, 95.0)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--suite", default="quick", choices=("quick", "full"))
+    parser.add_argument("--db", type=Path)
+    parser.add_argument("--dtype", help="fp32,bf16,bf16-out (default: the suite's)")
+    parser.add_argument("--budget-seconds", type=float)
+    args = parser.parse_args()
+    db = args.db or args.out.with_suffix(".sqlite")
+    suite = load_suite(args.suite)
+    dtypes = [dtype_name(d) for d in args.dtype.split(",")] if args.dtype else list(suite.dtypes)
+
+    start = time.monotonic()
+    with Store.open(db) as store:
+        summary = tuner.tune_suite(load_suite("quick"), store, dtypes=dtypes, run_record=run_record(),
+                                   budget_seconds=args.budget_seconds, on_candidate=print)  # fmt: skip
+    tuning_seconds = time.monotonic() - start
+    clear_cache()
+
+    results, lines = [], []
+    for dtype in dtypes:
+        for entry in suite.shapes:
+            try:
+                choice, spec = dispatch(entry.shape, dtype, db)
+                r = run(choice.kernel, entry.shape, None, dtype, spec=spec, reps=entry.reps)
+            except GemmlabError as exc:
+                lines.append(f"{dtype:13s} {entry.shape!s:>16s}  not run: {exc}")
+                continue
+            share = 100.0 * r.ratio_to_baseline
+            methods = {"timing_method": r.timing.method, "baseline_timing_method": r.baseline_timing.method}
+            results.append({**r.to_dict(), "pick": choice.reason, "why": choice.why(), "share": share, **methods})
+            lines.append(f"{dtype:13s} {entry.shape!s:>16s}  {share:6.1f}%  {choice.kernel} ({choice.reason})  "
+                         f"ours: {r.timing.method}; cuBLAS: {r.baseline_timing.method}")  # fmt: skip
+    geomean = {}
+    for dtype in dtypes:
+        shares = [r["share"] for r in results if r["dtype"] == dtype]
+        if shares:
+            geomean[dtype] = math.exp(sum(math.log(s) for s in shares) / len(shares))
+            mean_target, each_target = TARGETS[dtype]
+            lines.append(f"{dtype}: geometric mean {geomean[dtype]:.1f}% (target {mean_target:.0f}%), lowest "
+                         f"{min(shares):.1f}% (target {each_target:.0f}%)")  # fmt: skip
+    text = "\n".join([*summary.lines(), f"tuning took {tuning_seconds:.0f} s", *lines])
+    print(text)
+    args.out.with_suffix(".txt").write_text(text + "\n")
+    device = gpu.describe(0).to_dict()
+    args.out.write_text(json.dumps({"device": device, "tuning": summary.lines(), "tuning_seconds": tuning_seconds,
+                                    "results": results, "geomean": geomean}, indent=2, default=str))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""``gemmlab.matmul``: a matrix product on CuPy arrays by the kernel the
+dispatcher picked for this shape and GPU (:mod:`gemmlab.studies.dispatch`).
+
+What it takes (docs/dispatch.md):
+
+- float32: ``a`` (M x K) and ``b`` (K x N), C-contiguous; returns
+  ``alpha * a @ b + beta * c`` (``c`` M x N float32, or None: ``beta`` must then
+  be 0), in a new float32 array. ``c`` is read, never written.
+- bfloat16: CuPy has no bfloat16 type, so bfloat16 matrices are uint16 arrays
+  of bfloat16 bit patterns (as gemmlab stores them). The tensor-core kernels
+  compute A . B^T with B stored N x K: pass ``b`` as the transpose view of an
+  N x K C-contiguous array (``bt.T``) and no copy is made; a C-contiguous K x N
+  ``b`` is transposed into a copy first. C is float32 (``out_dtype`` None or
+  "float32"), or bfloat16 bits (``out_dtype="bfloat16"``). The kernels take no
+  alpha, beta or input C: with a float32 C those are applied after the product
+  (one more pass over C); with a bfloat16 C they are refused.
+
+Picks are read once per process and database (:func:`clear_cache` forgets
+them, e.g. after tuning again), and each kernel is compiled and loaded once
+(:mod:`gemmlab.measure.gemm`), so a call costs the launch and building its
+arguments.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from gemmlab.core import gpu
+from gemmlab.core.errors import GemmlabError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels.spec import KernelSpec
+from gemmlab.problems.base import GemmOperands
+from gemmlab.results.store import DEFAULT_PATH, Store
+from gemmlab.studies.dispatch import Choice, choose
+
+# Where matmul reads the dispatcher's picks when no ``db`` is given.
+DB_VARIABLE = "GEMMLAB_DB"
+
+_PICKS: dict[tuple[str, str], list[dict]] = {}  # (database, GPU name) -> its picks
+_CHOSEN: dict[tuple[str, str, Shape, str], tuple[Choice, KernelSpec]] = {}
+
+
+def matmul(
+    a: Any, b: Any, c: Any = None, *, alpha: float = 1.0, beta: float = 0.0, out_dtype: str | None = None,
+    db: str | Path | None = None,
+) -> Any:  # fmt: skip
+    """``alpha * a @ b + beta * c`` by the dispatcher's kernel for this shape
+    and GPU (see the module's docstring for the types and layouts); a new CuPy
+    array. ``db``: the results database holding the tuned picks (default:
+    $GEMMLAB_DB, else gemmlab-results.sqlite here); without one, each element
+    type's default rung runs."""
+    cp = gpu.cupy()  # NoGPUError, with its fix, on a machine without a usable GPU
+    if not all(isinstance(x, cp.ndarray) for x in (a, b, c) if x is not None):
+        raise GemmlabError("gemmlab.matmul takes CuPy arrays.", "Move the matrices to the GPU first: cupy.asarray(a).")
+    dtype, shape, b_is_transposed = check_operands(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype)
+    device = a.device.id
+    if any(x.device.id != device for x in (b, c) if x is not None):
+        raise GemmlabError("The matrices of one matmul are on different GPUs.", "Put them on one device.")
+    _choice, spec = dispatch(shape, dtype, db, device)
+    from gemmlab.measure.gemm import launch_gemm
+
+    with cp.cuda.Device(device):
+        if dtype == "float32":
+            out = cp.empty((shape.m, shape.n), dtype=cp.float32)
+            c_in = c if c is not None else cp.zeros_like(out)  # the kernels read C whatever beta is
+            launch_gemm(spec, dtype, GemmOperands(a, b, c_in, out, alpha, beta), device)
+            return out
+        bt = b.T if b_is_transposed else cp.ascontiguousarray(b.T)
+        out = cp.empty((shape.m, shape.n), dtype=cp.uint16 if dtype == "bfloat16-out" else cp.float32)
+        launch_gemm(spec, dtype, GemmOperands(a, bt, out, out), device)
+        if alpha != 1.0:
+            out *= cp.float32(alpha)
+        if c is not None and beta != 0.0:
+            out += cp.float32(beta) * c
+        return out
+
+
+def check_operands(
+    a: Any, b: Any, c: Any = None, *, alpha: float = 1.0, beta: float = 0.0, out_dtype: str | None = None
+) -> tuple[str, Shape, bool]:  # fmt: skip
+    """The element type matmul runs (float32, bfloat16 or bfloat16-out), the
+    shape, and whether ``b`` is the transpose view of an N x K array; a
+    GemmlabError with cause and fix for anything matmul cannot take. Reads
+    only shapes, dtypes and flags, so NumPy arrays stand in for CuPy ones."""
+    kinds = {str(a.dtype), str(b.dtype)}
+    if len(kinds) != 1 or kinds - {"float32", "uint16"}:
+        raise GemmlabError(
+            f"gemmlab.matmul takes float32 matrices, or bfloat16 ones as uint16 bit patterns; got {a.dtype} and "
+            f"{b.dtype}.",
+            "Convert both to float32 (a.astype(cupy.float32)), or both to bfloat16 bits.",
+        )
+    if a.ndim != 2 or b.ndim != 2:
+        raise GemmlabError(
+            f"gemmlab.matmul multiplies matrices; got arrays of {a.ndim} and {b.ndim} dimensions.",
+            "Reshape them to 2-D (M x K and K x N).",
+        )
+    (m, k), (k_b, n) = a.shape, b.shape
+    if k != k_b:
+        raise GemmlabError(
+            f"a is {m} x {k} and b is {k_b} x {n}: a's columns must equal b's rows.",
+            "Give b as K x N (for bfloat16 too: pass the transpose view bt.T of an N x K array).",
+        )
+    if min(m, n, k) < 1:
+        raise GemmlabError(f"The product {m} x {n} x {k} is empty.", "Give matrices with at least one element.")
+    if not a.flags.c_contiguous:
+        raise GemmlabError("a is not C-contiguous (a strided view or a transpose).",
+                           "Pass cupy.ascontiguousarray(a).")  # fmt: skip
+    bf16 = kinds == {"uint16"}
+    transposed = bf16 and b.T.flags.c_contiguous and not b.flags.c_contiguous
+    if not (b.flags.c_contiguous or transposed):
+        raise GemmlabError(
+            "b is not contiguous" + (" (nor the transpose view of an N x K array)." if bf16 else "."),
+            "Pass cupy.ascontiguousarray(b)" + (", or bt.T for an N x K C-contiguous bt." if bf16 else "."),
+        )
+    dtype = _dtype(bf16, out_dtype)
+    _check_c(c, m, n, dtype, alpha, beta)
+    return dtype, Shape(m, n, k), transposed
+
+
+def _dtype(bf16: bool, out_dtype: str | None) -> str:
+    wanted = None if out_dtype is None else str(out_dtype).replace("bf16", "bfloat16")
+    if not bf16:
+        if wanted not in (None, "float32"):
+            raise GemmlabError(f"float32 inputs give a float32 C, not {out_dtype}.", "Leave out_dtype out.")
+        return "float32"
+    if wanted in (None, "float32"):
+        return "bfloat16"
+    if wanted == "bfloat16":
+        return "bfloat16-out"
+    raise GemmlabError(f"bfloat16 inputs give a float32 or bfloat16 C, not {out_dtype}.",
+                       'Use out_dtype="float32" or out_dtype="bfloat16".')  # fmt: skip
+
+
+def _check_c(c: Any, m: int, n: int, dtype: str, alpha: float, beta: float) -> None:
+    if c is None:
+        if beta != 0.0:
+            raise GemmlabError(f"beta is {beta} but no c was given.", "Pass c, or leave beta at 0.")
+        if dtype == "bfloat16-out" and alpha != 1.0:
+            raise GemmlabError("A bfloat16 C takes no alpha.", 'Use out_dtype="float32" and scale the result.')
+        return
+    if dtype == "bfloat16-out":
+        raise GemmlabError("A bfloat16 C takes no input c (the kernels write C alone).",
+                           'Use out_dtype="float32", or add c yourself.')  # fmt: skip
+    if tuple(c.shape) != (m, n) or str(c.dtype) != "float32":
+        raise GemmlabError(f"c must be a {m} x {n} float32 matrix; it is {' x '.join(map(str, c.shape))} {c.dtype}.",
+                           "Give c the shape of the product, in float32.")  # fmt: skip
+    if not c.flags.c_contiguous:
+        raise GemmlabError("c is not C-contiguous.", "Pass cupy.ascontiguousarray(c).")
+
+
+def dispatch(shape: Shape, dtype: str, db: str | Path | None = None, device: int = 0) -> tuple[Choice, KernelSpec]:
+    """The dispatcher's choice for ``shape`` on GPU ``device`` and its
+    catalogue entry, remembered for the process."""
+    from gemmlab.measure.gemm import device_info
+
+    path = str(_db_path(db))
+    info = device_info(device)
+    key = (path, info.name, shape, dtype)
+    if key not in _CHOSEN:
+        choice = choose(_picks(path, info.name), shape, dtype, info.arch)
+        _CHOSEN[key] = (choice, choice.spec)
+    return _CHOSEN[key]
+
+
+def clear_cache() -> None:
+    """Forget the picks read so far: the next call reads the database again."""
+    _PICKS.clear()
+    _CHOSEN.clear()
+
+
+def _db_path(db: str | Path | None) -> Path:
+    return Path(db if db is not None else os.environ.get(DB_VARIABLE) or DEFAULT_PATH)
+
+
+def _picks(path: str, gpu_name: str) -> list[dict]:
+    key = (path, gpu_name)
+    if key not in _PICKS:
+        found: list[dict] = []
+        if Path(path).is_file():
+            with Store.open(path, readonly=True) as store:
+                found = store.picks(gpu_name)
+        _PICKS[key] = found
+    return _PICKS[key]

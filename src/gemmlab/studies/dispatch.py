@@ -1,0 +1,404 @@
+"""The dispatcher: per GPU, element type and shape, the fastest verified rung
+and configuration of the catalogue's ladders, tuned on the shape suite
+(:mod:`gemmlab.studies.suite`) and read back by ``gemmlab.matmul`` and
+`gemmlab run best`.
+
+The search
+----------
+A shape falls into a class (:func:`shape_class`): skinny M (M <= 16), skinny N,
+K-heavy (K at least 4 x max(M, N)), few tiles (fewer 128 x 256 tiles than the
+GPU has SMs, where the ladder's big tile leaves SMs idle) or large. Each class
+names a handful of rungs to try (:data:`CANDIDATES`); a rung not in the
+catalogue yet (one being written) is skipped with a note, so a new rung joins
+the search by existing. Of each rung, the configurations its ladder gives
+(``catalogue.configs``) that accept the shape and run on the GPU are ranked by
+how well their tiles fill the SMs (:func:`wave_fill`, the larger tile on a
+tie) and the first ``per_rung`` are kept, the rung's default first when it
+accepts the shape. Every candidate goes through the runner (verified before
+and after timing, timed in alternation with cuBLAS, both sides from CUDA graphs
+or back-to-back launches below about 50 us); its result is stored in the
+results table (experiment :data:`EXPERIMENT`), and the fastest verified one is
+the shape's pick in the ``dispatch`` table (:meth:`Store.set_pick`).
+
+The choice for a shape
+----------------------
+:func:`choose`: the pick stored for exactly this shape (``tuned``); else the
+pick of the nearest tuned shape of the same element type, by distance between
+log M, log N and log K, whose kernel and configuration accept this shape
+(``nearest``); else the first of :data:`DEFAULTS` for the element type that
+accepts it (``default``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gemmlab.core.errors import (
+    CompileError,
+    ConstraintError,
+    DeviceLimitError,
+    GemmlabError,
+    KernelStopped,
+    NoGPUError,
+    StoreError,
+    VerificationError,
+    failure_text,
+)
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.ladder import cdiv
+from gemmlab.kernels.spec import KernelSpec
+from gemmlab.results.store import Store, config_text
+from gemmlab.studies.suite import Suite
+
+# The results of every candidate tried are stored under this experiment.
+EXPERIMENT = "dispatch"
+# SMs assumed where no GPU is asked (an H100 SXM's).
+ASSUMED_SMS = 132
+# The tile that decides whether a shape has few tiles: the FP32 and tensor ladders' top rungs'.
+BIG_TILE = (128, 256)
+PER_RUNG = 2
+# The most candidates timed per shape, so that the quick suite tunes in minutes.
+MAX_PER_SHAPE = 6
+
+# The rungs each shape class tries, best guess first. Rungs of either ladder;
+# a rung without the element type is passed over, one not in the catalogue
+# yet is skipped with a note. Each class ends with an sm_80 rung, which is what
+# a GPU before Hopper gets (the Hopper rungs have no configuration it runs).
+FP32_CANDIDATES = {
+    "skinny-m": ("sgemm_skinny", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
+    "skinny-n": ("sgemm_skinny_n", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
+    "k-heavy": ("sgemm_split_k", "sgemm_stream_k", "sgemm_small_tile", "sgemm_multistage"),
+    "few-tiles": ("sgemm_small_tile", "sgemm_split_k", "sgemm_multistage", "sgemm_stream_k", "sgemm_padded_b"),
+    "large": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_stream_k", "sgemm_multistage"),
+}
+TENSOR_CANDIDATES = {
+    "skinny-m": ("tc_mma_pipeline", "tc_wgmma", "tc_persistent", "tc_tma_store"),
+    "skinny-n": ("tc_mma_pipeline", "tc_wgmma", "tc_persistent", "tc_tma_store"),
+    "k-heavy": ("tc_persistent", "tc_wgmma", "tc_mma_pipeline", "tc_tma_store"),
+    "few-tiles": ("tc_wgmma", "tc_persistent", "tc_mma_pipeline", "tc_tma_store"),
+    "large": ("tc_tma_store", "tc_cluster", "tc_persistent", "tc_mma_pipeline"),
+}
+CANDIDATES = {"float32": FP32_CANDIDATES, "bfloat16": TENSOR_CANDIDATES, "bfloat16-out": TENSOR_CANDIDATES}
+# What matmul runs on a shape no tuned pick accepts: the first of these whose
+# default configuration accepts it and runs on the GPU (FP32: the top rung,
+# then a rung that takes any size; BF16: Hopper's, then the sm_80 rungs).
+DEFAULTS = {
+    "float32": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_swizzle_l2"),
+    "bfloat16": ("tc_tma_store", "tc_cluster", "tc_mma_pipeline", "tc_wmma"),
+    "bfloat16-out": ("tc_tma_store",),
+}
+
+TUNED, NEAREST, DEFAULT = "tuned", "nearest", "default"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    kernel: str
+    config: dict
+    spec: KernelSpec
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel} {' '.join(f'{k}={v}' for k, v in self.config.items())}"
+
+
+def shape_class(shape: Shape, sms: int = ASSUMED_SMS) -> str:
+    """The class of ``shape`` that decides which rungs are tried (see the module's docstring)."""
+    if shape.m <= 16:
+        return "skinny-m"
+    if shape.n <= 16:
+        return "skinny-n"
+    if shape.k >= 4 * max(shape.m, shape.n):
+        return "k-heavy"
+    if cdiv(shape.m, BIG_TILE[0]) * cdiv(shape.n, BIG_TILE[1]) < sms:
+        return "few-tiles"
+    return "large"
+
+
+def wave_fill(spec: KernelSpec, shape: Shape, sms: int) -> float:
+    """The share of SM slots the launch keeps busy over its waves (1 for a
+    persistent kernel, which shares the work out): blocks / (waves x SMs)."""
+    if spec.persistent:
+        return 1.0
+    x, y, z = spec.grid(shape, 0)
+    blocks = x * y * z
+    return blocks / (math.ceil(blocks / sms) * sms)
+
+
+def accepts(spec: KernelSpec, shape: Shape, dtype: str, arch: str | None = None) -> str | None:
+    """None when ``spec`` runs ``shape`` in ``dtype`` (on ``arch``, when given); else why not."""
+    if dtype not in spec.dtypes:
+        return f"{spec.id} has no {dtype} version"
+    broken = spec.violations(shape, 0, dtype)
+    if broken:
+        return "; ".join(broken)
+    if arch is not None:
+        try:
+            spec.compile_arch(arch)
+        except DeviceLimitError as exc:
+            return exc.cause
+    return None
+
+
+def candidates(
+    shape: Shape, dtype: str, *, sms: int = ASSUMED_SMS, arch: str | None = None, per_rung: int = PER_RUNG,
+    rungs: Sequence[str] | None = None,
+) -> tuple[list[Candidate], list[str]]:  # fmt: skip
+    """The candidates worth timing at ``shape`` (``rungs``: these instead of
+    the class's), and notes on the rungs passed over."""
+    wanted = rungs if rungs is not None else CANDIDATES[dtype][shape_class(shape, sms)]
+    found: list[Candidate] = []
+    notes: list[str] = []
+    for kernel in wanted:
+        if len(found) >= MAX_PER_SHAPE:
+            notes.append(f"{kernel}: not tried, {MAX_PER_SHAPE} candidates per shape at most")
+            continue
+        try:
+            ladder = catalogue.ladder(kernel)
+        except GemmlabError:
+            notes.append(f"{kernel}: not in the catalogue yet, skipped")
+            continue
+        if dtype not in ladder.rung(kernel).dtypes:
+            continue
+        kept = _ranked(kernel, shape, dtype, sms, arch)[:per_rung]
+        if not kept:
+            notes.append(f"{kernel}: no configuration takes {shape} in {dtype}")
+        found += kept
+    return found[:MAX_PER_SHAPE], notes
+
+
+def _ranked(kernel: str, shape: Shape, dtype: str, sms: int, arch: str | None) -> list[Candidate]:
+    """The rung's configurations that accept the shape: its default first, then by wave fill and tile area."""
+    taken = []
+    for config in catalogue.configs(kernel):
+        spec = catalogue.variant(kernel, config)
+        if accepts(spec, shape, dtype, arch) is None:
+            taken.append(Candidate(kernel, config, spec))
+    if not taken:
+        return []
+    default = catalogue.ladder(kernel).rung(kernel).config()
+    first = [c for c in taken if c.config == default]
+    rest = [c for c in taken if c.config != default]
+    rest.sort(key=lambda c: (-wave_fill(c.spec, shape, sms), -_tile_area(c)))
+    return first + rest
+
+
+def _tile_area(candidate: Candidate) -> int:
+    rows, cols = catalogue.ladder(candidate.kernel).rung(candidate.kernel).tile(candidate.config)
+    return rows * cols
+
+
+# -- choosing for a shape -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the dispatcher runs for one shape, and why."""
+
+    kernel: str
+    config: dict
+    reason: str  # TUNED, NEAREST or DEFAULT
+    tuned_shape: Shape | None = None  # the shape the pick was tuned on (tuned, nearest)
+    median_ms: float | None = None  # its time there, and cuBLAS's
+    cublas_ms: float | None = None
+    timing_method: str | None = None
+    cublas_timing_method: str | None = None
+
+    @property
+    def spec(self) -> KernelSpec:
+        return catalogue.variant(self.kernel, self.config)
+
+    def why(self) -> str:
+        if self.reason == TUNED:
+            return "tuned on this shape"
+        if self.reason == NEAREST:
+            return f"tuned on {self.tuned_shape}, the nearest tuned shape it accepts"
+        return "no tuned pick takes this shape: the element type's default rung"
+
+
+def log_distance(a: Shape, b: Shape) -> float:
+    return math.dist((math.log(a.m), math.log(a.n), math.log(a.k)), (math.log(b.m), math.log(b.n), math.log(b.k)))
+
+
+def choose(picks: Sequence[dict], shape: Shape, dtype: str, arch: str | None = None) -> Choice:
+    """The kernel and configuration for ``shape`` among ``picks`` (the stored
+    rows of one GPU, see :meth:`Store.picks`), as the module's docstring says;
+    ConstraintError when nothing of the element type takes the shape."""
+    mine = [p for p in picks if p["dtype"] == dtype and p["verified"]]
+    mine.sort(key=lambda p: log_distance(shape, Shape(p["m"], p["n"], p["k"])))
+    for pick in mine:
+        config = json.loads(pick["config"]) if pick["config"] else {}
+        try:
+            spec = catalogue.variant(pick["kernel"], config)
+        except GemmlabError:
+            continue  # a kernel or configuration this gemmlab no longer has
+        if accepts(spec, shape, dtype, arch) is None:
+            tuned_shape = Shape(pick["m"], pick["n"], pick["k"])
+            return Choice(pick["kernel"], spec.config or {}, TUNED if tuned_shape == shape else NEAREST, tuned_shape,
+                          pick["median_ms"], pick["cublas_ms"], pick.get("timing_method"),
+                          pick.get("cublas_timing_method"))  # fmt: skip
+    return default_choice(shape, dtype, arch)
+
+
+def default_choice(shape: Shape, dtype: str, arch: str | None = None) -> Choice:
+    reasons = []
+    for kernel in DEFAULTS[dtype]:
+        spec = catalogue.get(kernel)
+        why = accepts(spec, shape, dtype, arch)
+        if why is None:
+            return Choice(kernel, spec.config or {}, DEFAULT)
+        reasons.append(f"{kernel}: {why}")
+    raise ConstraintError(
+        f"No kernel of gemmlab takes {shape.m} x {shape.n} x {shape.k} in {dtype}: {'; '.join(reasons)}.",
+        "Pad the matrices to a shape these rules accept, or use cuBLAS for this one.",
+    )
+
+
+# -- tuning ---------------------------------------------------------------------
+
+# runner(spec, shape, *, dtype, reps, warmup, max_seconds, baseline) -> RunResult
+Runner = Callable[..., Any]
+
+
+@dataclass
+class DispatchSummary:
+    gpu_name: str
+    cc: str
+    picked: list[dict] = field(default_factory=list)  # the rows stored in the dispatch table
+    already: list[str] = field(default_factory=list)  # shapes with a pick stored before
+    notes: list[str] = field(default_factory=list)  # rungs passed over
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (candidate at shape, why)
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    unfilled: list[tuple[str, str]] = field(default_factory=list)  # (shape dtype, why no pick)
+    out_of_budget: bool = False
+    interrupted: bool = False
+
+    def lines(self) -> list[str]:
+        out = [f"on {self.gpu_name} (cc {self.cc}): {len(self.picked)} shapes tuned, "
+               f"{len(self.already)} already tuned"]  # fmt: skip
+        out += [f"note: {n}" for n in dict.fromkeys(self.notes)]
+        out += [f"skipped: {label}: {why}" for label, why in self.skipped]
+        out += [f"REJECTED (wrong result): {label}: {why}" for label, why in self.rejected]
+        out += [f"FAILED: {label}: {why}" for label, why in self.failed]
+        out += [f"no pick for {where}: {why}" for where, why in self.unfilled]
+        if self.out_of_budget:
+            out.append("time budget spent: run again to go on (tuned shapes are skipped).")
+        if self.interrupted:
+            out.append("interrupted: run again to resume (tuned shapes are skipped).")
+        return out
+
+
+def measure_candidate(spec: KernelSpec, shape: Shape, **options: Any) -> Any:
+    """The default runner: :func:`gemmlab.measure.run.run` on the candidate's own entry."""
+    from gemmlab.measure.run import run
+
+    return run(spec.id, shape, spec=spec, **options)
+
+
+def tune_suite(
+    suite: Suite, store: Store, *, dtypes: Sequence[str] | None = None, runner: Runner | None = None,
+    device: tuple[str, str, str, int] | None = None, run_record: dict | None = None, per_rung: int = PER_RUNG,
+    force: bool = False, budget_seconds: float | None = None, max_seconds: float = 5.0,
+    rungs: Sequence[str] | None = None, on_candidate: Callable[[str], None] | None = None,
+) -> DispatchSummary:  # fmt: skip
+    """Tune the dispatcher on every shape of ``suite`` in each of ``dtypes``
+    (default: the suite's) and store the fastest verified pick per shape.
+    ``device``: (name, compute capability, arch, SMs), default GPU 0's. A shape
+    with a stored pick on this GPU is skipped unless ``force``. ``rungs``:
+    try these for every shape instead of its class's (each where it has the
+    element type)."""
+    name, cc, arch, sms = device or current_device()
+    summary = DispatchSummary(name, cc)
+    run_ids: list[int] = []
+    stored = {(p["dtype"], Shape(p["m"], p["n"], p["k"])) for p in store.picks(name)}
+    start = time.monotonic()
+    try:
+        for dtype in dtypes or suite.dtypes:
+            for entry in suite.shapes:
+                if not force and (dtype, entry.shape) in stored:
+                    summary.already.append(f"{entry.shape} {dtype}")
+                    continue
+                if budget_seconds is not None and time.monotonic() - start >= budget_seconds:
+                    summary.out_of_budget = True
+                    return summary
+                found, notes = candidates(entry.shape, dtype, sms=sms, arch=arch, per_rung=per_rung, rungs=rungs)
+                summary.notes += notes
+                results = _measured(found, entry.shape, dtype, max(entry.reps, 10), max_seconds,
+                                    runner or measure_candidate, summary, on_candidate)  # fmt: skip
+                if not results:
+                    why = "no candidate verified" if found else "no rung of the ladders takes it"
+                    summary.unfilled.append((f"{entry.shape} {dtype}", why))
+                    continue
+                if not run_ids:
+                    run_ids.append(store.start_run(run_record or {}))
+                store.add_results(run_ids[0], EXPERIMENT, [r for _, r in results])
+                summary.picked.append(_store_pick(store, run_ids[0], (name, cc), entry.shape, dtype, results))
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    return summary
+
+
+def _measured(
+    found: list[Candidate], shape: Shape, dtype: str, reps: int, max_seconds: float, runner: Runner,
+    summary: DispatchSummary, on_candidate: Callable[[str], None] | None,
+) -> list[tuple[Candidate, Any]]:  # fmt: skip
+    """Each candidate verified and timed beside cuBLAS; the ones that passed, with their results."""
+    passed = []
+    for candidate in found:
+        label = f"{shape} {dtype} {candidate.label}"
+        if on_candidate:
+            on_candidate(label)
+        try:
+            result = runner(candidate.spec, shape, dtype=dtype, reps=reps, warmup=2, max_seconds=max_seconds,
+                            baseline=True)  # fmt: skip
+        except (NoGPUError, StoreError):
+            raise
+        except (VerificationError, KernelStopped) as exc:
+            summary.rejected.append((label, exc.cause))
+            continue
+        except (CompileError, DeviceLimitError, ConstraintError) as exc:
+            summary.skipped.append((label, exc.cause))
+            continue
+        except Exception as exc:
+            summary.failed.append((label, failure_text(exc)))
+            continue
+        passed.append((candidate, result))
+    return passed
+
+
+def _store_pick(
+    store: Store, run_id: int, device: tuple[str, str], shape: Shape, dtype: str, results: list[tuple[Candidate, Any]]
+) -> dict:
+    """The fastest verified candidate as the shape's pick."""
+    candidate, best = min(results, key=lambda found: found[1].timing.median_ms)
+    base = best.baseline_timing
+    pick = {
+        "run_id": run_id, "gpu_name": device[0], "cc": device[1], "dtype": dtype, "m": shape.m, "n": shape.n,
+        "k": shape.k, "kernel": candidate.kernel, "config": config_text(candidate.spec.config),
+        "median_ms": best.timing.median_ms, "cublas_ms": base.median_ms if base else None, "verified": True,
+        "timing_method": best.timing.method, "cublas_timing_method": base.method if base else None,
+    }  # fmt: skip
+    store.set_pick(pick)
+    return pick
+
+
+def current_device(device_index: int = 0) -> tuple[str, str, str, int]:
+    """(name, compute capability, arch, SMs) of the GPU: what picks are filed under and pruned for."""
+    from gemmlab.core import gpu
+
+    info = gpu.describe(device_index)
+    return info.name, f"{info.cc[0]}.{info.cc[1]}", info.arch, info.sm_count
+
+
+def percent_of_cublas(pick: dict) -> float | None:
+    """cuBLAS's time over the pick's, as a percentage (same work on both sides)."""
+    if not pick.get("cublas_ms") or not pick.get("median_ms"):
+        return None
+    return 100.0 * pick["cublas_ms"] / pick["median_ms"]

@@ -1,0 +1,445 @@
+"""The dispatcher without a GPU: the shape suite, the candidates a shape
+gets, the picks table and its migration, the choice of a pick for a shape,
+matmul's refusals, the commands' wiring, the heatmap, and the timing of both
+sides of a short problem."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from gemmlab.cli.app import app
+from gemmlab.core.errors import ConstraintError, GemmlabError
+from gemmlab.core.shapes import Shape
+from gemmlab.core.timing import Timing
+from gemmlab.kernels import catalogue
+from gemmlab.results.store import MIGRATIONS, SCHEMA_VERSION, Store, result_row
+from gemmlab.studies import dispatch
+from gemmlab.studies.suite import SUITE_PATH, dtype_name, load_suite
+
+# -- the suite ------------------------------------------------------------------
+
+
+def test_the_full_suite_has_every_shape_the_issue_names() -> None:
+    full = load_suite("full")
+    shapes = {s.shape for s in full.shapes}
+    for n in (128, 1000, 1024, 1536, 3000, 5120, 16384, 4095, 4097):
+        assert Shape.square(n) in shapes
+    for m in (1, 8, 16, 64, 128):
+        assert Shape(m, 4096, 4096) in shapes
+        assert Shape(4096, m, 4096) in shapes
+    assert Shape(1024, 1024, 16384) in shapes and Shape(8192, 8192, 256) in shapes
+    assert set(full.dtypes) == {"float32", "bfloat16", "bfloat16-out"}
+    assert full.reps(Shape.square(16384)) < full.reps(Shape.square(1024))
+
+
+def test_the_quick_suite_is_a_small_subset_without_the_largest_squares() -> None:
+    quick, full = load_suite("quick"), load_suite("full")
+    assert {s.shape for s in quick.shapes} < {s.shape for s in full.shapes}
+    assert 5 <= len(quick.shapes) <= 16
+    assert Shape.square(16384) not in {s.shape for s in quick.shapes}
+    assert SUITE_PATH.is_file()
+
+
+def test_a_suite_file_with_a_stray_quick_shape_or_a_bad_shape_is_refused(tmp_path: Path) -> None:
+    stray = tmp_path / "stray.toml"
+    stray.write_text('[[group]]\nname = "g"\nsquares = [64]\nquick = [[32, 32, 32]]\n')
+    with pytest.raises(GemmlabError, match="does not list"):
+        load_suite("quick", stray)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[group]]\nname = "g"\nshapes = [[0, 4, 4]]\n')
+    with pytest.raises(GemmlabError, match=r"\[M, N, K\]"):
+        load_suite("full", bad)
+    with pytest.raises(GemmlabError, match="does not exist"):
+        load_suite("full", tmp_path / "missing.toml")
+    with pytest.raises(GemmlabError, match="no 'medium' suite"):
+        load_suite("medium")
+
+
+def test_dtype_names() -> None:
+    assert [dtype_name(d) for d in ("fp32", "BF16", "bf16-out", "float32")] == [
+        "float32", "bfloat16", "bfloat16-out", "float32"
+    ]  # fmt: skip
+    with pytest.raises(GemmlabError, match="no element type 'fp8'"):
+        dtype_name("fp8")
+
+
+# -- candidates -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("shape", "cls"),
+    [
+        (Shape(1, 4096, 4096), "skinny-m"),
+        (Shape(4096, 8, 4096), "skinny-n"),
+        (Shape(1024, 1024, 16384), "k-heavy"),
+        (Shape.square(1024), "few-tiles"),
+        (Shape.square(4096), "large"),
+        (Shape(8192, 8192, 256), "large"),
+    ],
+)
+def test_shape_classes(shape: Shape, cls: str) -> None:
+    assert dispatch.shape_class(shape, sms=132) == cls
+
+
+def test_candidates_are_few_accept_the_shape_and_put_the_default_first() -> None:
+    shape = Shape.square(4097)
+    found, _notes = dispatch.candidates(shape, "float32", arch="sm_90a")
+    assert 1 <= len(found) <= dispatch.MAX_PER_SHAPE
+    for c in found:
+        assert not c.spec.violations(shape, 0, "float32")
+    first = found[0]
+    assert first.config == catalogue.ladder(first.kernel).rung(first.kernel).config()
+    assert len({c.label for c in found}) == len(found)
+
+
+def test_a_rung_not_yet_in_the_catalogue_is_skipped_with_a_note() -> None:
+    found, notes = dispatch.candidates(Shape.square(1024), "float32", rungs=("sgemm_not_written", "sgemm_multistage"))
+    assert any("sgemm_not_written" in n and "not in the catalogue" in n for n in notes)
+    assert found and {c.kernel for c in found} == {"sgemm_multistage"}
+
+
+def test_bf16_with_a_bf16_c_tries_only_rungs_with_that_type() -> None:
+    found, _ = dispatch.candidates(Shape.square(2048), "bfloat16-out", arch="sm_90a")
+    assert found
+    assert all("bfloat16-out" in c.spec.dtypes for c in found)
+
+
+def test_no_tensor_rung_takes_an_odd_k_and_the_notes_say_so() -> None:
+    found, notes = dispatch.candidates(Shape.square(4097), "bfloat16", arch="sm_90a")
+    assert found == [] and notes
+
+
+def test_a_hopper_rung_is_not_a_candidate_on_an_a100() -> None:
+    found, _ = dispatch.candidates(Shape.square(4096), "bfloat16", arch="sm_80")
+    assert found and all(not c.spec.archs for c in found)
+
+
+def test_wave_fill() -> None:
+    spec = catalogue.get("sgemm_multistage")  # 128 x 128 tiles
+    assert dispatch.wave_fill(spec, Shape.square(1024), 64) == 1.0  # 64 tiles on 64 SMs
+    assert dispatch.wave_fill(spec, Shape.square(1024), 100) == pytest.approx(0.64)
+    assert dispatch.wave_fill(catalogue.get("sgemm_stream_k"), Shape.square(1024), 100) == 1.0
+
+
+# -- the table and choosing ------------------------------------------------------
+
+
+def _pick(m: int, n: int, k: int, kernel: str = "sgemm_multistage", dtype: str = "float32", **changes) -> dict:
+    config = catalogue.ladder(kernel).rung(kernel).config(changes)
+    return {"run_id": None, "gpu_name": "GPU X", "cc": "9.0", "dtype": dtype, "m": m, "n": n, "k": k,
+            "kernel": kernel, "config": json.dumps(config), "median_ms": 0.5, "cublas_ms": 0.6, "verified": True,
+            "timing_method": "CUDA graph of 50 launches",
+            "cublas_timing_method": "50 back-to-back launches"}  # fmt: skip
+
+
+def test_picks_round_trip_and_replace(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "r.sqlite") as store:
+        store.set_pick(_pick(1024, 1024, 1024))
+        store.set_pick({**_pick(1024, 1024, 1024), "median_ms": 0.4})
+        store.set_pick(_pick(16, 4096, 4096))
+        with pytest.raises(ValueError, match="a pick has the keys"):
+            store.set_pick({"gpu_name": "GPU X"})
+        picks = store.picks("GPU X", "float32")
+    assert [(p["m"], p["median_ms"]) for p in picks] == [(16, 0.5), (1024, 0.4)]
+    assert picks[0]["verified"] is True and picks[0]["cublas_timing_method"] == "50 back-to-back launches"
+    assert json.loads(picks[0]["config"]) == catalogue.ladder("sgemm_multistage").rung("sgemm_multistage").config()
+
+
+def test_the_migration_adds_the_table_and_the_timing_methods_to_an_older_file(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    for steps in MIGRATIONS[:-1]:
+        for statement in steps:
+            statement(conn) if callable(statement) else conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    conn.commit()
+    conn.close()
+    with Store.open(path, readonly=True) as store:
+        assert store.picks() == []  # read as it is: no table yet
+    with Store.open(path) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        store.set_pick(_pick(8, 8, 8))
+        assert len(store.picks()) == 1
+        run = store.start_run({})
+        timing = Timing.of([0.01, 0.01], back_to_back=50)
+        store.add_result(run, "x", {"kernel": "k", "m": 1, "n": 1, "k": 1, "dtype": "float32",
+                                    "timing": Timing.of([0.01], graph_launches=50),
+                                    "baseline_timing": timing})  # fmt: skip
+        row = store.rows("x")[0]
+    assert row["timing_method"] == "CUDA graph of 50 launches"
+    assert row["baseline_timing_method"] == "50 back-to-back launches"
+
+
+def test_result_row_states_plain_event_timing() -> None:
+    row = result_row({"kernel": "k", "m": 1, "n": 1, "k": 1, "dtype": "float32", "timing": Timing.of([1.0])})
+    assert row["timing_method"] == "events around each launch"
+    assert "baseline_timing_method" not in row
+
+
+def test_choose_exact_then_nearest_then_default() -> None:
+    picks = [_pick(1024, 1024, 1024), _pick(4096, 4096, 4096, "sgemm_padded_b"), _pick(1, 1, 1, dtype="bfloat16")]
+    exact = dispatch.choose(picks, Shape.square(1024), "float32", "sm_90a")
+    assert (exact.kernel, exact.reason) == ("sgemm_multistage", dispatch.TUNED)
+    near = dispatch.choose(picks, Shape.square(3000), "float32", "sm_90a")
+    assert (near.kernel, near.reason, near.tuned_shape) == ("sgemm_padded_b", dispatch.NEAREST, Shape.square(4096))
+    assert "4096" in near.why()
+    # bfloat16's pick is not a float32 one: none of float32 stored, so the default.
+    alone = dispatch.choose(picks[2:], Shape.square(512), "float32", "sm_90a")
+    assert (alone.kernel, alone.reason) == (dispatch.DEFAULTS["float32"][0], dispatch.DEFAULT)
+
+
+def test_the_nearest_pick_that_refuses_the_shape_is_passed_over() -> None:
+    # tc_tma_store's C tensor map needs N x 4 bytes in whole 16-byte pieces: N = 3 breaks it.
+    picks = [_pick(64, 64, 64, "tc_tma_store", "bfloat16"), _pick(8192, 8192, 8192, "tc_wgmma", "bfloat16")]
+    chosen = dispatch.choose(picks, Shape(64, 3, 64), "bfloat16", "sm_90a")
+    assert (chosen.kernel, chosen.reason) == ("tc_wgmma", dispatch.NEAREST)
+
+
+def test_unverified_picks_are_never_chosen() -> None:
+    chosen = dispatch.choose([{**_pick(512, 512, 512), "verified": False}], Shape.square(512), "float32")
+    assert chosen.reason == dispatch.DEFAULT
+
+
+def test_no_kernel_takes_the_shape() -> None:
+    with pytest.raises(ConstraintError, match="No kernel of gemmlab takes"):
+        dispatch.default_choice(Shape(5, 5, 5), "bfloat16-out", "sm_90a")
+
+
+# -- the tuner with a fake runner ------------------------------------------------
+
+
+def _fake_result(spec, shape: Shape, ms: float) -> SimpleNamespace:
+    base = Timing.of([0.5])
+    return SimpleNamespace(
+        to_dict=lambda: {"kernel": spec.id, "m": shape.m, "n": shape.n, "k": shape.k, "dtype": "float32",
+                         "config": spec.config, "timing": Timing.of([ms]), "baseline_timing": base,
+                         "ratio_to_baseline": 0.5 / ms, "backend": "nvrtc"},
+        timing=Timing.of([ms]), baseline_timing=base,
+    )  # fmt: skip
+
+
+def test_the_tuner_stores_the_fastest_verified_candidate(tmp_path: Path) -> None:
+    from gemmlab.core.errors import VerificationError
+
+    suite = load_suite("full", _one_shape_suite(tmp_path))
+    tried: list[str] = []
+
+    def runner(spec, shape, **options):
+        tried.append(spec.id)
+        assert options["baseline"] and options["dtype"] == "float32"
+        if spec.id == "sgemm_stream_k":
+            raise VerificationError("wrong", "fix")
+        return _fake_result(spec, shape, 0.3 if spec.id == "sgemm_padded_b" else 0.6)
+
+    with Store.open(tmp_path / "r.sqlite") as store:
+        summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner,
+                                      device=("GPU X", "9.0", "sm_90a", 132))  # fmt: skip
+        picks = store.picks("GPU X")
+        again = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner,
+                                    device=("GPU X", "9.0", "sm_90a", 132))  # fmt: skip
+        rows = store.rows(dispatch.EXPERIMENT)
+    assert "sgemm_padded_b" in tried and "sgemm_stream_k" in tried
+    assert [p["kernel"] for p in picks] == ["sgemm_padded_b"]
+    assert dispatch.percent_of_cublas(picks[0]) == pytest.approx(100 * 0.5 / 0.3)
+    assert summary.rejected and "REJECTED" in "\n".join(summary.lines())
+    assert again.already == ["4096 float32"] and not again.picked
+    assert {r["kernel"] for r in rows} == set(tried) - {"sgemm_stream_k"}
+
+
+def _one_shape_suite(tmp_path: Path) -> Path:
+    path = tmp_path / "one.toml"
+    path.write_text('dtypes = ["float32"]\n[[group]]\nname = "g"\nsquares = [4096]\nreps = 10\n')
+    return path
+
+
+# -- matmul's refusals --------------------------------------------------------------
+
+
+def test_matmul_checks() -> None:
+    from gemmlab.api.matmul import check_operands
+
+    f32 = lambda *shape: np.zeros(shape, np.float32)
+    bf = lambda *shape: np.zeros(shape, np.uint16)
+    assert check_operands(f32(4, 8), f32(8, 3)) == ("float32", Shape(4, 3, 8), False)
+    assert check_operands(bf(4, 8), bf(3, 8).T) == ("bfloat16", Shape(4, 3, 8), True)
+    assert check_operands(bf(4, 8), bf(8, 3), out_dtype="bfloat16")[0] == "bfloat16-out"
+    cases = [
+        ((f32(4, 8), bf(8, 3)), {}, "float32 matrices, or bfloat16"),
+        ((f32(4, 8).astype(np.float64), f32(8, 3).astype(np.float64)), {}, "float32 matrices"),
+        ((f32(4, 8), f32(7, 3)), {}, "a's columns must equal b's rows"),
+        ((f32(2, 4, 8), f32(8, 3)), {}, "2-D"),
+        ((f32(8, 4).T, f32(8, 3)), {}, "a is not C-contiguous"),
+        ((f32(4, 8), f32(3, 8).T), {}, "b is not contiguous"),
+        ((bf(4, 8), bf(8, 6)[:, ::2]), {}, "nor the transpose view"),
+        ((f32(4, 8), f32(8, 3)), {"beta": 0.5}, "no c was given"),
+        ((f32(4, 8), f32(8, 3), f32(3, 4)), {"beta": 1.0}, "must be a 4 x 3 float32"),
+        ((f32(4, 8), f32(8, 3)), {"out_dtype": "bfloat16"}, "float32 inputs give a float32 C"),
+        ((bf(4, 8), bf(8, 3), f32(4, 3)), {"out_dtype": "bfloat16"}, "takes no input c"),
+        ((bf(4, 8), bf(8, 3)), {"out_dtype": "float16"}, "float32 or bfloat16 C"),
+    ]
+    for args, options, message in cases:
+        with pytest.raises(GemmlabError, match=message) as caught:
+            check_operands(*args, **options)
+        assert caught.value.fix
+
+
+def test_matmul_refuses_numpy_arrays_or_names_the_missing_gpu() -> None:
+    import gemmlab
+    from gemmlab.core.errors import NoGPUError
+
+    with pytest.raises((NoGPUError, GemmlabError)) as caught:
+        gemmlab.matmul(np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float32))
+    assert caught.value.fix and ("CuPy arrays" in str(caught.value) or isinstance(caught.value, NoGPUError))
+
+
+# -- the command line ---------------------------------------------------------------
+
+
+runner = CliRunner()
+
+
+def test_dispatch_show_prints_the_picks(tmp_path: Path) -> None:
+    db = tmp_path / "r.sqlite"
+    with Store.open(db) as store:
+        store.set_pick(_pick(16, 4096, 4096))
+    out = runner.invoke(app, ["dispatch", "show", "--db", str(db)], env={"COLUMNS": "250"})
+    assert out.exit_code == 0, out.output
+    assert "sgemm_multistage" in out.output and "120.0%" in out.output and "16x4096x4096" in out.output
+
+
+def test_dispatch_tune_refuses_an_unknown_suite_and_dtype() -> None:
+    out = runner.invoke(app, ["dispatch", "tune", "--suite", "huge"])
+    assert out.exit_code != 0 and "no 'huge' suite" in out.output
+    out = runner.invoke(app, ["dispatch", "tune", "--dtype", "fp8"])
+    assert out.exit_code != 0 and "no element type 'fp8'" in out.output
+
+
+def test_run_best_takes_m_n_k_positionally_and_refuses_two_sizes() -> None:
+    from gemmlab.cli.run import shape_of
+
+    assert shape_of([16, 4096, 4096], None, None, None, None) == Shape(16, 4096, 4096)
+    assert shape_of([512], None, None, None, None) == Shape.square(512)
+    assert shape_of(None, None, 4, 5, 6) == Shape(4, 5, 6)
+    out = runner.invoke(app, ["run", "best", "16", "4096"])
+    assert out.exit_code != 0 and "one size (a square) or three" in out.output
+    out = runner.invoke(app, ["run", "best", "16", "4096", "4096", "--m", "3"])
+    assert out.exit_code != 0 and "not both" in out.output
+
+
+# -- the heatmap ----------------------------------------------------------------------
+
+
+def test_share_grids_and_heatmap(tmp_path: Path) -> None:
+    from gemmlab.report import plots, write_report
+
+    rows = [
+        {"experiment": "dispatch", "kernel": "sgemm_padded_b", "m": 1024, "n": 1024, "k": 1024, "dtype": "float32",
+         "gpu_name": "GPU X", "ratio_to_baseline": 0.5},
+        {"experiment": "dispatch", "kernel": "sgemm_padded_b", "m": 1024, "n": 1024, "k": 1024, "dtype": "float32",
+         "gpu_name": "GPU X", "ratio_to_baseline": 0.8},
+        {"experiment": "dispatch", "kernel": "sgemm_multistage", "m": 16, "n": 4096, "k": 4096, "dtype": "float32",
+         "gpu_name": "GPU X", "ratio_to_baseline": 0.9},
+        {"experiment": "other", "kernel": "sgemm_smem", "m": 16, "n": 4096, "k": 4096, "dtype": "float32",
+         "gpu_name": "GPU X", "ratio_to_baseline": 0.1},
+    ]  # fmt: skip
+    picks = [_pick(1024, 1024, 1024)]
+    (grid,) = plots.share_grids(rows, picks)
+    assert grid.series == (plots.DISPATCHER, "sgemm_multistage", "sgemm_padded_b")
+    assert grid.shapes == ((16, 4096, 4096), (1024, 1024, 1024))
+    assert grid.percent[0] == (None, pytest.approx(120.0))
+    assert grid.percent[2] == (None, pytest.approx(80.0))  # the rung's best configuration
+    plot = plots.plot_share_heatmap(grid, tmp_path)
+    assert (tmp_path / plot.file).stat().st_size > 1000
+
+    full_rows = [{**r, "block_edge": 0, "variant": "", "median_ms": 1.0, "gflops": 1.0, "metric": "gflops",
+                  "cc": "9.0", "warnings": []} for r in rows]  # fmt: skip
+    index = write_report(full_rows, tmp_path / "report", occupancy=False, picks=picks)
+    page = index.read_text()
+    assert "The dispatcher against cuBLAS" in page and "dispatch/share_float32_GPU_X.png" in page
+    assert (index.parent / "dispatch" / "share_float32_GPU_X.png").is_file()
+
+
+# -- timing both sides of a short problem --------------------------------------------
+
+
+class _ShortClock:
+    """CuPy's events and a stream that can capture: every launch takes 5 us;
+    the library's calls refuse capture, as CuPy's cuBLAS may."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.calls: list[str] = []
+        self.capturing = False
+        self.recorded: list = []
+
+    def launch(self, name: str):
+        def call() -> None:
+            if self.capturing:
+                if name == "b":
+                    raise RuntimeError("operation not permitted when stream is capturing")
+                self.recorded.append(name)
+                return
+            self.calls.append(name)
+            self.now += 0.005
+
+        return call
+
+    def begin_capture(self) -> None:
+        self.capturing, self.recorded = True, []
+
+    def end_capture(self):
+        self.capturing = False
+        count, clock = len(self.recorded), self
+
+        class Graph:
+            def launch(self, stream) -> None:
+                clock.calls.append(f"graph({count})")
+                clock.now += 0.005 * count
+
+        return Graph()
+
+    @property
+    def cuda(self):
+        clock = self
+
+        class Event:
+            def record(self, stream) -> None:
+                self.at = clock.now
+
+            def synchronize(self) -> None:
+                pass
+
+        return SimpleNamespace(Event=Event, get_elapsed_time=lambda start, end: end.at - start.at)
+
+
+def test_a_short_problem_is_timed_on_both_sides_from_many_launches_and_says_how() -> None:
+    from gemmlab.measure.run import GRAPH_LAUNCHES, _paired_series, timing_warnings
+
+    clock = _ShortClock()
+    timing, base = _paired_series(clock, clock, clock.launch("k"), clock.launch("b"), reps=4, max_seconds=10,
+                                  flush=None)  # fmt: skip
+    assert timing.graph_launches == GRAPH_LAUNCHES and timing.method == f"CUDA graph of {GRAPH_LAUNCHES} launches"
+    assert base.back_to_back == GRAPH_LAUNCHES and base.method == f"{GRAPH_LAUNCHES} back-to-back launches"
+    assert timing.median_ms == pytest.approx(0.005) and base.median_ms == pytest.approx(0.005)
+    assert timing.reps == base.reps == 4
+    # After the events' series, the two batched sides still alternate.
+    batched = [c for c in clock.calls[8:] if c != "k"]
+    first_graph = batched.index(f"graph({GRAPH_LAUNCHES})")
+    assert batched[first_graph + 1] == "b" and batched.count(f"graph({GRAPH_LAUNCHES})") == 4
+    assert any("back to back" in w for w in timing_warnings(base))
+
+
+def test_with_an_l2_flush_a_short_problem_keeps_its_event_timing() -> None:
+    from gemmlab.measure.run import _paired_series
+
+    clock = _ShortClock()
+    timing, base = _paired_series(clock, clock, clock.launch("k"), clock.launch("b"), reps=3, max_seconds=10,
+                                  flush=lambda: None)  # fmt: skip
+    assert timing.method == base.method == "events around each launch"

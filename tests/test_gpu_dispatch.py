@@ -1,0 +1,123 @@
+"""The dispatcher on the GPU: a tiny tuning (three small shapes, two rungs
+per element type, one configuration each) stores a verified pick per shape
+with both sides' timing methods, and gemmlab.matmul gives right answers on
+tuned, nearby and untuned shapes of each element type, compiling each kernel
+once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gemmlab.core.shapes import Shape
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = (Shape.square(256), Shape(16, 512, 512), Shape(512, 384, 1024))
+RUNGS = ("sgemm_multistage", "sgemm_padded_b", "tc_mma_pipeline", "tc_wgmma")
+SHORT = ("CUDA graph of 50 launches", "50 back-to-back launches")
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from gemmlab.results.store import Store
+    from gemmlab.studies import dispatch
+    from gemmlab.studies.suite import load_suite
+
+    folder = tmp_path_factory.mktemp("dispatch")
+    suite_file = folder / "tiny.toml"
+    shapes = ", ".join(f"[{s.m}, {s.n}, {s.k}]" for s in SHAPES)
+    suite_file.write_text(
+        f'dtypes = ["float32", "bfloat16"]\n[[group]]\nname = "tiny"\nshapes = [{shapes}]\nreps = 10\n'
+    )
+    db = folder / "picks.sqlite"
+    with Store.open(db) as store:
+        summary = dispatch.tune_suite(load_suite("full", suite_file), store, per_rung=1, rungs=RUNGS)
+    assert not summary.rejected and not summary.failed and not summary.unfilled, summary.lines()
+    return db
+
+
+def test_the_tuner_stores_a_verified_pick_per_shape_and_dtype(tuned: Path) -> None:
+    from gemmlab.results.store import Store
+    from gemmlab.studies.dispatch import current_device
+
+    with Store.open(tuned, readonly=True) as store:
+        picks = store.picks(current_device()[0])
+    assert {(p["dtype"], Shape(p["m"], p["n"], p["k"])) for p in picks} == {
+        (dtype, s) for dtype in ("float32", "bfloat16") for s in SHAPES
+    }
+    for p in picks:
+        assert p["verified"] and p["kernel"] in RUNGS and p["median_ms"] > 0 and p["cublas_ms"] > 0
+        assert p["timing_method"] and p["cublas_timing_method"]
+    small = [p for p in picks if (p["m"], p["n"], p["k"]) == (256, 256, 256)]
+    # A 256 cube takes a few microseconds: both sides are timed from many launches.
+    assert all(p["timing_method"] in SHORT and p["cublas_timing_method"] in SHORT for p in small), small
+
+
+def _relative_error(cp, got, want) -> float:
+    return float(cp.linalg.norm(got.astype(cp.float64) - want) / cp.linalg.norm(want))
+
+
+@pytest.mark.parametrize(
+    ("shape", "reason"),
+    [(Shape.square(256), "tuned"), (Shape(512, 384, 1000), "nearest"), (Shape(100, 70, 33), None)],
+)
+def test_matmul_float32(tuned: Path, shape: Shape, reason: str | None) -> None:
+    import gemmlab
+    from gemmlab.api.matmul import dispatch
+    from gemmlab.core import gpu
+    from gemmlab.measure import gemm
+
+    cp = gpu.cupy()
+    rng = cp.random.default_rng(7)
+    a = rng.uniform(-1, 1, (shape.m, shape.k)).astype(cp.float32)
+    b = rng.uniform(-1, 1, (shape.k, shape.n)).astype(cp.float32)
+    c = rng.uniform(-1, 1, (shape.m, shape.n)).astype(cp.float32)
+    choice, _ = dispatch(shape, "float32", tuned)
+    if reason is not None:
+        assert choice.reason == reason, choice
+    plain = gemmlab.matmul(a, b, db=tuned)
+    loaded = len(gemm._LOADED)
+    scaled = gemmlab.matmul(a, b, c, alpha=1.5, beta=-0.75, db=tuned)
+    assert len(gemm._LOADED) == loaded  # the second call compiled and loaded nothing
+    a64, b64 = a.astype(cp.float64), b.astype(cp.float64)
+    assert _relative_error(cp, plain, a64 @ b64) < 1e-5
+    assert _relative_error(cp, scaled, 1.5 * (a64 @ b64) - 0.75 * c.astype(cp.float64)) < 1e-5
+
+
+@pytest.mark.parametrize("shape", [Shape.square(256), Shape(192, 320, 128)])
+def test_matmul_bfloat16(tuned: Path, shape: Shape) -> None:
+    import gemmlab
+    from gemmlab.core import gpu
+    from gemmlab.problems.base import bf16_bits, bf16_value
+
+    cp = gpu.cupy()
+    rng = cp.random.default_rng(11)
+    a = bf16_bits(cp, rng.uniform(-1, 1, (shape.m, shape.k)).astype(cp.float32))
+    bt = bf16_bits(cp, rng.uniform(-1, 1, (shape.n, shape.k)).astype(cp.float32))  # B stored N x K
+    want = bf16_value(cp, a).astype(cp.float64) @ bf16_value(cp, bt).astype(cp.float64).T
+    no_copy = gemmlab.matmul(a, bt.T, db=tuned)
+    copied = gemmlab.matmul(a, cp.ascontiguousarray(bt.T), db=tuned)
+    assert no_copy.dtype == cp.float32 and no_copy.shape == (shape.m, shape.n)
+    assert _relative_error(cp, no_copy, want) < 1e-4
+    assert _relative_error(cp, copied, want) < 1e-4
+    c = rng.uniform(-1, 1, (shape.m, shape.n)).astype(cp.float32)
+    scaled = gemmlab.matmul(a, bt.T, c, alpha=2.0, beta=0.5, db=tuned)
+    assert _relative_error(cp, scaled, 2.0 * want + 0.5 * c.astype(cp.float64)) < 1e-4
+
+
+def test_matmul_bfloat16_c_on_hopper(tuned: Path) -> None:
+    import gemmlab
+    from gemmlab.core import gpu
+    from gemmlab.problems.base import bf16_bits, bf16_value
+
+    if gpu.describe(0).cc < (9, 0):
+        pytest.skip("a bfloat16 C is stored by tc_tma_store, a Hopper rung")
+    cp = gpu.cupy()
+    rng = cp.random.default_rng(3)
+    a = bf16_bits(cp, rng.uniform(-1, 1, (256, 512)).astype(cp.float32))
+    bt = bf16_bits(cp, rng.uniform(-1, 1, (384, 512)).astype(cp.float32))
+    out = gemmlab.matmul(a, bt.T, out_dtype="bfloat16", db=tuned)  # untuned here: the default rung
+    want = bf16_value(cp, a).astype(cp.float64) @ bf16_value(cp, bt).astype(cp.float64).T
+    assert out.dtype == cp.uint16 and _relative_error(cp, bf16_value(cp, out), want) < 4e-3
