@@ -32,6 +32,14 @@ DTYPES: tuple[Dtype, ...] = (
     Dtype("float16", "gl_fp16", 2, 4, 1e-4),
     Dtype("tf32", "gl_tf32", 4, 4, 4e-3),
     Dtype("bfloat16-out", "gl_bf16_out", 2, 2, 4e-3),
+    # The 8-bit types of kernels/lowp (tags in lowp/lowp.cuh): int8 products
+    # summed in int32, exact; FP8 (OCP e4m3 and e5m2) with scales, summed in
+    # FP32, float32 C. FP8's tolerance depends on how many K the tensor core
+    # sums before the kernel adds into FP32 registers: problems/lowp.py derives
+    # it per point (fp8_tolerance); the figure here is its floor.
+    Dtype("int8", "gl_s8", 1, 4, 0.0),
+    Dtype("e4m3", "gl_e4m3", 1, 4, 1e-4),
+    Dtype("e5m2", "gl_e5m2", 1, 4, 1e-4),
 )
 # The tolerances. float32 with float32 accumulation over K terms lands near
 # sqrt(K) * 2^-24 relative error (about 1e-6 at K = 16384); 1e-5 leaves room
