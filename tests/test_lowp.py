@@ -148,7 +148,7 @@ def test_rungs_are_in_the_catalogue_and_tunable() -> None:
         ("tc_fp8_wgmma", {"BN": 256}, "PROMOTE=1 needs BN = 128"),
         ("tc_fp8_blockscaled", {"BN": 256}, "BN must be 128: one block of B's scales"),
         ("tc_int8_mma", {"STAGES": 1}, "STAGES must be at least 2"),
-        ("tc_int8_wgmma", {"BM": 256, "BN": 256}, "do not fit 64K registers"),
+        ("tc_int8_wgmma", {"BM": 256}, "4 consumer warpgroups do not fit 64K registers"),
     ],
 )
 def test_bad_configurations_are_named(kernel_id: str, config: dict, words: str) -> None:

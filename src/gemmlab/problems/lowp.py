@@ -361,11 +361,14 @@ def _prepare_fp8(
 
 
 def lowp_device_bytes(point: Point) -> int:
-    """Peak device memory of prepare_lowp: the float64 data and values of A and
-    B with their codes and a float64 temporary of each, the reference, C."""
+    """Peak device memory of prepare_lowp: while an operand is quantised, its
+    float data and up to a dozen float64 temporaries of its size (encode's
+    nearest-code search); then the codes and the float64 values of A and B,
+    the reference and C."""
     s = point.shape
+    larger = max(s.m, s.n) * s.k
     inputs = s.m * s.k + s.n * s.k
-    return inputs * (3 * 8 + 1) + s.m * s.n * (8 + 4) + guard_bytes(s.n * 4)
+    return larger * 12 * 8 + inputs * (8 + 1) + s.m * s.n * (8 + 4) + guard_bytes(s.n * 4)
 
 
 def lowp_problem(scaling: str = "tensor", chain: int = SCALE_BLOCK, boxes: tuple[int, int] | None = None) -> Problem:

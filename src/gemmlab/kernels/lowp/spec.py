@@ -26,7 +26,14 @@ from collections.abc import Callable
 from gemmlab.core.shapes import Dim3, Shape
 from gemmlab.kernels.ladder import Config, Ladder, Rung, cdiv, grid_rows_fit, needs
 from gemmlab.kernels.spec import Constraint, KernelSpec
-from gemmlab.kernels.tensor.spec import MAX_DYNAMIC_SMEM, REGISTER_SPLIT, WARPGROUP
+from gemmlab.kernels.tensor.spec import (
+    CONSUMER_REGS,
+    MAX_DYNAMIC_SMEM,
+    MAX_REGISTERS,
+    PRODUCER_REGS,
+    REGISTER_SPLIT,
+    WARPGROUP,
+)
 from gemmlab.problems.lowp import FP8, INT8, INT8_MAX_K, SCALE_BLOCK, SCALINGS, lowp_problem
 
 SOURCE_DOC = "gemmlab 8-bit tensor-core ladder (beyond the documents)"
@@ -86,7 +93,9 @@ def _wgmma_rules(c: Config) -> list[str]:
         needs(c["BM"] % 64 == 0 and 64 <= c["BM"] <= 256, "BM must be 64, 128, 192 or 256 (64-row warpgroup slabs)")
         + needs(c["BN"] in (128, 256), "BN must be 128 or 256 (the N of one wgmma)")
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
-        + needs(consumers <= 3 or c["BN"] == 128, "four consumer warpgroups of 64 x 256 do not fit 64K registers")
+        # The tensor ladder's register split (hopper.cuh's RegisterSplit checks the same sum).
+        + needs((PRODUCER_REGS + CONSUMER_REGS * consumers) * WARPGROUP <= MAX_REGISTERS,
+                f"{consumers} consumer warpgroups do not fit 64K registers")  # fmt: skip
     )
 
 
@@ -147,7 +156,7 @@ RUNGS: tuple[Rung, ...] = (
         summary="sm_90a: int8 wgmma m64nNk32 (int32 sums) behind a TMA producer warpgroup, full/empty barriers",
         dtypes=(INT8,),
         default=Config(BM=128, BN=256, STAGES=4),
-        search=(Config(STAGES=3), Config(BN=128, STAGES=6), Config(BM=256, BN=128)),
+        search=(Config(STAGES=3), Config(BN=128, STAGES=6), Config(BM=64, BN=256)),
         sass=("IGMMA", "UTMALDG", "USETMAXREG"),
         rules=_wgmma_rules,
         constraints=(INT8_K,),
@@ -160,7 +169,7 @@ RUNGS: tuple[Rung, ...] = (
         summary="sm_90a: FP8 wgmma m64nNk32 warp-specialised; scales per tensor or row/column; PROMOTE every 128 K",
         dtypes=FP8,
         default=Config(BM=128, BN=128, STAGES=4, SCALING=0, PROMOTE=1),
-        search=(Config(STAGES=6), Config(BM=256), Config(BN=256, PROMOTE=0)),
+        search=(Config(STAGES=6), Config(BM=64), Config(BN=256, PROMOTE=0)),
         sass=("QGMMA", "UTMALDG", "USETMAXREG"),
         rules=_fp8_wgmma_rules,
         **SPECIALISED,
@@ -172,7 +181,7 @@ RUNGS: tuple[Rung, ...] = (
         summary="sm_90a: tc_fp8_wgmma with DeepGEMM's 1 x 128 / 128 x 128 scales, applied at each 128-K promotion",
         dtypes=FP8,
         default=Config(BM=128, BN=128, STAGES=4),
-        search=(Config(STAGES=6), Config(BM=256)),
+        search=(Config(STAGES=6), Config(BM=64, STAGES=8)),
         sass=("QGMMA", "UTMALDG", "USETMAXREG"),
         rules=_blockscaled_rules,
         **SPECIALISED,
