@@ -53,6 +53,15 @@ DTYPES: tuple[Dtype, ...] = (
 # truncated): a relative error of about 1e-3 per product, so 4e-3.
 # "bfloat16-out" rounds each sum to bfloat16 (unit roundoff 2^-9, about 2e-3 at
 # most, about 1e-3 on average over uniformly spread roundings), so 4e-3 as well.
+#
+# 8-bit types (gemmlab.kernels.lowp.spec): int8 sums are exact in int32, so
+# 0. FP8's reference is built from the decoded codes times their scales, so
+# only the sums err; Hopper's FP8 tensor cores keep about 14 significant bits
+# when they add into the accumulator (DeepSeek-V3, 3.3.2), up to 2^-13 of the
+# running sum per K = 32 step. A kernel whose tensor cores sum `chain` K
+# before it adds into FP32 registers is allowed 1e-4 + (chain / 32) x 2^-13:
+# 5.9e-4 when it promotes every 128 K, 1.6e-2 at K = 4096 when it never does
+# (problems/lowp.py's fp8_tolerance; the table's 1e-4 is the FP32 floor).
 
 DTYPE_CTYPES = {d.name: d.ctype for d in DTYPES}
 DTYPE_ITEMSIZE = {d.name: d.itemsize for d in DTYPES}
