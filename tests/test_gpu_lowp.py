@@ -41,7 +41,11 @@ def _variants(rung) -> list[tuple[str, dict]]:
     """(dtype, configuration change) for every type and scaling mode the rung takes."""
     modes = [{}]
     if "SCALING" in rung.default:
-        modes = [{"SCALING": i} for i in range(len(SCALINGS)) if not lowp.LADDER.violations(rung, rung.config({"SCALING": i}))]
+        modes = [
+            {"SCALING": i}
+            for i in range(len(SCALINGS))
+            if not lowp.LADDER.violations(rung, rung.config({"SCALING": i}))
+        ]
     return [(dtype, mode) for dtype in rung.dtypes for mode in modes]
 
 

@@ -320,9 +320,7 @@ def _prepare_int8(cp: Any, point: Point, rng: Any, boxes: tuple[int, int] | None
     )
 
 
-def _prepare_fp8(
-    cp: Any, point: Point, rng: Any, scaling: str, chain: int, boxes: tuple[int, int] | None
-) -> Prepared:
+def _prepare_fp8(cp: Any, point: Point, rng: Any, scaling: str, chain: int, boxes: tuple[int, int] | None) -> Prepared:
     s, fmt = point.shape, FORMATS[point.dtype]
     qa = quantise(cp, draw(cp, rng, s.m, s.k), fmt, scaling, 1)
     qb = quantise(cp, draw(cp, rng, s.n, s.k), fmt, scaling, SCALE_BLOCK)

@@ -73,8 +73,10 @@ def _mma_rules(c: Config) -> list[str]:
         + needs(c["WM"] % 16 == 0 and c["WN"] % 16 == 0, "WM and WN must be multiples of 16")
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
         # Every thread issues the same number of 16-byte copies (8 per tile row).
-        + needs((c["BM"] * 8) % threads == 0 and (c["BN"] * 8) % threads == 0,
-                "each of BM x 8 and BN x 8 16-byte copies must share equally among the threads")  # fmt: skip
+        + needs(
+            (c["BM"] * 8) % threads == 0 and (c["BN"] * 8) % threads == 0,
+            "each of BM x 8 and BN x 8 16-byte copies must share equally among the threads",
+        )
     )
 
 
@@ -94,8 +96,10 @@ def _wgmma_rules(c: Config) -> list[str]:
         + needs(c["BN"] in (128, 256), "BN must be 128 or 256 (the N of one wgmma)")
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
         # The tensor ladder's register split (hopper.cuh's RegisterSplit checks the same sum).
-        + needs((PRODUCER_REGS + CONSUMER_REGS * consumers) * WARPGROUP <= MAX_REGISTERS,
-                f"{consumers} consumer warpgroups do not fit 64K registers")  # fmt: skip
+        + needs(
+            (PRODUCER_REGS + CONSUMER_REGS * consumers) * WARPGROUP <= MAX_REGISTERS,
+            f"{consumers} consumer warpgroups do not fit 64K registers",
+        )
     )
 
 
