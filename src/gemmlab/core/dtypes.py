@@ -32,6 +32,14 @@ DTYPES: tuple[Dtype, ...] = (
     Dtype("float16", "gl_fp16", 2, 4, 1e-4),
     Dtype("tf32", "gl_tf32", 4, 4, 4e-3),
     Dtype("bfloat16-out", "gl_bf16_out", 2, 2, 4e-3),
+    # The 8-bit types of kernels/lowp (tags in lowp/lowp.cuh): int8 products
+    # summed in int32, exact; FP8 (OCP e4m3 and e5m2) with scales, summed in
+    # FP32, float32 C. FP8's tolerance depends on how many K the tensor core
+    # sums before the kernel adds into FP32 registers: problems/lowp.py derives
+    # it per point (fp8_tolerance); the figure here is its floor.
+    Dtype("int8", "gl_s8", 1, 4, 0.0),
+    Dtype("e4m3", "gl_e4m3", 1, 4, 1e-4),
+    Dtype("e5m2", "gl_e5m2", 1, 4, 1e-4),
 )
 # The tolerances. float32 with float32 accumulation over K terms lands near
 # sqrt(K) * 2^-24 relative error (about 1e-6 at K = 16384); 1e-5 leaves room
@@ -45,6 +53,15 @@ DTYPES: tuple[Dtype, ...] = (
 # truncated): a relative error of about 1e-3 per product, so 4e-3.
 # "bfloat16-out" rounds each sum to bfloat16 (unit roundoff 2^-9, about 2e-3 at
 # most, about 1e-3 on average over uniformly spread roundings), so 4e-3 as well.
+#
+# 8-bit types (gemmlab.kernels.lowp.spec): int8 sums are exact in int32, so
+# 0. FP8's reference is built from the decoded codes times their scales, so
+# only the sums err; Hopper's FP8 tensor cores keep about 14 significant bits
+# when they add into the accumulator (DeepSeek-V3, 3.3.2), up to 2^-13 of the
+# running sum per K = 32 step. A kernel whose tensor cores sum `chain` K
+# before it adds into FP32 registers is allowed 1e-4 + (chain / 32) x 2^-13:
+# 5.9e-4 when it promotes every 128 K, 1.6e-2 at K = 4096 when it never does
+# (problems/lowp.py's fp8_tolerance; the table's 1e-4 is the FP32 floor).
 
 DTYPE_CTYPES = {d.name: d.ctype for d in DTYPES}
 DTYPE_ITEMSIZE = {d.name: d.itemsize for d in DTYPES}

@@ -16,13 +16,14 @@ from gemmlab.core.errors import DeclarationError, UnknownName, unknown_name
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels.doc.spec import DOC_MATMUL
 from gemmlab.kernels.ladder import Config, Ladder
+from gemmlab.kernels.lowp.spec import LADDER as LOWP_LADDER
 from gemmlab.kernels.memory.spec import MEMORY_KERNELS
 from gemmlab.kernels.sgemm.spec import LADDER as SGEMM_LADDER
 from gemmlab.kernels.spec import KernelSpec, Point
 from gemmlab.kernels.tensor.spec import LADDER as TENSOR_LADDER
 
 # The families whose kernels take named configurations: what `gemmlab tune` searches.
-LADDERS: tuple[Ladder, ...] = (SGEMM_LADDER, TENSOR_LADDER)
+LADDERS: tuple[Ladder, ...] = (SGEMM_LADDER, TENSOR_LADDER, LOWP_LADDER)
 
 # Every family, in the order `gemmlab kernels` lists them.
 FAMILIES: tuple[tuple[KernelSpec, ...], ...] = (DOC_MATMUL, MEMORY_KERNELS, *(ladder.kernels for ladder in LADDERS))

@@ -1,0 +1,250 @@
+"""The 8-bit tensor-core ladder (docs/lowp-ladder.md): int8 products summed
+in int32, exact, and FP8 (e4m3, e5m2) with scales, summed in FP32.
+
+The layout is the tensor ladder's: C = A . B^T, A stored M x K and B N x K,
+both K-major (8-bit wgmma reads B only that way). C is int32 for int8 and
+float32 for FP8. A tile row is 128 bytes of K, 128 elements: the span of the
+128-byte swizzle, and one block of DeepGEMM's FP8 scales, so a kernel meets
+the scales of one K block per tile.
+
+FP8 rungs take scales (problems/lowp.py draws data that would overflow e4m3
+unscaled and quantises it) in the mode their SCALING parameter names: 0 one
+per tensor, 1 one per row of A and per column of C, 2 by 1 x 128 blocks of A
+and 128 x 128 blocks of B. SCALING changes the work, not how it is done, so
+no search changes it; choose it with a configuration (``SCALING=1``).
+PROMOTE (tc_fp8_wgmma) says whether partial sums leave the tensor cores for
+FP32 registers after every 128 K: the tolerance follows it.
+
+Every rung takes K in whole 16-byte pieces (16-byte copies, TMA row
+strides); the int8 rungs K under 2^17 as well, so that no int32 sum can
+overflow."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gemmlab.core.shapes import Dim3, Shape
+from gemmlab.kernels.ladder import Config, Ladder, Rung, cdiv, grid_rows_fit, needs
+from gemmlab.kernels.spec import Constraint, KernelSpec
+from gemmlab.kernels.tensor.spec import (
+    CONSUMER_REGS,
+    MAX_DYNAMIC_SMEM,
+    MAX_REGISTERS,
+    PRODUCER_REGS,
+    REGISTER_SPLIT,
+    WARPGROUP,
+)
+from gemmlab.problems.lowp import FP8, INT8, INT8_MAX_K, SCALE_BLOCK, SCALINGS, lowp_problem
+
+SOURCE_DOC = "gemmlab 8-bit tensor-core ladder (beyond the documents)"
+ROW_BYTES = 128  # one swizzled tile row: 128 8-bit elements of K
+ROWS_16 = 16  # K x 1 byte in whole 16-byte pieces
+
+
+def _int8_k_fits(shape: Shape, block_edge: int) -> str | None:
+    if shape.k > INT8_MAX_K:
+        return f"K = {shape.k} is over {INT8_MAX_K}: an int32 sum of K int8 products (up to 2^14 each) could overflow"
+    return None
+
+
+INT8_K = Constraint(f"K at most {INT8_MAX_K} (int32 sums)", _int8_k_fits)
+
+
+def _limits(rung: Rung, c: Config) -> list[str]:
+    threads = rung.threads(c)
+    found = needs(threads % 32 == 0 and 32 <= threads <= 1024,
+                  f"{threads} threads per block: must be a multiple of 32 from 32 to 1024")  # fmt: skip
+    smem = rung.smem_bytes(c)
+    return found + needs(smem <= MAX_DYNAMIC_SMEM, f"{smem} bytes of dynamic shared memory, over {MAX_DYNAMIC_SMEM}")
+
+
+def _reuse_cgma(c: Config) -> float:
+    return 2 * c["BM"] * c["BN"] / (c["BM"] + c["BN"])
+
+
+def _warp_threads(c: Config) -> int:
+    return (c["BM"] // c["WM"]) * (c["BN"] // c["WN"]) * 32
+
+
+def _mma_rules(c: Config) -> list[str]:
+    threads = _warp_threads(c)
+    return (
+        needs(c["BM"] % c["WM"] == 0 and c["BN"] % c["WN"] == 0, "warp tiles (WM x WN) must tile the block")
+        + needs(c["WM"] % 16 == 0 and c["WN"] % 16 == 0, "WM and WN must be multiples of 16")
+        + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
+        # Every thread issues the same number of 16-byte copies (8 per tile row).
+        + needs(
+            (c["BM"] * 8) % threads == 0 and (c["BN"] * 8) % threads == 0,
+            "each of BM x 8 and BN x 8 16-byte copies must share equally among the threads",
+        )
+    )
+
+
+def _scaling_rule(c: Config, modes: tuple[int, ...]) -> list[str]:
+    names = ", ".join(f"{i} ({SCALINGS[i]})" for i in modes)
+    return needs(c["SCALING"] in modes, f"SCALING must be one of {names}")
+
+
+def _ring_bytes(c: Config, barriers: int) -> int:
+    return c["STAGES"] * (c["BM"] + c["BN"]) * ROW_BYTES + 8 * barriers * c["STAGES"]
+
+
+def _wgmma_rules(c: Config) -> list[str]:
+    consumers = c["BM"] // 64
+    return (
+        needs(c["BM"] % 64 == 0 and 64 <= c["BM"] <= 256, "BM must be 64, 128, 192 or 256 (64-row warpgroup slabs)")
+        + needs(c["BN"] in (128, 256), "BN must be 128 or 256 (the N of one wgmma)")
+        + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
+        # The tensor ladder's register split (hopper.cuh's RegisterSplit checks the same sum).
+        + needs(
+            (PRODUCER_REGS + CONSUMER_REGS * consumers) * WARPGROUP <= MAX_REGISTERS,
+            f"{consumers} consumer warpgroups do not fit 64K registers",
+        )
+    )
+
+
+def _fp8_wgmma_rules(c: Config) -> list[str]:
+    # A promoting consumer holds two slabs (the FP32 sums and the tensor cores' partial): 64 x 128 each.
+    return (
+        _wgmma_rules(c)
+        + _scaling_rule(c, (0, 1))
+        + needs(c["PROMOTE"] in (0, 1), "PROMOTE must be 0 or 1")
+        + needs(not c["PROMOTE"] or c["BN"] == 128, "PROMOTE=1 needs BN = 128 (two accumulator slabs per thread)")
+    )
+
+
+def _blockscaled_rules(c: Config) -> list[str]:
+    return _wgmma_rules(c) + needs(c["BN"] == SCALE_BLOCK, "BN must be 128: one block of B's scales per tile")
+
+
+HOPPER = dict(min_cc=(9, 0), archs=("sm_90a",), tma=True, dynamic_smem=True, k_bytes_multiple=ROWS_16)
+MMA = dict(dynamic_smem=True, k_bytes_multiple=ROWS_16, threads=_warp_threads, cgma=_reuse_cgma)
+SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: _ring_bytes(c, 2),
+                   fixed=REGISTER_SPLIT, cgma=_reuse_cgma)  # fmt: skip
+
+RUNGS: tuple[Rung, ...] = (
+    Rung(
+        id="tc_int8_mma",
+        source="01_int8_mma.cu",
+        summary="int8 mma.sync m16n8k32 (int32 sums, exact) fed by a cp.async ring of swizzled 128-byte rows",
+        dtypes=(INT8,),
+        default=Config(BM=128, BN=128, WM=64, WN=32, STAGES=3),
+        search=(Config(STAGES=4), Config(BN=256, WN=64), Config(WM=32, WN=64)),
+        smem_bytes=lambda c: _ring_bytes(c, 0),
+        sass=("IMMA", "LDSM", "LDGSTS"),
+        min_cc=(8, 0),  # int8 mma.sync m16n8k32, cp.async
+        rules=_mma_rules,
+        constraints=(INT8_K,),
+        **MMA,
+    ),
+    Rung(
+        id="tc_fp8_mma",
+        source="02_fp8_mma.cu",
+        summary="FP8 mma.sync m16n8k32, FP32 promotion every 128 K; scales per tensor, row/column or 128-blocks",
+        dtypes=FP8,
+        default=Config(BM=128, BN=128, WM=64, WN=32, STAGES=3, SCALING=0),
+        search=(Config(STAGES=4), Config(WM=32, WN=64)),
+        smem_bytes=lambda c: _ring_bytes(c, 0),
+        # The FP8 multiply itself differs by architecture: QMMA.16832 on sm_89;
+        # on sm_90 ptxas converts the bytes to float16 and runs HMMA.16816 (Hopper
+        # has FP8 tensor cores only behind wgmma). So the claims are the feeding
+        # instructions; tests/test_lowp.py checks the multiply on each architecture.
+        sass=("LDSM", "LDGSTS"),
+        min_cc=(8, 9),  # FP8 mma.sync
+        rules=lambda c: _mma_rules(c) + _scaling_rule(c, (0, 1, 2)),
+        **MMA,
+    ),
+    Rung(
+        id="tc_int8_wgmma",
+        source="03_int8_wgmma.cu",
+        summary="sm_90a: int8 wgmma m64nNk32 (int32 sums) behind a TMA producer warpgroup, full/empty barriers",
+        dtypes=(INT8,),
+        default=Config(BM=128, BN=256, STAGES=4),
+        search=(Config(STAGES=3), Config(BN=128, STAGES=6), Config(BM=64, BN=256)),
+        sass=("IGMMA", "UTMALDG", "USETMAXREG"),
+        rules=_wgmma_rules,
+        constraints=(INT8_K,),
+        **SPECIALISED,
+        **HOPPER,
+    ),
+    Rung(
+        id="tc_fp8_wgmma",
+        source="04_fp8_wgmma.cu",
+        summary="sm_90a: FP8 wgmma m64nNk32 warp-specialised; scales per tensor or row/column; PROMOTE every 128 K",
+        dtypes=FP8,
+        default=Config(BM=128, BN=128, STAGES=4, SCALING=0, PROMOTE=1),
+        search=(Config(STAGES=6), Config(BM=64), Config(BN=256, PROMOTE=0)),
+        sass=("QGMMA", "UTMALDG", "USETMAXREG"),
+        rules=_fp8_wgmma_rules,
+        **SPECIALISED,
+        **HOPPER,
+    ),
+    Rung(
+        id="tc_fp8_blockscaled",
+        source="05_fp8_blockscaled.cu",
+        summary="sm_90a: tc_fp8_wgmma with DeepGEMM's 1 x 128 / 128 x 128 scales, applied at each 128-K promotion",
+        dtypes=FP8,
+        default=Config(BM=128, BN=128, STAGES=4),
+        search=(Config(STAGES=6), Config(BM=64, STAGES=8)),
+        sass=("QGMMA", "UTMALDG", "USETMAXREG"),
+        rules=_blockscaled_rules,
+        **SPECIALISED,
+        **HOPPER,
+    ),
+)
+
+BLOCK_SCALED = {"tc_fp8_blockscaled"}
+
+
+def _scaling(rung: Rung, c: Config) -> str:
+    """The scale mode a configuration of the rung reads (int8: none, 'tensor' by convention)."""
+    if rung.id in BLOCK_SCALED:
+        return "block"
+    return SCALINGS[c.get("SCALING", 0)]
+
+
+def _chain(rung: Rung, c: Config) -> int:
+    """K the rung sums in the tensor cores between adds into FP32 registers (0: all of K)."""
+    return 0 if c.get("PROMOTE", 1) == 0 else SCALE_BLOCK
+
+
+def _grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    bm, bn = c["BM"], c["BN"]
+    return lambda s, b: (cdiv(s.n, bn), cdiv(s.m, bm), 1)
+
+
+def _spec(rung: Rung, c: Config) -> KernelSpec:
+    threads = rung.threads(c)
+    smem = rung.smem_bytes(c)
+    cgma = rung.cgma(c)
+    boxes = (c["BM"], c["BN"]) if rung.tma else None
+    return KernelSpec(
+        id=rung.id,
+        source=f"lowp/{rung.source}",
+        function=rung.id,
+        source_doc=SOURCE_DOC,
+        summary=rung.summary,
+        dtypes=rung.dtypes,
+        block_edges=(),
+        grid=_grid(c),
+        block=lambda s, b: (threads, 1, 1),
+        constraints=(grid_rows_fit(c["BM"]), *rung.constraints),
+        dynamic_smem_bytes=lambda s, b, dtype: smem,
+        k_bytes_multiple=rung.k_bytes_multiple,
+        # A and B once (1 byte an element), C written once in 4-byte elements: counted in input elements.
+        min_elems_moved=lambda s: s.m * s.k + s.n * s.k + 4 * s.m * s.n,
+        cgma=lambda s, b: cgma,
+        any_size_alternative=rung.id,  # no 8-bit rung takes any K: the advice is the rule itself
+        problem=lowp_problem(_scaling(rung, c), _chain(rung, c), boxes),
+        templated_on_edge=False,
+        template_extra=tuple(c.values()),
+        template_params=tuple(c),
+        template_fixed=tuple(rung.fixed.values()),
+        archs=rung.archs,
+        min_cc=rung.min_cc,
+        sass=rung.sass,
+    )
+
+
+LADDER = Ladder("8-bit tensor-core ladder", RUNGS, _limits, _spec)
+LOWP_KERNELS: tuple[KernelSpec, ...] = LADDER.kernels

@@ -1,0 +1,101 @@
+// Shared by the lowp ladder's Hopper rungs (sm_90a): the 8-bit wgmma
+// instructions and the epilogues. Everything else (TMA, mbarriers, wgmma
+// descriptors, setmaxnreg) is the tensor ladder's hopper.cuh.
+//
+// An 8-bit tile is what the 16-bit rungs load, byte for byte: a TMA box of
+// rows x 128 bytes in the 128-byte swizzle, now 128 elements of K per row.
+// One wgmma step is 32 bytes of K (k = 32 here, 16 there), so hopper.cuh's
+// descriptors and its wgmma_slice (4 steps per row, the descriptor 32 bytes
+// further each) serve unchanged. 8-bit wgmma reads both operands K-major
+// only, which is the ladder's layout; its accumulator fragment is the 16-bit
+// one (hopper.cuh's `wgmma`), in int32 for int8.
+
+#include "types8.cuh"
+#include "../tensor/hopper.cuh"
+
+// FP8: float32 sums; the trailing immediates are scale-a and scale-b (1: no
+// negation). 8-bit types take no transpose immediates.
+GL_WGMMA_128(gl_e4m3, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "1, 1")
+GL_WGMMA_256(gl_e4m3, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", "1, 1")
+GL_WGMMA_128(gl_e5m2, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2", "1, 1")
+GL_WGMMA_256(gl_e5m2, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2", "1, 1")
+
+// int8: int32 sums, listed as "+r" operands; the integer form has no
+// scale-a/scale-b immediates, only the scale-d predicate (D += A . B).
+#define GL_OUT_R_64(d) \
+    "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), \
+    "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), \
+    "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), \
+    "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), \
+    "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), \
+    "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), \
+    "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), \
+    "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+#define GL_OUT_R_128(d) GL_OUT_R_64(d), \
+    "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), \
+    "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), \
+    "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), \
+    "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), \
+    "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), \
+    "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), \
+    "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), \
+    "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
+
+template <int N>
+__device__ __forceinline__ void wgmma_s8(int (&d)[N / 2], unsigned long long da, unsigned long long db);
+
+#define GL_WGMMA_S8(N, TEXT, OUT, DESC_A, DESC_B, SCALE)                                                       \
+    template <>                                                                                             \
+    __device__ __forceinline__ void wgmma_s8<N>(int (&d)[N / 2], unsigned long long da, unsigned long long db) { \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                                    \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k32.s32.s8.s8 {" TEXT "}, " DESC_A ", " DESC_B   \
+                     ", p;\n}\n"                                                                            \
+                     : OUT(d)                                                                               \
+                     : "l"(da), "l"(db), "r"(1));                                                           \
+    }
+GL_WGMMA_S8(128, GL_TEXT_64, GL_OUT_R_64, "%64", "%65", "%66")
+GL_WGMMA_S8(256, GL_TEXT_128, GL_OUT_R_128, "%128", "%129", "%130")
+
+// One 128-deep slice of a stage in int8: 4 wgmma steps of k = 32, as wgmma_slice.
+template <int N>
+__device__ __forceinline__ void wgmma_s8_slice(int (&d)[N / 2], const void* a_rows, const void* b_rows) {
+    const unsigned long long da = wgmma_desc(a_rows), db = wgmma_desc(b_rows);
+#pragma unroll
+    for (int step = 0; step < TMA_ROW_BYTES / 32; ++step) wgmma_s8<N>(d, da + 2 * step, db + 2 * step);
+}
+
+template <int REGS>
+__device__ __forceinline__ void fence_int_registers(int (&d)[REGS]) {
+#pragma unroll
+    for (int i = 0; i < REGS; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+
+// A warpgroup's 64 x N int32 sums to C at (row, col), guarded (fragment as store_wgmma_tile).
+template <int N>
+__device__ __forceinline__ void store_wgmma_int(const int (&d)[N / 2], int* c, int m, int n, int row, int col,
+                                                int thread) {
+    const int r = row + 16 * (thread / 32) + (thread % 32) / 4;
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+        const int cc = col + 8 * j + 2 * (thread % 4);
+        store_int_pair(c, m, n, r, cc, d[4 * j], d[4 * j + 1]);
+        store_int_pair(c, m, n, r + 8, cc, d[4 * j + 2], d[4 * j + 3]);
+    }
+}
+
+// A warpgroup's 64 x N FP32 sums to C at (row, col), each times its epilogue scale, guarded.
+template <int SCALING, int N>
+__device__ __forceinline__ void store_wgmma_scaled(const float (&d)[N / 2], float* c, const float* scale_a,
+                                                   const float* scale_b, int m, int n, int row, int col, int thread) {
+    const int r = row + 16 * (thread / 32) + (thread % 32) / 4;
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+        const int cc = col + 8 * j + 2 * (thread % 4);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const float f0 = epilogue_scale<SCALING>(scale_a, scale_b, m, n, r + 8 * h, cc);
+            const float f1 = epilogue_scale<SCALING>(scale_a, scale_b, m, n, r + 8 * h, cc + 1);
+            store_pair(c, m, n, r + 8 * h, cc, d[4 * j + 2 * h] * f0, d[4 * j + 2 * h + 1] * f1);
+        }
+    }
+}

@@ -1,0 +1,199 @@
+"""The 8-bit ladder without a GPU: the FP8 codec on all 256 codes, the
+quantisation and its scales, the tolerance, the rules and refusals, the
+optional PyTorch baseline's error, and every rung compiling to the
+instructions it stands for."""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from gemmlab.backends.nvrtc import compile_kernel
+from gemmlab.core.errors import ConstraintError
+from gemmlab.core.extras import MissingExtra
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.lowp import spec as lowp
+from gemmlab.measure.sass import find_tool, missing_claims, sass_opcodes, total
+from gemmlab.problems import lowp as problem
+from gemmlab.problems.lowp import E4M3, E5M2, decode, encode
+
+IDS = [r.id for r in lowp.RUNGS]
+CODES = np.arange(256, dtype=np.uint8)
+NEEDS_CUOBJDUMP = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump is not installed")
+
+
+def _e4m3_by_definition(code: int) -> float:
+    """OCP FP8 E4M3 read from its bit fields as the standard words them."""
+    sign = -1 if code & 0x80 else 1
+    exponent, mantissa = (code >> 3) & 0xF, code & 0x7
+    if exponent == 0xF and mantissa == 0x7:
+        return float("nan")
+    if exponent == 0:
+        return sign * float(Fraction(mantissa, 8) * Fraction(2) ** -6)
+    return sign * float((1 + Fraction(mantissa, 8)) * Fraction(2) ** (exponent - 7))
+
+
+def test_e4m3_decodes_every_code_as_the_standard_defines() -> None:
+    got = decode(np, CODES, E4M3)
+    want = np.array([_e4m3_by_definition(c) for c in range(256)])
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.isnan(got).sum() == 2
+    assert np.array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
+    assert got[0x7E] == 448 and got[0x01] == 2.0**-9 and got[0x38] == 1.0 and np.signbit(got[0x80])
+
+
+def test_e5m2_decodes_every_code_as_the_top_byte_of_a_float16() -> None:
+    # e5m2 is float16 with the low 8 mantissa bits cut: an independent oracle.
+    want = (CODES.astype(np.uint16) << 8).view(np.float16).astype(np.float64)
+    got = decode(np, CODES, E5M2)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
+    assert got[0x7B] == 57344 and np.isinf(got[0x7C]) and E5M2.max_value == 57344
+
+
+@pytest.mark.parametrize("fmt", [E4M3, E5M2], ids=lambda f: f.name)
+def test_every_finite_code_survives_a_round_trip(fmt) -> None:
+    values = decode(np, CODES, fmt)
+    finite = np.isfinite(values)
+    assert np.array_equal(encode(np, values[finite], fmt), CODES[finite])
+
+
+@pytest.mark.parametrize("fmt", [E4M3, E5M2], ids=lambda f: f.name)
+def test_midpoints_round_to_the_even_code_and_beyond_them_to_the_nearest(fmt) -> None:
+    values = decode(np, np.arange(fmt.max_code + 1, dtype=np.uint8), fmt)
+    mid = (values[:-1] + values[1:]) / 2
+    codes = encode(np, mid, fmt).astype(int)
+    lower = np.arange(fmt.max_code)
+    assert np.array_equal(codes, np.where(lower % 2 == 0, lower, lower + 1))
+    step = (values[1:] - values[:-1]) / 8
+    assert np.array_equal(encode(np, mid + step, fmt).astype(int), lower + 1)
+    assert np.array_equal(encode(np, mid - step, fmt).astype(int), lower)
+    assert np.array_equal(encode(np, -(mid + step), fmt).astype(int), (lower + 1) | 0x80)
+
+
+def test_e5m2_encoding_is_float16_rounded_to_its_top_byte() -> None:
+    halves = np.arange(0x7B80, dtype=np.uint16).view(np.float16)  # every finite float16 below e5m2's saturation
+    bits = halves.view(np.uint16).astype(np.uint32)
+    want = ((bits + 0x7F + ((bits >> 8) & 1)) >> 8).astype(np.uint8)  # nearest even, on the bits
+    assert np.array_equal(encode(np, halves.astype(np.float64), E5M2), want)
+
+
+@pytest.mark.parametrize("fmt", [E4M3, E5M2], ids=lambda f: f.name)
+def test_out_of_range_saturates_and_nan_stays_nan(fmt) -> None:
+    codes = encode(np, np.array([1e9, -1e9, np.inf, np.nan]), fmt)
+    assert list(codes[:3]) == [fmt.max_code, fmt.max_code | 0x80, fmt.max_code]
+    assert np.isnan(decode(np, codes[3:], fmt)[0])
+
+
+def test_drawn_data_would_overflow_e4m3_unscaled() -> None:
+    x = problem.draw(np, np.random.default_rng(1), 64, 300)
+    assert np.abs(x).max() > 10 * E4M3.max_value
+
+
+@pytest.mark.parametrize("scaling", problem.SCALINGS)
+def test_quantised_values_are_close_and_each_group_reaches_the_largest_code(scaling: str) -> None:
+    rows, k, per_group = 130, 300, 128
+    x = problem.draw(np, np.random.default_rng(2), rows, k)
+    q = problem.quantise(np, x, E4M3, scaling, per_group)
+    expected = {"tensor": (1,), "rowcol": (rows,), "block": (3, 2)}[scaling]  # block: (K blocks, row blocks)
+    assert q.scales.shape == expected and q.scales.dtype == np.float32
+    full = problem.expand(np, problem.group_max(np, x, scaling, per_group), rows, k, scaling, per_group)
+    # e4m3 keeps 3 mantissa bits: half a step is 2^-4 of a value; subnormals err by half of 2^-9 of the group's top.
+    assert np.all(np.abs(q.exact - x) <= 2.0**-4 * np.abs(x) + 2.0**-10 / E4M3.max_value * full * 1.0001)
+    codes = q.codes & 0x7F
+    assert codes.max() == E4M3.max_code
+
+
+def test_block_scales_are_k_block_first() -> None:
+    x = np.zeros((2, 256))
+    x[0, :128], x[0, 128:], x[1, :128], x[1, 128:] = 448.0, 896.0, 4480.0, 44.8
+    q = problem.quantise(np, x, E4M3, "block", 1)
+    assert np.allclose(q.scales, [[1.0, 10.0], [2.0, 0.1]])
+    assert np.allclose(q.exact, x, rtol=2.0**-23, atol=0)  # the largest code times a float32 scale
+
+
+def test_the_tolerance_follows_how_long_the_tensor_cores_sum() -> None:
+    promoted, whole = problem.fp8_tolerance(128), problem.fp8_tolerance(4096)
+    assert promoted == pytest.approx(1e-4 + 4 * 2.0**-13)
+    assert whole == pytest.approx(1e-4 + 128 * 2.0**-13) and whole > 20 * promoted
+    assert lowp._chain(lowp.LADDER.rung("tc_fp8_wgmma"), {"PROMOTE": 0}) == 0
+    assert lowp._chain(lowp.LADDER.rung("tc_fp8_wgmma"), {"PROMOTE": 1}) == 128
+
+
+def test_the_baseline_without_pytorch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
+    point = catalogue.point("tc_int8_mma", Shape(64, 64, 64))
+    with pytest.raises(MissingExtra) as error:
+        problem.torch_baseline(None, point, None, None, None)
+    assert "gemmlab[torch]" in error.value.fix and "torch._int_mm" in str(error.value)
+    # The run itself goes on without a baseline.
+    assert problem.baseline_for(None, point, "tensor", None, None, None) == (None, None)
+
+
+def test_rungs_are_in_the_catalogue_and_tunable() -> None:
+    ids = catalogue.kernel_ids()
+    assert [i for i in ids if catalogue.get(i).source.startswith("lowp/")] == IDS
+    for kernel_id in IDS:
+        assert len(catalogue.configs(kernel_id)) >= 2
+
+
+@pytest.mark.parametrize(
+    ("kernel_id", "config", "words"),
+    [
+        ("tc_fp8_mma", {"SCALING": 3}, "SCALING must be one of 0 (tensor), 1 (rowcol), 2 (block)"),
+        ("tc_fp8_wgmma", {"SCALING": 2}, "SCALING must be one of 0 (tensor), 1 (rowcol)"),
+        ("tc_fp8_wgmma", {"BN": 256}, "PROMOTE=1 needs BN = 128"),
+        ("tc_fp8_blockscaled", {"BN": 256}, "BN must be 128: one block of B's scales"),
+        ("tc_int8_mma", {"STAGES": 1}, "STAGES must be at least 2"),
+        ("tc_int8_wgmma", {"BM": 256}, "4 consumer warpgroups do not fit 64K registers"),
+    ],
+)
+def test_bad_configurations_are_named(kernel_id: str, config: dict, words: str) -> None:
+    with pytest.raises(ConstraintError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        catalogue.variant(kernel_id, config)
+
+
+def test_shapes_and_types_the_rungs_cannot_take_are_named() -> None:
+    with pytest.raises(ConstraintError, match="not a multiple of 16"):
+        catalogue.point("tc_int8_mma", Shape(64, 64, 72))
+    with pytest.raises(ConstraintError, match="int32 sum of K int8 products"):
+        catalogue.point("tc_int8_wgmma", Shape(64, 64, 2**17))
+    with pytest.raises(ConstraintError, match="has no int8 version"):
+        catalogue.point("tc_fp8_mma", Shape(64, 64, 64), dtype="int8")
+    assert catalogue.get("tc_fp8_mma").compile_arch("sm_89") == "sm_89"
+
+
+@NEEDS_CUOBJDUMP
+@pytest.mark.parametrize("kernel_id", IDS)
+def test_defaults_compile_to_their_claimed_instructions(kernel_id: str) -> None:
+    spec = catalogue.get(kernel_id)
+    archs = list(spec.archs) or ["sm_89", "sm_90"]
+    for dtype in spec.dtypes:
+        for arch in archs:
+            compiled = compile_kernel(spec, 0, dtype, arch)
+            assert compiled.resources.spill_bytes == 0, (kernel_id, dtype, arch)
+            ops = sass_opcodes(compiled.cubin)
+            assert not missing_claims(spec.sass, ops), (kernel_id, dtype, arch, missing_claims(spec.sass, ops))
+
+
+@NEEDS_CUOBJDUMP
+def test_fp8_mma_sync_is_native_on_sm_89_and_emulated_on_sm_90() -> None:
+    spec = catalogue.get("tc_fp8_mma")
+    ada = sass_opcodes(compile_kernel(spec, 0, "e4m3", "sm_89").cubin)
+    hopper = sass_opcodes(compile_kernel(spec, 0, "e4m3", "sm_90").cubin)
+    assert total(ada, "QMMA") > 0 and total(ada, "HMMA") == 0
+    assert total(hopper, "QMMA") == 0 and total(hopper, "HMMA") > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel_id", IDS)
+def test_every_configuration_compiles_without_spills(kernel_id: str) -> None:
+    for config in catalogue.configs(kernel_id):
+        spec = catalogue.variant(kernel_id, config)
+        for arch in list(spec.archs) or ["sm_89", "sm_90"]:
+            for dtype in spec.dtypes:
+                res = compile_kernel(spec, 0, dtype, arch).resources
+                assert res.spill_bytes == 0 and res.stack_bytes == 0, (kernel_id, config, arch, dtype)
