@@ -95,8 +95,11 @@ def picks_table(picks: list[dict], gpu_name: str) -> Table:
     from gemmlab.studies.dispatch import percent_of_cublas
 
     table = Table(title=f"dispatcher picks on {gpu_name}")
+    # The configuration and the timing method wrap on a narrow terminal; the
+    # columns a reader looks a pick up by never do.
     for col in ("dtype", "shape", "kernel", "configuration", "time [ms]", "cuBLAS [ms]", "% of cuBLAS", "timed by"):
-        table.add_column(col, justify="right" if "ms" in col or "%" in col else "left")
+        wraps = col in ("configuration", "timed by")
+        table.add_column(col, justify="right" if "ms" in col or "%" in col else "left", no_wrap=not wraps)
     for p in picks:
         share = percent_of_cublas(p)
         cublas = f"{p['cublas_ms']:.4f}" if p["cublas_ms"] else "-"
