@@ -486,3 +486,28 @@ def test_the_map_is_the_pools_where_there_is_one(monkeypatch: pytest.MonkeyPatch
     with grade.pooled("tcp://host:8786") as map_fn:
         assert list(map_fn(lambda x: 2 * x, [1, 2])) == [(1, grade.Outcome(2)), (2, grade.Outcome(4))]
     assert opened == ["tcp://host:8786", "closed"]
+
+
+def test_occupancy_of_a_result_reads_the_compute_capability_as_stored_or_live() -> None:
+    # The GPU run of the class demo (H100, 2026-11-24) met "9.0" from a result's device record.
+    from types import SimpleNamespace
+
+    from gemmlab.studies.grade import occupancy_of
+
+    def result(cc: object) -> SimpleNamespace:
+        resources = SimpleNamespace(registers=32, smem_bytes=0)
+        return SimpleNamespace(resources=resources, device={"cc": cc}, block=(16, 16, 1), dynamic_smem=0)
+
+    text, pair = occupancy_of(result("9.0")), occupancy_of(result((9, 0)))
+    assert text == pair and text["block"] == [16, 16, 1] and 0 < text["occupancy"] <= 1
+    assert occupancy_of(result(None)) is None
+
+
+def test_the_sanitizer_gets_its_own_limit_longer_than_a_steps(tmp_path: Path) -> None:
+    task = grade.load_task(write_task(tmp_path, TASK + "[timing]\ntimeout = 20\n"))
+    assert task.call_limit() == 20.0 and task.sanitize_limit() == grade.SANITIZE_FLOOR_S
+    assert grade.load_task(write_task(tmp_path, TASK + "[timing]\ntimeout = 60\n")).sanitize_limit() == 480.0
+    given = write_task(tmp_path, TASK + "[timing]\ntimeout = 20\nsanitize_timeout = 45\n")
+    assert grade.load_task(given).sanitize_limit() == 45.0
+    with pytest.raises(grade.TaskError, match="sanitize_timeout"):
+        grade.load_task(write_task(tmp_path, TASK + "[timing]\nsanitize_timeout = -1\n"))

@@ -75,19 +75,15 @@ def cublas_gemm(
     (K x M) and C^T (N x M) with no copy."""
     from cupy_backends.cuda.libs import cublas
 
+    from gemmlab.problems.cublas import gemm_ex
+
     m, k = a.shape
     n = b.shape[1]
     kind = CUDA_TYPES[dtype]
-    host = np.array([alpha, beta], np.float32)  # host scalars the closure keeps
-    handle = cp.cuda.device.get_cublas_handle()
-
-    def call() -> None:
-        cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
-        cublas.gemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, host.ctypes.data, b.data.ptr, kind, n,
-                      a.data.ptr, kind, k, host.ctypes.data + 4, c.data.ptr, kind, n,
-                      cublas.CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)  # fmt: skip
-
-    return call
+    host = np.array([alpha, beta], np.float32)  # host scalars, kept alive with the call
+    return gemm_ex(cp, (CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, host.ctypes.data, b.data.ptr, kind, n,
+                        a.data.ptr, kind, k, host.ctypes.data + 4, c.data.ptr, kind, n,
+                        cublas.CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), keep=(host,))  # fmt: skip
 
 
 def takes_scalars(point: Point) -> bool:

@@ -81,21 +81,17 @@ def cublas_gemm(cp: Any, a: Any, b: Any, c: Any, dtype: str) -> Callable[[], Non
     B (N x K) as a transposed K x N."""
     from cupy_backends.cuda.libs import cublas
 
+    from gemmlab.problems.cublas import gemm_ex
+
     m, k = a.shape
     n = b.shape[0]
     in_type = {"bfloat16": CUDA_R_16BF, "float16": CUDA_R_16F, "tf32": CUDA_R_32F}[input_dtype(dtype)]
     out_type = CUDA_R_16BF if dtype == BF16_OUT else CUDA_R_32F
     compute = cublas.CUBLAS_COMPUTE_32F_FAST_TF32 if dtype == "tf32" else cublas.CUBLAS_COMPUTE_32F
-    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)  # host scalars, kept alive by the closure
-    handle = cp.cuda.device.get_cublas_handle()
-
-    def call() -> None:
-        cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
-        cublas.gemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, one.ctypes.data, b.data.ptr, in_type, k,
-                      a.data.ptr, in_type, k, zero.ctypes.data, c.data.ptr, out_type, n, compute,
-                      CUBLAS_GEMM_DEFAULT)  # fmt: skip
-
-    return call
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)  # host scalars, kept alive with the call
+    return gemm_ex(cp, (CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, one.ctypes.data, b.data.ptr, in_type, k,
+                        a.data.ptr, in_type, k, zero.ctypes.data, c.data.ptr, out_type, n, compute,
+                        CUBLAS_GEMM_DEFAULT), keep=(one, zero))  # fmt: skip
 
 
 def baseline_name(dtype: str) -> str:

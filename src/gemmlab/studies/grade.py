@@ -63,7 +63,14 @@ SANITIZER_TOOLS = ("memcheck", "racecheck")
 EXAMPLE = "examples/grading/task.toml"
 TASK_KEYS = ("name", "problem", "dtypes", "shapes", "hidden", "grades", "timing")
 HIDDEN_KEYS = ("count", "seed", "min", "max", "multiple", "square")
-TIMING_KEYS = ("reps", "max_seconds", "timeout")
+TIMING_KEYS = ("reps", "max_seconds", "timeout", "sanitize_timeout")
+# A kernel under compute-sanitizer runs tens of times slower than alone, and a
+# class graded on several workers starts several sanitizers at once; a step's
+# timeout would fail correct kernels there (the class demo on an H100, 2026-11-24:
+# four correct naive kernels ran over a 20 s timeout under memcheck). So the
+# sanitize stage gets this many times the timeout, and at least SANITIZE_FLOOR_S.
+SANITIZE_FACTOR = 8
+SANITIZE_FLOOR_S = 180.0
 # Launches per timed batch of a Python submission, each on inputs of its own (gemmlab.measure.apart).
 APART_LAUNCHES = 4
 
@@ -98,6 +105,7 @@ class Task:
     reps: int = 10
     max_seconds: float = 2.0
     timeout: float | None = None  # seconds one call may take; None: the watchdog's limit
+    sanitize_timeout: float | None = None  # seconds one sanitizer run may take; None: see sanitize_limit
 
     @functools.cached_property
     def hidden(self) -> tuple[Shape, ...]:
@@ -114,6 +122,9 @@ class Task:
 
     def call_limit(self) -> float:
         return self.timeout or watchdog.time_limit(0.0, 0, self.max_seconds)
+
+    def sanitize_limit(self) -> float:
+        return self.sanitize_timeout or max(SANITIZE_FACTOR * self.call_limit(), SANITIZE_FLOOR_S)
 
 
 # -- the task file --------------------------------------------------------------
@@ -238,7 +249,7 @@ def _timing(value: Any, path: Path) -> dict:
     out: dict[str, Any] = {}
     if "reps" in value:
         out["reps"] = _whole(value["reps"], path, "timing.reps")
-    for key in ("max_seconds", "timeout"):
+    for key in ("max_seconds", "timeout", "sanitize_timeout"):
         if key in value:
             seconds = value[key]
             if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
@@ -462,7 +473,7 @@ def sanitize_stage(submission: Submission, task: Task, worker: watchdog.Worker) 
     calling process must not); each report's findings are the reason."""
     from gemmlab.measure import sanitize
 
-    limit = task.call_limit()
+    limit = task.sanitize_limit()
     for tool in SANITIZER_TOOLS:
         report = worker.call(f"{submission.name} ({tool})", 2 * limit, sanitize.check, [str(submission.kernel)],
                              tool, timeout=limit, jobs=2)  # fmt: skip
@@ -596,13 +607,15 @@ def occupancy_of(result: Any) -> dict | None:
     """The theoretical occupancy of a timed result's launch on its GPU (registers,
     shared memory, block and what limits the blocks per SM); None where the
     launch is the function's own (a Python kernel) or the GPU is not known."""
+    from gemmlab.core.arch import parse_cc
     from gemmlab.measure.occupancy import theoretical_occupancy
 
+    # A stored device names its compute capability as text ("9.0"), a live one as a pair.
     registers, cc = result.resources.registers, result.device.get("cc")
     threads = math.prod(result.block)
     if registers is None or not cc or threads == 0:
         return None
-    found = theoretical_occupancy(tuple(cc), threads, registers, result.resources.smem_bytes or 0,
+    found = theoretical_occupancy(parse_cc(cc), threads, registers, result.resources.smem_bytes or 0,
                                   dynamic_smem=result.dynamic_smem)  # fmt: skip
     keep = ("threads_per_block", "regs_per_thread", "smem_requested", "active_blocks", "active_warps", "occupancy",
             "limiting_factors")  # fmt: skip
