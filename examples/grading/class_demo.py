@@ -112,8 +112,9 @@ HANG = (
     + """    int row = blockIdx.y * TILE + threadIdx.y;
     int col = blockIdx.x * TILE + threadIdx.x;
     if (row >= M || col >= N) return;
-    volatile int spin = 1;
-    while (M >= 256 && spin) {{ }}
+    // __nanosleep is a side effect, so the compiler may not drop the loop (a
+    // loop on a volatile local did not spin at all on an H100, 2026-11-24).
+    while (M >= 256) {{ __nanosleep(1000); }}
     float sum = 0.0f;
     for (int i = 0; i < K; i++) sum += A[row * K + i] * B[i * N + col];
     C[row * N + col] = sum;
