@@ -529,6 +529,71 @@ def _skinny_rows_fit(c: Config) -> tuple[Constraint, ...]:
     return (at_most("m", rows, why),)
 
 
+# sgemm_skinny_n's default: up to 16 columns, 8 lanes along each row of A (128
+# bytes per load: whole lines), one row a thread, 4 warps (16 rows a block),
+# 8 loads of A in flight per thread.
+SKINNY_N_DEFAULT = Config(COLS=16, ROW_LANES=8, THREAD_ROWS=1, WARPS=4, K_STEPS=8)
+
+# Its search (16 in all): the columns a block holds (the dispatcher's ranking
+# prefers the fewest that cover N), two rows a thread (each value of B serves
+# both), the lanes per row (a warp per row for few rows), the warps (2: twice
+# the blocks, 8 rows each) and the loads in flight.
+SKINNY_N_SEARCH = (
+    *(Config(COLS=c) for c in (1, 2, 4, 8)),
+    Config(THREAD_ROWS=2),
+    Config(THREAD_ROWS=2, COLS=8),
+    Config(THREAD_ROWS=2, COLS=4, K_STEPS=16),
+    Config(WARPS=8),
+    Config(WARPS=2),
+    Config(WARPS=2, K_STEPS=16),
+    Config(K_STEPS=4),
+    Config(K_STEPS=16),
+    Config(ROW_LANES=4),
+    Config(ROW_LANES=32, K_STEPS=4),
+    Config(ROW_LANES=32, K_STEPS=4, COLS=1),
+)
+
+
+def _skinny_n_rows(c: Config) -> int:
+    """Rows of C one block computes (BR in 21_skinny_n.cu)."""
+    return c["WARPS"] * (32 // c["ROW_LANES"]) * c["THREAD_ROWS"]
+
+
+def skinny_n_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """sgemm_skinny_n's grid: a block per BR rows of C, all N columns."""
+    return lambda s, block_edge: (cdiv(s.m, _skinny_n_rows(c)), 1, 1)
+
+
+def _skinny_n_smem_bytes(c: Config) -> int:
+    """A chunk of B: KC / 4 groups of 4 k-rows, each padded to 4 x (COLS | 1) floats."""
+    return 4 * c["ROW_LANES"] * c["K_STEPS"] * 4 * (c["COLS"] | 1)
+
+
+def _skinny_n_cgma(c: Config) -> float:
+    """Per chunk a thread loads K_STEPS x THREAD_ROWS float4s of A and KC x
+    COLS / threads elements of B, for 8 x K_STEPS x THREAD_ROWS x COLS FLOPs."""
+    a_loads = c["K_STEPS"] * c["THREAD_ROWS"]
+    b_loads = 4 * c["ROW_LANES"] * c["K_STEPS"] * c["COLS"] / (32 * c["WARPS"])
+    return 8 * a_loads * c["COLS"] / (a_loads + b_loads)
+
+
+def _skinny_n_rules(c: Config) -> list[str]:
+    return (
+        needs(c["COLS"] in (1, 2, 4, 8, 16), "COLS must be 1, 2, 4, 8 or 16")
+        + needs(c["ROW_LANES"] in (4, 8, 16, 32), "ROW_LANES must be 4, 8, 16 or 32 (a warp's lanes split evenly)")
+        + needs(c["THREAD_ROWS"] >= 1 and c["K_STEPS"] >= 1, "THREAD_ROWS and K_STEPS must be at least 1")
+    )
+
+
+def _skinny_n_cols_fit(c: Config) -> tuple[Constraint, ...]:
+    cols = c["COLS"]
+    why = (
+        f"a block holds the sums of COLS = {cols} columns; use a configuration with COLS >= N (16 at most), "
+        "or a tiled rung such as sgemm_small_tile for more columns"
+    )
+    return (at_most("n", cols, why),)
+
+
 RUNGS: tuple[Rung, ...] = (
     Rung(
         id="sgemm_coalesced",
@@ -762,6 +827,25 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         smem_bytes=_skinny_smem_bytes,
         cgma=_skinny_cgma,
         rules=_skinny_rules,
+    ),
+    Rung(
+        id="sgemm_skinny_n",
+        source="21_skinny_n.cu",
+        summary="N of 1 to COLS (16 at most): a few lanes per row of A read it along K in 16-byte loads; B's chunk "
+        "in shared memory serves every row; sums added by shuffles",
+        default=SKINNY_N_DEFAULT,
+        search=SKINNY_N_SEARCH,
+        threads=lambda c: 32 * c["WARPS"],
+        tile=lambda c: (_skinny_n_rows(c), c["COLS"]),
+        grid=skinny_n_grid,
+        shape_rules=_skinny_n_cols_fit,
+        outputs=lambda c: c["THREAD_ROWS"] * c["COLS"],
+        # A's loads in flight, and one float4 of B.
+        fragments=lambda c: 4 * c["K_STEPS"] * c["THREAD_ROWS"] + 4,
+        max_accumulators=MAX_ACCUMULATORS,
+        smem_bytes=_skinny_n_smem_bytes,
+        cgma=_skinny_n_cgma,
+        rules=_skinny_n_rules,
     ),
 )
 
