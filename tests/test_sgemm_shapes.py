@@ -121,7 +121,7 @@ def test_skinny_refuses_more_rows_than_its_configuration_holds() -> None:
 
 
 def test_skinny_rules_name_what_they_refuse() -> None:
-    with pytest.raises(ConstraintError, match="COL_VECS must be 4, 8, 16 or 32"):
+    with pytest.raises(ConstraintError, match="COL_VECS must be 2, 4, 8, 16 or 32"):
         catalogue.variant("sgemm_skinny", {"COL_VECS": 12})
     with pytest.raises(ConstraintError, match="ROWS must be from 1 to 16"):
         catalogue.variant("sgemm_skinny", {"ROWS": 32})

@@ -479,14 +479,20 @@ def _split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
 # side by side, 4 k-rows a warp), 8 warps along K, 8 loads of B in flight.
 SKINNY_DEFAULT = Config(ROWS=16, COL_VECS=8, WARPS=8, K_STEPS=8)
 
-# Its search (15 in all): the rows a block holds (the dispatcher picks the
-# fewest that cover M: fewer sums, fewer registers), the strip's width (4 x
-# COL_VECS columns: more blocks when narrower) and the loads in flight.
+# Its search (17 in all): for 8 and 16 rows, the strip's width (4 x COL_VECS
+# columns: more blocks when narrower) and the loads in flight; for 1, 2 and 4
+# rows (decoding's matrix-vector products, bandwidth-bound), configurations
+# that keep B's bandwidth: 12 loads in flight per thread and strips of 8 or 16
+# columns in blocks of 4 warps (512 or 256 blocks at N = 4096: 2 to 4 per SM),
+# or of 32 in blocks of 8. 12 loads, not 16: their addresses and values fit
+# 128 registers (ptxas: 93 to 128), so four blocks of 4 warps share an SM; 16
+# take 128 to 138, three blocks, and 512 blocks would need two waves.
 SKINNY_SEARCH = (
-    *(Config(ROWS=r, COL_VECS=v) for r in (1, 4, 8, 16) for v in (4, 8, 16) if (r, v) != (16, 8)),
+    *(Config(ROWS=r, COL_VECS=v) for r in (8, 16) for v in (4, 8, 16) if (r, v) != (16, 8)),
     Config(K_STEPS=16),
     Config(ROWS=8, K_STEPS=16),
-    Config(ROWS=1, K_STEPS=16),
+    *(Config(ROWS=r, COL_VECS=v, WARPS=4, K_STEPS=12) for r in (1, 2, 4) for v in (2, 4)),
+    *(Config(ROWS=r, K_STEPS=12) for r in (1, 2, 4)),
 )
 
 
@@ -514,7 +520,7 @@ def _skinny_cgma(c: Config) -> float:
 
 def _skinny_rules(c: Config) -> list[str]:
     return (
-        needs(c["COL_VECS"] in (4, 8, 16, 32), "COL_VECS must be 4, 8, 16 or 32 (a warp's lanes split evenly)")
+        needs(c["COL_VECS"] in (2, 4, 8, 16, 32), "COL_VECS must be 2, 4, 8, 16 or 32 (a warp's lanes split evenly)")
         + needs(1 <= c["ROWS"] <= 16, "ROWS must be from 1 to 16 (4 x ROWS sums per thread)")
         + needs(c["K_STEPS"] >= 1, "K_STEPS must be at least 1")
     )
