@@ -452,12 +452,21 @@ SMALL_TILE_SEARCH = (
 # sgemm_split_k's default: sgemm_small_tile's tile, K in four slices.
 SPLIT_K_DEFAULT = Config(BM=64, BN=64, BK=16, WM=32, WN=32, STAGES=3, SPLITS=4)
 
-# Its search (11 in all): the split count on the 64 x 64 tile, and the tiles
-# of 128 x 128 (rung 9's, for C of many tiles and long K) and 32 x 32 (for C
-# of very few).
+# Its search (22 in all): the split count on the 64 x 64 tile, and the tiles
+# of 128 x 128 (rung 9's, for C of many tiles and long K), 64 x 128 and 128 x
+# 64 (between), and 32 x 32 (for C of very few). The counts are chosen so
+# that tiles x SPLITS nearly fills whole waves on the H100's 132 SMs for the
+# suite's K-heavy and few-tile shapes: the 128 x 128 tile (155 registers: one
+# block of 8 warps per SM) at 1024 x 1024 x 16384 makes 64 tiles, 128 or 256
+# blocks in 2 or 4 slices (one or two waves at 97%), and at 128 x 4096 x 4096
+# 32 tiles, 128 or 256 blocks in 4 or 8; 64 x 64 (107 registers, 4 blocks per
+# SM) at 1024 x 1024 x 16384 makes 256 tiles, 1536 blocks in 6 slices (3 waves
+# of 528, 97%).
 SPLIT_K_SEARCH = (
-    *(Config(SPLITS=s) for s in (2, 3, 8, 16)),
-    *(Config(BM=128, BN=128, WN=64, SPLITS=s) for s in (2, 4, 8)),
+    *(Config(SPLITS=s) for s in (2, 3, 6, 8, 12, 16)),
+    *(Config(BM=128, BN=128, WN=64, SPLITS=s) for s in (2, 3, 4, 6, 8, 16)),
+    *(Config(BM=64, BN=128, WN=64, SPLITS=s) for s in (2, 4, 8)),
+    *(Config(BM=128, BN=64, SPLITS=s) for s in (2, 4, 8)),
     *(Config(BM=32, BN=32, SPLITS=s) for s in (4, 8, 16)),
 )
 
