@@ -121,11 +121,69 @@ def test_a_hopper_rung_is_not_a_candidate_on_an_a100() -> None:
     assert found and all(not c.spec.archs for c in found)
 
 
-def test_wave_fill() -> None:
-    spec = catalogue.get("sgemm_multistage")  # 128 x 128 tiles
-    assert dispatch.wave_fill(spec, Shape.square(1024), 64) == 1.0  # 64 tiles on 64 SMs
-    assert dispatch.wave_fill(spec, Shape.square(1024), 100) == pytest.approx(0.64)
-    assert dispatch.wave_fill(catalogue.get("sgemm_stream_k"), Shape.square(1024), 100) == 1.0
+def _candidate(kernel: str, **changes: int) -> dispatch.Candidate:
+    config = catalogue.ladder(kernel).rung(kernel).config(changes)
+    return dispatch.Candidate(kernel, config, catalogue.variant(kernel, config))
+
+
+def test_resident_blocks_follow_threads_shared_memory_and_registers() -> None:
+    # 8 warps of 64 + 16 registers of operands + 40: 120 a thread, two blocks (its MIN_BLOCKS too).
+    assert dispatch.resident_blocks(_candidate("sgemm_multistage")) == 2
+    assert dispatch.resident_blocks(_candidate("sgemm_padded_b")) == 1  # the 128 x 256 tile: one per SM
+    # sgemm_skinny_n's default: 128 threads of about 16 + 36 + 40 = 92 registers: 5 blocks (65536 / 11776).
+    assert dispatch.resident_blocks(_candidate("sgemm_skinny_n")) == 5
+    # One warp of 32 x 32 with 4 stages: threads and registers allow more than the 32 blocks an SM takes.
+    one_warp = _candidate("sgemm_small_tile", BM=32, BN=32, STAGES=4)
+    assert dispatch.resident_blocks(one_warp) <= dispatch.SM.max_blocks_per_sm
+
+
+def test_fill_score_counts_waves_of_resident_blocks_and_wasted_rows() -> None:
+    multistage = _candidate("sgemm_multistage")  # 128 x 128 tiles, 2 per SM
+    assert dispatch.fill_score(multistage, Shape.square(1024), 32) == 1.0  # 64 tiles in 64 slots
+    assert dispatch.fill_score(multistage, Shape.square(1024), 100) == pytest.approx(64 / 200)
+    # 4096 tiles of 8192 x 8192 take 16 waves of 264 slots, the last one part full.
+    assert dispatch.fill_score(multistage, Shape.square(8192), 132) == pytest.approx(4096 / (16 * 264))
+    assert dispatch.fill_score(_candidate("sgemm_stream_k"), Shape.square(1024), 100) == 1.0
+    # A 16-row skinny block at M = 1 computes 15 rows of nothing.
+    wide, narrow = _candidate("sgemm_skinny"), _candidate("sgemm_skinny", ROWS=1, COL_VECS=2, WARPS=4, K_STEPS=12)
+    shape = Shape(1, 4096, 4096)
+    assert dispatch.fill_score(wide, shape, 132) == pytest.approx(1 / 16 * 128 / 132)
+    assert dispatch.fill_score(narrow, shape, 132) > 10 * dispatch.fill_score(wide, shape, 132)
+    # Split-K's slices are blocks: 64 tiles of 128 x 128 in 2 slices fill 128 of 132 SMs.
+    split = _candidate("sgemm_split_k", BM=128, BN=128, WN=64, SPLITS=2)
+    assert dispatch.fill_score(split, Shape(1024, 1024, 16384), 132) == pytest.approx(
+        128 / (132 * dispatch.resident_blocks(split))
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel"),
+    [(Shape(1, 4096, 4096), "sgemm_skinny"), (Shape(4096, 16, 4096), "sgemm_skinny_n"),
+     (Shape(1024, 1024, 16384), "sgemm_split_k")],
+)  # fmt: skip
+def test_the_rung_made_for_a_class_tries_every_configuration_first(shape: Shape, kernel: str) -> None:
+    found, _ = dispatch.candidates(shape, "float32", arch="sm_90a")
+    taking = [c for c in catalogue.configs(kernel) if not catalogue.variant(kernel, c).violations(shape, 0, "float32")]
+    assert len(taking) >= 2
+    assert [c.config for c in found[: len(taking)]] == [c.config for c in found if c.kernel == kernel]
+    assert sorted(map(str, taking)) == sorted(str(c.config) for c in found if c.kernel == kernel)
+    assert len(found) > len(taking)  # the other rungs of the class follow
+
+
+def test_a_skinny_shape_ranks_the_configuration_that_fits_it_right_after_the_default() -> None:
+    found, _ = dispatch.candidates(Shape(1, 4096, 4096), "float32", arch="sm_90a")
+    default, best = found[0], found[1]
+    assert default.config == catalogue.ladder("sgemm_skinny").rung("sgemm_skinny").config()
+    assert best.config["ROWS"] == 1 and best.config["COL_VECS"] == 2  # 512 one-row blocks
+    found, _ = dispatch.candidates(Shape(4096, 2, 4096), "float32", arch="sm_90a")
+    assert found[1].kernel == "sgemm_skinny_n" and found[1].config["COLS"] == 2
+
+
+def test_other_rungs_are_interleaved_and_cut_to_per_rung() -> None:
+    rungs = ("sgemm_multistage", "sgemm_small_tile", "sgemm_padded_b")
+    found, _ = dispatch.candidates(Shape.square(4096), "float32", arch="sm_90a", per_rung=2, rungs=rungs)
+    assert [c.kernel for c in found] == [*rungs, *rungs]
+    assert dispatch.interleaved([[1, 2, 3], [4], [5, 6]]) == [1, 4, 5, 2, 6, 3]
 
 
 # -- the table and choosing ------------------------------------------------------
@@ -443,3 +501,19 @@ def test_with_an_l2_flush_a_short_problem_keeps_its_event_timing() -> None:
     timing, base = _paired_series(clock, clock, clock.launch("k"), clock.launch("b"), reps=3, max_seconds=10,
                                   flush=lambda: None)  # fmt: skip
     assert timing.method == base.method == "events around each launch"
+
+
+def test_a_shape_starts_no_candidate_after_its_seconds(tmp_path: Path) -> None:
+    suite = load_suite("full", _one_shape_suite(tmp_path))
+    tried: list[str] = []
+
+    def runner(spec, shape, **options):
+        tried.append(spec.id)
+        return _fake_result(spec, shape, 0.5)
+
+    with Store.open(tmp_path / "r.sqlite") as store:
+        summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, shape_seconds=0.0,
+                                      device=("GPU X", "9.0", "sm_90a", 132))  # fmt: skip
+        picks = store.picks("GPU X")
+    assert len(tried) == 1 and len(picks) == 1  # the first candidate always runs
+    assert any("candidates not timed" in n and "0 s spent" in n for n in summary.notes)

@@ -39,7 +39,7 @@ SHAPES = [
 
 def _takes(kernel_id: str, config: dict, shape: Shape) -> bool:
     """Whether the configuration accepts the shape (sgemm_skinny takes M of 16 at
-    most: tests/test_gpu_sgemm_shapes.py gives it shapes of its own)."""
+    most, sgemm_skinny_n N of 16: tests/test_gpu_sgemm_shapes.py gives them shapes of their own)."""
     return not catalogue.variant(kernel_id, config).violations(shape, 0, "float32")
 
 
@@ -51,8 +51,9 @@ CONFIG_CASES = [
     for s in (Shape(127, 129, 131), Shape.square(256))
     if _takes(kid, c, s)
 ]
-# In-place C at an odd shape: 127 rows, or 13 for the rungs that take few.
-IN_PLACE = [(kid, next(s for s in (Shape(127, 129, 131), Shape(13, 129, 131)) if _takes(kid, {}, s)))
+# In-place C at an odd shape: 127 rows and 129 columns, or 13 of either for the rungs that take few.
+IN_PLACE = [(kid, next(s for s in (Shape(127, 129, 131), Shape(13, 129, 131), Shape(127, 13, 131))
+                       if _takes(kid, {}, s)))
             for kid in LADDER + CANDIDATES]  # fmt: skip
 
 

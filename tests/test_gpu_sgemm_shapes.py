@@ -1,7 +1,8 @@
-"""Rungs 18 to 20 (issue 21) on the GPU, on the shapes they exist for and the
+"""Rungs 18 to 21 (issue 21) on the GPU, on the shapes they exist for and the
 awkward ones: M, N or K of 1, odd sizes, K shorter than the slices (empty
 slices), K not a multiple of the slice count, the K-heavy 1024 x 1024 x 16384,
-and M of 1 to 16 for sgemm_skinny in every configuration. sgemm_split_k's
+M of 1 to 16 for sgemm_skinny and N of 1 to 16 for sgemm_skinny_n, in every
+configuration. sgemm_split_k's
 fix-up: launch after launch on one workspace, the same bits each time and the
 counters back at zero. tests/test_gpu_sgemm.py runs the ladder's own checks
 (every configuration at two shapes, in-place C) over these rungs too.
@@ -47,11 +48,25 @@ SHAPES = {
         Shape(16, 33, 1),  # K = 1: a chunk of one k-row
         Shape(3, 5, 10007),  # a long K of many chunks, the last one short
     ],
+    "sgemm_skinny_n": [
+        Shape(1, 1, 1),
+        Shape(4096, 1, 4096),  # a matrix-vector product
+        Shape(4096, 16, 4096),  # all 16 columns
+        Shape(4099, 7, 1000),  # odd M (a last block of 3 rows), K a multiple of 4 but not of the chunk
+        Shape(33, 16, 1),  # K = 1: A read 4 bytes at a time, one k-row
+        Shape(5, 3, 10007),  # K % 4 != 0 (4-byte loads of A), a long K of many chunks, the last one short
+        Shape(17, 13, 4094),  # rows of A 8-byte but not 16-byte aligned past the first
+    ],
 }
 CASES = [(kid, s) for kid, shapes in SHAPES.items() for s in shapes]
 # Every configuration of sgemm_skinny at M = ROWS and at M = 1, N % 4 != 0 and a K over one chunk.
 SKINNY_CONFIGS = [
     (c, Shape(m, 1029, 777)) for c in catalogue.configs("sgemm_skinny") for m in sorted({1, c["ROWS"]})
+]  # fmt: skip
+# Every configuration of sgemm_skinny_n at N = COLS and N = 1, odd M, and K over one chunk and % 4 != 0.
+SKINNY_N_CONFIGS = [
+    (c, Shape(1029, n, k)) for c in catalogue.configs("sgemm_skinny_n") for n in sorted({1, c["COLS"]})
+    for k in (777, 1024)
 ]  # fmt: skip
 # sgemm_split_k's fix-up on one workspace, launch after launch: the default, the deepest split
 # with mostly empty slices, and the 128 x 128 tile.
@@ -93,6 +108,28 @@ def test_skinny_every_row_count(m: int) -> None:
     assert relative_error(cp, c_out, ref) < 1e-5
 
 
+@pytest.mark.parametrize(
+    ("config", "shape"), SKINNY_N_CONFIGS, ids=[f"{tuple(c.values())}-{s}" for c, s in SKINNY_N_CONFIGS]
+)
+def test_every_skinny_n_config_verifies(config: dict, shape: Shape) -> None:
+    from gemmlab.measure.run import run
+
+    result = run("sgemm_skinny_n", shape, reps=1, warmup=1, baseline=False,
+                 spec=catalogue.variant("sgemm_skinny_n", config))  # fmt: skip
+    assert result.error < 1e-5
+
+
+@pytest.mark.parametrize("n", range(1, 17))
+def test_skinny_n_every_column_count(n: int) -> None:
+    """The default (16 columns) for every N it takes, at odd M: columns past N
+    are zeros in shared memory and are not stored."""
+    cp, prepared, launch = _bound("sgemm_skinny_n", Shape(301, n, 515), seed=n)
+    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    c_out.fill(cp.nan)
+    launch(prepared.args)
+    assert relative_error(cp, c_out, ref) < 1e-5
+
+
 @pytest.mark.parametrize(("config", "shape"), REPEATS, ids=[f"{c}-{s}" for c, s in REPEATS])
 def test_split_k_launch_after_launch(config: dict, shape: Shape) -> None:
     """Six launches on one workspace: each right, each the same bits as the
@@ -113,10 +150,14 @@ def test_split_k_launch_after_launch(config: dict, shape: Shape) -> None:
             assert bool((c_out == first).all()), f"launch {i} gave other bits"
 
 
-@pytest.mark.parametrize("kernel_id", ["sgemm_split_k", "sgemm_skinny"])
-def test_beta_zero_does_not_read_c(kernel_id: str) -> None:
+@pytest.mark.parametrize(
+    ("kernel_id", "shape"),
+    [("sgemm_split_k", Shape(13, 257, 70)), ("sgemm_skinny", Shape(13, 257, 70)),
+     ("sgemm_skinny_n", Shape(257, 13, 70))],
+)  # fmt: skip
+def test_beta_zero_does_not_read_c(kernel_id: str, shape: Shape) -> None:
     """NaN in the C that beta scales stays out of the result when beta = 0."""
-    cp, prepared, launch = _bound(kernel_id, Shape(13, 257, 70), seed=4)
+    cp, prepared, launch = _bound(kernel_id, shape, seed=4)
     a, b, c_in, c_out, _ref, _lib = prepared.buffers
     c_in.fill(cp.nan)
     alpha = np.float32(2.0)

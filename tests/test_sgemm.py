@@ -29,9 +29,11 @@ LADDER = [
 LARGE = ("sgemm_large_tile", "sgemm_lean_loop", "sgemm_spread_copies", "sgemm_stream_k", "sgemm_column_order",
          "sgemm_edge_strips", "sgemm_padded_b")  # fmt: skip
 # Rungs not yet in the stored benchmark, so not yet in the catalogue (sgemm.CANDIDATE_RUNGS).
-CANDIDATES: list[str] = ["sgemm_small_tile", "sgemm_split_k", "sgemm_skinny"]
+CANDIDATES: list[str] = ["sgemm_small_tile", "sgemm_split_k", "sgemm_skinny", "sgemm_skinny_n"]
 # Rungs for M of 1 to 16 only: the grid test takes the odd shapes' N and K with M cut to their rows.
 SKINNY = ("sgemm_skinny",)
+# And for N of 1 to 16 only: N cut to their columns.
+SKINNY_N = ("sgemm_skinny_n",)
 ARCHS = ("sm_90", "sm_80")
 ODD_SHAPES = [Shape(1, 1, 1), Shape(17, 33, 65), Shape(127, 129, 131), Shape(1000, 1000, 1000), Shape(4097, 4095, 3),
               Shape(8192, 8192, 1024), Shape(4096, 1024, 8192)]  # fmt: skip
@@ -141,6 +143,8 @@ def test_grid_covers_c_for_any_shape(kernel_id: str, config: dict) -> None:
     for shape in ODD_SHAPES:
         if kernel_id in SKINNY:
             shape = Shape(min(shape.m, rows), shape.n, shape.k)
+        if kernel_id in SKINNY_N:
+            shape = Shape(shape.m, min(shape.n, cols), shape.k)
         assert not spec.violations(shape, 0, "float32"), (kernel_id, shape)
         gx, gy, gz = spec.grid(shape, 0)
         bx, by, bz = spec.block(shape, 0)
@@ -150,6 +154,13 @@ def test_grid_covers_c_for_any_shape(kernel_id: str, config: dict) -> None:
             # A block per strip of columns, all M rows; every thread 4 columns of every row.
             assert gy == 1 and (gx - 1) * cols < shape.n <= gx * cols
             assert cols == 4 * config["COL_VECS"] and sgemm.outputs_per_thread(spec) == 4 * rows
+            continue
+        if kernel_id in SKINNY_N:
+            # A block per BR rows, all N columns; every thread all columns of THREAD_ROWS rows, with
+            # ROW_LANES lanes on each row.
+            assert gy == 1 and (gx - 1) * rows < shape.m <= gx * rows
+            assert threads * config["THREAD_ROWS"] == rows * config["ROW_LANES"]
+            assert cols == config["COLS"] and sgemm.outputs_per_thread(spec) == config["THREAD_ROWS"] * cols
             continue
         tiles_m, tiles_n = math.ceil(shape.m / rows), math.ceil(shape.n / cols)
         if spec.persistent:
@@ -197,7 +208,9 @@ def test_candidates_run_outside_the_catalogue() -> None:
         assert spec.problem is sgemm_problem.SGEMM and not spec.takes_block_edge
         text = spec.source_text()
         assert text.startswith(f"// {kid}:") and f"{spec.function}(" in text
-        shape = Shape(13, 129, 131) if kid in SKINNY else Shape(127, 129, 131)
+        shape = (
+            Shape(13, 129, 131) if kid in SKINNY else Shape(127, 13, 131) if kid in SKINNY_N else Shape(127, 129, 131)
+        )
         assert catalogue.point(kid, shape, spec=spec).spec is spec
     assert [r.id for r in sgemm.CANDIDATE_RUNGS] == CANDIDATES
     assert not set(CANDIDATES) & set(LADDER)

@@ -1,7 +1,8 @@
-"""Rungs 18 to 20 (issue 21) without a GPU: every configuration of sgemm_small_tile,
-sgemm_split_k and sgemm_skinny compiles for sm_90 without spills; their search
-spaces stay small; the split of K, the workspace and the skinny kernel's row
-limit are what the .cu files expect; refusals name the rule and the fix."""
+"""Rungs 18 to 21 (issue 21) without a GPU: every configuration of sgemm_small_tile,
+sgemm_split_k, sgemm_skinny and sgemm_skinny_n compiles for sm_90 without
+spills; their search spaces stay small; the split of K, the workspace and the
+skinny kernels' row and column limits are what the .cu files expect; refusals
+name the rule and the fix."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.sgemm import spec as sgemm
 
-NEW_RUNGS = ("sgemm_small_tile", "sgemm_split_k", "sgemm_skinny")
+NEW_RUNGS = ("sgemm_small_tile", "sgemm_split_k", "sgemm_skinny", "sgemm_skinny_n")
 REVIEW = Path(__file__).resolve().parent.parent / "docs" / "synchronisation.md"
 
 
@@ -120,7 +121,7 @@ def test_skinny_refuses_more_rows_than_its_configuration_holds() -> None:
 
 
 def test_skinny_rules_name_what_they_refuse() -> None:
-    with pytest.raises(ConstraintError, match="COL_VECS must be 4, 8, 16 or 32"):
+    with pytest.raises(ConstraintError, match="COL_VECS must be 2, 4, 8, 16 or 32"):
         catalogue.variant("sgemm_skinny", {"COL_VECS": 12})
     with pytest.raises(ConstraintError, match="ROWS must be from 1 to 16"):
         catalogue.variant("sgemm_skinny", {"ROWS": 32})
@@ -134,3 +135,43 @@ def test_skinny_geometry() -> None:
     assert spec.name_expression("float32", 0) == "sgemm_skinny<float, 16, 8, 8, 8>"
     # CGMA: per chunk 8 float4s of B and 16 x 8 / 8 = 16 elements of A, for 2 x 16 x 4 x 8 FLOPs.
     assert spec.cgma(Shape(16, 4096, 4096), 0) == pytest.approx(1024 / 24)
+
+
+def test_skinny_n_refuses_more_columns_than_its_configuration_holds() -> None:
+    spec = catalogue.variant("sgemm_skinny_n", {"COLS": 8})
+    assert not spec.violations(Shape(4096, 8, 4096), 0, "float32")
+    with pytest.raises(ConstraintError) as info:
+        catalogue.point("sgemm_skinny_n", Shape(4096, 9, 4096), spec=spec)
+    message = str(info.value)
+    assert "N = 9 is over 8" in message and "COLS >= N" in message
+    assert "sgemm_swizzle_l2" in info.value.fix  # a rung that takes any N
+    default = catalogue.variant("sgemm_skinny_n", {})
+    assert not default.violations(Shape(3, 16, 7), 0, "float32")
+    assert default.violations(Shape(3, 17, 7), 0, "float32")
+
+
+def test_skinny_n_rules_name_what_they_refuse() -> None:
+    with pytest.raises(ConstraintError, match="COLS must be 1, 2, 4, 8 or 16"):
+        catalogue.variant("sgemm_skinny_n", {"COLS": 3})
+    with pytest.raises(ConstraintError, match="ROW_LANES must be 4, 8, 16 or 32"):
+        catalogue.variant("sgemm_skinny_n", {"ROW_LANES": 2})
+    # 32 lanes a row and 8 loads in flight: a 68 KB chunk of B, over the 48 KB of static shared memory.
+    with pytest.raises(ConstraintError, match="static shared memory"):
+        catalogue.variant("sgemm_skinny_n", {"ROW_LANES": 32})
+
+
+def test_skinny_n_geometry() -> None:
+    spec = catalogue.variant("sgemm_skinny_n", {})
+    # 4 warps of 4 rows (8 lanes a row): 16 rows a block.
+    assert spec.grid(Shape(4096, 16, 4096), 0) == (256, 1, 1)
+    assert spec.grid(Shape(4097, 1, 5), 0) == (257, 1, 1)
+    assert spec.block(Shape(1, 1, 1), 0) == (128, 1, 1)
+    assert spec.name_expression("float32", 0) == "sgemm_skinny_n<float, 16, 8, 1, 4, 8>"
+    # The chunk of B: 4 x 8 x 8 = 256 k-rows in 64 groups of 4 x 17 floats (an odd count of 16-byte bank groups).
+    rung = sgemm.LADDER.rung("sgemm_skinny_n")
+    assert rung.smem_bytes(spec.config) == 64 * 68 * 4
+    for cols in (1, 2, 4, 8, 16):
+        groups = cols | 1  # 16-byte bank groups between the groups of 4 k-rows that neighbouring lanes read
+        assert len({(lane * groups) % 8 for lane in range(8)}) == 8, cols
+    # CGMA: per chunk 8 float4s of A and 256 x 16 / 128 = 32 elements of B, for 8 x 8 x 16 FLOPs.
+    assert spec.cgma(Shape(4096, 16, 4096), 0) == pytest.approx(8 * 8 * 16 / 40)

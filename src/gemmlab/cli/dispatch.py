@@ -39,7 +39,9 @@ def tune_cmd(
     suite_file: Annotated[
         Path | None, typer.Option("--suite-file", help="A shapes.toml (default: the checkout's benchmarks/).")
     ] = None,
-    per_rung: Annotated[int, typer.Option(min=1, help="Configurations tried per rung and shape.")] = 2,
+    per_rung: Annotated[
+        int | None, typer.Option(min=1, help="Configurations tried per rung and shape (default: 4).")
+    ] = None,
     rungs: Annotated[
         str | None, typer.Option(help="Rungs to try on every shape, comma-separated (default: each class's).")
     ] = None,
@@ -59,8 +61,9 @@ def tune_cmd(
     device = dispatch.current_device()  # NoGPUError before the database is created
     with Store.open(db) as store:
         summary = dispatch.tune_suite(
-            loaded, store, dtypes=dtypes, device=device, run_record=run_record(), per_rung=per_rung, force=force,
-            budget_seconds=budget_seconds, rungs=[r.strip() for r in rungs.split(",") if r.strip()] if rungs else None,
+            loaded, store, dtypes=dtypes, device=device, run_record=run_record(),
+            per_rung=per_rung or dispatch.PER_RUNG, force=force, budget_seconds=budget_seconds,
+            rungs=[r.strip() for r in rungs.split(",") if r.strip()] if rungs else None,
             on_candidate=lambda label: err_console.print(f"[dim]{label}[/]"),
         )  # fmt: skip
         picks = store.picks(device[0])

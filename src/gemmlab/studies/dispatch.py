@@ -12,9 +12,16 @@ names a handful of rungs to try (:data:`CANDIDATES`); a rung not in the
 catalogue yet (one being written) is skipped with a note, so a new rung joins
 the search by existing. Of each rung, the configurations its ladder gives
 (``catalogue.configs``) that accept the shape and run on the GPU are ranked by
-how well their tiles fill the SMs (:func:`wave_fill`, the larger tile on a
-tie) and the first ``per_rung`` are kept, the rung's default first when it
-accepts the shape. Every candidate goes through the runner (verified before
+a model of how they use the GPU (:func:`fill_score`: the share of the block
+slots of its waves the launch fills, with as many blocks per SM as the rung's
+threads, shared memory and registers allow, times the share of the computed
+tile that is C: split-K's slices count as blocks) and the first ``per_rung``
+are kept, the rung's default first when it accepts the shape. The rungs made
+for one class (:data:`EVERY_CONFIG`: the skinny and split-K rungs, cheap to
+time) try every configuration on the shapes of that class, first. The other
+rungs' candidates follow interleaved (each rung's best, then each one's second, ...),
+and a shape stops starting candidates once ``shape_seconds`` are spent, so
+what a budget cuts is the least promising. Every candidate goes through the runner (verified before
 and after timing, timed in alternation with cuBLAS, both sides from CUDA graphs
 or back-to-back launches below about 50 us); its result is stored in the
 results table (experiment :data:`EXPERIMENT`), and the fastest verified one is
@@ -31,6 +38,7 @@ accepts it (``default``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -38,6 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gemmlab.core.arch import sm_limits
 from gemmlab.core.errors import (
     CompileError,
     ConstraintError,
@@ -52,6 +61,7 @@ from gemmlab.core.errors import (
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.ladder import cdiv
+from gemmlab.kernels.sgemm.spec import REG_OVERHEAD
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.results.store import Store, config_text
 from gemmlab.studies.suite import Suite
@@ -62,9 +72,17 @@ EXPERIMENT = "dispatch"
 ASSUMED_SMS = 132
 # The tile that decides whether a shape has few tiles: the FP32 and tensor ladders' top rungs'.
 BIG_TILE = (128, 256)
-PER_RUNG = 2
-# The most candidates timed per shape, so that the quick suite tunes in minutes.
-MAX_PER_SHAPE = 6
+PER_RUNG = 3
+# The most candidates per shape, and the seconds a shape may spend starting
+# them, so that the quick suite tunes in a few minutes (a candidate takes about
+# half a second once compiled).
+MAX_PER_SHAPE = 32
+SHAPE_SECONDS = 10.0
+# Rungs made for one shape class, whose every configuration is tried on the
+# shapes of that class (short launches: the whole search costs seconds).
+EVERY_CONFIG = {"sgemm_skinny": "skinny-m", "sgemm_skinny_n": "skinny-n", "sgemm_split_k": "k-heavy"}
+# The SM the block-residency model assumes (an H100's or H200's: sm_90).
+SM = sm_limits((9, 0))
 
 # The rungs each shape class tries, best guess first. Rungs of either ladder;
 # a rung without the element type is passed over, one not in the catalogue
@@ -75,7 +93,9 @@ FP32_CANDIDATES = {
     "skinny-n": ("sgemm_skinny_n", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
     "k-heavy": ("sgemm_split_k", "sgemm_stream_k", "sgemm_small_tile", "sgemm_multistage"),
     "few-tiles": ("sgemm_small_tile", "sgemm_split_k", "sgemm_multistage", "sgemm_stream_k", "sgemm_padded_b"),
-    "large": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_stream_k", "sgemm_multistage"),
+    # sgemm_small_tile last: its 128 x 64 tile, 2 blocks per SM, for a short K
+    # (one block's epilogue runs beside the other's main loop).
+    "large": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_stream_k", "sgemm_multistage", "sgemm_small_tile"),
 }
 TENSOR_CANDIDATES = {
     "skinny-m": ("tc_mma_pipeline", "tc_wgmma", "tc_persistent", "tc_tma_store"),
@@ -121,16 +141,6 @@ def shape_class(shape: Shape, sms: int = ASSUMED_SMS) -> str:
     return "large"
 
 
-def wave_fill(spec: KernelSpec, shape: Shape, sms: int) -> float:
-    """The share of SM slots the launch keeps busy over its waves (1 for a
-    persistent kernel, which shares the work out): blocks / (waves x SMs)."""
-    if spec.persistent:
-        return 1.0
-    x, y, z = spec.grid(shape, 0)
-    blocks = x * y * z
-    return blocks / (math.ceil(blocks / sms) * sms)
-
-
 def accepts(spec: KernelSpec, shape: Shape, dtype: str, arch: str | None = None) -> str | None:
     """None when ``spec`` runs ``shape`` in ``dtype`` (on ``arch``, when given); else why not."""
     if dtype not in spec.dtypes:
@@ -146,19 +156,48 @@ def accepts(spec: KernelSpec, shape: Shape, dtype: str, arch: str | None = None)
     return None
 
 
+def resident_blocks(candidate: Candidate) -> int:
+    """Blocks of the candidate an SM holds at once, by its threads, shared
+    memory and (FP32 ladder) register estimate, at least its MIN_BLOCKS: what
+    a wave is made of."""
+    rung, c = catalogue.ladder(candidate.kernel).rung(candidate.kernel), candidate.config
+    threads = rung.threads(c)
+    fits = [SM.max_blocks_per_sm, SM.max_threads_per_sm // threads,
+            SM.smem_per_sm // (rung.smem_bytes(c) + SM.reserved_smem_per_block)]  # fmt: skip
+    if rung.max_accumulators:  # the FP32 ladder's registers: accumulators, fragments and an allowance
+        regs = rung.outputs(c) + rung.fragments(c) + REG_OVERHEAD
+        fits.append(max(SM.regs_per_sm // (threads * regs), c.get("MIN_BLOCKS", 1)))
+    return max(1, min(fits))
+
+
+def fill_score(candidate: Candidate, shape: Shape, sms: int) -> float:
+    """How much of the GPU the launch keeps doing useful work, from 0 to 1: the
+    share of its waves' block slots (SMs x resident blocks) it fills, times the
+    share of its tiles' outputs that are C (a 16-row tile at M = 1 computes 15
+    rows of nothing). A persistent kernel fills its slots by construction."""
+    spec = candidate.spec
+    rows, cols = _tile(candidate)
+    used = shape.m * shape.n / (cdiv(shape.m, rows) * rows * cdiv(shape.n, cols) * cols)
+    if spec.persistent:
+        return used
+    x, y, z = spec.grid(shape, 0)
+    blocks, slots = x * y * z, sms * resident_blocks(candidate)
+    return used * blocks / (math.ceil(blocks / slots) * slots)
+
+
 def candidates(
     shape: Shape, dtype: str, *, sms: int = ASSUMED_SMS, arch: str | None = None, per_rung: int = PER_RUNG,
     rungs: Sequence[str] | None = None,
 ) -> tuple[list[Candidate], list[str]]:  # fmt: skip
     """The candidates worth timing at ``shape`` (``rungs``: these instead of
-    the class's), and notes on the rungs passed over."""
-    wanted = rungs if rungs is not None else CANDIDATES[dtype][shape_class(shape, sms)]
-    found: list[Candidate] = []
+    the class's), interleaved across the rungs, best first; and notes on the
+    rungs passed over."""
+    cls = shape_class(shape, sms)
+    wanted = rungs if rungs is not None else CANDIDATES[dtype][cls]
+    whole: list[Candidate] = []  # the configurations of the rungs made for this class: all, first
+    per_kernel: list[list[Candidate]] = []
     notes: list[str] = []
     for kernel in wanted:
-        if len(found) >= MAX_PER_SHAPE:
-            notes.append(f"{kernel}: not tried, {MAX_PER_SHAPE} candidates per shape at most")
-            continue
         try:
             ladder = catalogue.ladder(kernel)
         except GemmlabError:
@@ -166,32 +205,43 @@ def candidates(
             continue
         if dtype not in ladder.rung(kernel).dtypes:
             continue
-        kept = _ranked(kernel, shape, dtype, sms, arch)[:per_rung]
-        if not kept:
+        ranked = _ranked(kernel, shape, dtype, sms, arch)
+        if not ranked:
             notes.append(f"{kernel}: no configuration takes {shape} in {dtype}")
-        found += kept
+        if EVERY_CONFIG.get(kernel) == cls:
+            whole += ranked
+        else:
+            per_kernel.append(ranked[:per_rung])
+    found = whole + interleaved(per_kernel)
+    if len(found) > MAX_PER_SHAPE:
+        notes.append(f"{shape} {dtype}: {len(found) - MAX_PER_SHAPE} candidates not tried, "
+                     f"{MAX_PER_SHAPE} per shape at most")  # fmt: skip
     return found[:MAX_PER_SHAPE], notes
 
 
+def interleaved(lists: Sequence[Sequence[Candidate]]) -> list[Candidate]:
+    """Each list's first, then each one's second, and so on."""
+    return [c for rank in itertools.zip_longest(*lists) for c in rank if c is not None]
+
+
 def _ranked(kernel: str, shape: Shape, dtype: str, sms: int, arch: str | None) -> list[Candidate]:
-    """The rung's configurations that accept the shape: its default first, then by wave fill and tile area."""
+    """The rung's configurations that accept the shape: its default first, then
+    by fill score (to 0.05: closer than that the model cannot tell), then
+    tile area (more reuse of each operand)."""
     taken = []
     for config in catalogue.configs(kernel):
         spec = catalogue.variant(kernel, config)
         if accepts(spec, shape, dtype, arch) is None:
             taken.append(Candidate(kernel, config, spec))
-    if not taken:
-        return []
     default = catalogue.ladder(kernel).rung(kernel).config()
     first = [c for c in taken if c.config == default]
     rest = [c for c in taken if c.config != default]
-    rest.sort(key=lambda c: (-wave_fill(c.spec, shape, sms), -_tile_area(c)))
+    rest.sort(key=lambda c: (-round(fill_score(c, shape, sms) * 20), -math.prod(_tile(c))))
     return first + rest
 
 
-def _tile_area(candidate: Candidate) -> int:
-    rows, cols = catalogue.ladder(candidate.kernel).rung(candidate.kernel).tile(candidate.config)
-    return rows * cols
+def _tile(candidate: Candidate) -> tuple[int, int]:
+    return catalogue.ladder(candidate.kernel).rung(candidate.kernel).tile(candidate.config)
 
 
 # -- choosing for a shape -------------------------------------------------------
@@ -307,13 +357,15 @@ def tune_suite(
     device: tuple[str, str, str, int] | None = None, run_record: dict | None = None, per_rung: int = PER_RUNG,
     force: bool = False, budget_seconds: float | None = None, max_seconds: float = 5.0,
     rungs: Sequence[str] | None = None, on_candidate: Callable[[str], None] | None = None,
+    shape_seconds: float | None = SHAPE_SECONDS,
 ) -> DispatchSummary:  # fmt: skip
     """Tune the dispatcher on every shape of ``suite`` in each of ``dtypes``
     (default: the suite's) and store the fastest verified pick per shape.
     ``device``: (name, compute capability, arch, SMs), default GPU 0's. A shape
     with a stored pick on this GPU is skipped unless ``force``. ``rungs``:
     try these for every shape instead of its class's (each where it has the
-    element type)."""
+    element type). ``shape_seconds``: start no more candidates of a shape after
+    this many seconds on it (None: no limit)."""
     name, cc, arch, sms = device or current_device()
     summary = DispatchSummary(name, cc)
     run_ids: list[int] = []
@@ -331,7 +383,7 @@ def tune_suite(
                 found, notes = candidates(entry.shape, dtype, sms=sms, arch=arch, per_rung=per_rung, rungs=rungs)
                 summary.notes += notes
                 results = _measured(found, entry.shape, dtype, max(entry.reps, 10), max_seconds,
-                                    runner or measure_candidate, summary, on_candidate)  # fmt: skip
+                                    runner or measure_candidate, summary, on_candidate, shape_seconds)  # fmt: skip
                 if not results:
                     why = "no candidate verified" if found else "no rung of the ladders takes it"
                     summary.unfilled.append((f"{entry.shape} {dtype}", why))
@@ -347,11 +399,17 @@ def tune_suite(
 
 def _measured(
     found: list[Candidate], shape: Shape, dtype: str, reps: int, max_seconds: float, runner: Runner,
-    summary: DispatchSummary, on_candidate: Callable[[str], None] | None,
+    summary: DispatchSummary, on_candidate: Callable[[str], None] | None, shape_seconds: float | None = None,
 ) -> list[tuple[Candidate, Any]]:  # fmt: skip
-    """Each candidate verified and timed beside cuBLAS; the ones that passed, with their results."""
+    """Each candidate verified and timed beside cuBLAS, in order, until
+    ``shape_seconds`` are spent; the ones that passed, with their results."""
     passed = []
-    for candidate in found:
+    start = time.monotonic()
+    for i, candidate in enumerate(found):
+        if shape_seconds is not None and i and time.monotonic() - start >= shape_seconds:
+            summary.notes.append(f"{shape} {dtype}: {len(found) - i} candidates not timed, "
+                                 f"the shape's {shape_seconds:g} s spent")  # fmt: skip
+            break
         label = f"{shape} {dtype} {candidate.label}"
         if on_candidate:
             on_candidate(label)

@@ -14,7 +14,10 @@
 // columns for all M rows and walks down K: each lane reads a float4 of a row of
 // B (COL_VECS lanes side by side: a row segment of 16 x COL_VECS bytes, whole
 // sectors), 32 / COL_VECS rows per warp and WARPS warps per step, K_STEPS
-// steps of loads in flight before the first is used. A's M rows arrive a
+// steps of loads in flight before the first is used; the slot of a row just
+// used is loaded at once with the next chunk's, so the loads stay in flight
+// while the next chunk of A is staged (two barriers and an L2 round trip per
+// chunk, which would otherwise leave the DRAM idle). A's M rows arrive a
 // chunk of KC k-slices at a time into shared memory, read back as broadcasts
 // (the lanes that share a k-row read one word). Each thread keeps ROWS x 4
 // sums; the lanes of a warp that share columns add theirs by shuffles, the
@@ -28,6 +31,16 @@
 // 1.98 GHz boost clock, hidden behind the loads if K_STEPS x 16 bytes x 256
 // threads = 32 KB per SM in flight is enough (Little: 25 GB/s per SM x
 // about 1 us of DRAM latency under load = 25 KB). Measurement: pending GPU run.
+// Second round (issue 21, after the H100 measured 58% of cuBLAS at 1 x 4096 x
+// 4096 with ROWS = 16, COL_VECS = 8: 128 blocks, one per SM, each waiting out an
+// L2 round trip for A per chunk with nothing in flight). Predicted: at M = 1,
+// ROWS = 1, COL_VECS = 2 (strips of 8 columns, 32-byte segments: whole
+// sectors), 4 warps, K_STEPS = 12 (95 registers: four blocks fit an SM): 512
+// blocks, 3.9 per SM, 12 loads of 16 bytes per thread always in flight, 96 KB
+// per SM, four times Little's 25 KB;
+// B's 67.1 MB at 90% of 3.35 TB/s: 22 us (3.0 TB/s), at cuBLAS's speed if
+// cuBLAS runs at the bandwidth. ROWS of 2 and 4 the same bytes and time.
+// Measurement: pending GPU run.
 
 #include "vec4_io.cuh"
 
@@ -41,7 +54,7 @@ sgemm_skinny(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T*
     constexpr int COLS = 4 * COL_VECS;                // columns of the block's strip
     constexpr int RED = WARPS * ROWS * COLS;          // the warps' sums
     constexpr int SMEM = ROWS * KC > RED ? ROWS * KC : RED;
-    static_assert(COL_VECS == 4 || COL_VECS == 8 || COL_VECS == 16 || COL_VECS == 32,
+    static_assert(COL_VECS == 2 || COL_VECS == 4 || COL_VECS == 8 || COL_VECS == 16 || COL_VECS == 32,
                   "a warp's lanes split evenly between columns and k-rows");
     static_assert(ROWS >= 1 && ROWS <= 16, "ROWS x 4 sums per thread, 64 at most");
     static_assert(SMEM * 4 <= 48 * 1024, "static shared memory: 48 KB at most");
@@ -52,13 +65,13 @@ sgemm_skinny(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T*
     const bool b_vec = n % 4 == 0 && aligned16(b);
     T acc[ROWS][4] = {};
 
-    for (int k0 = 0; k0 < k; k0 += KC) {
-        // This chunk's B first: K_STEPS loads in flight while A is staged.
-        float4 b_rows[K_STEPS];
+    // The first chunk's B; each later chunk's is loaded while the one before is used.
+    float4 b_rows[K_STEPS];
 #pragma unroll
-        for (int j = 0; j < K_STEPS; ++j) {
-            b_rows[j] = load4(b, k0 + (j * WARPS + warp) * K_PER_WARP + kr, col, k, n, b_vec);
-        }
+    for (int j = 0; j < K_STEPS; ++j) {
+        b_rows[j] = load4(b, (j * WARPS + warp) * K_PER_WARP + kr, col, k, n, b_vec);
+    }
+    for (int k0 = 0; k0 < k; k0 += KC) {
         __syncthreads();  // everyone is done with the last chunk of A
 #pragma unroll
         for (int i = tid; i < ROWS * KC; i += THREADS) {
@@ -77,6 +90,9 @@ sgemm_skinny(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T*
                 acc[r][2] += x * b_rows[j].z;
                 acc[r][3] += x * b_rows[j].w;
             }
+            // Its slot takes the next chunk's row at once (zeros past K): K_STEPS loads stay in
+            // flight through the next chunk's staging of A, with no registers added.
+            b_rows[j] = load4(b, k0 + KC + kk, col, k, n, b_vec);
         }
     }
     // The lanes of a warp with the same columns (kr = 0 .. K_PER_WARP - 1) add

@@ -452,12 +452,21 @@ SMALL_TILE_SEARCH = (
 # sgemm_split_k's default: sgemm_small_tile's tile, K in four slices.
 SPLIT_K_DEFAULT = Config(BM=64, BN=64, BK=16, WM=32, WN=32, STAGES=3, SPLITS=4)
 
-# Its search (11 in all): the split count on the 64 x 64 tile, and the tiles
-# of 128 x 128 (rung 9's, for C of many tiles and long K) and 32 x 32 (for C
-# of very few).
+# Its search (22 in all): the split count on the 64 x 64 tile, and the tiles
+# of 128 x 128 (rung 9's, for C of many tiles and long K), 64 x 128 and 128 x
+# 64 (between), and 32 x 32 (for C of very few). The counts are chosen so
+# that tiles x SPLITS nearly fills whole waves on the H100's 132 SMs for the
+# suite's K-heavy and few-tile shapes: the 128 x 128 tile (155 registers: one
+# block of 8 warps per SM) at 1024 x 1024 x 16384 makes 64 tiles, 128 or 256
+# blocks in 2 or 4 slices (one or two waves at 97%), and at 128 x 4096 x 4096
+# 32 tiles, 128 or 256 blocks in 4 or 8; 64 x 64 (107 registers, 4 blocks per
+# SM) at 1024 x 1024 x 16384 makes 256 tiles, 1536 blocks in 6 slices (3 waves
+# of 528, 97%).
 SPLIT_K_SEARCH = (
-    *(Config(SPLITS=s) for s in (2, 3, 8, 16)),
-    *(Config(BM=128, BN=128, WN=64, SPLITS=s) for s in (2, 4, 8)),
+    *(Config(SPLITS=s) for s in (2, 3, 6, 8, 12, 16)),
+    *(Config(BM=128, BN=128, WN=64, SPLITS=s) for s in (2, 3, 4, 6, 8, 16)),
+    *(Config(BM=64, BN=128, WN=64, SPLITS=s) for s in (2, 4, 8)),
+    *(Config(BM=128, BN=64, SPLITS=s) for s in (2, 4, 8)),
     *(Config(BM=32, BN=32, SPLITS=s) for s in (4, 8, 16)),
 )
 
@@ -479,14 +488,20 @@ def _split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
 # side by side, 4 k-rows a warp), 8 warps along K, 8 loads of B in flight.
 SKINNY_DEFAULT = Config(ROWS=16, COL_VECS=8, WARPS=8, K_STEPS=8)
 
-# Its search (15 in all): the rows a block holds (the dispatcher picks the
-# fewest that cover M: fewer sums, fewer registers), the strip's width (4 x
-# COL_VECS columns: more blocks when narrower) and the loads in flight.
+# Its search (17 in all): for 8 and 16 rows, the strip's width (4 x COL_VECS
+# columns: more blocks when narrower) and the loads in flight; for 1, 2 and 4
+# rows (decoding's matrix-vector products, bandwidth-bound), configurations
+# that keep B's bandwidth: 12 loads in flight per thread and strips of 8 or 16
+# columns in blocks of 4 warps (512 or 256 blocks at N = 4096: 2 to 4 per SM),
+# or of 32 in blocks of 8. 12 loads, not 16: their addresses and values fit
+# 128 registers (ptxas: 93 to 128), so four blocks of 4 warps share an SM; 16
+# take 128 to 138, three blocks, and 512 blocks would need two waves.
 SKINNY_SEARCH = (
-    *(Config(ROWS=r, COL_VECS=v) for r in (1, 4, 8, 16) for v in (4, 8, 16) if (r, v) != (16, 8)),
+    *(Config(ROWS=r, COL_VECS=v) for r in (8, 16) for v in (4, 8, 16) if (r, v) != (16, 8)),
     Config(K_STEPS=16),
     Config(ROWS=8, K_STEPS=16),
-    Config(ROWS=1, K_STEPS=16),
+    *(Config(ROWS=r, COL_VECS=v, WARPS=4, K_STEPS=12) for r in (1, 2, 4) for v in (2, 4)),
+    *(Config(ROWS=r, K_STEPS=12) for r in (1, 2, 4)),
 )
 
 
@@ -514,7 +529,7 @@ def _skinny_cgma(c: Config) -> float:
 
 def _skinny_rules(c: Config) -> list[str]:
     return (
-        needs(c["COL_VECS"] in (4, 8, 16, 32), "COL_VECS must be 4, 8, 16 or 32 (a warp's lanes split evenly)")
+        needs(c["COL_VECS"] in (2, 4, 8, 16, 32), "COL_VECS must be 2, 4, 8, 16 or 32 (a warp's lanes split evenly)")
         + needs(1 <= c["ROWS"] <= 16, "ROWS must be from 1 to 16 (4 x ROWS sums per thread)")
         + needs(c["K_STEPS"] >= 1, "K_STEPS must be at least 1")
     )
@@ -527,6 +542,71 @@ def _skinny_rows_fit(c: Config) -> tuple[Constraint, ...]:
         "or a tiled rung such as sgemm_small_tile for more rows"
     )
     return (at_most("m", rows, why),)
+
+
+# sgemm_skinny_n's default: up to 16 columns, 8 lanes along each row of A (128
+# bytes per load: whole lines), one row a thread, 4 warps (16 rows a block),
+# 8 loads of A in flight per thread.
+SKINNY_N_DEFAULT = Config(COLS=16, ROW_LANES=8, THREAD_ROWS=1, WARPS=4, K_STEPS=8)
+
+# Its search (16 in all): the columns a block holds (the dispatcher's ranking
+# prefers the fewest that cover N), two rows a thread (each value of B serves
+# both), the lanes per row (a warp per row for few rows), the warps (2: twice
+# the blocks, 8 rows each) and the loads in flight.
+SKINNY_N_SEARCH = (
+    *(Config(COLS=c) for c in (1, 2, 4, 8)),
+    Config(THREAD_ROWS=2),
+    Config(THREAD_ROWS=2, COLS=8),
+    Config(THREAD_ROWS=2, COLS=4, K_STEPS=16),
+    Config(WARPS=8),
+    Config(WARPS=2),
+    Config(WARPS=2, K_STEPS=16),
+    Config(K_STEPS=4),
+    Config(K_STEPS=16),
+    Config(ROW_LANES=4),
+    Config(ROW_LANES=32, K_STEPS=4),
+    Config(ROW_LANES=32, K_STEPS=4, COLS=1),
+)
+
+
+def _skinny_n_rows(c: Config) -> int:
+    """Rows of C one block computes (BR in 21_skinny_n.cu)."""
+    return c["WARPS"] * (32 // c["ROW_LANES"]) * c["THREAD_ROWS"]
+
+
+def skinny_n_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """sgemm_skinny_n's grid: a block per BR rows of C, all N columns."""
+    return lambda s, block_edge: (cdiv(s.m, _skinny_n_rows(c)), 1, 1)
+
+
+def _skinny_n_smem_bytes(c: Config) -> int:
+    """A chunk of B: KC / 4 groups of 4 k-rows, each padded to 4 x (COLS | 1) floats."""
+    return 4 * c["ROW_LANES"] * c["K_STEPS"] * 4 * (c["COLS"] | 1)
+
+
+def _skinny_n_cgma(c: Config) -> float:
+    """Per chunk a thread loads K_STEPS x THREAD_ROWS float4s of A and KC x
+    COLS / threads elements of B, for 8 x K_STEPS x THREAD_ROWS x COLS FLOPs."""
+    a_loads = c["K_STEPS"] * c["THREAD_ROWS"]
+    b_loads = 4 * c["ROW_LANES"] * c["K_STEPS"] * c["COLS"] / (32 * c["WARPS"])
+    return 8 * a_loads * c["COLS"] / (a_loads + b_loads)
+
+
+def _skinny_n_rules(c: Config) -> list[str]:
+    return (
+        needs(c["COLS"] in (1, 2, 4, 8, 16), "COLS must be 1, 2, 4, 8 or 16")
+        + needs(c["ROW_LANES"] in (4, 8, 16, 32), "ROW_LANES must be 4, 8, 16 or 32 (a warp's lanes split evenly)")
+        + needs(c["THREAD_ROWS"] >= 1 and c["K_STEPS"] >= 1, "THREAD_ROWS and K_STEPS must be at least 1")
+    )
+
+
+def _skinny_n_cols_fit(c: Config) -> tuple[Constraint, ...]:
+    cols = c["COLS"]
+    why = (
+        f"a block holds the sums of COLS = {cols} columns; use a configuration with COLS >= N (16 at most), "
+        "or a tiled rung such as sgemm_small_tile for more columns"
+    )
+    return (at_most("n", cols, why),)
 
 
 RUNGS: tuple[Rung, ...] = (
@@ -762,6 +842,25 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         smem_bytes=_skinny_smem_bytes,
         cgma=_skinny_cgma,
         rules=_skinny_rules,
+    ),
+    Rung(
+        id="sgemm_skinny_n",
+        source="21_skinny_n.cu",
+        summary="N of 1 to COLS (16 at most): a few lanes per row of A read it along K in 16-byte loads; B's chunk "
+        "in shared memory serves every row; sums added by shuffles",
+        default=SKINNY_N_DEFAULT,
+        search=SKINNY_N_SEARCH,
+        threads=lambda c: 32 * c["WARPS"],
+        tile=lambda c: (_skinny_n_rows(c), c["COLS"]),
+        grid=skinny_n_grid,
+        shape_rules=_skinny_n_cols_fit,
+        outputs=lambda c: c["THREAD_ROWS"] * c["COLS"],
+        # A's loads in flight, and one float4 of B.
+        fragments=lambda c: 4 * c["K_STEPS"] * c["THREAD_ROWS"] + 4,
+        max_accumulators=MAX_ACCUMULATORS,
+        smem_bytes=_skinny_n_smem_bytes,
+        cgma=_skinny_n_cgma,
+        rules=_skinny_n_rules,
     ),
 )
 

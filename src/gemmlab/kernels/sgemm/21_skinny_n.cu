@@ -1,0 +1,115 @@
+// sgemm_skinny_n: C = alpha A.B + beta C for N of 1 to COLS (at most 16): a
+// tall A times a narrow B, read as A's rows stream past a copy of B held in
+// shared memory.
+// Source: not from the documents. Launch: one block of WARPS warps per
+// BR = WARPS x (32 / ROW_LANES) x THREAD_ROWS rows of C (grid M / BR); static
+// shared memory, a chunk of KC = 4 x ROW_LANES x K_STEPS rows of B, in groups
+// of 4 k-rows padded to 4 x (COLS | 1) floats.
+// Idea: at N = 16 the product reads A's M x K floats once and does 2 x 16
+// FLOPs per 4 bytes of it, 8 FLOP per byte: memory-bound on an H100 (20 FLOP
+// per byte at the ridge), so its time is A's bytes over the bandwidth. A tiled
+// kernel reads A as well, but computes 128 - 16 columns of nothing and makes
+// few blocks. Here ROW_LANES lanes share a row of A and read it along K in
+// 16-byte loads side by side (ROW_LANES x 16 bytes: whole sectors), K_STEPS of
+// them in flight per row before the first is used; a thread may take
+// THREAD_ROWS rows, so each value of B it reads serves all of them. B's chunk
+// is copied into shared memory by the whole block, laid out so that a float4
+// holds the 4 k-rows of one column that one float4 of A multiplies: COLS
+// 16-byte shared loads per float4 of A, for 4 x COLS FFMAs per row. The lanes
+// of a row read groups 4 x (COLS | 1) words apart: an odd number of 16-byte
+// bank groups, so 8 lanes hit 8 different ones; the lanes of other rows read
+// the same words (broadcast). Each thread keeps THREAD_ROWS x COLS sums; the
+// lanes of a row add theirs by a butterfly of shuffles (the same bits in every
+// lane), and each writes the columns c with c % ROW_LANES equal to its place
+// in the row (neighbouring lanes, neighbouring columns). A with K % 4 != 0 or
+// an unaligned start is read 4 bytes at a time, the same lanes and sums.
+// Predicted (H100, written before measuring): 4096 x 16 x 4096, the default
+// (16 rows a block, 256 blocks of 4 warps, about 2 per SM, 32 KB of A in
+// flight per SM): A is 64 MB, B (256 KB) and C stay in L2. At 85-90% of the
+// 3.35 TB/s: 21-23 us, 23-26 TFLOP/s (537 MFLOP). Shared memory: COLS loads
+// of one wavefront each per 4 x COLS FFMAs, so the FFMA and shared pipes take
+// about 8 us each, hidden behind the loads (if the hardware merges the rows'
+// identical addresses; if it takes a wavefront per 8 lanes regardless, 32 us:
+// THREAD_ROWS = 2 halves that). Measurement: pending GPU run.
+
+#include "vec4_io.cuh"
+
+template <typename T, int COLS, int ROW_LANES, int THREAD_ROWS, int WARPS, int K_STEPS>
+__global__ void __launch_bounds__(WARPS * 32)
+sgemm_skinny_n(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n, int k,
+               T alpha, T beta) {
+    constexpr int THREADS = WARPS * 32;
+    constexpr int ROWS_PER_WARP = 32 / ROW_LANES * THREAD_ROWS;
+    constexpr int BR = WARPS * ROWS_PER_WARP;   // rows of C per block
+    constexpr int KC = 4 * ROW_LANES * K_STEPS;  // k-rows of one chunk of B
+    constexpr int GS = 4 * (COLS | 1);           // floats per group of 4 k-rows: an odd count of 16-byte bank groups
+    static_assert(COLS == 1 || COLS == 2 || COLS == 4 || COLS == 8 || COLS == 16, "COLS: 1, 2, 4, 8 or 16");
+    static_assert(ROW_LANES == 4 || ROW_LANES == 8 || ROW_LANES == 16 || ROW_LANES == 32,
+                  "a warp's lanes split evenly between rows");
+    static_assert(THREAD_ROWS * COLS <= 64, "THREAD_ROWS x COLS sums per thread, 64 at most");
+    static_assert(KC / 4 * GS * 4 <= 48 * 1024, "static shared memory: 48 KB at most");
+    __shared__ __align__(16) T b_chunk[KC / 4 * GS];  // b_chunk[g * GS + 4 c + q] = B[k0 + 4 g + q][c]
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int kl = lane % ROW_LANES;                                           // place along the row
+    const int row0 = blockIdx.x * BR + (warp * (32 / ROW_LANES) + lane / ROW_LANES) * THREAD_ROWS;
+    const bool a_vec = k % 4 == 0 && aligned16(a);
+    T acc[THREAD_ROWS][COLS] = {};
+
+    for (int k0 = 0; k0 < k; k0 += KC) {
+        // This chunk's A first: K_STEPS x THREAD_ROWS loads in flight while B is staged.
+        float4 a_vals[THREAD_ROWS][K_STEPS];
+#pragma unroll
+        for (int j = 0; j < K_STEPS; ++j) {
+#pragma unroll
+            for (int t = 0; t < THREAD_ROWS; ++t) {
+                a_vals[t][j] = load4(a, row0 + t, k0 + 4 * (kl + ROW_LANES * j), m, k, a_vec);
+            }
+        }
+        __syncthreads();  // everyone is done with the last chunk of B
+        for (int i = tid; i < KC * COLS; i += THREADS) {
+            // q fastest, then the column: consecutive threads write consecutive words.
+            const int q = i % 4, c = (i / 4) % COLS, g = i / (4 * COLS);
+            const int kk = k0 + 4 * g + q;
+            b_chunk[g * GS + 4 * c + q] = c < n && kk < k ? b[kk * n + c] : 0.f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < K_STEPS; ++j) {
+            const float4* group = reinterpret_cast<const float4*>(b_chunk + (kl + ROW_LANES * j) * GS);
+#pragma unroll
+            for (int c = 0; c < COLS; ++c) {
+                const float4 w = group[c];
+#pragma unroll
+                for (int t = 0; t < THREAD_ROWS; ++t) {
+                    acc[t][c] += a_vals[t][j].x * w.x;
+                    acc[t][c] += a_vals[t][j].y * w.y;
+                    acc[t][c] += a_vals[t][j].z * w.z;
+                    acc[t][c] += a_vals[t][j].w * w.w;
+                }
+            }
+        }
+    }
+    // The lanes of a row add their sums by a butterfly: a + b is b + a, so every
+    // lane of the row ends with the same bits.
+#pragma unroll
+    for (int offset = 1; offset < ROW_LANES; offset *= 2) {
+#pragma unroll
+        for (int t = 0; t < THREAD_ROWS; ++t) {
+#pragma unroll
+            for (int c = 0; c < COLS; ++c) {
+                acc[t][c] += __shfl_xor_sync(0xffffffffu, acc[t][c], offset);
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < THREAD_ROWS; ++t) {
+#pragma unroll
+        for (int c = 0; c < COLS; ++c) {
+            const int row = row0 + t;
+            if (c % ROW_LANES == kl && row < m && c < n) {
+                const int idx = row * n + c;
+                c_out[idx] = beta == 0.f ? alpha * acc[t][c] : alpha * acc[t][c] + beta * c_in[idx];
+            }
+        }
+    }
+}
