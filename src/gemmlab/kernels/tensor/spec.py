@@ -345,8 +345,13 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         "adds the float32 partials in slice order",
         dtypes=(*DTYPES, BF16_OUT),
         default=Config(BM=128, BN=128, STAGES=4, SPLITS=4),
-        search=(Config(SPLITS=2), Config(SPLITS=3), Config(SPLITS=8), Config(BN=256, SPLITS=2),
-                Config(BN=256, SPLITS=4, STAGES=3)),  # fmt: skip
+        search=(
+            Config(SPLITS=2),
+            Config(SPLITS=3),
+            Config(SPLITS=8),
+            Config(BN=256, SPLITS=2),
+            Config(BN=256, SPLITS=4, STAGES=3),
+        ),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: _ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
@@ -365,8 +370,13 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         "the other (M or N of 1 to 16)",
         dtypes=(*DTYPES_16, BF16_OUT),
         default=Config(MAX_M=16, WARPS=8, UNROLL=4),
-        search=(Config(MAX_M=8), Config(WARPS=4), Config(UNROLL=2), Config(WARPS=16, UNROLL=2),
-                Config(MAX_M=8, UNROLL=8)),  # fmt: skip
+        search=(
+            Config(MAX_M=8),
+            Config(WARPS=4),
+            Config(UNROLL=2),
+            Config(WARPS=16, UNROLL=2),
+            Config(MAX_M=8, UNROLL=8),
+        ),
         threads=lambda c: c["WARPS"] * 32,
         smem_bytes=lambda c: 0,
         sass=("HMMA",),
