@@ -111,9 +111,19 @@ def test_bf16_with_a_bf16_c_tries_only_rungs_with_that_type() -> None:
     assert all("bfloat16-out" in c.spec.dtypes for c in found)
 
 
-def test_no_tensor_rung_takes_an_odd_k_and_the_notes_say_so() -> None:
-    found, notes = dispatch.candidates(Shape.square(4097), "bfloat16", arch="sm_90a")
-    assert found == [] and notes
+@pytest.mark.parametrize("dtype", ["bfloat16", "bfloat16-out"])
+def test_an_odd_k_is_left_to_tc_any_k_and_the_notes_say_why_the_others_pass(dtype: str) -> None:
+    found, notes = dispatch.candidates(Shape.square(4097), dtype, arch="sm_90a")
+    assert found and {c.kernel for c in found} == {"tc_any_k"}
+    assert any("no configuration takes" in n for n in notes)
+    assert dispatch.default_choice(Shape.square(4097), dtype, "sm_90a").kernel == "tc_any_k"
+
+
+def test_skinny_and_k_heavy_bf16_shapes_try_the_new_rungs_first() -> None:
+    skinny, _ = dispatch.candidates(Shape(16, 4096, 4096), "bfloat16-out", arch="sm_90a")
+    assert skinny[0].kernel == "tc_gemv"
+    heavy, _ = dispatch.candidates(Shape(1024, 1024, 16384), "bfloat16", arch="sm_90a")
+    assert heavy[0].kernel == "tc_split_k"
 
 
 def test_a_hopper_rung_is_not_a_candidate_on_an_a100() -> None:
@@ -266,8 +276,9 @@ def test_unverified_picks_are_never_chosen() -> None:
 
 
 def test_no_kernel_takes_the_shape() -> None:
+    # A bfloat16 C: tc_tma_store and tc_any_k, both sm_90a rungs, the only defaults.
     with pytest.raises(ConstraintError, match="No kernel of gemmlab takes"):
-        dispatch.default_choice(Shape(5, 5, 5), "bfloat16-out", "sm_90a")
+        dispatch.default_choice(Shape(5, 5, 5), "bfloat16-out", "sm_80")
 
 
 # -- the tuner with a fake runner ------------------------------------------------

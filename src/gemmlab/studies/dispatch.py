@@ -97,12 +97,14 @@ FP32_CANDIDATES = {
     # (one block's epilogue runs beside the other's main loop).
     "large": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_stream_k", "sgemm_multistage", "sgemm_small_tile"),
 }
+# tc_any_k ends every class: the one rung that takes an odd K (or a bfloat16 C
+# whose rows are not whole 16 bytes) at tensor-core speed.
 TENSOR_CANDIDATES = {
-    "skinny-m": ("tc_mma_pipeline", "tc_wgmma", "tc_persistent", "tc_tma_store"),
-    "skinny-n": ("tc_mma_pipeline", "tc_wgmma", "tc_persistent", "tc_tma_store"),
-    "k-heavy": ("tc_persistent", "tc_wgmma", "tc_mma_pipeline", "tc_tma_store"),
-    "few-tiles": ("tc_wgmma", "tc_persistent", "tc_mma_pipeline", "tc_tma_store"),
-    "large": ("tc_tma_store", "tc_cluster", "tc_persistent", "tc_mma_pipeline"),
+    "skinny-m": ("tc_gemv", "tc_split_k", "tc_mma_pipeline", "tc_wgmma", "tc_tma_store", "tc_any_k"),
+    "skinny-n": ("tc_gemv", "tc_split_k", "tc_mma_pipeline", "tc_wgmma", "tc_tma_store", "tc_any_k"),
+    "k-heavy": ("tc_split_k", "tc_persistent", "tc_wgmma", "tc_tma_store", "tc_any_k"),
+    "few-tiles": ("tc_split_k", "tc_wgmma", "tc_persistent", "tc_tma_store", "tc_any_k"),
+    "large": ("tc_tma_store", "tc_cluster", "tc_persistent", "tc_mma_pipeline", "tc_any_k"),
 }
 CANDIDATES = {"float32": FP32_CANDIDATES, "bfloat16": TENSOR_CANDIDATES, "bfloat16-out": TENSOR_CANDIDATES}
 # What matmul runs on a shape no tuned pick accepts: the first of these whose
@@ -110,8 +112,8 @@ CANDIDATES = {"float32": FP32_CANDIDATES, "bfloat16": TENSOR_CANDIDATES, "bfloat
 # then a rung that takes any size; BF16: Hopper's, then the sm_80 rungs).
 DEFAULTS = {
     "float32": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_swizzle_l2"),
-    "bfloat16": ("tc_tma_store", "tc_cluster", "tc_mma_pipeline", "tc_wmma"),
-    "bfloat16-out": ("tc_tma_store",),
+    "bfloat16": ("tc_tma_store", "tc_cluster", "tc_any_k", "tc_mma_pipeline", "tc_wmma"),
+    "bfloat16-out": ("tc_tma_store", "tc_any_k"),
 }
 
 TUNED, NEAREST, DEFAULT = "tuned", "nearest", "default"
@@ -299,7 +301,7 @@ def choose(picks: Sequence[dict], shape: Shape, dtype: str, arch: str | None = N
 def default_choice(shape: Shape, dtype: str, arch: str | None = None) -> Choice:
     reasons = []
     for kernel in DEFAULTS[dtype]:
-        spec = catalogue.get(kernel)
+        spec = catalogue.variant(kernel, {})  # a candidate rung too (not in catalogue.get until measured)
         why = accepts(spec, shape, dtype, arch)
         if why is None:
             return Choice(kernel, spec.config or {}, DEFAULT)

@@ -248,9 +248,9 @@ __device__ __forceinline__ void wgmma_slice(float (&d)[N / 2], const void* a_row
     for (int step = 0; step < TMA_ROW_BYTES / 32; ++step) wgmma<T, N>(d, da + 2 * step, db + 2 * step);
 }
 
-// Store a warpgroup's 64 x N accumulators to C at (row, col), guarded.
-template <int N>
-__device__ __forceinline__ void store_wgmma_tile(const float (&d)[N / 2], float* c, int m, int n, int row, int col,
+// Store a warpgroup's 64 x N accumulators to C (float32, or bfloat16 bits) at (row, col), guarded.
+template <int N, typename C>
+__device__ __forceinline__ void store_wgmma_tile(const float (&d)[N / 2], C* c, int m, int n, int row, int col,
                                                  int thread) {
     const int r = row + 16 * (thread / 32) + (thread % 32) / 4;
 #pragma unroll

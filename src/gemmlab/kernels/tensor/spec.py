@@ -258,9 +258,144 @@ RUNGS: tuple[Rung, ...] = (
 )
 
 
+# --- candidate rungs (issue 21) --------------------------------------------------
+#
+# Rungs written after the newest stored tensor benchmark (benchmarks/results/
+# *_tensor.json, which docs/tensor-ladder.md and tests/test_worklog.py hold the
+# catalogue to). LADDER.configs() and LADDER.variant() know them, and so does
+# the dispatcher's search (catalogue.ladder); they move into RUNGS, and with it
+# into the catalogue, in the change that stores a benchmark measuring them.
+
+# tc_any_k: 16-byte pieces that cover a 128-byte slice of a row starting anywhere.
+RAW_ROW_BYTES = 9 * 16
+
+
+def _any_k_bytes(c: Config) -> int:
+    """Two swizzled tiles of (BM + BN) rows of 128 bytes, then STAGES raw stages of 144-byte rows."""
+    rows = c["BM"] + c["BN"]
+    return 2 * rows * ROW_BYTES + c["STAGES"] * rows * RAW_ROW_BYTES
+
+
+def _split_k_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    return lambda s, b: (cdiv(s.n, c["BN"]), cdiv(s.m, c["BM"]), c["SPLITS"])
+
+
+def split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
+    """tc_split_k's workspace: one 4-byte counter per tile, padded to 16
+    bytes, then SPLITS partial tiles of BM x BN floats per tile (10_split_k.cu)."""
+
+    def size(s: Shape, blocks: int) -> int:
+        tiles = cdiv(s.m, c["BM"]) * cdiv(s.n, c["BN"])
+        return cdiv(4 * tiles, 16) * 16 + tiles * c["SPLITS"] * c["BM"] * c["BN"] * 4
+
+    return size
+
+
+# tc_gemv: rows of the big operand per block (the M of one mma.sync).
+GEMV_ROWS = 16
+
+
+def gemv_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """One block per 16 rows of the streamed operand: B's when M is small, else A's."""
+    return lambda s, b: (cdiv(s.n if s.m <= c["MAX_M"] else s.m, GEMV_ROWS), 1, 1)
+
+
+def _gemv_small_side(c: Config) -> tuple[Constraint, ...]:
+    most = c["MAX_M"]
+
+    def check(shape: Shape, block_edge: int) -> str | None:
+        if min(shape.m, shape.n) > most:
+            return (
+                f"M = {shape.m} and N = {shape.n} are both over {most}: tc_gemv streams one operand past at most "
+                f"{most} rows of the other"
+            )
+        return None
+
+    return (Constraint(f"M or N at most {most}", check),)
+
+
+def _gemv_rules(c: Config) -> list[str]:
+    return needs(c["MAX_M"] in (8, 16), "MAX_M must be 8 or 16 (one or two 8-column mma operands)") + needs(
+        c["UNROLL"] >= 1, "UNROLL must be at least 1"
+    )
+
+
+CANDIDATE_RUNGS: tuple[Rung, ...] = (
+    Rung(
+        id="tc_any_k",
+        source="09_any_k.cu",
+        summary="sm_90a: wgmma from tiles the threads shift into place from 16-byte cp.async pieces; any K "
+        "(odd too), float32 or bfloat16 C",
+        dtypes=(*DTYPES_16, BF16_OUT),
+        default=Config(BM=128, BN=128, STAGES=3),
+        search=(Config(STAGES=4), Config(BN=256, STAGES=2), Config(BM=64, STAGES=4), Config(BM=192, STAGES=2)),
+        threads=lambda c: c["BM"] // 64 * WARPGROUP,
+        smem_bytes=_any_k_bytes,
+        sass=("HGMMA", "LDGSTS"),
+        rules=lambda c: _wgmma_rules(c) + needs(c["STAGES"] >= 2, "STAGES must be at least 2"),
+        cgma=_reuse_cgma,
+        min_cc=(9, 0),
+        archs=("sm_90a",),
+        dynamic_smem=True,
+    ),
+    Rung(
+        id="tc_split_k",
+        source="10_split_k.cu",
+        summary="sm_90a: tc_warpspecialized over one of SPLITS slices of K per block; the last block of a tile "
+        "adds the float32 partials in slice order",
+        dtypes=(*DTYPES, BF16_OUT),
+        default=Config(BM=128, BN=128, STAGES=4, SPLITS=4),
+        search=(
+            Config(SPLITS=2),
+            Config(SPLITS=3),
+            Config(SPLITS=8),
+            Config(BN=256, SPLITS=2),
+            Config(BN=256, SPLITS=4, STAGES=3),
+        ),
+        threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+        smem_bytes=lambda c: _ring_bytes(c, 2),
+        sass=("HGMMA", "UTMALDG", "USETMAXREG"),
+        rules=lambda c: _specialised_rules(c) + needs(c["SPLITS"] >= 2, "SPLITS must be at least 2"),
+        cgma=_reuse_cgma,
+        fixed=REGISTER_SPLIT,
+        grid=_split_k_grid,
+        shape_rules=lambda c: (grid_rows_fit(c["BM"]),),
+        workspace=split_k_workspace,
+        **HOPPER,
+    ),
+    Rung(
+        id="tc_gemv",
+        source="11_gemv.cu",
+        summary="mma.sync fed straight from 16-byte loads: one operand streamed past at most MAX_M rows of "
+        "the other (M or N of 1 to 16)",
+        dtypes=(*DTYPES_16, BF16_OUT),
+        default=Config(MAX_M=16, WARPS=8, UNROLL=4),
+        search=(
+            Config(MAX_M=8),
+            Config(WARPS=4),
+            Config(UNROLL=2),
+            Config(WARPS=16, UNROLL=2),
+            Config(MAX_M=8, UNROLL=8),
+        ),
+        threads=lambda c: c["WARPS"] * 32,
+        smem_bytes=lambda c: 0,
+        sass=("HMMA",),
+        rules=_gemv_rules,
+        cgma=lambda c: 2 * c["MAX_M"],  # each element of the streamed operand meets up to MAX_M rows
+        tile=lambda c: (c["MAX_M"], GEMV_ROWS),
+        grid=gemv_grid,
+        shape_rules=_gemv_small_side,
+        min_cc=(8, 0),  # mma.sync with bf16
+        k_bytes_multiple=ROWS_16,
+    ),
+)
+
+
 def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:
     """One block per tile; persistent rungs: one per tile too, as the work to
     share (the runner launches no more blocks than the GPU holds at once)."""
+    if rung.grid is not None:
+        return rung.grid(c)
     bm, bn = c["BM"], c["BN"]
     if not rung.persistent:
         return lambda s, b: (cdiv(s.n, bn), cdiv(s.m, bm), 1)
@@ -270,11 +405,11 @@ def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:
 
 def _spec(rung: Rung, c: Config) -> KernelSpec:
     threads = rung.threads(c)
-    bm, bn = c["BM"], c["BN"]
+    bm, bn = rung.tile(c)
     smem = rung.smem_bytes(c) if rung.dynamic_smem else 0
     cgma = rung.cgma(c)
-    constraints: tuple[Constraint, ...] = ()
-    if not rung.persistent:
+    constraints: tuple[Constraint, ...] = rung.constraints + (rung.shape_rules(c) if rung.shape_rules else ())
+    if not rung.persistent and rung.grid is None:
         constraints += (grid_rows_fit(bm),)
     problem = TENSOR
     c_box_rows = rung.fixed.get("C_BOX_ROWS", 0)  # C is a tensor map with boxes of these rows (0: a pointer)
@@ -311,9 +446,10 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         min_cc=rung.min_cc,
         cluster=(rung.cluster, 1, 1) if rung.cluster > 1 else None,
         persistent=rung.persistent,
+        workspace_bytes=rung.workspace(c) if rung.workspace else None,
         sass=rung.sass,
     )
 
 
-LADDER = Ladder("tensor-core ladder", RUNGS, _limits, _spec)
+LADDER = Ladder("tensor-core ladder", RUNGS, _limits, _spec, candidates=CANDIDATE_RUNGS)
 TENSOR_KERNELS: tuple[KernelSpec, ...] = LADDER.kernels

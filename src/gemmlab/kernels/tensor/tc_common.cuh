@@ -90,3 +90,18 @@ __device__ __forceinline__ void store_pair(float* c, int m, int n, int row, int 
         if (col + 1 < n) p[1] = v1;
     }
 }
+
+// The same for a bfloat16 C (bit patterns): the pair rounded to nearest even,
+// one 4-byte store when both are inside and C allows it.
+__device__ __forceinline__ void store_pair(unsigned short* c, int m, int n, int row, int col, float v0, float v1) {
+    if (row >= m) return;
+    unsigned short* p = c + static_cast<long long>(row) * n + col;
+    unsigned packed;  // cvt packs its first operand high: v1 high, v0 low
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(v1), "f"(v0));
+    if (col + 1 < n && (n % 2) == 0) {
+        *reinterpret_cast<unsigned*>(p) = packed;
+    } else {
+        if (col < n) p[0] = static_cast<unsigned short>(packed & 0xFFFFu);
+        if (col + 1 < n) p[1] = static_cast<unsigned short>(packed >> 16);
+    }
+}

@@ -1,0 +1,144 @@
+// tc_split_k: tc_warpspecialized's blocks with K cut into SPLITS slices, one
+// block per (tile, slice); the slices' float32 partial tiles are added, in
+// slice order, by the last block of the tile to finish, which writes C in its
+// type (float32, or bfloat16 rounded to nearest even).
+// Source: not from the documents; the FP32 ladder's sgemm_split_k (sgemm/19)
+// on the Hopper mainloop: a TMA producer warpgroup, BM / 64 wgmma consumer
+// warpgroups, full/empty barriers and the setmaxnreg hand-over.
+// Launch: grid N / BN x M / BM x SPLITS, (BM / 64 + 1) x 128 threads, one
+// block per SM; the ring's dynamic shared memory as tc_warpspecialized. A
+// last argument, the workspace: one counter per tile (zero before the first
+// launch; the kernel leaves them zero), then, from the next multiple of 16
+// bytes, SPLITS partial tiles of BM x BN floats per tile.
+// Idea: when C has few tiles (1024 x 1024 in 128 x 128 tiles is 64 of them;
+// 128 x 4096 is 32) the GPU's 132 SMs are mostly idle however fast each block
+// is. Cutting K into SPLITS slices multiplies the blocks by SPLITS for one
+// extra round trip of BM x BN floats per slice through L2. Slice z takes the
+// 64-deep k-tiles floor(z T / S) .. floor((z + 1) T / S) - 1 of T = ceil(K /
+// 64): lengths differ by at most one; a slice is empty only when T < S (it
+// then stores zeros and arrives like the others).
+// Determinism: the last block adds the SPLITS partials in slice order from
+// zero, its own read back like the others: C is the same bit for bit whoever
+// arrives last, launch after launch.
+// Predicted (docs/tensor-ladder.md): 1024 x 1024 x 16384 at 128 x 128 and
+// SPLITS = 2 fills 128 of 132 SMs with blocks of K = 8192, about 90-100% of
+// cuBLAS; 128 x 4096 x 4096, SPLITS = 4: 128 blocks of K = 1024.
+// Synchronisation (docs/synchronisation.md): inside the block, the ring is
+// tc_warpspecialized's (its header). Across blocks, as sgemm_split_k: each
+// consumer thread's __stcg stores of its share of the partial, then
+// bar.sync 1 over the consumers (the producer warpgroup does not take part;
+// it has left its loop), then one thread's __threadfence and relaxed
+// atomicAdd on the tile's counter: a release pattern whose fence is
+// cumulative over the stores the barrier showed it. The last to arrive: its
+// atomicAdd read a count that includes every other slice's increment, then
+// its __threadfence: an acquire pattern, synchronising with each writer's
+// release; it writes the verdict to shared memory and bar.sync 1 hands it,
+// and the acquire, to every consumer thread's __ldcg reads. Counters: each
+// reaches SPLITS exactly once per launch, so the last arriver's plain store of
+// zero races with no increment of this launch; the next launch on the stream
+// sees it through the kernel boundary. Slots: slice z of tile t writes only
+// slot (t, z), once per launch. Progress: no block waits for another.
+
+#include "hopper.cuh"
+
+// The consumers' own barrier (id 1; 0 is __syncthreads'), all CONSUMERS x 128 of them.
+template <int CONSUMERS>
+__device__ __forceinline__ void consumers_sync() {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMERS * 128) : "memory");
+}
+
+template <typename T, int BM, int BN, int STAGES, int SPLITS, int PRODUCER_REGS, int CONSUMER_REGS>
+__global__ void __launch_bounds__((BM / 64 + 1) * 128, 1)
+tc_split_k(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+           typename T::c_storage* __restrict__ c, int m, int n, int k, void* workspace) {
+    using S = typename T::storage;
+    constexpr int BK = TMA_ROW_BYTES / sizeof(S);
+    constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
+    constexpr int CONSUMERS = BM / 64;
+    constexpr int VECS = BN / 8;  // float4s of accumulators per consumer thread
+    using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
+    static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
+    static_assert(SPLITS >= 2, "one slice is tc_warpspecialized");
+    extern __shared__ __align__(1024) unsigned char smem[];
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
+    unsigned long long* empty = full + STAGES;
+    __shared__ int last_arrival;
+
+    const int tid = threadIdx.x, group = tid / 128;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int tile = blockIdx.y * gridDim.x + blockIdx.x, slice = blockIdx.z;
+    const int k_tiles = (k + BK - 1) / BK;
+    const int t_begin = static_cast<int>(static_cast<long long>(slice) * k_tiles / SPLITS);
+    const int t_end = static_cast<int>(static_cast<long long>(slice + 1) * k_tiles / SPLITS);
+    auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
+
+    init_ring<STAGES>(full, empty, CONSUMERS);
+    __syncthreads();
+
+    if (group == 0) {
+        Registers::release();
+        if (tid == 0) {
+            for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
+                const int s = u % STAGES;
+                if (u >= STAGES) mbar_wait(&empty[s], (u / STAGES - 1) % 2);
+                mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
+                tma_load(stage(s), &a_map, &full[s], row0, t * BK);
+                tma_load(stage(s) + A_BYTES, &b_map, &full[s], col0, t * BK);
+            }
+        }
+        return;  // the fix-up is the consumers' alone (bar.sync 1 counts only them)
+    }
+    Registers::claim();
+    const int slab = group - 1, thread = tid % 128;
+    const int me = tid - 128;  // 0 .. CONSUMERS x 128 - 1
+    float acc[BN / 2] = {};
+    for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
+        const int s = u % STAGES;
+        mbar_wait(&full[s], (u / STAGES) % 2);
+        wgmma_fence();
+        wgmma_slice<typename T::inputs, BN>(acc, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (u > 0 && thread == 0) mbar_arrive(&empty[(u - 1) % STAGES]);
+    }
+    wgmma_wait<0>();
+    fence_registers(acc);
+
+    // This slice's partial, each thread's float4s side by side with its
+    // neighbours' (a warp stores whole 512-byte runs), through L2 only.
+    unsigned* arrivals = static_cast<unsigned*>(workspace);
+    const int tiles = gridDim.x * gridDim.y;
+    constexpr int TILE_VECS = BM * BN / 4;
+    float4* partials = reinterpret_cast<float4*>(static_cast<char*>(workspace) + (tiles * 4 + 15) / 16 * 16);
+    float4* mine = partials + (static_cast<long long>(tile) * SPLITS + slice) * TILE_VECS;
+#pragma unroll
+    for (int v = 0; v < VECS; ++v)
+        __stcg(mine + v * (CONSUMERS * 128) + me, make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
+    consumers_sync<CONSUMERS>();  // every consumer's share of the partial is stored
+    if (me == 0) {
+        __threadfence();  // release: cumulative over the stores the barrier showed this thread
+        const bool last = atomicAdd(&arrivals[tile], 1u) == SPLITS - 1;
+        if (last) {
+            arrivals[tile] = 0;  // as the next launch expects it
+            __threadfence();     // acquire: the other slices' partials before our reads
+        }
+        last_arrival = last;
+    }
+    consumers_sync<CONSUMERS>();  // hands the verdict, and the acquire, to every consumer
+    if (!last_arrival) return;
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+#pragma unroll 1
+    for (int z = 0; z < SPLITS; ++z) {
+        const float4* theirs = partials + (static_cast<long long>(tile) * SPLITS + z) * TILE_VECS;
+#pragma unroll
+        for (int v = 0; v < VECS; ++v) {
+            const float4 p = __ldcg(theirs + v * (CONSUMERS * 128) + me);
+            acc[4 * v] += p.x;
+            acc[4 * v + 1] += p.y;
+            acc[4 * v + 2] += p.z;
+            acc[4 * v + 3] += p.w;
+        }
+    }
+    store_wgmma_tile<BN>(acc, c, m, n, row0 + slab * 64, col0, thread);
+}

@@ -1,0 +1,102 @@
+"""The tensor ladder's candidate rungs for issue 21 (tc_any_k, tc_split_k,
+tc_gemv) without a GPU: every configuration compiles for its architectures
+with no spills, the shapes each refuses are named in words, and the grids and
+workspace sizes are what the kernels index."""
+
+from __future__ import annotations
+
+import pytest
+
+from gemmlab.backends.nvrtc import compile_kernel
+from gemmlab.core.errors import ConstraintError
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.tensor import spec as tensor
+
+IDS = [r.id for r in tensor.CANDIDATE_RUNGS]
+
+
+def test_candidates_wait_outside_the_catalogue() -> None:
+    assert IDS == ["tc_any_k", "tc_split_k", "tc_gemv"]
+    for kid in IDS:
+        assert kid not in catalogue.kernel_ids()
+        assert catalogue.variant(kid, {}).id == kid
+
+
+@pytest.mark.parametrize("kernel_id", IDS)
+def test_every_configuration_compiles_without_spills(kernel_id: str) -> None:
+    configs = catalogue.configs(kernel_id)
+    assert len(configs) >= 4, "a search space to tune over"
+    for config in configs:
+        spec = catalogue.variant(kernel_id, config)
+        for arch in list(spec.archs) or ["sm_80", "sm_90"]:
+            for dtype in spec.dtypes:
+                res = compile_kernel(spec, 0, dtype, arch).resources
+                assert res.spill_bytes == 0 and res.stack_bytes == 0, (kernel_id, config, arch, dtype)
+                assert res.registers > 0
+
+
+def test_bfloat16_c_goes_through_a_pointer_at_any_n() -> None:
+    for kid in IDS:
+        spec = catalogue.variant(kid, {})
+        assert "bfloat16-out" in spec.dtypes and spec.n_bytes_multiple == 0
+
+
+def test_any_k_takes_odd_sizes_the_other_rungs_refuse() -> None:
+    odd = Shape.square(4097)
+    spec = catalogue.variant("tc_any_k", {})
+    for dtype in ("bfloat16", "bfloat16-out"):
+        assert not spec.violations(odd, 0, dtype)
+    assert catalogue.get("tc_tma_store").violations(odd, 0, "bfloat16-out")
+    assert spec.archs == ("sm_90a",)
+
+
+def test_any_k_shared_memory_is_two_tiles_and_the_raw_ring() -> None:
+    spec = catalogue.variant("tc_any_k", {"STAGES": 4})
+    rows = 128 + 128
+    assert spec.dynamic_smem_bytes(Shape.square(64), 0, "bfloat16") == 2 * rows * 128 + 4 * rows * 144
+    with pytest.raises(ConstraintError, match="dynamic shared memory"):
+        catalogue.variant("tc_any_k", {"BN": 256, "STAGES": 4})
+    with pytest.raises(ConstraintError, match="STAGES must be at least 2"):
+        catalogue.variant("tc_any_k", {"STAGES": 1})
+
+
+def test_split_k_grid_and_workspace() -> None:
+    spec = catalogue.variant("tc_split_k", {"SPLITS": 3})
+    shape = Shape(1000, 300, 16384)
+    assert spec.grid(shape, 0) == (3, 8, 3)  # ceil(300 / 128), ceil(1000 / 128), the slices
+    tiles = 3 * 8
+    # Counters padded to 16 bytes, then three 128 x 128 float32 partials per tile.
+    assert spec.workspace_bytes(shape, 72) == 96 + tiles * 3 * 128 * 128 * 4
+    assert spec.k_bytes_multiple == 16 and spec.problem.name == "tensor"
+    with pytest.raises(ConstraintError, match="SPLITS must be at least 2"):
+        catalogue.variant("tc_split_k", {"SPLITS": 1})
+    with pytest.raises(ConstraintError, match="BN must be 128 or 256"):
+        catalogue.variant("tc_split_k", {"BN": 64})
+    tall = Shape(128 * 65536, 128, 64)
+    assert any("65535" in v for v in spec.violations(tall, 0, "bfloat16"))
+
+
+def test_split_k_refuses_k_of_odd_row_bytes_in_words() -> None:
+    broken = catalogue.variant("tc_split_k", {}).violations(Shape(1024, 1024, 16383), 0, "bfloat16")
+    assert broken and "16-byte" in " ".join(broken)
+
+
+def test_gemv_grid_follows_the_streamed_operand() -> None:
+    spec = catalogue.variant("tc_gemv", {})
+    assert spec.grid(Shape(1, 4096, 4096), 0) == (256, 1, 1)  # B's rows, 16 per block
+    assert spec.grid(Shape(4095, 16, 4096), 0) == (256, 1, 1)  # A's rows: N is the small side
+    assert spec.grid(Shape(16, 17, 64), 0) == (2, 1, 1)  # both small: B is streamed
+    assert spec.block(Shape(1, 1, 8), 0) == (256, 1, 1)
+
+
+def test_gemv_refuses_two_big_sides_and_odd_k_in_words() -> None:
+    spec = catalogue.variant("tc_gemv", {"MAX_M": 8})
+    broken = spec.violations(Shape(9, 4096, 4096), 0, "bfloat16")
+    assert broken == [
+        "M = 9 and N = 4096 are both over 8: tc_gemv streams one operand past at most 8 rows of the other"
+    ]
+    assert not spec.violations(Shape(4096, 8, 4096), 0, "bfloat16-out")
+    assert spec.violations(Shape(1, 4096, 4097), 0, "bfloat16")
+    with pytest.raises(ConstraintError, match="MAX_M must be 8 or 16"):
+        catalogue.variant("tc_gemv", {"MAX_M": 4})
