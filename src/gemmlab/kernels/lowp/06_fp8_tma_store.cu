@@ -15,7 +15,7 @@
 // tensor cores alone: every tile paid its start (an empty ring) and its
 // epilogue (64 KB of float32 C through per-thread stores) with the tensor
 // cores idle, and a 4-stage ring drains in 1.1 us at FP8's rate. docs/lowp-ladder.md has the arithmetic.
-// Predicted: 1250-1450 TFLOP/s at 8192 (docs/lowp-ladder.md, rung 6).
+// Predicted: 1150-1450 TFLOP/s at 8192 (docs/lowp-ladder.md, rung 6).
 // Measurement: pending a GPU run.
 // Synchronisation: tc_tma_store's; see fp8_persistent.cuh.
 
