@@ -19,7 +19,9 @@ from gemmlab.results.store import DEFAULT_PATH, Store
 def peak_cmd(
     dtype: Annotated[
         list[str] | None,
-        typer.Option(help="Element types to measure: float32 (FFMA), bfloat16, float16, tf32, int8, e4m3 (default: all)."),
+        typer.Option(
+            help="Element types to measure: float32 (FFMA), bfloat16, float16, tf32, int8, e4m3 (default: all)."
+        ),
     ] = None,
     db: DbOption = DEFAULT_PATH,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,

@@ -145,7 +145,8 @@ def _persistent_rules(c: Config) -> list[str]:
 
 HOPPER = dict(min_cc=(9, 0), archs=("sm_90a",), tma=True, dynamic_smem=True, k_bytes_multiple=ROWS_16)
 MMA = dict(dynamic_smem=True, k_bytes_multiple=ROWS_16, threads=_warp_threads, cgma=_reuse_cgma)
-PERSISTENT = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: _ring_bytes(c, 2) + _c_boxes_bytes(c),
+PERSISTENT = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+                  smem_bytes=lambda c: _ring_bytes(c, 2) + _c_boxes_bytes(c),
                   fixed=REGISTER_SPLIT | Config(C_BOX_ROWS=C_BOX_ROWS), cgma=_reuse_cgma, rules=_persistent_rules,
                   persistent=True, dtypes=FP8_WITH_BF16)  # fmt: skip
 SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: _ring_bytes(c, 2),
