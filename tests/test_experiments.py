@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from gemmlab.core.errors import GemmlabError, ProfilerError, UnknownName
 from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
 from gemmlab.report import model, plots
 from gemmlab.results.store import Store
 from gemmlab.studies import experiments, reference
@@ -25,7 +26,8 @@ from test_sweep import RUN_INFO, fake_runner
 EXPECTED_POINTS = {
     "poznan-group1": 3 * 3 * 3,
     "poznan-group2": 4 * 5 * 2,
-    "int32-lab": 2 * 4 * 6 + 3,  # + cpu_blocked (int32) at 256, 512, 1024
+    # + cpu_blocked (int32) at 256, 512, 1024, + the int8 tensor-core rungs (beyond the report) at 4 sizes
+    "int32-lab": 2 * 4 * 6 + 3 + 2 * 4,
     "brno-transpose": 2 * (1 + 5 * 2),  # vecadd, then 5 tiled/untiled kernels x 2 tiles, at 2 sizes
     "arequipa-any-size": 3 * 3,
     # GPU: naive_uncoalesced 4, col/row_buffered 3 each, tiled 4 x 6, blocked_x4 4 x 4; CPU: naive 3, others 4 + 4
@@ -121,6 +123,15 @@ def test_slow_int32_points_are_planned_short() -> None:
     assert by_label["tiled_i32 4096 b1 int32"].warmup == 1
     assert by_label["tiled_i32 4096 b32 int32"].reps == REPRODUCE_REPS
     assert by_label["cpu_blocked 1024 int32"].dtype == "int32"
+
+
+def test_the_int32_lab_shows_int8_tensor_cores_beyond_the_report() -> None:
+    e = experiments.get("int32-lab")
+    by_label = {p.label: p for p in e.points()}
+    for kernel in ("tc_int8_mma", "tc_int8_wgmma"):
+        assert by_label[f"{kernel} 4096 int8"].dtype == "int8"
+        assert catalogue.get(kernel).source_doc.endswith("(beyond the documents)")
+    assert any("Beyond the report" in note and "tc_int8_wgmma" in note for note in e.notes)
 
 
 def test_brno_shapes() -> None:

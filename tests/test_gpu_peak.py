@@ -34,6 +34,8 @@ def floor(family: str, cc: tuple[int, int]) -> float:
     (public microbenchmarks of the H100 and H800 report 46 to 63%), so its
     floor is lower, to test the kernel and not that figure.
     """
+    if family == "mma_sync_int8" and cc >= (9, 0):
+        return 0.25  # tc_int8_mma itself reached 28% of the int8 nominal rate (559 TOPS at 8192, H100)
     return 0.35 if family == "mma_sync" and cc >= (9, 0) else 0.5
 
 
@@ -53,7 +55,7 @@ def test_launches_fill_the_gpu_for_tens_of_ms(measured: list[peak.Peak]) -> None
     for p in measured:
         family = next(f for f in peak.FAMILIES if f.id == p.family)
         assert p.grid % info.sm_count == 0 and p.grid >= info.sm_count, p
-        if p.family == "wgmma":
+        if p.family.startswith("wgmma"):
             assert p.grid == info.sm_count, "one block per SM"
         assert p.timing.reps == peak.REPS
         assert 10 <= p.timing.median_ms <= 500, p
@@ -78,6 +80,8 @@ def test_wgmma_is_the_measured_peak_on_hopper(measured: list[peak.Peak]) -> None
         pytest.skip("wgmma is sm_90a's")
     best = peak.best_by_dtype(measured)
     assert {best[d].family for d in ("bfloat16", "float16", "tf32")} == {"wgmma"}
+    assert best["e4m3"].family == "wgmma_fp8" and best["int8"].family == "wgmma_int8"
+    assert "e4m3" not in {p.dtype for p in measured if p.family.startswith("mma_sync")}, "no FP8 mma.sync on sm_90"
 
 
 def test_cli_stores_rows_that_read_back(tmp_path: Path) -> None:

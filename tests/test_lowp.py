@@ -149,6 +149,11 @@ def test_rungs_are_in_the_catalogue_and_tunable() -> None:
         ("tc_fp8_blockscaled", {"BN": 256}, "BN must be 128: one block of B's scales"),
         ("tc_int8_mma", {"STAGES": 1}, "STAGES must be at least 2"),
         ("tc_int8_wgmma", {"BM": 256}, "4 consumer warpgroups do not fit 64K registers"),
+        ("tc_fp8_tma_store", {"BN": 256}, "BN must be 128: sums and partials"),
+        ("tc_fp8_tma_store", {"BM": 192}, "BM must be 64 or 128"),
+        ("tc_fp8_tma_store", {"CLUSTER": 4}, "CLUSTER must be 1 or 2"),
+        ("tc_fp8_blockscaled_tma", {"C_BOXES": 0}, "C_BOXES must be at least 1"),
+        ("tc_fp8_blockscaled_tma", {"STAGES": 8}, "bytes of dynamic shared memory, over"),
     ],
 )
 def test_bad_configurations_are_named(kernel_id: str, config: dict, words: str) -> None:
@@ -197,3 +202,47 @@ def test_every_configuration_compiles_without_spills(kernel_id: str) -> None:
             for dtype in spec.dtypes:
                 res = compile_kernel(spec, 0, dtype, arch).resources
                 assert res.spill_bytes == 0 and res.stack_bytes == 0, (kernel_id, config, arch, dtype)
+
+
+PERSISTENT_FP8 = ["tc_fp8_tma_store", "tc_fp8_blockscaled_tma"]
+
+
+@pytest.mark.parametrize("kernel_id", PERSISTENT_FP8)
+def test_persistent_fp8_rungs_launch_in_clusters_and_store_c_by_tma(kernel_id: str) -> None:
+    spec = catalogue.get(kernel_id)
+    assert spec.persistent and spec.cluster == (2, 1, 1)
+    assert set(spec.dtypes) == {"e4m3", "e5m2", "e4m3-bf16"}
+    # 4096 / 256 cluster rows x 32 tile columns x 2 blocks: one block per 128 x 128 tile.
+    assert spec.grid(Shape.square(4096), 0) == (1024, 1, 1)
+    alone = catalogue.variant(kernel_id, {"CLUSTER": 1})
+    assert alone.cluster is None and alone.grid(Shape(300, 520, 64), 0) == (3 * 5, 1, 1)
+    # 6 stages of 32 KB, two consumers' two 8 KB boxes of C, 12 barriers.
+    assert spec.dynamic_smem_bytes(Shape.square(64), 0, "e4m3") == 6 * 256 * 128 + 2 * 2 * 64 * 128 + 8 * 12
+
+
+def test_a_bfloat16_c_needs_rows_of_whole_16_byte_pieces() -> None:
+    with pytest.raises(ConstraintError, match="N = 100 is not a multiple of 8"):
+        catalogue.point("tc_fp8_tma_store", Shape(64, 100, 64), dtype="e4m3-bf16")
+    with pytest.raises(ConstraintError, match="N = 102 is not a multiple of 4"):
+        catalogue.point("tc_fp8_tma_store", Shape(64, 102, 64), dtype="e4m3")
+    catalogue.point("tc_fp8_tma_store", Shape(64, 100, 64), dtype="e4m3")
+
+
+def test_persistent_fp8_problems_know_their_scales_and_c() -> None:
+    assert catalogue.get("tc_fp8_blockscaled_tma").problem is not catalogue.get("tc_fp8_tma_store").problem
+    assert problem.fp8_input("e4m3-bf16") == "e4m3" and problem.fp8_input("e5m2") == "e5m2"
+    # A bfloat16 C adds its rounding to the promoted sums' tolerance.
+    assert problem.fp8_tolerance(128, bf16_c=True) == pytest.approx(problem.fp8_tolerance(128) + 4e-3)
+
+
+@pytest.mark.parametrize("kernel_id", PERSISTENT_FP8)
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_persistent_fp8_rungs_compile_without_serialised_wgmma(kernel_id: str, cluster: int) -> None:
+    """ptxas serialises every wgmma (C7518) when it cannot prove the
+    accumulators untouched while one runs; the kernel would still verify, at
+    a fraction of the rate, so the compile log is the only place to see it."""
+    spec = catalogue.variant(kernel_id, {"CLUSTER": cluster})
+    for dtype in spec.dtypes:
+        compiled = compile_kernel(spec, 0, dtype, "sm_90a")
+        assert compiled.resources.spill_bytes == 0 and compiled.resources.stack_bytes == 0, (kernel_id, dtype)
+        assert "serialized" not in compiled.log, (kernel_id, dtype)

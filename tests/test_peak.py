@@ -33,7 +33,15 @@ H200 = gpu.DeviceInfo(
 )  # fmt: skip
 # The compute capabilities the kernels are compiled for here: the oldest with
 # each family's instructions, and the H100/H200's.
-ARCH_CCS = {"ffma": [(8, 0), (9, 0)], "mma_sync": [(8, 0), (9, 0)], "wgmma": [(9, 0)]}
+ARCH_CCS = {
+    "ffma": [(8, 0), (9, 0)],
+    "mma_sync": [(8, 0), (9, 0)],
+    "wgmma": [(9, 0)],
+    "mma_sync_int8": [(8, 0), (9, 0)],
+    "mma_sync_fp8": [(8, 9)],
+    "wgmma_int8": [(9, 0)],
+    "wgmma_fp8": [(9, 0)],
+}
 CASES = [(f.id, i.dtype, cc) for f in peak.FAMILIES for i in f.instructions for cc in ARCH_CCS[f.id]]
 
 
@@ -60,6 +68,10 @@ def test_flops_per_instruction_are_2_m_n_k() -> None:
         ("wgmma", "bfloat16"): 2 * 64 * 256 * 16,
         ("wgmma", "float16"): 2 * 64 * 256 * 16,
         ("wgmma", "tf32"): 2 * 64 * 256 * 8,
+        ("mma_sync_int8", "int8"): 2 * 16 * 8 * 32,
+        ("mma_sync_fp8", "e4m3"): 2 * 16 * 8 * 32,
+        ("wgmma_int8", "int8"): 2 * 64 * 256 * 32,
+        ("wgmma_fp8", "e4m3"): 2 * 64 * 256 * 32,
     }
 
 
@@ -76,12 +88,12 @@ def test_a_launch_counts_what_its_loop_issues() -> None:
     ("cc", "expected"),
     [
         ((7, 5), {"ffma"}),
-        ((8, 0), {"ffma", "mma_sync"}),
-        ((8, 6), {"ffma", "mma_sync"}),
-        ((8, 9), {"ffma", "mma_sync"}),
-        ((9, 0), {"ffma", "mma_sync", "wgmma"}),
-        ((10, 0), {"ffma", "mma_sync"}),  # wgmma is sm_90a's alone
-        ((12, 0), {"ffma", "mma_sync"}),
+        ((8, 0), {"ffma", "mma_sync", "mma_sync_int8"}),
+        ((8, 6), {"ffma", "mma_sync", "mma_sync_int8"}),
+        ((8, 9), {"ffma", "mma_sync", "mma_sync_int8", "mma_sync_fp8"}),  # FP8 mma.sync is Ada's
+        ((9, 0), {"ffma", "mma_sync", "wgmma", "mma_sync_int8", "wgmma_int8", "wgmma_fp8"}),
+        ((10, 0), {"ffma", "mma_sync", "mma_sync_int8"}),  # wgmma is sm_90a's alone
+        ((12, 0), {"ffma", "mma_sync", "mma_sync_int8"}),
     ],
 )
 def test_families_per_compute_capability(cc: tuple[int, int], expected: set[str]) -> None:
@@ -100,6 +112,27 @@ def test_families_for_chosen_types_and_their_architectures() -> None:
     assert FAMILY["wgmma"].compile_arch((9, 0)) == "sm_90a"
     assert FAMILY["mma_sync"].compile_arch((8, 6)) == "sm_86"
     assert FAMILY["ffma"].compile_arch((12, 0)) == "sm_120"
+
+
+def test_eight_bit_families_and_why_hopper_has_no_fp8_mma_sync() -> None:
+    assert [(f.id, i.dtype) for f, i in peak.families_for((9, 0), ["e4m3", "int8"])] == [
+        ("mma_sync_int8", "int8"),
+        ("wgmma_int8", "int8"),
+        ("wgmma_fp8", "e4m3"),
+    ]
+    assert [f.id for f, _ in peak.families_for((8, 9), ["e4m3"])] == ["mma_sync_fp8"]
+    ((family, why),) = peak.left_out((9, 0))
+    assert family == "mma_sync_fp8" and "HMMA" in why and peak.left_out((8, 9)) == []
+    assert FAMILY["wgmma_fp8"].name_expression("e4m3") == "peak_wgmma8<gl_e4m3, 2>"
+    assert FAMILY["mma_sync_int8"].name_expression("int8") == "peak_mma8<gl_s8, 256, 8, 4>"
+    # 2 x 64 x 256 x 32 per wgmma, 4 per iteration, 2 warpgroups a block.
+    assert FAMILY["wgmma_int8"].launch_flops("int8", 132, 10) == 2 * 64 * 256 * 32 * 4 * 2 * 132 * 10
+
+
+def test_eight_bit_nominal_rates_are_twice_the_sixteen_bit_ones() -> None:
+    h100 = gpu.TENSOR_FLOPS_PER_SM_CLOCK[(9, 0)]
+    assert h100["e4m3"] == h100["int8"] == 2 * h100["bfloat16"]
+    assert gpu.TENSOR_FLOPS_PER_SM_CLOCK[(8, 0)]["int8"] == 2 * gpu.TENSOR_FLOPS_PER_SM_CLOCK[(8, 0)]["bfloat16"]
 
 
 def test_unknown_types_are_named() -> None:

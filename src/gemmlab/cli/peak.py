@@ -19,7 +19,9 @@ from gemmlab.results.store import DEFAULT_PATH, Store
 def peak_cmd(
     dtype: Annotated[
         list[str] | None,
-        typer.Option(help="Element types to measure: float32 (FFMA), bfloat16, float16, tf32 (default: all)."),
+        typer.Option(
+            help="Element types to measure: float32 (FFMA), bfloat16, float16, tf32, int8, e4m3 (default: all)."
+        ),
     ] = None,
     db: DbOption = DEFAULT_PATH,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -54,6 +56,8 @@ def peak_cmd(
             f"{p.ratio_to_nominal:.1%}" if p.ratio_to_nominal else "n/a",
         )  # fmt: skip
     console.print(table)
+    for family, why in peak.left_out(gpu.describe(0).cc):
+        console.print(f"not measured: {family}: {why}", highlight=False)
     for p in peaks:
         for w in p.warnings:
             err_console.print(f"[yellow]warning:[/] {p.family} {p.dtype}: {w}", highlight=False)

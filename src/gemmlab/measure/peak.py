@@ -19,7 +19,12 @@ no memory traffic in its loop, and a result that depends on every iteration:
   independent accumulators per warp (compute capability 8.0 on);
 - ``wgmma``: the warpgroup's wgmma m64n256k16 bf16/fp16 and m64n256k8 tf32, both
   operands from shared memory, two warpgroups per block, one group in flight
-  while the next is issued (sm_90a only: compute capability 9.0).
+  while the next is issued (sm_90a only: compute capability 9.0);
+- ``mma_sync_int8``, ``mma_sync_fp8``: mma.sync m16n8k32 in s8 (int32 sums,
+  8.0 on) and e4m3 (8.9 only: on 9.0 ptxas turns it into float16 HMMA, which
+  measures the conversion, not an FP8 unit; :data:`NOT_MEASURED` says so);
+- ``wgmma_int8``, ``wgmma_fp8``: wgmma m64n256k32 in s8 and e4m3, as ``wgmma``.
+  int8 rates count an integer multiply-add as two operations, as FLOPs.
 
 FLOPs are what the loop issues: 2·M·N·K per instruction of shape M x N x K (an
 FFMA is 1 x 1 x 1 per thread) x the instructions per loop iteration x the threads,
@@ -198,6 +203,79 @@ FAMILIES: tuple[Family, ...] = (
         arch_suffix="a",
     ),
 )
+# The 8-bit families: a family has one SASS opcode, and FP8 and int8 differ in it.
+FAMILIES += (
+    Family(
+        id="mma_sync_int8",
+        source="peak/mma_sync8.cu",
+        function="peak_mma8",
+        instructions=(Instruction("int8", "mma.sync.m16n8k32", (16, 8, 32)),),
+        threads=MMA_THREADS,
+        issuer_threads=32,
+        per_iteration=MMA_ACCUMULATORS * MMA_UNROLL,
+        template=(MMA_THREADS, MMA_ACCUMULATORS, MMA_UNROLL),
+        sass="IMMA",
+        rate=_tensor_rate,
+        min_cc=(8, 0),
+    ),
+    Family(
+        id="mma_sync_fp8",
+        source="peak/mma_sync8.cu",
+        function="peak_mma8",
+        instructions=(Instruction("e4m3", "mma.sync.m16n8k32", (16, 8, 32)),),
+        threads=MMA_THREADS,
+        issuer_threads=32,
+        per_iteration=MMA_ACCUMULATORS * MMA_UNROLL,
+        template=(MMA_THREADS, MMA_ACCUMULATORS, MMA_UNROLL),
+        sass="QMMA",
+        rate=_tensor_rate,
+        min_cc=(8, 9),
+        max_cc=(8, 9),  # Ada's; Hopper emulates it (see NOT_MEASURED)
+    ),
+    Family(
+        id="wgmma_int8",
+        source="peak/wgmma8.cu",
+        function="peak_wgmma8",
+        instructions=(Instruction("int8", "wgmma.m64n256k32", (64, 256, 32)),),
+        threads=WGMMA_CONSUMERS * WARPGROUP,
+        issuer_threads=WARPGROUP,
+        per_iteration=WGMMA_SLICE_STEPS,
+        template=(WGMMA_CONSUMERS,),
+        sass="IGMMA",
+        rate=_tensor_rate,
+        min_cc=(9, 0),
+        max_cc=(9, 0),
+        arch_suffix="a",
+    ),
+    Family(
+        id="wgmma_fp8",
+        source="peak/wgmma8.cu",
+        function="peak_wgmma8",
+        instructions=(Instruction("e4m3", "wgmma.m64n256k32", (64, 256, 32)),),
+        threads=WGMMA_CONSUMERS * WARPGROUP,
+        issuer_threads=WARPGROUP,
+        per_iteration=WGMMA_SLICE_STEPS,
+        template=(WGMMA_CONSUMERS,),
+        sass="QGMMA",
+        rate=_tensor_rate,
+        min_cc=(9, 0),
+        max_cc=(9, 0),
+        arch_suffix="a",
+    ),
+)
+# Families a compute capability could run but that would not measure what
+# their name says: (family, compute capability) -> why it is left out.
+NOT_MEASURED = {
+    ("mma_sync_fp8", (9, 0)): "Hopper has no FP8 mma.sync: ptxas converts the bytes to float16 and runs HMMA, "
+    "so the rate would be the conversion's; FP8 on Hopper is wgmma_fp8",
+}
+
+
+def left_out(cc: tuple[int, int]) -> list[tuple[str, str]]:
+    """(family, reason) for the families a GPU of compute capability ``cc`` does not measure although they compile."""
+    return [(family, why) for (family, at), why in NOT_MEASURED.items() if at == cc]
+
+
 DTYPES: tuple[str, ...] = tuple(dict.fromkeys(d for f in FAMILIES for d in f.dtypes))
 
 

@@ -29,7 +29,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemmlab.core.extras import MissingExtra, require
-from gemmlab.problems.base import Prepared, Problem, guard_bytes, guarded_empty, poison, poison_left, relative_error
+from gemmlab.problems.base import (
+    Prepared,
+    Problem,
+    guard_bytes,
+    guarded_empty,
+    poison,
+    poison_left,
+    relative_error,
+    values,
+)
 
 if TYPE_CHECKING:
     from gemmlab.kernels.spec import Point
@@ -37,6 +46,9 @@ if TYPE_CHECKING:
 
 INT8 = "int8"
 FP8 = ("e4m3", "e5m2")
+# e4m3 inputs with a bfloat16 C: the name says both; the inputs are e4m3's.
+E4M3_BF16 = "e4m3-bf16"
+FP8_WITH_BF16 = (*FP8, E4M3_BF16)
 SCALINGS = ("tensor", "rowcol", "block")
 # K per scale block (and rows per block of B's scales): DeepGEMM's 128, which
 # is also one 128-byte swizzled row of an 8-bit tile, so a kernel meets one K
@@ -196,10 +208,21 @@ STEP_K = 32
 STEP_ERROR = 2.0**-13
 
 
-def fp8_tolerance(chain: int) -> float:
+# A bfloat16 C adds its rounding (unit roundoff 2^-9): 4e-3, the tensor
+# ladder's bfloat16-out figure (core/dtypes.py).
+BF16_C_ROUNDING = 4e-3
+
+
+def fp8_tolerance(chain: int, bf16_c: bool = False) -> float:
     """The most relative error an FP8 kernel may have when its tensor cores
-    sum ``chain`` K at a time before an add into FP32 registers."""
-    return FP32_FLOOR + max(1, chain // STEP_K) * STEP_ERROR
+    sum ``chain`` K at a time before an add into FP32 registers, and C is
+    float32 or (``bf16_c``) rounded to bfloat16."""
+    return FP32_FLOOR + max(1, chain // STEP_K) * STEP_ERROR + (BF16_C_ROUNDING if bf16_c else 0.0)
+
+
+def fp8_input(dtype: str) -> str:
+    """The FP8 format of A and B for an element type (e4m3-bf16: e4m3)."""
+    return "e4m3" if dtype == E4M3_BF16 else dtype
 
 
 # --- the baselines (PyTorch, optional) -----------------------------------------------------
@@ -209,8 +232,8 @@ TORCH_PURPOSE = "The FP8 and INT8 baselines (torch._scaled_mm, torch._int_mm)"
 
 def torch_baseline(cp: Any, point: Point, a: Any, b: Any, scales: tuple[Any, Any] | None) -> Callable[[], None]:
     """C = A . B^T by PyTorch on the current CuPy stream: torch._int_mm for
-    int8 (int32 C), torch._scaled_mm for e4m3 with per-tensor scales (float32
-    C). MissingExtra naming the ``torch`` extra when PyTorch is not installed."""
+    int8 (int32 C), torch._scaled_mm for e4m3 with per-tensor scales (C
+    float32, or bfloat16 for e4m3-bf16). MissingExtra naming the ``torch`` extra when PyTorch is not installed."""
     torch = require("torch", "torch", TORCH_PURPOSE)
     ta = torch.from_dlpack(a)
     tb = torch.from_dlpack(b).t()  # K x N, column-major: the layout both routines want for their second operand
@@ -222,9 +245,10 @@ def torch_baseline(cp: Any, point: Point, a: Any, b: Any, scales: tuple[Any, Any
         fp8 = torch.float8_e4m3fn
         ta, tb = ta.view(fp8), tb.view(fp8)
         sa, sb = (torch.from_dlpack(s).reshape(()) for s in scales)
+        out = torch.bfloat16 if point.dtype == E4M3_BF16 else torch.float32
 
         def product() -> Any:
-            return torch._scaled_mm(ta, tb, scale_a=sa, scale_b=sb, out_dtype=torch.float32)
+            return torch._scaled_mm(ta, tb, scale_a=sa, scale_b=sb, out_dtype=out)
 
     def call() -> None:
         with torch.cuda.stream(torch.cuda.ExternalStream(cp.cuda.get_current_stream().ptr)):
@@ -242,8 +266,10 @@ def baseline_for(cp: Any, point: Point, scaling: str, a: Any, b: Any, scales: An
     if point.dtype == INT8:
         fits, name = s.m > 16 and s.k % 8 == 0 and s.n % 8 == 0, "PyTorch torch._int_mm (cuBLASLt), int32 C"
     else:
-        fits = point.dtype == "e4m3" and scaling == "tensor" and s.m % 16 == 0 and s.n % 16 == 0 and s.k % 16 == 0
-        name = "PyTorch torch._scaled_mm (cuBLASLt) e4m3, per-tensor scales, float32 C"
+        fits = fp8_input(point.dtype) == "e4m3" and scaling == "tensor" and s.m % 16 == 0 and s.n % 16 == 0
+        fits = fits and s.k % 16 == 0
+        c_type = "bfloat16" if point.dtype == E4M3_BF16 else "float32"
+        name = f"PyTorch torch._scaled_mm (cuBLASLt) e4m3, per-tensor scales, {c_type} C"
     if not fits:
         return None, None
     try:
@@ -268,15 +294,16 @@ def _int8_inputs(cp: Any, rng: Any, rows: int, k: int) -> Any:
 
 def prepare_lowp(
     cp: Any, point: Point, rng: Any, scaling: str = "tensor", chain: int = SCALE_BLOCK,
-    boxes: tuple[int, int] | None = None,
+    boxes: tuple[int, int] | None = None, c_box_rows: int = 0,
 ) -> Prepared:  # fmt: skip
     """Inputs, output, reference and baseline for one point. ``scaling``: the
     FP8 scale mode; ``chain``: K the kernel sums in the tensor core between
     adds into FP32 (0: all of K), for the tolerance; ``boxes``: rows of the TMA
-    boxes of A and B, for the rungs that take tensor maps."""
+    boxes of A and B, for the rungs that take tensor maps; ``c_box_rows``: the
+    rows of C's boxes, for the rungs that store C by TMA (0: C is a pointer)."""
     if point.dtype == INT8:
         return _prepare_int8(cp, point, rng, boxes)
-    return _prepare_fp8(cp, point, rng, scaling, chain or point.shape.k, boxes)
+    return _prepare_fp8(cp, point, rng, scaling, chain or point.shape.k, boxes, c_box_rows)
 
 
 def _operands(a: Any, b: Any, boxes: tuple[int, int] | None) -> tuple[Any, ...]:
@@ -320,12 +347,25 @@ def _prepare_int8(cp: Any, point: Point, rng: Any, boxes: tuple[int, int] | None
     )
 
 
-def _prepare_fp8(cp: Any, point: Point, rng: Any, scaling: str, chain: int, boxes: tuple[int, int] | None) -> Prepared:
-    s, fmt = point.shape, FORMATS[point.dtype]
+def _c_argument(c: Any, c_box_rows: int, bf16_c: bool) -> Any:
+    """C as the kernel takes it: a pointer, or a TMA tensor map of boxes of c_box_rows rows x 128 bytes."""
+    if not c_box_rows:
+        return c.data.ptr
+    from gemmlab.problems.tensor import _tensor_map
+
+    return _tensor_map(c, c_box_rows, bf16_c)
+
+
+def _prepare_fp8(
+    cp: Any, point: Point, rng: Any, scaling: str, chain: int, boxes: tuple[int, int] | None, c_box_rows: int = 0
+) -> Prepared:
+    s, fmt = point.shape, FORMATS[fp8_input(point.dtype)]
+    bf16_c = point.dtype == E4M3_BF16
+    c_type = "bfloat16" if bf16_c else "float32"
     qa = quantise(cp, draw(cp, rng, s.m, s.k), fmt, scaling, 1)
     qb = quantise(cp, draw(cp, rng, s.n, s.k), fmt, scaling, SCALE_BLOCK)
     a, b, sa, sb = qa.codes, qb.codes, qa.scales, qb.scales
-    guard = guarded_empty(cp, (s.m, s.n), cp.float32)
+    guard = guarded_empty(cp, (s.m, s.n), cp.uint16 if bf16_c else cp.float32)
     c = guard.inner
     ref = cp.empty((s.m, s.n), dtype=cp.float64)
     exact = [qa.exact, qb.exact]
@@ -343,18 +383,19 @@ def _prepare_fp8(cp: Any, point: Point, rng: Any, scaling: str, chain: int, boxe
 
     reference()
     operands = _operands(a, b, boxes)
+    c_arg = _c_argument(c, c_box_rows, bf16_c)
     lib, name = baseline_for(cp, point, scaling, a, b, (sa, sb))
     return Prepared(
-        args=(*operands, c.data.ptr, sa.data.ptr, sb.data.ptr, np.int32(s.m), np.int32(s.n), np.int32(s.k)),
-        poison=lambda: poison(cp, c),
-        error=lambda: relative_error(cp, c, ref),
+        args=(*operands, c_arg, sa.data.ptr, sb.data.ptr, np.int32(s.m), np.int32(s.n), np.int32(s.k)),
+        poison=lambda: poison(cp, c, c_type),
+        error=lambda: relative_error(cp, values(cp, c, c_type), ref),
         baseline=lib,
         baseline_name=name,
-        buffers=(a, b, c, sa, sb, ref, *operands),
+        buffers=(a, b, c, sa, sb, ref, *operands, c_arg),
         guards=(guard,),
         redraw=redraw,
-        explain=lambda: poison_left(cp, c),
-        tolerance=fp8_tolerance(chain),
+        explain=lambda: poison_left(cp, values(cp, c, c_type)),
+        tolerance=fp8_tolerance(chain, bf16_c),
     )
 
 
@@ -369,11 +410,14 @@ def lowp_device_bytes(point: Point) -> int:
     return larger * 12 * 8 + inputs * (8 + 1) + s.m * s.n * (8 + 4) + guard_bytes(s.n * 4)
 
 
-def lowp_problem(scaling: str = "tensor", chain: int = SCALE_BLOCK, boxes: tuple[int, int] | None = None) -> Problem:
+def lowp_problem(
+    scaling: str = "tensor", chain: int = SCALE_BLOCK, boxes: tuple[int, int] | None = None, c_box_rows: int = 0
+) -> Problem:
     """The problem of a rung that reads scales this way and sums ``chain`` K
-    in its tensor cores between adds into FP32 (0: all of K)."""
+    in its tensor cores between adds into FP32 (0: all of K); ``c_box_rows``:
+    C is a TMA tensor map with boxes of these rows."""
 
     def prepare(cp: Any, point: Point, rng: Any) -> Prepared:
-        return prepare_lowp(cp, point, rng, scaling, chain, boxes)
+        return prepare_lowp(cp, point, rng, scaling, chain, boxes, c_box_rows)
 
     return Problem("lowp", prepare, lowp_device_bytes)

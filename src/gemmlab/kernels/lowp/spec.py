@@ -34,7 +34,7 @@ from gemmlab.kernels.tensor.spec import (
     REGISTER_SPLIT,
     WARPGROUP,
 )
-from gemmlab.problems.lowp import FP8, INT8, INT8_MAX_K, SCALE_BLOCK, SCALINGS, lowp_problem
+from gemmlab.problems.lowp import FP8, FP8_WITH_BF16, INT8, INT8_MAX_K, SCALE_BLOCK, SCALINGS, lowp_problem
 
 SOURCE_DOC = "gemmlab 8-bit tensor-core ladder (beyond the documents)"
 ROW_BYTES = 128  # one swizzled tile row: 128 8-bit elements of K
@@ -117,8 +117,38 @@ def _blockscaled_rules(c: Config) -> list[str]:
     return _wgmma_rules(c) + needs(c["BN"] == SCALE_BLOCK, "BN must be 128: one block of B's scales per tile")
 
 
+# The persistent FP8 rungs (fp8_persistent.cuh): each consumer warpgroup
+# stages C in C_BOXES boxes of its 64 rows x 128 bytes (C_BOX_ROWS, a template
+# argument and the box of C's tensor map, as tensor/spec.py's).
+C_BOX_ROWS = 64
+
+
+def _c_boxes_bytes(c: Config) -> int:
+    return c["BM"] // 64 * c["C_BOXES"] * C_BOX_ROWS * ROW_BYTES
+
+
+def _persistent_rules(c: Config) -> list[str]:
+    # A consumer holds 64 x 128 FP32 sums and a 64 x 128 partial slab: 128 registers of its 232.
+    return (
+        needs(c["BM"] in (64, 128), "BM must be 64 or 128 (one or two consumer warpgroups of 64 rows)")
+        + needs(c["BN"] == SCALE_BLOCK, "BN must be 128: sums and partials of 64 x 128 per consumer")
+        + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
+        + needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
+        + needs(c["CLUSTER"] in (1, 2), "CLUSTER must be 1 or 2 (blocks along M sharing B by multicast)")
+        + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1")
+        + needs(
+            (PRODUCER_REGS + CONSUMER_REGS * c["BM"] // 64) * WARPGROUP <= MAX_REGISTERS,
+            f"{c['BM'] // 64} consumer warpgroups do not fit 64K registers",
+        )
+    )
+
+
 HOPPER = dict(min_cc=(9, 0), archs=("sm_90a",), tma=True, dynamic_smem=True, k_bytes_multiple=ROWS_16)
 MMA = dict(dynamic_smem=True, k_bytes_multiple=ROWS_16, threads=_warp_threads, cgma=_reuse_cgma)
+PERSISTENT = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+                  smem_bytes=lambda c: _ring_bytes(c, 2) + _c_boxes_bytes(c),
+                  fixed=REGISTER_SPLIT | Config(C_BOX_ROWS=C_BOX_ROWS), cgma=_reuse_cgma, rules=_persistent_rules,
+                  persistent=True, dtypes=FP8_WITH_BF16)  # fmt: skip
 SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: _ring_bytes(c, 2),
                    fixed=REGISTER_SPLIT, cgma=_reuse_cgma)  # fmt: skip
 
@@ -191,9 +221,29 @@ RUNGS: tuple[Rung, ...] = (
         **SPECIALISED,
         **HOPPER,
     ),
+    Rung(
+        id="tc_fp8_tma_store",
+        source="06_fp8_tma_store.cu",
+        summary="sm_90a: persistent FP8 wgmma in clusters, promotion every 128 K, scaled C (float32/bf16) by TMA store",
+        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2),
+        search=(Config(CLUSTER=1), Config(STAGES=4, C_BOXES=4), Config(GROUP_M=16), Config(BM=64, STAGES=8)),
+        sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
+        **PERSISTENT,
+        **HOPPER,
+    ),
+    Rung(
+        id="tc_fp8_blockscaled_tma",
+        source="07_fp8_blockscaled_tma.cu",
+        summary="sm_90a: tc_fp8_tma_store with 1 x 128 / 128 x 128 block scales applied at each promotion",
+        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2),
+        search=(Config(CLUSTER=1), Config(STAGES=4, C_BOXES=4), Config(GROUP_M=16)),
+        sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
+        **PERSISTENT,
+        **HOPPER,
+    ),
 )
 
-BLOCK_SCALED = {"tc_fp8_blockscaled"}
+BLOCK_SCALED = {"tc_fp8_blockscaled", "tc_fp8_blockscaled_tma"}
 
 
 def _scaling(rung: Rung, c: Config) -> str:
@@ -208,16 +258,23 @@ def _chain(rung: Rung, c: Config) -> int:
     return 0 if c.get("PROMOTE", 1) == 0 else SCALE_BLOCK
 
 
-def _grid(c: Config) -> Callable[[Shape, int], Dim3]:
+def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:
+    """One block per tile; persistent rungs: one per tile too, as the work to
+    share (the runner launches no more than the GPU holds), in whole clusters."""
     bm, bn = c["BM"], c["BN"]
-    return lambda s, b: (cdiv(s.n, bn), cdiv(s.m, bm), 1)
+    if not rung.persistent:
+        return lambda s, b: (cdiv(s.n, bn), cdiv(s.m, bm), 1)
+    cluster = c["CLUSTER"]
+    return lambda s, b: (cdiv(s.m, bm * cluster) * cdiv(s.n, bn) * cluster, 1, 1)
 
 
 def _spec(rung: Rung, c: Config) -> KernelSpec:
     threads = rung.threads(c)
     smem = rung.smem_bytes(c)
     cgma = rung.cgma(c)
-    boxes = (c["BM"], c["BN"]) if rung.tma else None
+    cluster = c.get("CLUSTER", 1)
+    boxes = (c["BM"], c["BN"] // cluster) if rung.tma else None
+    c_box_rows = rung.fixed.get("C_BOX_ROWS", 0)  # C is a tensor map with boxes of these rows (0: a pointer)
     return KernelSpec(
         id=rung.id,
         source=f"lowp/{rung.source}",
@@ -226,22 +283,26 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         summary=rung.summary,
         dtypes=rung.dtypes,
         block_edges=(),
-        grid=_grid(c),
+        grid=_grid(rung, c),
         block=lambda s, b: (threads, 1, 1),
-        constraints=(grid_rows_fit(c["BM"]), *rung.constraints),
+        constraints=rung.constraints if rung.persistent else (grid_rows_fit(c["BM"]), *rung.constraints),
         dynamic_smem_bytes=lambda s, b, dtype: smem,
         k_bytes_multiple=rung.k_bytes_multiple,
+        # A tensor map of C: its rows' stride must be whole 16-byte pieces too.
+        n_bytes_multiple=16 if c_box_rows else 0,
         # A and B once (1 byte an element), C written once in 4-byte elements: counted in input elements.
         min_elems_moved=lambda s: s.m * s.k + s.n * s.k + 4 * s.m * s.n,
         cgma=lambda s, b: cgma,
         any_size_alternative=rung.id,  # no 8-bit rung takes any K: the advice is the rule itself
-        problem=lowp_problem(_scaling(rung, c), _chain(rung, c), boxes),
+        problem=lowp_problem(_scaling(rung, c), _chain(rung, c), boxes, c_box_rows),
         templated_on_edge=False,
         template_extra=tuple(c.values()),
         template_params=tuple(c),
         template_fixed=tuple(rung.fixed.values()),
         archs=rung.archs,
         min_cc=rung.min_cc,
+        cluster=(cluster, 1, 1) if cluster > 1 else None,
+        persistent=rung.persistent,
         sass=rung.sass,
     )
 

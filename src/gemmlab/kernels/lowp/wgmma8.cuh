@@ -20,6 +20,35 @@ GL_WGMMA_256(gl_e4m3, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", "
 GL_WGMMA_128(gl_e5m2, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2", "1, 1")
 GL_WGMMA_256(gl_e5m2, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2", "1, 1")
 
+// The same FP8 wgmma with the scale-d flag as an operand: `accumulate` 0
+// writes D = A . B, 1 adds to D. A slice that starts a fresh partial sum
+// passes 0 on its first step, so the partial slab needs no zeroing (64 moves
+// a slice saved). Only N = 128: the promoting rungs hold an FP32 slab and two
+// partial slabs of 64 x 128, 192 registers a thread.
+template <typename T>
+__device__ __forceinline__ void wgmma_fp8_into(float (&d)[64], unsigned long long da, unsigned long long db,
+                                               int accumulate);
+#define GL_WGMMA_FP8_INTO(TAG, INSTRUCTION)                                                                  \
+    template <>                                                                                             \
+    __device__ __forceinline__ void wgmma_fp8_into<TAG>(float (&d)[64], unsigned long long da,             \
+                                                        unsigned long long db, int accumulate) {          \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" INSTRUCTION " {" GL_TEXT_64             \
+                     "}, %64, %65, p, 1, 1;\n}\n"                                                            \
+                     : GL_OUT_64(d)                                                                         \
+                     : "l"(da), "l"(db), "r"(accumulate));                                                  \
+    }
+GL_WGMMA_FP8_INTO(gl_e4m3, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3")
+GL_WGMMA_FP8_INTO(gl_e5m2, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2")
+
+// One 128-K slice into a fresh partial slab: 4 steps of k = 32, the first
+// overwriting the slab, the others adding to it.
+template <typename T>
+__device__ __forceinline__ void wgmma_fp8_fresh_slice(float (&d)[64], const void* a_rows, const void* b_rows) {
+    const unsigned long long da = wgmma_desc(a_rows), db = wgmma_desc(b_rows);
+#pragma unroll
+    for (int step = 0; step < TMA_ROW_BYTES / 32; ++step) wgmma_fp8_into<T>(d, da + 2 * step, db + 2 * step, step);
+}
+
 // int8: int32 sums, listed as "+r" operands; the integer form has no
 // scale-a/scale-b immediates, only the scale-d predicate (D += A . B).
 #define GL_OUT_R_64(d) \

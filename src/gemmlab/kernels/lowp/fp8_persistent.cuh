@@ -1,0 +1,190 @@
+// The persistent FP8 rungs (tc_fp8_tma_store, tc_fp8_blockscaled_tma): the
+// tensor ladder's best design (tc_tma_store: one block per SM walking tiles
+// in GROUP_M-row groups, a TMA producer warpgroup and consumer warpgroups
+// handing registers over by setmaxnreg, clusters of CLUSTER blocks sharing B
+// by multicast, C leaving through swizzled shared-memory boxes and TMA
+// stores) with FP8 wgmma and its promotion every 128 K kept.
+//
+// What changes against tc_fp8_wgmma is everything around the promotion,
+// not the promotion itself: each consumer still issues a 128-K slice into a
+// partial slab, waits for it (wgmma.wait_group 0) and adds it into its FP32
+// sums, 64 + 64 registers of the 232 it claims, hence 64 x 128 per warpgroup
+// (BN = 128). The slice's first wgmma overwrites the slab (scale-d 0), so the
+// slab is never zeroed in the loop. A tried alternative, two partial slabs
+// per consumer promoting slice t while slice t + 1 runs, makes ptxas
+// serialise every wgmma (C7518, "WG.DP in divergent path"; CPU tests check
+// that this kernel compiles without that message): the overlap comes from
+// the other consumer warpgroup instead, as in DeepGEMM.
+//
+// SCALING: SCALE_TENSOR multiplies the sums by scale_a[0] x scale_b[0] in the
+// epilogue; SCALE_BLOCKS multiplies each promoted partial by its K block's
+// scale_a[kb][row] x scale_b[kb][tile column] (read when the slice is issued,
+// used after the wait), so per-tensor and block scaling cost the same: one
+// FADD or one FFMA per sum per K block.
+//
+// Synchronisation: tc_tma_store's (kernels/tensor/08_tma_store.cu; the long
+// form is in docs/synchronisation.md), with CLUSTER = 1 the plain
+// tc_persistent ring. A stage is released once wgmma.wait_group 0 has
+// completed the group that read it, once per use and in order, so the
+// producer's parity argument is unchanged. K = 0 runs no slice: the sums are
+// the zeros stored.
+
+#include "wgmma8.cuh"
+
+// Warpgroup `slab` of the consumers (named barrier slab + 1; 0 is __syncthreads') waits for its 128 threads.
+__device__ __forceinline__ void consumer_sync(int slab) {
+    asm volatile("bar.sync %0, 128;\n" ::"r"(slab + 1) : "memory");
+}
+
+// Everyone's barriers exist before anyone uses them (CLUSTER > 1: in every block of the cluster).
+template <int CLUSTER>
+__device__ __forceinline__ void ring_ready() {
+    if constexpr (CLUSTER == 1) {
+        __syncthreads();
+    } else {
+        cluster_sync();
+    }
+}
+
+template <typename T, int SCALING, int BM, int BN, int STAGES, int GROUP_M, int CLUSTER, int C_BOXES,
+          int PRODUCER_REGS, int CONSUMER_REGS, int C_BOX_ROWS>
+__device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtensorMap* a_map,
+                                               const CUtensorMap* b_map, const CUtensorMap* c_map,
+                                               const float* scale_a, const float* scale_b, int m, int n, int k) {
+    using In = typename T::inputs;
+    using C = typename T::c_storage;
+    constexpr int BK = TMA_ROW_BYTES;  // 128 FP8 elements of K: one tile, one K block of the scales
+    constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
+    constexpr int CONSUMERS = BM / 64;
+    using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
+    constexpr int BOX_COLS = TMA_ROW_BYTES / sizeof(C), BOXES = BN / BOX_COLS;
+    constexpr int C_BOX_BYTES = C_BOX_ROWS * TMA_ROW_BYTES;
+    static_assert((BM == 64 || BM == 128) && BN == 128, "64 x 128 sums and a 64 x 128 partial slab per warpgroup");
+    static_assert(BK == SCALE_BLOCK && BN == SCALE_BLOCK, "a tile is one block of the scales along K and N");
+    static_assert(SCALING == SCALE_TENSOR || SCALING == SCALE_BLOCKS, "per-tensor or block scales");
+    static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two blocks along M");
+    static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's share of B starts on a 1024-byte boundary");
+    static_assert(C_BOX_ROWS == 64, "a box of C holds the 64 rows of one warpgroup's sums");
+    // The ring, then each consumer's C boxes (1024-byte aligned: the swizzle's period), then the barriers.
+    unsigned char* boxes = smem + STAGES * (A_BYTES + B_BYTES);
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(boxes + CONSUMERS * C_BOXES * C_BOX_BYTES);
+    unsigned long long* empty = full + STAGES;
+
+    const int tid = threadIdx.x, group = tid / 128;
+    const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
+    const int tiles_m = (m + CLUSTER * BM - 1) / (CLUSTER * BM), tiles_n = (n + BN - 1) / BN;
+    const int first = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+    const int k_tiles = (k + BK - 1) / BK;
+    auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
+
+    init_ring<STAGES>(full, empty, CLUSTER * CONSUMERS);
+    ring_ready<CLUSTER>();
+
+    if (group == 0) {
+        Registers::release();
+        if (tid == 0) {
+            int use = 0;  // k-tiles over all of this block's tiles: stage use % STAGES, phase use / STAGES
+            for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
+                int tm, tn;
+                tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
+                for (int t = 0; t < k_tiles; ++t, ++use) {
+                    const int s = use % STAGES;
+                    if (use >= STAGES) mbar_wait(&empty[s], (use / STAGES - 1) % 2);
+                    mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
+                    tma_load(stage(s), a_map, &full[s], (CLUSTER * tm + rank) * BM, t * BK);
+                    if constexpr (CLUSTER == 1) {
+                        tma_load(stage(s) + A_BYTES, b_map, &full[s], tn * BN, t * BK);
+                    } else {
+                        tma_load_multicast(stage(s) + A_BYTES + rank * (B_BYTES / CLUSTER), b_map, &full[s],
+                                           tn * BN + rank * (BN / CLUSTER), t * BK, (1 << CLUSTER) - 1);
+                    }
+                }
+            }
+        }
+    } else {
+        Registers::claim();
+        const int slab = group - 1, thread = tid % 128;
+        const int r = 16 * (thread / 32) + (thread % 32) / 4;  // this thread's rows of a slab: r and r + 8
+        unsigned char* my_boxes = boxes + slab * C_BOXES * C_BOX_BYTES;
+        const float tensor_scale = SCALING == SCALE_TENSOR ? scale_a[0] * scale_b[0] : 1.f;
+        auto release = [&](int s) {
+            if constexpr (CLUSTER == 1) {
+                if (thread == 0) mbar_arrive(&empty[s]);
+            } else {
+                if (thread < CLUSTER) mbar_arrive_cluster(&empty[s], thread);
+            }
+        };
+        int use = 0, stored = 0;  // stored: boxes this warpgroup has handed to the copy engine
+        for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
+            int tm, tn;
+            tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
+            const int row = (CLUSTER * tm + rank) * BM + slab * 64;  // this warpgroup's first row of C
+            float acc[64], part[64];
+#pragma unroll
+            for (int i = 0; i < 64; ++i) acc[i] = part[i] = 0.f;
+            float lo = 1.f, hi = 1.f;  // the K block's factors of this thread's two rows
+
+            // K tile t into `part` (its first step overwrites it); its block scales read meanwhile.
+            auto issue = [&](int t) {
+                const int u = use + t, s = u % STAGES;
+                if constexpr (SCALING == SCALE_BLOCKS) {
+                    lo = block_scale(scale_a, scale_b, m, n, t, row + r, tn * BN);
+                    hi = block_scale(scale_a, scale_b, m, n, t, row + r + 8, tn * BN);
+                }
+                mbar_wait(&full[s], (u / STAGES) % 2);
+                wgmma_fence();
+                wgmma_fp8_fresh_slice<In>(part, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
+                wgmma_commit();
+            };
+            // K tile t's group has completed: its stage is free and its partial joins the FP32 sums.
+            auto promote = [&](int t) {
+                fence_registers(part);
+                release((use + t) % STAGES);
+                if constexpr (SCALING == SCALE_BLOCKS) {
+#pragma unroll
+                    for (int j = 0; j < 16; ++j) {
+                        acc[4 * j] = fmaf(lo, part[4 * j], acc[4 * j]);
+                        acc[4 * j + 1] = fmaf(lo, part[4 * j + 1], acc[4 * j + 1]);
+                        acc[4 * j + 2] = fmaf(hi, part[4 * j + 2], acc[4 * j + 2]);
+                        acc[4 * j + 3] = fmaf(hi, part[4 * j + 3], acc[4 * j + 3]);
+                    }
+                } else {
+#pragma unroll
+                    for (int i = 0; i < 64; ++i) acc[i] += part[i];
+                }
+            };
+
+            for (int t = 0; t < k_tiles; ++t) {
+                issue(t);
+                wgmma_wait<0>();
+                promote(t);
+            }
+            use += k_tiles;
+            fence_registers(acc);
+            if constexpr (SCALING == SCALE_TENSOR) {
+#pragma unroll
+                for (int i = 0; i < 64; ++i) acc[i] *= tensor_scale;
+            }
+            if (row >= m) continue;  // a cluster's second tile row past M: nothing to store
+#pragma unroll
+            for (int box = 0; box < BOXES; ++box, ++stored) {
+                unsigned char* out = my_boxes + (stored % C_BOXES) * C_BOX_BYTES;
+                // The store that last read this box, C_BOXES stores ago, must be done reading it.
+                if (thread == 0) bulk_wait_read<C_BOXES - 1>();
+                consumer_sync(slab);
+                write_wgmma_box<BN, C>(acc, out, box, thread);
+                // Show the threads' writes to the copy engine before it reads them.
+                fence_proxy_async_shared();
+                consumer_sync(slab);
+                if (thread == 0) {
+                    tma_store(c_map, out, row, tn * BN + box * BOX_COLS);
+                    bulk_commit();
+                }
+            }
+        }
+        // Shared memory must outlive the copy engine's reads of it.
+        if (thread == 0) bulk_wait_read<0>();
+    }
+    // A cluster stays until its neighbour is done: its last arrivals and multicasts land here.
+    if constexpr (CLUSTER > 1) cluster_sync();
+}

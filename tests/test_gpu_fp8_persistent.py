@@ -1,0 +1,71 @@
+"""The persistent FP8 rungs on the GPU (tc_fp8_tma_store,
+tc_fp8_blockscaled_tma): every element type (float32 and bfloat16 C), with
+and without clusters, on shapes with ragged edges, part tiles of K, a
+cluster's second tile row past M, and more tiles than the GPU holds blocks
+(so every block walks several tiles and its ring runs on across them)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from gemmlab.core import gpu
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+
+pytestmark = pytest.mark.gpu
+
+RUNGS = ["tc_fp8_tma_store", "tc_fp8_blockscaled_tma"]
+# N in whole 16-byte rows of C (a multiple of 8 serves both C types).
+SHAPES = [
+    Shape(256, 256, 256),
+    Shape(300, 520, 144),  # ragged M and N; one 128-wide K tile and a part tile of 16
+    Shape(1, 40, 272),  # one row; two K tiles and a part
+    Shape(200, 136, 48),  # K under one tile; N past one block of B's scales
+    Shape(130, 264, 400),  # a clustered pair's second block: its first slab has rows 128-191, its second none (M = 130)
+    Shape(2304, 1160, 272),  # 18 x 10 = 180 tiles: more than 132 SMs hold, so blocks walk on to a second tile
+]
+CASES = [(k, d, c) for k in RUNGS for d in ("e4m3", "e5m2", "e4m3-bf16") for c in (1, 2)]
+
+
+def _hopper() -> bool:
+    return gpu.describe(0).arch == "sm_90"
+
+
+@pytest.mark.parametrize(("kernel_id", "dtype", "cluster"), CASES, ids=[f"{k}-{d}-c{c}" for k, d, c in CASES])
+def test_persistent_fp8_rung_verifies_on_awkward_shapes(kernel_id: str, dtype: str, cluster: int) -> None:
+    from gemmlab.measure.run import run
+
+    if not _hopper():
+        pytest.skip(f"{kernel_id} needs sm_90a")
+    spec = catalogue.variant(kernel_id, {"CLUSTER": cluster})
+    for shape in SHAPES:
+        result = run(kernel_id, shape, dtype=dtype, reps=1, warmup=1, baseline=False, spec=spec)
+        assert 0 <= result.error <= result.tolerance, (shape, result.error, result.tolerance)
+
+
+def test_repeated_launches_agree() -> None:
+    """The same inputs launched again give the same C: no state (barrier phase,
+    box turn) leaks from one launch into the next."""
+    from gemmlab.measure.run import run
+
+    if not _hopper():
+        pytest.skip("tc_fp8_tma_store needs sm_90a")
+    shape = Shape(1024, 1024, 1024)
+    first = run("tc_fp8_tma_store", shape, dtype="e4m3", reps=5, warmup=2, baseline=False, seed=5)
+    again = run("tc_fp8_tma_store", shape, dtype="e4m3", reps=1, warmup=1, baseline=False, seed=5)
+    assert first.error <= first.tolerance and first.error == again.error
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed (the torch extra)")
+@pytest.mark.parametrize("dtype", ["e4m3", "e4m3-bf16"])
+def test_scaled_mm_baseline_in_the_same_c_type(dtype: str) -> None:
+    from gemmlab.measure.run import run
+
+    if not _hopper():
+        pytest.skip("tc_fp8_tma_store needs sm_90a")
+    result = run("tc_fp8_tma_store", Shape.square(1024), dtype=dtype, reps=3)
+    assert result.error <= result.tolerance
+    assert "bfloat16 C" in result.baseline_name if dtype == "e4m3-bf16" else "float32 C" in result.baseline_name
+    assert result.baseline_gflops and result.baseline_gflops > 0
