@@ -68,7 +68,9 @@ def torch_operands(prepared: Prepared, point: Point, sms: int) -> Operands:
 
     def tensor(name: str) -> Any:
         t = torch.from_dlpack(prepared.arrays[name])
-        return t.view(torch.bfloat16) if t.dtype == torch.uint16 else t  # bfloat16 bits, as problems/tensor.py stores them
+        return (
+            t.view(torch.bfloat16) if t.dtype == torch.uint16 else t
+        )  # bfloat16 bits, as problems/tensor.py stores them
 
     s, fp32 = point.shape, "C_in" in prepared.arrays
     return Operands(

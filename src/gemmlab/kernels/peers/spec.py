@@ -120,7 +120,7 @@ def _peer(
         block_edges=(),
         grid=_chosen_by_rung,
         block=_chosen_by_rung,
-        constraints=(*(((N_FOR_TMA_F32,) if tma and fp32 else ())), *constraints),
+        constraints=(*((N_FOR_TMA_F32,) if tma and fp32 else ()), *constraints),
         problem=SGEMM if fp32 else TENSOR,
         templated_on_edge=False,
         cgma=None,  # the compiler chooses the loads; gemmlab has no model of them
@@ -133,18 +133,40 @@ def _peer(
 
 
 PEERS: tuple[PeerSpec, ...] = (
-    _peer("triton_sgemm_blocked", "triton", "triton_blocked",
-          f"Triton tiles, tuned at bind time, FP32 without TF32: C = {ALPHA}*A.B {BETA:+}*C as the FP32 ladder",
-          fp32=True, dtypes=("float32",)),
-    _peer("triton_sgemm_tma", "triton", "triton_tma",
-          "persistent Triton kernel, A and B by TMA descriptors, FP32 without TF32, the FP32 ladder's problem",
-          fp32=True, dtypes=("float32",), tma=True),
-    _peer("triton_tc_blocked", "triton", "triton_blocked",
-          "Triton tiles on the tensor cores, tuned at bind time: C = A.B^T as the tensor ladder",
-          fp32=False, dtypes=("bfloat16", "float16")),
-    _peer("triton_tc_tma", "triton", "triton_tma",
-          "persistent Triton kernel, A and B by TMA descriptors: C = A.B^T as the tensor ladder",
-          fp32=False, dtypes=("bfloat16", "float16"), tma=True),
+    _peer(
+        "triton_sgemm_blocked",
+        "triton",
+        "triton_blocked",
+        f"Triton tiles, tuned at bind time, FP32 without TF32: C = {ALPHA}*A.B {BETA:+}*C as the FP32 ladder",
+        fp32=True,
+        dtypes=("float32",),
+    ),
+    _peer(
+        "triton_sgemm_tma",
+        "triton",
+        "triton_tma",
+        "persistent Triton kernel, A and B by TMA descriptors, FP32 without TF32, the FP32 ladder's problem",
+        fp32=True,
+        dtypes=("float32",),
+        tma=True,
+    ),
+    _peer(
+        "triton_tc_blocked",
+        "triton",
+        "triton_blocked",
+        "Triton tiles on the tensor cores, tuned at bind time: C = A.B^T as the tensor ladder",
+        fp32=False,
+        dtypes=("bfloat16", "float16"),
+    ),
+    _peer(
+        "triton_tc_tma",
+        "triton",
+        "triton_tma",
+        "persistent Triton kernel, A and B by TMA descriptors: C = A.B^T as the tensor ladder",
+        fp32=False,
+        dtypes=("bfloat16", "float16"),
+        tma=True,
+    ),
 )
 # The CuTe DSL rung (a Hopper wgmma GEMM with TMA and a pipelined mainloop) is
 # not written yet: MODELS and the `cute` extra are ready for it (docs/peer-ladders.md).

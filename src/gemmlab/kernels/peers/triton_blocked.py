@@ -98,3 +98,15 @@ def launcher(operands, config: triton.Config):
 
 def configs(itemsize: int) -> tuple[triton.Config, ...]:
     return CONFIGS_32 if itemsize == 4 else CONFIGS_16
+
+
+KERNEL = blocked_gemm
+
+
+def signature(element: str, config: triton.Config, fp32: bool) -> tuple[dict[str, str], dict[str, object]]:
+    """The argument types and constants of one compile (``element``: Triton's
+    name of A's and B's type), for compiling ahead of any launch (ahead.py)."""
+    pointers = {"a": f"*{element}", "b": f"*{element}", "c_in": "*fp32", "c": "*fp32"}
+    scalars = dict.fromkeys(("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn"), "i32")
+    constants = {"HAS_C_IN": fp32, "IEEE": fp32, "GROUP": GROUP, **config.kwargs}
+    return {**pointers, **scalars, "alpha": "fp32", "beta": "fp32", **dict.fromkeys(constants, "constexpr")}, constants

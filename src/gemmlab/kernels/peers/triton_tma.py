@@ -81,3 +81,17 @@ def launcher(operands, config: triton.Config):
 
 def configs(itemsize: int) -> tuple[triton.Config, ...]:
     return CONFIGS_32 if itemsize == 4 else CONFIGS_16
+
+
+KERNEL = persistent_tma_gemm
+
+
+def signature(element: str, config: triton.Config, fp32: bool) -> tuple[dict[str, str], dict[str, object]]:
+    """The argument types and constants of one compile, descriptors included (ahead.py)."""
+    bm, bn, bk = config.kwargs["BM"], config.kwargs["BN"], config.kwargs["BK"]
+    b_box = [bk, bn] if fp32 else [bn, bk]
+    types = {"a_desc": f"tensordesc<{element}[{bm}, {bk}]>", "b_desc": f"tensordesc<{element}{b_box}>",
+             "c_in": "*fp32", "c": "*fp32", "M": "i32", "N": "i32", "K": "i32", "alpha": "fp32", "beta": "fp32",
+             "programs": "i32"}  # fmt: skip
+    constants = {"B_KMAJOR": not fp32, "HAS_C_IN": fp32, "IEEE": fp32, "GROUP": GROUP, **config.kwargs}
+    return {**types, **dict.fromkeys(constants, "constexpr")}, constants
