@@ -92,8 +92,9 @@ def main() -> None:
     table = models_rows(results, peer_models, lines, seconds)
     text = models_text(table)
     print("\n" + text)
-    args.out.write_text(json.dumps({"results": results, "failures": failures, "compile_s": seconds,
-                                    "lines": lines, "device": dataclasses.asdict(info)}, indent=1, default=str))  # fmt: skip
+    stored = {"results": results, "failures": failures, "compile_s": seconds, "lines": lines,
+              "device": dataclasses.asdict(info)}  # fmt: skip
+    args.out.write_text(json.dumps(stored, indent=1, default=str))
     args.out.with_suffix(".txt").write_text(text + "\n")
     models_plot(table, args.out.parent, args.out.stem)
 
