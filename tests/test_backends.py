@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gemmlab import backends
-from gemmlab.backends import cpu, nvrtc
+from gemmlab.backends import cpu, nvrtc, peers
 from gemmlab.backends.base import Backend, DeviceBackend, HostBackend
 from gemmlab.core.errors import UnknownName
 from gemmlab.core.shapes import Shape
@@ -20,13 +20,14 @@ def test_every_catalogue_kernel_is_nvrtcs_and_every_baseline_the_cpus() -> None:
     for kernel_id in ("cpu_naive", "cpu_blocked", "cpu_blas"):
         assert backends.for_kernel(kernel_id) is cpu.BACKEND
         assert backends.on_host(kernel_id)
-    assert (backends.NVRTC, backends.CPU, backends.PYTHON) == ("nvrtc", "cpu", "python")
-    assert [b.name for b in backends.BACKENDS] == [backends.NVRTC, backends.CPU, backends.PYTHON]
+    assert (backends.NVRTC, backends.CPU, backends.PYTHON, backends.PEERS) == ("nvrtc", "cpu", "python", "peers")
+    assert [b.name for b in backends.BACKENDS] == [backends.NVRTC, backends.CPU, backends.PYTHON, backends.PEERS]
 
 
 def test_each_backend_offers_its_kind_of_interface() -> None:
     assert isinstance(nvrtc.BACKEND, DeviceBackend) and not isinstance(nvrtc.BACKEND, HostBackend)
     assert isinstance(cpu.BACKEND, HostBackend) and not isinstance(cpu.BACKEND, DeviceBackend)
+    assert isinstance(peers.BACKEND, DeviceBackend) and not isinstance(peers.BACKEND, HostBackend)
 
 
 def test_an_unknown_kernel_names_its_neighbours_and_the_baselines() -> None:

@@ -8,7 +8,9 @@ defines what a backend provides):
 - ``cpu`` (:mod:`gemmlab.backends.cpu`): the CPU baselines ``cpu_naive``,
   ``cpu_blocked`` and ``cpu_blas``, run on the host;
 - ``python`` (:mod:`gemmlab.backends.python`): users' Python functions
-  (Triton, PyTorch, CuPy, Numba), found by the path of their file.
+  (Triton, PyTorch, CuPy, Numba), found by the path of their file;
+- ``peers`` (:mod:`gemmlab.backends.peers`): the Triton and CuTe DSL rungs
+  of gemmlab.kernels.peers, on the CUDA C++ ladders' problems.
 
 Code that needs to know anything about a kernel's kind asks
 :func:`for_kernel` (or :func:`on_host`), never the id's spelling.
@@ -20,19 +22,20 @@ changes.
 
 from __future__ import annotations
 
-from gemmlab.backends import cpu, nvrtc, python
+from gemmlab.backends import cpu, nvrtc, peers, python
 from gemmlab.backends.base import Backend
 from gemmlab.core.errors import UnknownName, unknown_name
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
 
 # Every backend, in the order `gemmlab kernels` and error messages list their kernels.
-BACKENDS: tuple[Backend, ...] = (nvrtc.BACKEND, cpu.BACKEND, python.BACKEND)
+BACKENDS: tuple[Backend, ...] = (nvrtc.BACKEND, cpu.BACKEND, python.BACKEND, peers.BACKEND)
 
 # The backend names as stored with results.
 NVRTC: str = nvrtc.BACKEND.name
 CPU: str = cpu.BACKEND.name
 PYTHON: str = python.BACKEND.name
+PEERS: str = peers.BACKEND.name
 
 
 _BY_KERNEL: dict[str, Backend] = {kernel_id: b for b in BACKENDS for kernel_id in b.kernel_ids()}

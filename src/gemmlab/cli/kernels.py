@@ -19,7 +19,7 @@ from gemmlab.kernels import catalogue
 @app.command()
 @friendly
 def kernels(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """The kernel catalogue."""
+    """The kernel catalogue, then the peer rungs (Triton, CuTe DSL)."""
     rows = [
         {
             "id": s.id,
@@ -30,7 +30,7 @@ def kernels(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
             "dtypes": list(s.dtypes),
             "constraints": s.needs,
         }
-        for s in catalogue.CATALOGUE
+        for s in (*catalogue.CATALOGUE, *(catalogue.get(i) for i in catalogue.peer_ids()))
     ]
     if as_json:
         emit_json(rows)

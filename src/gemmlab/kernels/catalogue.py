@@ -18,6 +18,7 @@ from gemmlab.kernels.doc.spec import DOC_MATMUL
 from gemmlab.kernels.ladder import Config, Ladder
 from gemmlab.kernels.lowp.spec import LADDER as LOWP_LADDER
 from gemmlab.kernels.memory.spec import MEMORY_KERNELS
+from gemmlab.kernels.peers.spec import PEERS
 from gemmlab.kernels.sgemm.spec import LADDER as SGEMM_LADDER
 from gemmlab.kernels.spec import KernelSpec, Point
 from gemmlab.kernels.tensor.spec import LADDER as TENSOR_LADDER
@@ -31,6 +32,12 @@ FAMILIES: tuple[tuple[KernelSpec, ...], ...] = (DOC_MATMUL, MEMORY_KERNELS, *(la
 CATALOGUE: tuple[KernelSpec, ...] = tuple(spec for family in FAMILIES for spec in family)
 _BY_ID = {spec.id: spec for spec in CATALOGUE}
 assert len(_BY_ID) == len(CATALOGUE), "duplicate kernel id in the catalogue"
+
+# The peer rungs (Triton, CuTe DSL: kernels/peers): found by id like the
+# catalogue's, but apart from it, since NVRTC compiles none of them and their
+# libraries are optional extras. `gemmlab kernels` lists them after the catalogue.
+_PEERS = {spec.id: spec for spec in PEERS}
+assert not set(_PEERS) & set(_BY_ID), "a peer rung shares an id with the catalogue"
 
 
 # Users' kernels (gemmlab.kernels.user), added the first time a command names
@@ -47,6 +54,11 @@ def kernel_ids() -> list[str]:
     return list(_BY_ID)
 
 
+def peer_ids() -> list[str]:
+    """The peer rungs' ids (kernels/peers)."""
+    return list(_PEERS)
+
+
 def is_file_name(name: str) -> bool:
     """Whether a command's kernel argument is a path to a user's kernel rather than an id."""
     return name.endswith(FILE_SUFFIXES) or Path(name).is_file()
@@ -56,7 +68,7 @@ def get(kernel_id: str) -> KernelSpec:
     """The entry for ``kernel_id``: a catalogue id, a user's kernel by the path
     of its file (read and remembered, see :func:`declare`) or by the id it was
     remembered under. An unknown id suggests close names."""
-    spec = _BY_ID.get(kernel_id) or _DECLARED.get(kernel_id)
+    spec = _BY_ID.get(kernel_id) or _PEERS.get(kernel_id) or _DECLARED.get(kernel_id)
     if spec is not None:
         return spec
     if is_file_name(kernel_id):

@@ -76,6 +76,7 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
         baseline=cublas_gemm(cp, a, b, lib_out, "float32", ALPHA, BETA),
         baseline_name=baseline_name(),
         buffers=(a, b, c_in, c_out, ref, lib_out),  # c_out keeps its whole allocation (guard.whole) alive
+        arrays={"A": a, "B": b, "C_in": c_in, "C": c_out},  # for the peer rungs (kernels/peers), which take arrays
         guards=(guard,),
         redraw=redraw,
         explain=explain,

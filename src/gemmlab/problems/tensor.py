@@ -136,6 +136,7 @@ def prepare_tensor(
         baseline=cublas_gemm(cp, a, b, lib_out, dtype),
         baseline_name=baseline_name(dtype),
         buffers=(a, b, c, ref, lib_out, *operands, c_arg),  # c keeps its whole allocation (guard.whole) alive
+        arrays={"A": a, "B": b, "C": c},  # for the peer rungs (kernels/peers), which take arrays
         guards=(guard,),
         redraw=redraw,
         explain=lambda: poison_left(cp, values(cp, c, c_type)),

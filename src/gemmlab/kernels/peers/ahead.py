@@ -1,0 +1,53 @@
+"""A Triton rung compiled ahead of any launch, for a target rather than a
+device: Triton's compiler needs no GPU, only its own ptxas. The CPU tests
+compile every rung this way, and peers_bench.py times the compile (Triton's
+cache off, as NVRTC's is when a CUDA rung's compile is timed)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+
+from gemmlab.kernels.peers.spec import PeerSpec
+
+# Triton's names of the element types a peer rung takes.
+ELEMENTS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """One compile: the cubin, the PTX it came from and the seconds it took."""
+
+    cubin: bytes
+    ptx: str
+    seconds: float
+    shared_bytes: int
+
+
+def compile_ahead(spec: PeerSpec, dtype: str, arch: str = "sm_90") -> Ahead:
+    """The rung's first configuration compiled for ``arch`` (sm_XY) with an empty cache."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    module = importlib.import_module(spec.module)
+    element = ELEMENTS[dtype]
+    config = module.configs(4 if dtype == "float32" else 2)[0]
+    types, constants = module.signature(element, config, spec.problem.name == "sgemm")
+    source = triton.compiler.ASTSource(module.KERNEL, types, constexprs=constants)
+    options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
+    with tempfile.TemporaryDirectory() as cache:
+        previous = os.environ.get("TRITON_CACHE_DIR")
+        os.environ["TRITON_CACHE_DIR"] = cache
+        try:
+            start = time.perf_counter()
+            kernel = triton.compile(source, target=GPUTarget("cuda", int(arch[3:].rstrip("a")), 32), options=options)
+            seconds = time.perf_counter() - start
+        finally:
+            if previous is None:
+                del os.environ["TRITON_CACHE_DIR"]
+            else:
+                os.environ["TRITON_CACHE_DIR"] = previous
+    return Ahead(kernel.asm["cubin"], kernel.asm["ptx"], seconds, kernel.metadata.shared)

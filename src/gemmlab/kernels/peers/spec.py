@@ -1,0 +1,172 @@
+"""The peer rungs: Triton and CuTe DSL kernels that solve exactly the problems
+of the CUDA C++ ladders (problems/sgemm.py: C = alpha*A.B + beta*C_in in
+float32; problems/tensor.py: C = A.B^T, A M x K and B N x K, C float32), so
+the runner verifies and times them against the same cuBLAS baseline.
+
+Each rung's file (a module of this folder) exposes ``configs(itemsize)``, the
+configurations it may take, and ``launcher(operands, config)``, a function
+that launches one of them on :class:`Operands`. The backend
+(gemmlab.backends.peers) compiles and times every configuration once when it
+binds a point and launches the fastest from then on: tuning never runs inside
+the timed launches.
+
+Triton and the CuTe DSL are optional: :data:`MODELS` names the extra that
+installs each, and a rung whose library is missing says so in its needs
+(`gemmlab kernels`) and refuses to run with the extra's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gemmlab.core.shapes import Dim3, Shape
+from gemmlab.kernels.spec import Constraint, KernelSpec, multiple_of
+from gemmlab.problems.sgemm import ALPHA, BETA, SGEMM
+from gemmlab.problems.tensor import TENSOR
+
+SOURCE_DOC = "gemmlab peer ladders (docs/peer-ladders.md)"
+
+
+@dataclass(frozen=True)
+class Model:
+    """A programming model: its name in tables, the module that must import, the extra that installs it."""
+
+    name: str
+    module: str
+    extra: str
+
+
+MODELS = {
+    "triton": Model("Triton", "triton", "triton"),
+    "cute": Model("CuTe DSL", "cutlass.cute", "cute"),
+}
+
+
+@dataclass(frozen=True)
+class PeerSpec(KernelSpec):
+    """A catalogue entry for a peer rung: the model it is written in and the
+    module (under gemmlab.kernels.peers) that holds its kernel and launcher."""
+
+    model: str = "triton"
+    module: str = ""
+
+    @property
+    def needs(self) -> list[str]:
+        found = super().needs
+        model = MODELS[self.model]
+        if not installed(model.module):
+            found.append(f"the {model.extra} extra (not installed)")
+        return found
+
+
+@dataclass
+class Operands:
+    """What a launcher needs, as the model's arrays (torch tensors): A, B, C
+    (and C_in for the FP32 ladder), the sizes, the scalars, how B is laid out
+    and how many SMs a persistent kernel spreads over."""
+
+    a: Any
+    b: Any
+    c: Any
+    c_in: Any
+    m: int
+    n: int
+    k: int
+    alpha: float
+    beta: float
+    b_kmajor: bool  # B stored N x K (the tensor ladder's); else K x N (the FP32 ladder's)
+    sms: int
+
+    @property
+    def b_stride_k(self) -> int:
+        return self.b.stride(1) if self.b_kmajor else self.b.stride(0)
+
+    @property
+    def b_stride_n(self) -> int:
+        return self.b.stride(0) if self.b_kmajor else self.b.stride(1)
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it (Triton and the CuTe DSL take seconds)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # the parent package (cutlass of cutlass.cute) is missing
+        return False
+
+
+def _chosen_by_rung(shape: Shape, block_edge: int) -> Dim3:
+    """The rung's launcher picks its grid from the configuration it tuned; gemmlab does not see it."""
+    return (0, 0, 0)
+
+
+# TMA descriptors need 16-byte row strides: the FP32 ladder's B is K x N, so N counts too.
+N_FOR_TMA_F32 = multiple_of("n", lambda e: 4, "4 (B's rows of float32 in whole 16-byte pieces for TMA)")
+
+
+def _peer(
+    id: str, model: str, module: str, summary: str, *, fp32: bool, dtypes: tuple[str, ...],
+    tma: bool = False, constraints: tuple[Constraint, ...] = (),
+) -> PeerSpec:  # fmt: skip
+    return PeerSpec(
+        id=id,
+        source=f"peers/{module}.py",
+        function=module,
+        source_doc=SOURCE_DOC,
+        summary=summary,
+        dtypes=dtypes,
+        block_edges=(),
+        grid=_chosen_by_rung,
+        block=_chosen_by_rung,
+        constraints=(*((N_FOR_TMA_F32,) if tma and fp32 else ()), *constraints),
+        problem=SGEMM if fp32 else TENSOR,
+        templated_on_edge=False,
+        cgma=None,  # the compiler chooses the loads; gemmlab has no model of them
+        min_cc=(9, 0) if tma else (8, 0),
+        k_bytes_multiple=16 if tma else 0,
+        backend="peers",
+        model=model,
+        module=f"gemmlab.kernels.peers.{module}",
+    )
+
+
+PEERS: tuple[PeerSpec, ...] = (
+    _peer(
+        "triton_sgemm_blocked",
+        "triton",
+        "triton_blocked",
+        f"Triton tiles, tuned at bind time, FP32 without TF32: C = {ALPHA}*A.B {BETA:+}*C as the FP32 ladder",
+        fp32=True,
+        dtypes=("float32",),
+    ),
+    _peer(
+        "triton_sgemm_tma",
+        "triton",
+        "triton_tma",
+        "persistent Triton kernel, A and B by TMA descriptors, FP32 without TF32, the FP32 ladder's problem",
+        fp32=True,
+        dtypes=("float32",),
+        tma=True,
+    ),
+    _peer(
+        "triton_tc_blocked",
+        "triton",
+        "triton_blocked",
+        "Triton tiles on the tensor cores, tuned at bind time: C = A.B^T as the tensor ladder",
+        fp32=False,
+        dtypes=("bfloat16", "float16"),
+    ),
+    _peer(
+        "triton_tc_tma",
+        "triton",
+        "triton_tma",
+        "persistent Triton kernel, A and B by TMA descriptors: C = A.B^T as the tensor ladder",
+        fp32=False,
+        dtypes=("bfloat16", "float16"),
+        tma=True,
+    ),
+)
+# The CuTe DSL rung (a Hopper wgmma GEMM with TMA and a pipelined mainloop) is
+# not written yet: MODELS and the `cute` extra are ready for it (docs/peer-ladders.md).

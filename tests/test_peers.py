@@ -1,0 +1,138 @@
+"""The peer rungs without a GPU: their entries solve the CUDA C++ ladders'
+problems, a missing extra is named, the Triton rungs compile for Hopper
+ahead of any launch (when Triton is installed), and the programming-models
+table and plot come out of synthetic results."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+from typer.testing import CliRunner
+
+from gemmlab import backends
+from gemmlab.backends.peers import import_rung
+from gemmlab.cli import app
+from gemmlab.core.extras import MissingExtra
+from gemmlab.kernels import catalogue
+from gemmlab.kernels.peers import spec as peer_spec
+from gemmlab.kernels.peers.spec import MODELS, PEERS
+from gemmlab.report.models import code_lines, models_plot, models_rows, models_text
+
+ROOT = Path(__file__).resolve().parents[1]
+TRITON = peer_spec.installed("triton")
+
+
+@pytest.mark.parametrize("spec", PEERS, ids=lambda s: s.id)
+def test_a_peer_rung_is_found_by_id_and_served_by_the_peers_backend(spec: peer_spec.PeerSpec) -> None:
+    assert catalogue.get(spec.id) is spec
+    assert backends.for_kernel(spec.id).name == "peers"
+    assert spec.id not in catalogue.kernel_ids(), "NVRTC compiles the catalogue; the peers stay apart"
+    # The same problem as the CUDA C++ ladder of its element type, so the same check and baseline.
+    assert spec.problem.name == ("sgemm" if spec.dtypes == ("float32",) else "tensor")
+    assert (ROOT / "src/gemmlab/kernels" / str(spec.source)).is_file()
+
+
+def test_the_nvrtc_backend_does_not_claim_the_peer_rungs() -> None:
+    assert not set(catalogue.peer_ids()) & set(backends.nvrtc.BACKEND.kernel_ids())
+
+
+def test_the_tma_rungs_refuse_rows_that_are_not_whole_16_byte_pieces() -> None:
+    assert any("K = 100 is not a multiple of 8" in v for v in catalogue.get("triton_tc_tma").violations(
+        catalogue.Shape(128, 128, 100), 0, "bfloat16"))  # fmt: skip
+    assert any("N = 130" in v for v in catalogue.get("triton_sgemm_tma").violations(
+        catalogue.Shape(128, 130, 128), 0, "float32"))  # fmt: skip
+    assert catalogue.get("triton_tc_blocked").violations(catalogue.Shape(333, 517, 100), 0, "bfloat16") == []
+
+
+def test_a_missing_extra_is_named_in_needs_and_when_the_rung_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(peer_spec, "installed", lambda module: False)
+    monkeypatch.setitem(sys.modules, "triton", None)  # import triton now raises ImportError
+    spec = catalogue.get("triton_tc_blocked")
+    assert "the triton extra (not installed)" in spec.needs
+    with pytest.raises(MissingExtra) as caught:
+        import_rung(spec)
+    assert "pip install 'gemmlab[triton]'" in caught.value.fix and spec.id in str(caught.value)
+
+
+def test_the_extras_are_declared_in_pyproject() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for model in MODELS.values():
+        assert model.extra in extras
+    assert any(d.startswith("triton") for d in extras["triton"])
+    assert any(d.startswith("nvidia-cutlass-dsl") for d in extras["cute"])
+
+
+def test_gemmlab_kernels_lists_the_peer_rungs_with_their_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(peer_spec, "installed", lambda module: False)
+    result = CliRunner().invoke(app, ["kernels", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["id"]: row for row in __import__("json").loads(result.output)}
+    for spec in PEERS:
+        assert "the triton extra (not installed)" in rows[spec.id]["constraints"]
+
+
+@pytest.mark.skipif(not TRITON, reason="Triton is not installed (pip install 'gemmlab[triton]')")
+@pytest.mark.parametrize(("kernel", "dtype"), [(s.id, d) for s in PEERS for d in s.dtypes])
+def test_a_triton_rung_compiles_for_hopper_without_a_gpu(kernel: str, dtype: str) -> None:
+    from gemmlab.kernels.peers.ahead import compile_ahead
+
+    spec = catalogue.get(kernel)
+    compiled = compile_ahead(spec, dtype, "sm_90")  # type: ignore[arg-type]
+    assert compiled.cubin[:4] == b"\x7fELF" and compiled.seconds > 0
+    # bfloat16 and float16 reach the tensor cores by wgmma; float32 without TF32 never does.
+    assert ("wgmma" in compiled.ptx) == (dtype != "float32")
+    assert ("cp.async.bulk.tensor" in compiled.ptx) == kernel.endswith("_tma")
+
+
+# --- the programming-models table and plot, from synthetic rows ---------------------------
+
+PEER_MODELS = {"triton_tc_tma": "Triton", "triton_tc_blocked": "Triton", "cute_x": "CuTe DSL"}
+
+
+def _row(kernel: str, backend: str, gflops: float | None, baseline: float, n: int = 4096) -> dict:
+    return {"kernel": kernel, "backend": backend, "dtype": "bfloat16", "m": n, "n": n, "k": n, "gflops": gflops,
+            "baseline_gflops": baseline, "baseline_name": "cuBLAS GemmEx"}  # fmt: skip
+
+
+ROWS = [
+    _row("tc_wgmma", "nvrtc", 600e3, 700e3),
+    _row("tc_mma", "nvrtc", 400e3, 710e3),
+    _row("triton_tc_blocked", "peers", 500e3, 690e3),
+    _row("triton_tc_tma", "peers", 550e3, 705e3),
+    _row("triton_tc_tma", "peers", None, 700e3, n=2048),  # failed: no figure, so no row of its own
+    _row("naive_define/matmul", "python", 900e3, 700e3),  # a user's kernel is no model of the table
+]
+
+
+def test_models_rows_keep_each_models_fastest_verified_rung_and_the_fastest_cublas() -> None:
+    rows = models_rows(ROWS, PEER_MODELS, lines={"tc_wgmma": 300}, compile_s={"triton_tc_tma": 0.4})
+    assert [(r.dtype, r.m) for r in rows] == [("bfloat16", 4096)]
+    best = rows[0].best
+    assert (best["CUDA C++"].kernel, best["CUDA C++"].gflops, best["CUDA C++"].lines) == ("tc_wgmma", 600e3, 300)
+    assert (best["Triton"].kernel, best["Triton"].compile_s) == ("triton_tc_tma", 0.4)
+    assert best["cuBLAS"].gflops == 710e3
+    assert "CuTe DSL" not in best
+
+
+def test_models_text_shows_tflops_rung_lines_and_compile_time_and_a_dash_for_a_missing_model() -> None:
+    text = models_text(models_rows(ROWS, PEER_MODELS, lines={"tc_wgmma": 300}, compile_s={"tc_wgmma": 2.5}))
+    header, line = text.splitlines()
+    assert header.split()[:3] == ["dtype", "M", "x"] and "CuTe DSL TFLOPS" in header
+    assert "600.0 (tc_wgmma) [300 lines, 2.5 s compile]" in line
+    assert "550.0 (triton_tc_tma)" in line
+    assert re.search(r"\s-\s+710\.0$", line), line  # no CuTe DSL result; cuBLAS's figure alone
+
+
+def test_models_plot_draws_a_bar_per_model_with_a_result(tmp_path: Path) -> None:
+    plots = models_plot(models_rows(ROWS, PEER_MODELS), tmp_path)
+    assert [p.file for p in plots] == ["programming_models.png"]
+    assert (tmp_path / "programming_models.png").stat().st_size > 0 and (tmp_path / "programming_models.svg").exists()
+    assert models_plot([], tmp_path) == []
+
+
+def test_code_lines_count_neither_blank_lines_nor_comment_lines() -> None:
+    assert code_lines("int x;\n\n// why\n  # also why\nx = 1;\n") == 2
