@@ -208,9 +208,13 @@ def test_a_v6_database_gains_the_stress_tables_and_keeps_its_failures(tmp_path: 
         store.add_failure(None, None, {"kernel": "tiled", "m": 1, "n": 1, "k": 1, "dtype": "float32", "kind": "wrong",
                                        "reason": "r"})  # fmt: skip
     with sqlite3.connect(path) as conn:  # what gemmlab before stress wrote
-        # The tables of v7 (stress) and of the migrations after it (compiles, grades).
-        later = ("stress_failures", "stress_summaries", "compiles", "grades")
-        conn.executescript("".join(f"DROP TABLE {t}; " for t in later) + "PRAGMA user_version = 6;")
+        # The tables of v7 (stress) and of the migrations after it (compiles, grades,
+        # dispatch), and the columns those added to results (v11's timing methods).
+        later = ("stress_failures", "stress_summaries", "compiles", "grades", "dispatch")
+        columns = ("timing_method", "baseline_timing_method")
+        conn.executescript("".join(f"DROP TABLE {t}; " for t in later)
+                           + "".join(f"ALTER TABLE results DROP COLUMN {c}; " for c in columns)
+                           + "PRAGMA user_version = 6;")  # fmt: skip
     with Store.open(path) as store:
         assert store.schema_version == SCHEMA_VERSION and len(store.failures()) == 1
         run_id = store.start_run({})

@@ -126,7 +126,9 @@ sgemm_skinny(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T*
                 sum += smem[w * ROWS * COLS + i];
             }
             const int idx = r * n + c;
-            c_out[idx] = beta == 0.f ? alpha * sum : alpha * sum + beta * c_in[idx];
+            // As the ladder's store4: alpha * sum rounded, then beta * C added by one FMA.
+            const T scaled = alpha * sum;
+            c_out[idx] = beta == 0.f ? scaled : fmaf(beta, c_in[idx], scaled);
         }
     }
 }

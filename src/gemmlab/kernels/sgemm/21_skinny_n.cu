@@ -108,7 +108,9 @@ sgemm_skinny_n(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, 
             const int row = row0 + t;
             if (c % ROW_LANES == kl && row < m && c < n) {
                 const int idx = row * n + c;
-                c_out[idx] = beta == 0.f ? alpha * acc[t][c] : alpha * acc[t][c] + beta * c_in[idx];
+                // As the ladder's store4: alpha * sum rounded, then beta * C added by one FMA.
+                const float scaled = alpha * acc[t][c];
+                c_out[idx] = beta == 0.f ? scaled : fmaf(beta, c_in[idx], scaled);
             }
         }
     }
