@@ -57,16 +57,18 @@ def probe(name, make):
                 print(f"{name}: capture ({label}) failed: {type(e).__name__}: {e}")
                 traceback.print_exc(limit=3)
                 continue
-            ok = check(lambda: graph.launch(stream))
-            us_graph = timed(stream, lambda: graph.launch(stream))
+            ok = check(lambda graph=graph: graph.launch(stream))
+            us_graph = timed(stream, lambda graph=graph: graph.launch(stream))
 
             def b2b():
                 for _ in range(COUNT):
                     call()
 
             us_b2b = timed(stream, b2b)
-            print(f"{name}: capture ({label}) works, result right: {ok}; per call: graph {us_graph:.2f} us, "
-                  f"back-to-back {us_b2b:.2f} us")
+            print(
+                f"{name}: capture ({label}) works, result right: {ok}; per call: graph {us_graph:.2f} us, "
+                f"back-to-back {us_b2b:.2f} us"
+            )
             break
 
 
@@ -107,8 +109,11 @@ def bf16(n, dtype):
 
 
 if __name__ == "__main__":
-    print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "cuBLAS", cp.cuda.cublas.getVersion(
-        cp.cuda.device.get_cublas_handle()))
+    print(
+        cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+        "cuBLAS",
+        cp.cuda.cublas.getVersion(cp.cuda.device.get_cublas_handle()),
+    )
     for n in (256, 512, 1024):
         probe(f"sgemm {n}", sgemm(n))
         probe(f"bfloat16 {n}", bf16(n, "bfloat16"))
