@@ -308,7 +308,9 @@ def run_tc_tune(db: Path, runner: FakeRunner, dtype: str | None) -> tune.TuneSum
 def test_each_kernel_belongs_to_its_ladder() -> None:
     # The tuner searches the catalogue's ladders, and nothing else.
     tunable = {spec.id for ladder in catalogue.LADDERS for spec in ladder.kernels}
-    assert tunable == {spec.id for spec in (*sgemm.SGEMM_KERNELS, *tensor.TENSOR_KERNELS)}
+    from gemmlab.kernels.lowp import spec as lowp
+
+    assert tunable == {spec.id for spec in (*sgemm.SGEMM_KERNELS, *tensor.TENSOR_KERNELS, *lowp.LOWP_KERNELS)}
     with pytest.raises(UnknownName, match="tunable kernel"):
         tune.resolved_dtype("tiled")
     for spec in sgemm.SGEMM_KERNELS:
