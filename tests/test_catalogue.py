@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -146,3 +147,21 @@ def test_a_configuration_is_laid_over_the_default_by_name() -> None:
         rung.config({"TILE": 32})
     with pytest.raises(UnknownName, match="tunable kernel"):
         catalogue.configs("tiled")
+
+
+def test_candidate_rungs_are_taken_by_id_and_listed() -> None:
+    # The dispatcher's rungs for skinny, K-heavy, small and odd shapes: `gemmlab
+    # run sgemm_skinny 1 4096 4096` must find them as it finds the ladders' rungs.
+    from typer.testing import CliRunner
+
+    from gemmlab.cli import app
+
+    candidates = catalogue.candidate_ids()
+    assert {"sgemm_skinny", "sgemm_split_k", "tc_gemv", "tc_split_k"} <= set(candidates)
+    assert not set(candidates) & {s.id for s in catalogue.CATALOGUE}
+    for kernel_id in candidates:
+        spec = catalogue.get(kernel_id)
+        assert spec.id == kernel_id and spec.config == catalogue.variant(kernel_id, {}).config
+    listed = CliRunner().invoke(app, ["kernels", "--json"])
+    ids = [row["id"] for row in json.loads(listed.output)]
+    assert set(candidates) <= set(ids) and len(ids) == len(set(ids))

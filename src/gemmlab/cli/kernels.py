@@ -19,7 +19,10 @@ from gemmlab.kernels import catalogue
 @app.command()
 @friendly
 def kernels(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """The kernel catalogue, then the peer rungs (Triton, CuTe DSL)."""
+    """The kernel catalogue, its candidate rungs, then the peer rungs.
+
+    The candidates are the ladders' rungs for skinny, K-heavy, small and odd
+    shapes, which the dispatcher searches; the peers are Triton and CuTe DSL."""
     rows = [
         {
             "id": s.id,
@@ -30,7 +33,11 @@ def kernels(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
             "dtypes": list(s.dtypes),
             "constraints": s.needs,
         }
-        for s in (*catalogue.CATALOGUE, *(catalogue.get(i) for i in catalogue.peer_ids()))
+        for s in (
+            *catalogue.CATALOGUE,
+            *(catalogue.get(i) for i in catalogue.candidate_ids()),
+            *(catalogue.get(i) for i in catalogue.peer_ids()),
+        )
     ]
     if as_json:
         emit_json(rows)

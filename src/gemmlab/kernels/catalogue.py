@@ -54,6 +54,15 @@ def kernel_ids() -> list[str]:
     return list(_BY_ID)
 
 
+def candidate_ids() -> list[str]:
+    """The ladders' candidate rungs: kernels for the shapes the big tiles lose
+    (skinny, K-heavy, small, odd), which the dispatcher searches and measures
+    on its shape suite. They are not in the ladders' square-size tables (a
+    skinny rung cannot take 4096 x 4096 x 4096), but `gemmlab run` and the
+    other commands take them by id, at their default configuration."""
+    return [rung.id for ladder in LADDERS for rung in ladder.candidates]
+
+
 def peer_ids() -> list[str]:
     """The peer rungs' ids (kernels/peers)."""
     return list(_PEERS)
@@ -71,11 +80,14 @@ def get(kernel_id: str) -> KernelSpec:
     spec = _BY_ID.get(kernel_id) or _PEERS.get(kernel_id) or _DECLARED.get(kernel_id)
     if spec is not None:
         return spec
+    if kernel_id in _CANDIDATES:
+        return variant(kernel_id, {})
     if is_file_name(kernel_id):
         from gemmlab.kernels import user  # the user module reads the catalogue: imported when needed
 
         return declare(user.load_path(Path(kernel_id)))
-    raise unknown_name("kernel", kernel_id, _BY_ID, f"`gemmlab kernels` lists all {len(_BY_ID)}.") from None
+    listed = [*_BY_ID, *sorted(_CANDIDATES), *_PEERS]
+    raise unknown_name("kernel", kernel_id, listed, f"`gemmlab kernels` lists all {len(listed)}.") from None
 
 
 def declare(spec: KernelSpec) -> KernelSpec:
@@ -131,6 +143,7 @@ def point(
 
 # Every rung of every ladder, candidates included, by kernel id.
 _LADDER_OF = {rung.id: ladder for ladder in LADDERS for rung in (*ladder.rungs, *ladder.candidates)}
+_CANDIDATES = frozenset(rung.id for ladder in LADDERS for rung in ladder.candidates)
 
 
 def ladder(kernel_id: str) -> Ladder:
