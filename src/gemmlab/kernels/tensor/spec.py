@@ -369,13 +369,17 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         summary="mma.sync fed straight from 16-byte loads: one operand streamed past at most MAX_M rows of "
         "the other (M or N of 1 to 16)",
         dtypes=(*DTYPES_16, BF16_OUT),
-        default=Config(MAX_M=16, WARPS=8, UNROLL=4),
+        # Two batches of loads live per lane (11_gemv.cu's software pipeline):
+        # UNROLL = 2 at MAX_M = 16 is 66 registers, three blocks of 8 warps per
+        # SM, so N = 4096's 256 blocks run in one wave; UNROLL = 4 there takes
+        # 142 and one block per SM (two waves), hence only with 4 warps.
+        default=Config(MAX_M=16, WARPS=8, UNROLL=2),
         search=(
-            Config(MAX_M=8),
-            Config(WARPS=4),
-            Config(UNROLL=2),
-            Config(WARPS=16, UNROLL=2),
-            Config(MAX_M=8, UNROLL=8),
+            Config(MAX_M=8, UNROLL=4),
+            Config(WARPS=4, UNROLL=4),
+            Config(WARPS=16),
+            Config(MAX_M=8, WARPS=4, UNROLL=8),
+            Config(UNROLL=1),
         ),
         threads=lambda c: c["WARPS"] * 32,
         smem_bytes=lambda c: 0,
