@@ -81,7 +81,7 @@ SHAPE_SECONDS = 10.0
 # Rungs made for one shape class, whose every configuration is tried on the
 # shapes of that class (short launches: the whole search costs seconds).
 EVERY_CONFIG = {"sgemm_skinny": "skinny-m", "sgemm_skinny_n": "skinny-n", "sgemm_split_k": "k-heavy"}
-EVERY_CONFIG["tc_small"] = "few-tiles"  # 9 configurations, 2 to 6 us each at the few-tile shapes
+EVERY_CONFIG["tc_small"] = "few-tiles"  # 10 configurations, 2 to 6 us each at the few-tile shapes
 # The SM the block-residency model assumes (an H100's or H200's: sm_90).
 SM = sm_limits((9, 0))
 

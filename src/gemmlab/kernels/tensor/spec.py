@@ -432,6 +432,7 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
             Config(BM=128, BN=64, SPLITS=2),
             Config(BM=128, BN=64, SPLITS=4),
             Config(BM=128, SPLITS=4),
+            Config(BM=128, SPLITS=8, STAGES=3),  # 96 KB: two blocks per SM
         ),
         threads=lambda c: c["BM"] // 64 * WARPGROUP + 32,
         smem_bytes=lambda c: _ring_bytes(c, 2),
