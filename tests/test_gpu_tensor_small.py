@@ -11,10 +11,10 @@ Run: PYTHONPATH=src python -m pytest -q -p no:cacheprovider tests/test_gpu_tenso
 from __future__ import annotations
 
 import pytest
-from test_gpu_tensor_shapes import _bound, _on_hopper
 
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
+from test_gpu_tensor_shapes import _bound, _on_hopper
 
 pytestmark = pytest.mark.gpu
 

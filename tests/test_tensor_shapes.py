@@ -1,7 +1,8 @@
 """The tensor ladder's candidate rungs for issue 21 (tc_any_k, tc_split_k,
-tc_gemv, and tc_small, whose own tests are in test_tensor_small.py) without a GPU: every configuration compiles for its architectures
-with no spills, the shapes each refuses are named in words, and the grids and
-workspace sizes are what the kernels index."""
+tc_gemv; tc_small's own tests are in test_tensor_small.py) without a GPU:
+every configuration compiles for its architectures with no spills, the
+shapes each refuses are named in words, and the grids and workspace sizes
+are what the kernels index."""
 
 from __future__ import annotations
 

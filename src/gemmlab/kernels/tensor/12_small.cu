@@ -21,9 +21,9 @@
 // cluster leaves its float32 partial in its own (idle) ring, and block z
 // adds the SPLITS partials of its share of the tile's columns, in slice order
 // (the same bits whichever block finishes first), and stores them.
-// Predicted (docs/tensor-ladder.md): 512: about 2.5 us, 140% of cuBLAS;
-// 1024: about 4 us, 150%; 128 x 4096 x 4096 (bound by B's 32 MB): about
-// 11 us, 120%.
+// Predicted (docs/tensor-ladder.md): 512: about 2.5 us, 135-155% of cuBLAS;
+// 1024: 3.5-4 us, 160-180%; 128 x 4096 x 4096 (bound by its bytes): about
+// 11-13 us, 110-130%.
 // Synchronisation (docs/synchronisation.md):
 // - the ring: tc_warpspecialized's argument, with the producer a single
 //   thread of the last warp and CONSUMERS arrivals on each empty barrier.

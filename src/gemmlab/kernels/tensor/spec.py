@@ -333,14 +333,14 @@ def _small_grid(c: Config) -> Callable[[Shape, int], Dim3]:
 
 def _small_rules(c: Config) -> list[str]:
     ring = c["STAGES"] * (c["BM"] + c["BN"]) * ROW_BYTES
+    splits = "SPLITS must be 1, 2, 4 or 8 (a cluster of at most 8 blocks, each adding an equal share of the tile)"
+    partial = "the float32 partial tile must fit the ring it reuses: more STAGES"
     return (
         needs(c["BM"] in (64, 128), "BM must be 64 or 128 (one or two consumer warpgroups)")
         + needs(c["BN"] in (64, 128), "BN must be 64 or 128 (the N of one wgmma)")
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
-        + needs(c["SPLITS"] in SMALL_SPLITS, "SPLITS must be 1, 2, 4 or 8 (a cluster of at most 8 blocks, "
-                "each adding an equal share of the tile)")  # fmt: skip
-        + needs(c["SPLITS"] == 1 or c["BM"] * c["BN"] * 4 <= ring,
-                "the float32 partial tile must fit the ring it reuses: more STAGES")  # fmt: skip
+        + needs(c["SPLITS"] in SMALL_SPLITS, splits)
+        + needs(c["SPLITS"] == 1 or c["BM"] * c["BN"] * 4 <= ring, partial)
     )
 
 
