@@ -1,7 +1,8 @@
 """The tensor ladder's candidate rungs for issue 21 (tc_any_k, tc_split_k,
-tc_gemv) without a GPU: every configuration compiles for its architectures
-with no spills, the shapes each refuses are named in words, and the grids and
-workspace sizes are what the kernels index."""
+tc_gemv; tc_small's own tests are in test_tensor_small.py) without a GPU:
+every configuration compiles for its architectures with no spills, the
+shapes each refuses are named in words, and the grids and workspace sizes
+are what the kernels index."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ IDS = [r.id for r in tensor.CANDIDATE_RUNGS]
 
 
 def test_candidates_wait_outside_the_catalogue() -> None:
-    assert IDS == ["tc_any_k", "tc_split_k", "tc_gemv"]
+    assert IDS == ["tc_any_k", "tc_split_k", "tc_gemv", "tc_small"]
     for kid in IDS:
         assert kid not in catalogue.kernel_ids()
         assert catalogue.variant(kid, {}).id == kid

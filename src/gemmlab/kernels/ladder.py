@@ -75,6 +75,10 @@ class Rung:
     k_bytes_multiple: int = 0  # KernelSpec.k_bytes_multiple
     tma: bool = False  # operands are TMA tensor maps (boxes of BM and BN / cluster rows)
     cluster: int = 1  # blocks per cluster, along M
+    # Blocks per cluster along x that the configuration decides (tc_small's
+    # slices of K sharing one tile); None: ``cluster``. Not a multicast: the
+    # TMA boxes stay whole.
+    cluster_size: Callable[[Config], int] | None = None
 
     @property
     def params(self) -> tuple[str, ...]:

@@ -81,6 +81,7 @@ SHAPE_SECONDS = 10.0
 # Rungs made for one shape class, whose every configuration is tried on the
 # shapes of that class (short launches: the whole search costs seconds).
 EVERY_CONFIG = {"sgemm_skinny": "skinny-m", "sgemm_skinny_n": "skinny-n", "sgemm_split_k": "k-heavy"}
+EVERY_CONFIG["tc_small"] = "few-tiles"  # 10 configurations, 2 to 6 us each at the few-tile shapes
 # The SM the block-residency model assumes (an H100's or H200's: sm_90).
 SM = sm_limits((9, 0))
 
@@ -103,7 +104,7 @@ TENSOR_CANDIDATES = {
     "skinny-m": ("tc_gemv", "tc_split_k", "tc_mma_pipeline", "tc_wgmma", "tc_tma_store", "tc_any_k"),
     "skinny-n": ("tc_gemv", "tc_split_k", "tc_mma_pipeline", "tc_wgmma", "tc_tma_store", "tc_any_k"),
     "k-heavy": ("tc_split_k", "tc_persistent", "tc_wgmma", "tc_tma_store", "tc_any_k"),
-    "few-tiles": ("tc_split_k", "tc_wgmma", "tc_persistent", "tc_tma_store", "tc_any_k"),
+    "few-tiles": ("tc_small", "tc_split_k", "tc_wgmma", "tc_persistent", "tc_tma_store", "tc_any_k"),
     "large": ("tc_tma_store", "tc_cluster", "tc_persistent", "tc_mma_pipeline", "tc_any_k"),
 }
 CANDIDATES = {"float32": FP32_CANDIDATES, "bfloat16": TENSOR_CANDIDATES, "bfloat16-out": TENSOR_CANDIDATES}

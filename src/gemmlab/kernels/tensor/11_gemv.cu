@@ -17,6 +17,13 @@
 // 2 q + 8. So the fragments come straight from the 16-byte loads, with no
 // ldmatrix and no shuffle; every lane's load is a whole 16 bytes of one row,
 // four lanes a row's 64 contiguous bytes (two full 32-byte sectors).
+// Loads in flight: the lane's loads come in batches of UNROLL blocks, and the
+// next batch is loaded before the current one's mma (a software pipeline).
+// The first version loaded a batch and multiplied it in the same iteration;
+// ptxas then put each mma right behind its own loads (4 loads, wait, mma; 4
+// more, ...: 32 bytes of B per lane in flight, not UNROLL x 32), which the
+// H100 run showed at M = 16 (76.5% of cuBLAS, 12.4 us for 32 MB, where the
+// small rows doubled the chain's loads) far more than at M = 1.
 // Predicted (docs/tensor-ladder.md): the big operand at 85-90% of DRAM
 // bandwidth: 1 x 4096 x 4096 reads 32 MB, 10-11 us on an H100 (3.35 TB/s);
 // the small rows (at most 128 KB at K = 4096) come from L1 and L2.
@@ -25,10 +32,28 @@
 
 #include "tc_common.cuh"
 
+// 16 bytes of `row` from column `col`, or zeros past the rows or K. The
+// streamed operand's loads (STREAMED) do not allocate in L1: each of its bytes
+// is read once, and would only evict the small rows, which every block on the
+// SM reads again (128 KB at M = 16, K = 4096: they fit the L1 if nothing else
+// passes through it).
+template <bool STREAMED>
 __device__ __forceinline__ uint4 load16(const unsigned short* base, int row, int rows, int k, int col) {
     if (row >= rows || col >= k) return make_uint4(0, 0, 0, 0);
-    return __ldg(reinterpret_cast<const uint4*>(base + static_cast<long long>(row) * k + col));
+    const uint4* p = reinterpret_cast<const uint4*>(base + static_cast<long long>(row) * k + col);
+    if constexpr (!STREAMED) return __ldg(p);
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
 }
+
+// One batch of a lane's loads: UNROLL 32-deep blocks of K, each 16 bytes of
+// its two big rows and of FRAGS small rows.
+template <int UNROLL, int FRAGS>
+struct Batch {
+    uint4 x0[UNROLL], x1[UNROLL], y[UNROLL][FRAGS];
+};
 
 __device__ __forceinline__ void store_one(float* c, long long at, float v) { c[at] = v; }
 __device__ __forceinline__ void store_one(unsigned short* c, long long at, float v) {
@@ -57,31 +82,42 @@ tc_gemv(const unsigned short* __restrict__ a, const unsigned short* __restrict__
     const int blocks = (k + 31) / 32;
     float acc[FRAGS][4] = {};
 
-    for (int kb0 = warp; kb0 < blocks; kb0 += WARPS * UNROLL) {
-        uint4 x0[UNROLL], x1[UNROLL], y[UNROLL][FRAGS];
-        // All of the loads first: UNROLL x (2 + FRAGS) 16-byte loads in flight per lane.
+    // The batch of blocks kb0, kb0 + WARPS, ... (past K: zeros, and no load issued).
+    auto load = [&](Batch<UNROLL, FRAGS>& batch, int kb0) {
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const int col = (kb0 + u * WARPS) * 32 + 8 * q;  // past K (or past the last block): zeros
-            x0[u] = load16(big, row0, big_rows, k, col);
-            x1[u] = load16(big, row0 + 8, big_rows, k, col);
+            const int col = (kb0 + u * WARPS) * 32 + 8 * q;
+            batch.x0[u] = load16<true>(big, row0, big_rows, k, col);
+            batch.x1[u] = load16<true>(big, row0 + 8, big_rows, k, col);
 #pragma unroll
-            for (int f = 0; f < FRAGS; ++f) y[u][f] = load16(small, 8 * f + g, small_rows, k, col);
+            for (int f = 0; f < FRAGS; ++f) batch.y[u][f] = load16<false>(small, 8 * f + g, small_rows, k, col);
         }
+    };
+    // Software pipelined: the next batch's loads are issued before this
+    // batch's mma. Written as one loop of loads then one of mma, ptxas
+    // interleaved them (each mma right after its own loads: one load's
+    // latency per UNROLL step, not per batch; tests/test_tensor_small.py reads
+    // the SASS); a batch carried across the loop's back edge cannot be.
+    Batch<UNROLL, FRAGS> now, next;
+    load(now, warp);
+    for (int kb0 = warp; kb0 < blocks; kb0 += WARPS * UNROLL) {
+        load(next, kb0 + WARPS * UNROLL);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const unsigned lo[2][2] = {{x0[u].x, x0[u].y}, {x0[u].z, x0[u].w}};
-            const unsigned hi[2][2] = {{x1[u].x, x1[u].y}, {x1[u].z, x1[u].w}};
+            const uint4 x0 = now.x0[u], x1 = now.x1[u];
+            const unsigned lo[2][2] = {{x0.x, x0.y}, {x0.z, x0.w}};
+            const unsigned hi[2][2] = {{x1.x, x1.y}, {x1.z, x1.w}};
 #pragma unroll
             for (int s = 0; s < 2; ++s) {
                 const unsigned frag[4] = {lo[s][0], hi[s][0], lo[s][1], hi[s][1]};
 #pragma unroll
                 for (int f = 0; f < FRAGS; ++f) {
-                    const unsigned b0 = s == 0 ? y[u][f].x : y[u][f].z, b1 = s == 0 ? y[u][f].y : y[u][f].w;
-                    mma_16816<typename T::inputs>(acc[f], frag, b0, b1);
+                    const uint4 y = now.y[u][f];
+                    mma_16816<typename T::inputs>(acc[f], frag, s == 0 ? y.x : y.z, s == 0 ? y.y : y.w);
                 }
             }
         }
+        now = next;
     }
 
 #pragma unroll

@@ -297,11 +297,12 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
 // --- the wgmma instructions, one per element type and N ---------------------------
 
 // Inline PTX takes no arrays, so the accumulators are listed operand by
-// operand: the text "%0, ..., %63" and the constraints "+f"(d[0]) ... "+f"(d[63]),
-// then the same for the next 64. Written once here, used by every wrapper below.
-#define GL_TEXT_64 \
+// operand: the text "%0, ..., %31" and the constraints "+f"(d[0]) ... "+f"(d[31]),
+// then the same for the next 32, and for the next 64. Written once here, used by every wrapper below.
+#define GL_TEXT_32 \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define GL_TEXT_64 GL_TEXT_32 ", " \
     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 #define GL_TEXT_128 GL_TEXT_64 ", " \
@@ -309,11 +310,12 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-#define GL_OUT_64(d) \
+#define GL_OUT_32(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
     "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define GL_OUT_64(d) GL_OUT_32(d), \
     "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
     "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
@@ -341,11 +343,17 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
                      : OUT(d)                                                                               \
                      : "l"(da), "l"(db), "r"(1));                                                           \
     }
+#define GL_WGMMA_64(TAG, INSTRUCTION, IMMEDIATES) \
+    GL_WGMMA(TAG, 64, GL_TEXT_32, GL_OUT_32, "%32", "%33", "%34", INSTRUCTION, IMMEDIATES)
 #define GL_WGMMA_128(TAG, INSTRUCTION, IMMEDIATES) \
     GL_WGMMA(TAG, 128, GL_TEXT_64, GL_OUT_64, "%64", "%65", "%66", INSTRUCTION, IMMEDIATES)
 #define GL_WGMMA_256(TAG, INSTRUCTION, IMMEDIATES) \
     GL_WGMMA(TAG, 256, GL_TEXT_128, GL_OUT_128, "%128", "%129", "%130", INSTRUCTION, IMMEDIATES)
 
+// N = 64: tc_small's narrow tiles.
+GL_WGMMA_64(gl_bf16, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "1, 1, 0, 0")
+GL_WGMMA_64(gl_fp16, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", "1, 1, 0, 0")
+GL_WGMMA_64(gl_tf32, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", "1, 1")
 GL_WGMMA_128(gl_bf16, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "1, 1, 0, 0")
 GL_WGMMA_256(gl_bf16, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "1, 1, 0, 0")
 GL_WGMMA_128(gl_fp16, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "1, 1, 0, 0")

@@ -29,7 +29,7 @@ from functools import partial
 
 from gemmlab.core.arch import sm_limits
 from gemmlab.core.shapes import Dim3, Shape
-from gemmlab.kernels.ladder import Config, Ladder, Rung, cdiv, grid_rows_fit, needs
+from gemmlab.kernels.ladder import Config, Ladder, Rung, cdiv, grid_rows_fit, grid_y_fits, needs
 from gemmlab.kernels.spec import Constraint, KernelSpec
 from gemmlab.problems.base import Problem
 from gemmlab.problems.tensor import (
@@ -320,6 +320,30 @@ def _gemv_rules(c: Config) -> list[str]:
     )
 
 
+# tc_small: tiles of 64 or 128 rows and columns, the slices of K of one tile
+# in a cluster (SPLITS blocks along x), their partials added through
+# distributed shared memory in the ring they no longer need.
+SMALL_SPLITS = (1, 2, 4, 8)  # a portable cluster holds at most 8 blocks
+
+
+def _small_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """x: the tile rows, each as SPLITS blocks in a row (one cluster); y: the tile columns."""
+    return lambda s, b: (cdiv(s.m, c["BM"]) * c["SPLITS"], cdiv(s.n, c["BN"]), 1)
+
+
+def _small_rules(c: Config) -> list[str]:
+    ring = c["STAGES"] * (c["BM"] + c["BN"]) * ROW_BYTES
+    splits = "SPLITS must be 1, 2, 4 or 8 (a cluster of at most 8 blocks, each adding an equal share of the tile)"
+    partial = "the float32 partial tile must fit the ring it reuses: more STAGES"
+    return (
+        needs(c["BM"] in (64, 128), "BM must be 64 or 128 (one or two consumer warpgroups)")
+        + needs(c["BN"] in (64, 128), "BN must be 64 or 128 (the N of one wgmma)")
+        + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
+        + needs(c["SPLITS"] in SMALL_SPLITS, splits)
+        + needs(c["SPLITS"] == 1 or c["BM"] * c["BN"] * 4 <= ring, partial)
+    )
+
+
 CANDIDATE_RUNGS: tuple[Rung, ...] = (
     Rung(
         id="tc_any_k",
@@ -369,13 +393,17 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         summary="mma.sync fed straight from 16-byte loads: one operand streamed past at most MAX_M rows of "
         "the other (M or N of 1 to 16)",
         dtypes=(*DTYPES_16, BF16_OUT),
-        default=Config(MAX_M=16, WARPS=8, UNROLL=4),
+        # Two batches of loads live per lane (11_gemv.cu's software pipeline):
+        # UNROLL = 2 at MAX_M = 16 is 66 registers, three blocks of 8 warps per
+        # SM, so N = 4096's 256 blocks run in one wave; UNROLL = 4 there takes
+        # 142 and one block per SM (two waves), hence only with 4 warps.
+        default=Config(MAX_M=16, WARPS=8, UNROLL=2),
         search=(
-            Config(MAX_M=8),
-            Config(WARPS=4),
-            Config(UNROLL=2),
-            Config(WARPS=16, UNROLL=2),
-            Config(MAX_M=8, UNROLL=8),
+            Config(MAX_M=8, UNROLL=4),
+            Config(WARPS=4, UNROLL=4),
+            Config(WARPS=16),
+            Config(MAX_M=8, WARPS=4, UNROLL=8),
+            Config(UNROLL=1),
         ),
         threads=lambda c: c["WARPS"] * 32,
         smem_bytes=lambda c: 0,
@@ -387,6 +415,34 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         shape_rules=_gemv_small_side,
         min_cc=(8, 0),  # mma.sync with bf16
         k_bytes_multiple=ROWS_16,
+    ),
+    Rung(
+        id="tc_small",
+        source="12_small.cu",
+        summary="sm_90a: 64- or 128-wide tiles on a short TMA ring fed by one producer warp; SPLITS slices of K "
+        "per tile in a cluster, added in slice order through distributed shared memory",
+        dtypes=(*DTYPES, BF16_OUT),
+        default=Config(BM=64, BN=128, STAGES=4, SPLITS=1),
+        search=(
+            Config(BN=64),
+            Config(BN=64, SPLITS=2),
+            Config(BN=64, SPLITS=4),
+            Config(SPLITS=2),
+            Config(BM=128),
+            Config(BM=128, BN=64, SPLITS=2),
+            Config(BM=128, BN=64, SPLITS=4),
+            Config(BM=128, SPLITS=4),
+            Config(BM=128, SPLITS=8, STAGES=3),  # 96 KB: two blocks per SM
+        ),
+        threads=lambda c: c["BM"] // 64 * WARPGROUP + 32,
+        smem_bytes=lambda c: _ring_bytes(c, 2),
+        sass=("HGMMA", "UTMALDG"),
+        rules=_small_rules,
+        cgma=_reuse_cgma,
+        grid=_small_grid,
+        shape_rules=lambda c: (grid_y_fits(_small_grid(c)),),
+        cluster_size=lambda c: c["SPLITS"],
+        **HOPPER,
     ),
 )
 
@@ -412,6 +468,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     if not rung.persistent and rung.grid is None:
         constraints += (grid_rows_fit(bm),)
     problem = TENSOR
+    clustered = rung.cluster_size(c) if rung.cluster_size else rung.cluster
     c_box_rows = rung.fixed.get("C_BOX_ROWS", 0)  # C is a tensor map with boxes of these rows (0: a pointer)
     if rung.tma:
         # TMA boxes: BM rows of A; BN rows of B, split between the blocks of a cluster.
@@ -444,7 +501,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         template_fixed=tuple(rung.fixed.values()),
         archs=rung.archs,
         min_cc=rung.min_cc,
-        cluster=(rung.cluster, 1, 1) if rung.cluster > 1 else None,
+        cluster=(clustered, 1, 1) if clustered > 1 else None,
         persistent=rung.persistent,
         workspace_bytes=rung.workspace(c) if rung.workspace else None,
         sass=rung.sass,

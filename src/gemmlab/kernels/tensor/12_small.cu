@@ -1,0 +1,163 @@
+// tc_small: the Hopper mainloop on small tiles, for problems with too few
+// 128 x 256 tiles to fill the GPU (squares of 256 to 2048, M of 64 to 256
+// against a large N and K). A block computes BM x BN of C (BM = 64 or 128:
+// one or two wgmma consumer warpgroups; BN = 64 or 128: the N of one wgmma)
+// over one of SPLITS slices of K, fed by one producer warp through a short
+// ring of TMA stages (full/empty barriers, as tc_warpspecialized).
+// Source: not from the documents. Launch: grid (ceil(M / BM) x SPLITS,
+// ceil(N / BN)); BM / 64 x 128 + 32 threads; dynamic shared memory: STAGES x
+// (BM + BN) x 128 bytes + the barriers; with SPLITS > 1, clusters of SPLITS
+// blocks along x: the slices of one tile. The blocks of a tile's column run
+// next to each other (x before y), so a slab of B meets its tile rows while
+// it is in L2. A and B are TMA tensor maps; C a pointer of its type (float32,
+// or bfloat16 rounded to nearest even). Any M and N; K x element size a
+// multiple of 16 bytes.
+// Idea: at 512 x 512 x 512 the 128 x 128 tiles of tc_wgmma are 16 blocks on
+// 132 SMs, each walking all 8 k-tiles in turn; cuBLAS's kernel is in the same
+// place (3.7 us on an H100, about what 16 SMs take for 8 k-tiles of 0.29 us
+// and a prologue). 64 x 64 tiles make 64 blocks, and two slices of K 128,
+// each walking 4 k-tiles. The slices' partial tiles are added through
+// distributed shared memory, not a global workspace: each block of the
+// cluster leaves its float32 partial in its own (idle) ring, and block z
+// adds the SPLITS partials of its share of the tile's columns, in slice order
+// (the same bits whichever block finishes first), and stores them.
+// Predicted (docs/tensor-ladder.md): 512: about 2.5 us, 135-155% of cuBLAS;
+// 1024: 3.5-4 us, 160-180%; 128 x 4096 x 4096 (bound by its bytes): about
+// 11-13 us, 110-130%.
+// Synchronisation (docs/synchronisation.md):
+// - the ring: tc_warpspecialized's argument, with the producer a single
+//   thread of the last warp and CONSUMERS arrivals on each empty barrier.
+// - the partials (SPLITS > 1): the producer issued exactly the tiles the
+//   consumers waited for, so no TMA write into the ring is pending once every
+//   consumer has left its loop; each consumer's wgmma.wait_group<0> finishes
+//   its reads, its fence.proxy.async orders those async-proxy accesses before
+//   its generic writes, and the consumers' bar.sync 1 lets none write the ring
+//   before all have finished reading it. barrier.cluster.arrive.release /
+//   wait.acquire (every thread of the cluster, the producer warp included)
+//   makes every block's partial visible to the ld.shared::cluster reads of
+//   the others; the second cluster barrier keeps each block's shared memory
+//   alive until no block of the cluster reads it any more.
+
+#include "hopper.cuh"
+
+// All CONSUMER_THREADS consumer threads (barrier 1; 0 is __syncthreads').
+template <int CONSUMER_THREADS>
+__device__ __forceinline__ void consumers_sync() {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMER_THREADS) : "memory");
+}
+
+// The 16 bytes at `local`'s offset in the shared memory of cluster block `rank`.
+__device__ __forceinline__ float4 load_cluster_float4(const void* local, unsigned rank) {
+    float4 v;
+    asm volatile("{\n.reg .b32 remote;\n"
+                 "mapa.shared::cluster.u32 remote, %4, %5;\n"
+                 "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [remote];\n}\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(smem_u32(local)), "r"(rank)
+                 : "memory");
+    return v;
+}
+
+// The SPLITS partials of this block's share of the tile (float4 columns
+// slice x VECS / SPLITS onwards of every consumer thread's accumulators),
+// added in slice order and stored. `partial`: this block's partial, the same
+// offset in every block of the cluster.
+template <int CONSUMER_THREADS, int VECS, int SPLITS, typename C>
+__device__ __forceinline__ void add_slices(const float4* partial, C* c, int m, int n, int row, int col0, int slice,
+                                           int me) {
+    const int thread = me % 128;
+    const int r = row + 16 * (thread / 32) + (thread % 32) / 4;
+    constexpr int SHARE = VECS / SPLITS;
+#pragma unroll
+    for (int i = 0; i < SHARE; ++i) {
+        const int v = slice * SHARE + i;
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int z = 0; z < SPLITS; ++z) {
+            const float4 p = load_cluster_float4(partial + v * CONSUMER_THREADS + me, z);
+            sum.x += p.x;
+            sum.y += p.y;
+            sum.z += p.z;
+            sum.w += p.w;
+        }
+        // Float4 v of a thread is wgmma's 8-column group v (store_wgmma_tile's layout).
+        const int cc = col0 + 8 * v + 2 * (thread % 4);
+        store_pair(c, m, n, r, cc, sum.x, sum.y);
+        store_pair(c, m, n, r + 8, cc, sum.z, sum.w);
+    }
+}
+
+template <typename T, int BM, int BN, int STAGES, int SPLITS>
+__global__ void __launch_bounds__(BM / 64 * 128 + 32)
+tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+         typename T::c_storage* __restrict__ c, int m, int n, int k) {
+    using S = typename T::storage;
+    constexpr int BK = TMA_ROW_BYTES / sizeof(S);
+    constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
+    constexpr int CONSUMERS = BM / 64, CONSUMER_THREADS = CONSUMERS * 128;
+    constexpr int VECS = BN / 8;  // float4s of accumulators per consumer thread
+    static_assert(BM == 64 || BM == 128, "one or two 64-row consumer warpgroups");
+    static_assert(BN == 64 || BN == 128, "the N of one wgmma: 64 or 128");
+    static_assert(SPLITS >= 1 && SPLITS <= 8 && VECS % SPLITS == 0,
+                  "a cluster of at most 8 slices, each adding an equal share of the float4 columns");
+    static_assert(SPLITS == 1 || BM * BN * 4 <= STAGES * (A_BYTES + B_BYTES), "the partial tile fits the ring");
+    extern __shared__ __align__(1024) unsigned char smem[];
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
+    unsigned long long* empty = full + STAGES;
+
+    const int tid = threadIdx.x;
+    const int slice = blockIdx.x % SPLITS;  // with SPLITS > 1, also the block's rank in its cluster
+    const int row0 = blockIdx.x / SPLITS * BM, col0 = blockIdx.y * BN;
+    const int k_tiles = (k + BK - 1) / BK;
+    const int t_begin = static_cast<int>(static_cast<long long>(slice) * k_tiles / SPLITS);
+    const int t_end = static_cast<int>(static_cast<long long>(slice + 1) * k_tiles / SPLITS);
+    auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
+
+    init_ring<STAGES>(full, empty, CONSUMERS);
+    __syncthreads();
+
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+    if (tid >= CONSUMER_THREADS) {
+        if (tid == CONSUMER_THREADS) {  // the producer: one thread of the last warp
+            for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
+                const int s = u % STAGES;
+                if (u >= STAGES) mbar_wait(&empty[s], (u / STAGES - 1) % 2);
+                mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
+                tma_load(stage(s), &a_map, &full[s], row0, t * BK);
+                tma_load(stage(s) + A_BYTES, &b_map, &full[s], col0, t * BK);
+            }
+        }
+        __syncwarp();  // the whole warp meets the cluster barriers below
+    } else {
+        const int slab = tid / 128, thread = tid % 128;
+        for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
+            const int s = u % STAGES;
+            mbar_wait(&full[s], (u / STAGES) % 2);
+            wgmma_fence();
+            wgmma_slice<typename T::inputs, BN>(acc, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
+            wgmma_commit();
+            wgmma_wait<1>();
+            if (u > 0 && thread == 0) mbar_arrive(&empty[(u - 1) % STAGES]);
+        }
+        wgmma_wait<0>();
+        fence_registers(acc);
+        if constexpr (SPLITS == 1) store_wgmma_tile<BN>(acc, c, m, n, row0 + slab * 64, col0, thread);
+    }
+    if constexpr (SPLITS > 1) {
+        float4* partial = reinterpret_cast<float4*>(smem);  // the ring, idle once every consumer is done
+        if (tid < CONSUMER_THREADS) {
+            fence_proxy_async_shared();  // this thread's async-proxy accesses of the ring before its writes
+            consumers_sync<CONSUMER_THREADS>();
+#pragma unroll
+            for (int v = 0; v < VECS; ++v)
+                partial[v * CONSUMER_THREADS + tid] = make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2],
+                                                                  acc[4 * v + 3]);
+        }
+        cluster_sync();  // every slice's partial written, and visible across the cluster
+        if (tid < CONSUMER_THREADS)
+            add_slices<CONSUMER_THREADS, VECS, SPLITS>(partial, c, m, n, row0 + tid / 128 * 64, col0, slice, tid);
+        cluster_sync();  // no block leaves while another reads its shared memory
+    }
+}
