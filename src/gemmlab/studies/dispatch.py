@@ -80,7 +80,12 @@ MAX_PER_SHAPE = 32
 SHAPE_SECONDS = 10.0
 # Rungs made for one shape class, whose every configuration is tried on the
 # shapes of that class (short launches: the whole search costs seconds).
-EVERY_CONFIG = {"sgemm_skinny": "skinny-m", "sgemm_skinny_n": "skinny-n", "sgemm_split_k": "k-heavy"}
+EVERY_CONFIG = {
+    "sgemm_gemv_split": "skinny-m",
+    "sgemm_skinny": "skinny-m",
+    "sgemm_skinny_n": "skinny-n",
+    "sgemm_split_k": "k-heavy",
+}
 # The SM the block-residency model assumes (an H100's or H200's: sm_90).
 SM = sm_limits((9, 0))
 
@@ -89,7 +94,8 @@ SM = sm_limits((9, 0))
 # yet is skipped with a note. Each class ends with an sm_80 rung, which is what
 # a GPU before Hopper gets (the Hopper rungs have no configuration it runs).
 FP32_CANDIDATES = {
-    "skinny-m": ("sgemm_skinny", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
+    # sgemm_gemv_split first: it takes M of 1 to 4 (decoding), sgemm_skinny up to 16.
+    "skinny-m": ("sgemm_gemv_split", "sgemm_skinny", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
     "skinny-n": ("sgemm_skinny_n", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
     "k-heavy": ("sgemm_split_k", "sgemm_stream_k", "sgemm_small_tile", "sgemm_multistage"),
     "few-tiles": ("sgemm_small_tile", "sgemm_split_k", "sgemm_multistage", "sgemm_stream_k", "sgemm_padded_b"),
