@@ -298,6 +298,24 @@ def _spread_rules(c: Config) -> list[str]:
 STREAM_K_SEARCH = tuple(c for c in LARGE_TILE_SEARCH if (c["BM"], c["BN"]) != (256, 128))
 
 
+# sgemm_stream_k's grid counts a work unit per STREAM_K_MIN_RUN k-tiles of each
+# tile, so that with fewer tiles than SMs the runner's clamp (no more blocks
+# than the GPU holds) still gives every SM a run of at least this many k-tiles
+# where the problem has them; with more tiles than SMs the clamp gives one
+# block per resident slot, as before.
+STREAM_K_MIN_RUN = 8
+
+
+def stream_k_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """sgemm_stream_k's work units (the runner launches no more blocks than the GPU holds)."""
+
+    def grid(s: Shape, block_edge: int) -> Dim3:
+        tiles = cdiv(s.m, c["BM"]) * cdiv(s.n, c["BN"])
+        return (tiles * cdiv(cdiv(s.k, c["BK"]), STREAM_K_MIN_RUN), 1, 1)
+
+    return grid
+
+
 def _stream_k_workspace(c: Config) -> Callable[[Shape, int], int]:
     """sgemm_stream_k's workspace for ``blocks`` blocks: two arrival counters
     per block (4 bytes each, padded to 16 bytes), then two partial tiles of
@@ -814,6 +832,7 @@ RUNGS: tuple[Rung, ...] = (
         persistent=True,
         workspace=_stream_k_workspace,
         search=STREAM_K_SEARCH,
+        grid=stream_k_grid,
     ),
     _large_rung(
         "sgemm_column_order",
