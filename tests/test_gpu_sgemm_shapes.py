@@ -141,9 +141,7 @@ def test_skinny_n_every_column_count(n: int) -> None:
     assert relative_error(cp, c_out, ref) < 1e-5
 
 
-@pytest.mark.parametrize(
-    ("config", "shape"), GEMV_CONFIGS, ids=[f"{tuple(c.values())}-{s}" for c, s in GEMV_CONFIGS]
-)
+@pytest.mark.parametrize(("config", "shape"), GEMV_CONFIGS, ids=[f"{tuple(c.values())}-{s}" for c, s in GEMV_CONFIGS])
 def test_every_gemv_split_config_verifies(config: dict, shape: Shape) -> None:
     from gemmlab.measure.run import run
 

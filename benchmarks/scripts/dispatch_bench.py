@@ -43,8 +43,12 @@ def main() -> None:
     parser.add_argument("--db", type=Path)
     parser.add_argument("--dtype", help="fp32,bf16,bf16-out (default: the suite's)")
     parser.add_argument("--budget-seconds", type=float)
-    parser.add_argument("--shape-seconds", type=float, default=tuner.SHAPE_SECONDS,
-                        help="seconds of timing per shape, compiling not counted (0: no limit)")
+    parser.add_argument(
+        "--shape-seconds",
+        type=float,
+        default=tuner.SHAPE_SECONDS,
+        help="seconds of timing per shape, compiling not counted (0: no limit)",
+    )
     args = parser.parse_args()
     db = args.db or args.out.with_suffix(".sqlite")
     suite = load_suite(args.suite)

@@ -51,8 +51,11 @@ def tune_cmd(
     ] = None,
     shape_seconds: Annotated[
         float | None,
-        typer.Option("--shape-seconds", min=0.0, help="Seconds of timing per shape, compiling not counted "
-                      "(default: 10; 0: no limit)."),
+        typer.Option(
+            "--shape-seconds",
+            min=0.0,
+            help="Seconds of timing per shape, compiling not counted (default: 10; 0: no limit).",
+        ),
     ] = None,
 ) -> None:
     """Tune the dispatcher on the shape suite: per shape, verify and time a handful of rungs and configurations
