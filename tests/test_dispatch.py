@@ -168,7 +168,7 @@ def test_fill_score_counts_waves_of_resident_blocks_and_wasted_rows() -> None:
 
 @pytest.mark.parametrize(
     ("shape", "kernel"),
-    [(Shape(1, 4096, 4096), "sgemm_skinny"), (Shape(4096, 16, 4096), "sgemm_skinny_n"),
+    [(Shape(1, 4096, 4096), "sgemm_gemv_split"), (Shape(4096, 16, 4096), "sgemm_skinny_n"),
      (Shape(1024, 1024, 16384), "sgemm_split_k")],
 )  # fmt: skip
 def test_the_rung_made_for_a_class_tries_every_configuration_first(shape: Shape, kernel: str) -> None:
@@ -180,8 +180,18 @@ def test_the_rung_made_for_a_class_tries_every_configuration_first(shape: Shape,
     assert len(found) > len(taking)  # the other rungs of the class follow
 
 
-def test_a_skinny_shape_ranks_the_configuration_that_fits_it_right_after_the_default() -> None:
+def test_at_m_of_1_the_gemv_rung_comes_first_then_every_skinny_configuration() -> None:
     found, _ = dispatch.candidates(Shape(1, 4096, 4096), "float32", arch="sm_90a")
+    gemv, skinny = len(catalogue.configs("sgemm_gemv_split")), len(catalogue.configs("sgemm_skinny"))
+    assert [c.kernel for c in found[: gemv + skinny]] == ["sgemm_gemv_split"] * gemv + ["sgemm_skinny"] * skinny
+    assert found[0].config == catalogue.ladder("sgemm_gemv_split").rung("sgemm_gemv_split").config()
+    # At M = 5 no gemv configuration takes the shape (4 rows at most): sgemm_skinny leads.
+    found, notes = dispatch.candidates(Shape(5, 4096, 4096), "float32", arch="sm_90a")
+    assert found[0].kernel == "sgemm_skinny" and any("sgemm_gemv_split: no configuration" in n for n in notes)
+
+
+def test_a_skinny_shape_ranks_the_configuration_that_fits_it_right_after_the_default() -> None:
+    found, _ = dispatch.candidates(Shape(1, 4096, 4096), "float32", arch="sm_90a", rungs=("sgemm_skinny",))
     default, best = found[0], found[1]
     assert default.config == catalogue.ladder("sgemm_skinny").rung("sgemm_skinny").config()
     assert best.config["ROWS"] == 1 and best.config["COL_VECS"] == 2  # 512 one-row blocks
@@ -528,3 +538,46 @@ def test_a_shape_starts_no_candidate_after_its_seconds(tmp_path: Path) -> None:
         picks = store.picks("GPU X")
     assert len(tried) == 1 and len(picks) == 1  # the first candidate always runs
     assert any("candidates not timed" in n and "0 s spent" in n for n in summary.notes)
+
+
+def test_compiling_comes_first_and_is_not_counted_in_a_shapes_seconds(tmp_path: Path) -> None:
+    """The 2026-11-24b run lost a third of some shapes' candidates to cold
+    compiles inside the per-shape budget: the compiler now runs first, on all
+    of them, and the seconds count timing only."""
+    import time
+
+    suite = load_suite("full", _one_shape_suite(tmp_path))
+    events: list[str] = []
+
+    def compiler(found, shape, dtype, arch):
+        events.append(f"compile {len(found)} {dtype} {arch}")
+        time.sleep(0.3)
+
+    def runner(spec, shape, **options):
+        events.append(spec.id)
+        return _fake_result(spec, shape, 0.5)
+
+    with Store.open(tmp_path / "r.sqlite") as store:
+        summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, shape_seconds=0.25,
+                                      compiler=compiler, device=("GPU X", "9.0", "sm_90a", 132))  # fmt: skip
+    found, _ = dispatch.candidates(Shape.square(4096), "float32", arch="sm_90a")
+    assert events[0] == f"compile {len(found)} float32 sm_90a"
+    assert len(events) == 1 + len(found)  # every candidate timed: the 0.3 s of compiling did not count
+    assert not any("not timed" in n for n in summary.notes)
+
+
+def test_compile_candidates_compiles_each_at_the_runners_key_and_leaves_failures_to_it(monkeypatch) -> None:
+    from gemmlab.backends import nvrtc
+    from gemmlab.core.errors import CompileError
+
+    calls: list[tuple] = []
+
+    def fake_compile(spec, block_edge, dtype, arch):
+        calls.append((spec.id, tuple(spec.config.values()), block_edge, dtype, arch))
+        if len(calls) == 2:
+            raise CompileError("ptxas said no", "fix it")
+
+    monkeypatch.setattr(nvrtc, "compile_kernel", fake_compile)
+    found, _ = dispatch.candidates(Shape(1, 4096, 4096), "float32", arch="sm_90a")
+    dispatch.compile_candidates(found[:5], Shape(1, 4096, 4096), "float32", "sm_90a")
+    assert sorted(calls) == sorted((c.kernel, tuple(c.config.values()), 0, "float32", "sm_90a") for c in found[:5])

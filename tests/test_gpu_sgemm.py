@@ -51,8 +51,10 @@ CONFIG_CASES = [
     for s in (Shape(127, 129, 131), Shape.square(256))
     if _takes(kid, c, s)
 ]
-# In-place C at an odd shape: 127 rows and 129 columns, or 13 of either for the rungs that take few.
-IN_PLACE = [(kid, next(s for s in (Shape(127, 129, 131), Shape(13, 129, 131), Shape(127, 13, 131))
+# In-place C at an odd shape: 127 rows and 129 columns, or 13 of either for the rungs that take few
+# (one row for sgemm_gemv_split's default).
+IN_PLACE = [(kid, next(s for s in (Shape(127, 129, 131), Shape(13, 129, 131), Shape(127, 13, 131),
+                                   Shape(1, 129, 131))
                        if _takes(kid, {}, s)))
             for kid in LADDER + CANDIDATES]  # fmt: skip
 

@@ -57,6 +57,13 @@ SHAPES = {
         Shape(5, 3, 10007),  # K % 4 != 0 (4-byte loads of A), a long K of many chunks, the last one short
         Shape(17, 13, 4094),  # rows of A 8-byte but not 16-byte aligned past the first
     ],
+    "sgemm_gemv_split": [
+        Shape(1, 1, 1),  # one quad, 15 of 16 slices empty
+        Shape(1, 4096, 4096),  # decoding's matrix-vector product
+        Shape(1, 4099, 1000),  # N % 4 != 0 (4-byte loads of B), a last strip of 3 columns
+        Shape(1, 300, 4095),  # K % 4 != 0: A read 4 bytes at a time, a last quad of 3 k-rows
+        Shape(1, 129, 10007),  # a long K, slices of 156 or 157 quads
+    ],
 }
 CASES = [(kid, s) for kid, shapes in SHAPES.items() for s in shapes]
 # Every configuration of sgemm_skinny at M = ROWS and at M = 1, N % 4 != 0 and a K over one chunk.
@@ -67,6 +74,10 @@ SKINNY_CONFIGS = [
 SKINNY_N_CONFIGS = [
     (c, Shape(1029, n, k)) for c in catalogue.configs("sgemm_skinny_n") for n in sorted({1, c["COLS"]})
     for k in (777, 1024)
+]  # fmt: skip
+# Every configuration of sgemm_gemv_split at M = ROWS and M = 1, N % 4 != 0 and K % 4 != 0.
+GEMV_CONFIGS = [
+    (c, Shape(m, 1029, 777)) for c in catalogue.configs("sgemm_gemv_split") for m in sorted({1, c["ROWS"]})
 ]  # fmt: skip
 # sgemm_split_k's fix-up on one workspace, launch after launch: the default, the deepest split
 # with mostly empty slices, and the 128 x 128 tile.
@@ -130,6 +141,44 @@ def test_skinny_n_every_column_count(n: int) -> None:
     assert relative_error(cp, c_out, ref) < 1e-5
 
 
+@pytest.mark.parametrize(("config", "shape"), GEMV_CONFIGS, ids=[f"{tuple(c.values())}-{s}" for c, s in GEMV_CONFIGS])
+def test_every_gemv_split_config_verifies(config: dict, shape: Shape) -> None:
+    from gemmlab.measure.run import run
+
+    result = run("sgemm_gemv_split", shape, reps=1, warmup=1, baseline=False,
+                 spec=catalogue.variant("sgemm_gemv_split", config))  # fmt: skip
+    assert result.error < 1e-5
+
+
+@pytest.mark.parametrize("m", range(1, 5))
+def test_gemv_split_every_row_count(m: int) -> None:
+    """4 rows for every M it takes: rows past M are zeros and are not stored."""
+    cp, prepared, launch = _bound("sgemm_gemv_split", Shape(m, 515, 300), seed=m, config={"ROWS": 4, "QUADS": 2})
+    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    c_out.fill(cp.nan)
+    launch(prepared.args)
+    assert relative_error(cp, c_out, ref) < 1e-5
+
+
+def test_gemv_split_launch_after_launch() -> None:
+    """Six launches on one workspace: each right, the same bits each time (the
+    slices are added in slice order whoever arrives last), and every strip's
+    counter back at zero."""
+    cp, prepared, launch = _bound("sgemm_gemv_split", Shape(2, 1000, 3001), seed=5, config={"ROWS": 2})
+    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    strips = launch.grid[0]
+    first = None
+    for i in range(6):
+        c_out.fill(cp.nan)
+        launch(prepared.args)
+        assert relative_error(cp, c_out, ref) < 1e-5, i
+        assert int(launch.workspace[: 4 * strips].view(cp.uint32).max()) == 0, f"counters left set after launch {i}"
+        if first is None:
+            first = c_out.copy()
+        else:
+            assert bool((c_out == first).all()), f"launch {i} gave other bits"
+
+
 @pytest.mark.parametrize(("config", "shape"), REPEATS, ids=[f"{c}-{s}" for c, s in REPEATS])
 def test_split_k_launch_after_launch(config: dict, shape: Shape) -> None:
     """Six launches on one workspace: each right, each the same bits as the
@@ -153,7 +202,7 @@ def test_split_k_launch_after_launch(config: dict, shape: Shape) -> None:
 @pytest.mark.parametrize(
     ("kernel_id", "shape"),
     [("sgemm_split_k", Shape(13, 257, 70)), ("sgemm_skinny", Shape(13, 257, 70)),
-     ("sgemm_skinny_n", Shape(257, 13, 70))],
+     ("sgemm_skinny_n", Shape(257, 13, 70)), ("sgemm_gemv_split", Shape(1, 257, 70))],
 )  # fmt: skip
 def test_beta_zero_does_not_read_c(kernel_id: str, shape: Shape) -> None:
     """NaN in the C that beta scales stays out of the result when beta = 0."""

@@ -29,9 +29,9 @@ LADDER = [
 LARGE = ("sgemm_large_tile", "sgemm_lean_loop", "sgemm_spread_copies", "sgemm_stream_k", "sgemm_column_order",
          "sgemm_edge_strips", "sgemm_padded_b")  # fmt: skip
 # Rungs not yet in the stored benchmark, so not yet in the catalogue (sgemm.CANDIDATE_RUNGS).
-CANDIDATES: list[str] = ["sgemm_small_tile", "sgemm_split_k", "sgemm_skinny", "sgemm_skinny_n"]
+CANDIDATES: list[str] = ["sgemm_small_tile", "sgemm_split_k", "sgemm_skinny", "sgemm_skinny_n", "sgemm_gemv_split"]
 # Rungs for M of 1 to 16 only: the grid test takes the odd shapes' N and K with M cut to their rows.
-SKINNY = ("sgemm_skinny",)
+SKINNY = ("sgemm_skinny", "sgemm_gemv_split")
 # And for N of 1 to 16 only: N cut to their columns.
 SKINNY_N = ("sgemm_skinny_n",)
 ARCHS = ("sm_90", "sm_80")
@@ -148,8 +148,13 @@ def test_grid_covers_c_for_any_shape(kernel_id: str, config: dict) -> None:
         assert not spec.violations(shape, 0, "float32"), (kernel_id, shape)
         gx, gy, gz = spec.grid(shape, 0)
         bx, by, bz = spec.block(shape, 0)
+        assert bx * by * bz == threads
+        if kernel_id == "sgemm_gemv_split":
+            # A block per strip of columns (x) and slice of K (y), all M rows.
+            assert (gy, gz) == (config["SPLITS"], 1) and (gx - 1) * cols < shape.n <= gx * cols
+            continue
         # sgemm_split_k: one layer of the grid per slice of K.
-        assert bx * by * bz == threads and gz == config.get("SPLITS", 1)
+        assert gz == config.get("SPLITS", 1)
         if kernel_id in SKINNY:
             # A block per strip of columns, all M rows; every thread 4 columns of every row.
             assert gy == 1 and (gx - 1) * cols < shape.n <= gx * cols
@@ -164,8 +169,10 @@ def test_grid_covers_c_for_any_shape(kernel_id: str, config: dict) -> None:
             continue
         tiles_m, tiles_n = math.ceil(shape.m / rows), math.ceil(shape.n / cols)
         if spec.persistent:
-            # One work unit per tile; the runner launches as many blocks as fit, which walk over them.
-            assert (gx, gy) == (tiles_m * tiles_n, 1)
+            # A work unit per STREAM_K_MIN_RUN k-tiles of each tile; the runner launches as many
+            # blocks as fit, which walk over them.
+            runs = math.ceil(math.ceil(shape.k / config["BK"]) / sgemm.STREAM_K_MIN_RUN)
+            assert (gx, gy) == (tiles_m * tiles_n * runs, 1)
             assert threads * sgemm.outputs_per_thread(spec) == rows * cols
             continue
         if kernel_id in ("sgemm_edge_strips", "sgemm_padded_b"):
@@ -208,8 +215,9 @@ def test_candidates_run_outside_the_catalogue() -> None:
         assert spec.problem is sgemm_problem.SGEMM and not spec.takes_block_edge
         text = spec.source_text()
         assert text.startswith(f"// {kid}:") and f"{spec.function}(" in text
+        rows = sgemm.block_tile(spec)[0] if kid in SKINNY else 0
         shape = (
-            Shape(13, 129, 131) if kid in SKINNY else Shape(127, 13, 131) if kid in SKINNY_N else Shape(127, 129, 131)
+            Shape(rows, 129, 131) if kid in SKINNY else Shape(127, 13, 131) if kid in SKINNY_N else Shape(127, 129, 131)
         )
         assert catalogue.point(kid, shape, spec=spec).spec is spec
     assert [r.id for r in sgemm.CANDIDATE_RUNGS] == CANDIDATES

@@ -18,7 +18,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.sgemm import spec as sgemm
 
-NEW_RUNGS = ("sgemm_small_tile", "sgemm_split_k", "sgemm_skinny", "sgemm_skinny_n")
+NEW_RUNGS = ("sgemm_small_tile", "sgemm_split_k", "sgemm_skinny", "sgemm_skinny_n", "sgemm_gemv_split")
 REVIEW = Path(__file__).resolve().parent.parent / "docs" / "synchronisation.md"
 
 
@@ -175,3 +175,44 @@ def test_skinny_n_geometry() -> None:
         assert len({(lane * groups) % 8 for lane in range(8)}) == 8, cols
     # CGMA: per chunk 8 float4s of A and 256 x 16 / 128 = 32 elements of B, for 8 x 8 x 16 FLOPs.
     assert spec.cgma(Shape(4096, 16, 4096), 0) == pytest.approx(8 * 8 * 16 / 40)
+
+
+def test_gemv_split_refuses_more_rows_than_its_configuration_holds() -> None:
+    spec = catalogue.variant("sgemm_gemv_split", {"ROWS": 2})
+    assert not spec.violations(Shape(2, 4096, 4096), 0, "float32")
+    with pytest.raises(ConstraintError, match="ROWS >= M"):
+        catalogue.point("sgemm_gemv_split", Shape(3, 4096, 4096), spec=spec)
+
+
+def test_gemv_split_rules_name_what_they_refuse() -> None:
+    with pytest.raises(ConstraintError, match="COL_VECS must be 8, 16 or 32"):
+        catalogue.variant("sgemm_gemv_split", {"COL_VECS": 4})
+    with pytest.raises(ConstraintError, match="ROWS must be from 1 to 4"):
+        catalogue.variant("sgemm_gemv_split", {"ROWS": 8})
+    with pytest.raises(ConstraintError, match="SPLITS must be at least 2"):
+        catalogue.variant("sgemm_gemv_split", {"SPLITS": 1})
+
+
+def test_gemv_split_geometry() -> None:
+    """The predicted launch at 1 x 4096 x 4096: 32 strips of 128 columns x 16
+    slices = 512 blocks (3.9 per SM of 132), a workspace of 32 counters and
+    512 partial strips of 128 floats; every slice whole quads, covering K once."""
+    spec = catalogue.variant("sgemm_gemv_split", {})
+    shape = Shape(1, 4096, 4096)
+    assert spec.grid(shape, 0) == (32, 16, 1)
+    assert spec.workspace_bytes(shape, 512) == 128 + 512 * 128 * 4
+    assert spec.name_expression("float32", 0) == "sgemm_gemv_split<float, 1, 32, 4, 3, 16>"
+    for k in (1, 3, 4095, 4096, 10007):
+        quads = -(-k // 4)
+        bounds = [4 * (z * quads // 16) for z in range(17)]
+        rows = [r for z in range(16) for r in range(bounds[z], min(k, bounds[z + 1]))]
+        assert rows == list(range(k)), k
+
+
+def test_gemv_split_carries_its_synchronisation_argument() -> None:
+    lines = catalogue.variant("sgemm_gemv_split", {}).source_text().splitlines()
+    header = "\n".join(lines[: next(i for i, x in enumerate(lines) if not x.startswith("//"))])
+    assert "\n// Synchronisation" in header
+    for handshake in ("__threadfence", "atomicAdd", "__syncthreads_or", "store of zero"):
+        assert handshake in header, handshake
+    assert "## sgemm_gemv_split " in REVIEW.read_text()

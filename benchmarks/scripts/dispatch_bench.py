@@ -7,7 +7,7 @@ element type, against the issue's targets (FP32: 100% mean, 90% each; BF16:
 105% mean, 95% each). Usage, on a GPU machine:
 
     PYTHONPATH=src python3 benchmarks/scripts/dispatch_bench.py OUT.json [--suite quick|full] [--db PATH]
-        [--dtype fp32,bf16,bf16-out] [--budget-seconds S]
+        [--dtype fp32,bf16,bf16-out] [--budget-seconds S] [--shape-seconds S]
 
 OUT.json holds {"device", "tuning": [the tuner's summary in words], "results":
 [RunResult.to_dict() plus "pick" (tuned / nearest / default), "why",
@@ -43,6 +43,12 @@ def main() -> None:
     parser.add_argument("--db", type=Path)
     parser.add_argument("--dtype", help="fp32,bf16,bf16-out (default: the suite's)")
     parser.add_argument("--budget-seconds", type=float)
+    parser.add_argument(
+        "--shape-seconds",
+        type=float,
+        default=tuner.SHAPE_SECONDS,
+        help="seconds of timing per shape, compiling not counted (0: no limit)",
+    )
     args = parser.parse_args()
     db = args.db or args.out.with_suffix(".sqlite")
     suite = load_suite(args.suite)
@@ -51,7 +57,8 @@ def main() -> None:
     start = time.monotonic()
     with Store.open(db) as store:
         summary = tuner.tune_suite(load_suite("quick"), store, dtypes=dtypes, run_record=run_record(),
-                                   budget_seconds=args.budget_seconds, on_candidate=print)  # fmt: skip
+                                   budget_seconds=args.budget_seconds, on_candidate=print,
+                                   shape_seconds=args.shape_seconds or None)  # fmt: skip
     tuning_seconds = time.monotonic() - start
     clear_cache()
 

@@ -40,7 +40,7 @@ def tune_cmd(
         Path | None, typer.Option("--suite-file", help="A shapes.toml (default: the checkout's benchmarks/).")
     ] = None,
     per_rung: Annotated[
-        int | None, typer.Option(min=1, help="Configurations tried per rung and shape (default: 4).")
+        int | None, typer.Option(min=1, help="Configurations tried per rung and shape (default: 3).")
     ] = None,
     rungs: Annotated[
         str | None, typer.Option(help="Rungs to try on every shape, comma-separated (default: each class's).")
@@ -48,6 +48,14 @@ def tune_cmd(
     force: Annotated[bool, typer.Option("--force", help="Tune shapes again that have a pick.")] = False,
     budget_seconds: Annotated[
         float | None, typer.Option("--budget-seconds", min=0.0, help="Start no shape after this many seconds.")
+    ] = None,
+    shape_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--shape-seconds",
+            min=0.0,
+            help="Seconds of timing per shape, compiling not counted (default: 10; 0: no limit).",
+        ),
     ] = None,
 ) -> None:
     """Tune the dispatcher on the shape suite: per shape, verify and time a handful of rungs and configurations
@@ -65,6 +73,7 @@ def tune_cmd(
             per_rung=per_rung or dispatch.PER_RUNG, force=force, budget_seconds=budget_seconds,
             rungs=[r.strip() for r in rungs.split(",") if r.strip()] if rungs else None,
             on_candidate=lambda label: err_console.print(f"[dim]{label}[/]"),
+            shape_seconds=dispatch.SHAPE_SECONDS if shape_seconds is None else shape_seconds or None,
         )  # fmt: skip
         picks = store.picks(device[0])
     for line in summary.lines():

@@ -73,15 +73,24 @@ ASSUMED_SMS = 132
 # The tile that decides whether a shape has few tiles: the FP32 and tensor ladders' top rungs'.
 BIG_TILE = (128, 256)
 PER_RUNG = 3
-# The most candidates per shape, and the seconds a shape may spend starting
+# The most candidates per shape, and the seconds a shape may spend timing
 # them, so that the quick suite tunes in a few minutes (a candidate takes about
-# half a second once compiled).
+# half a second once compiled). Compiling is not counted: a shape's candidates
+# are compiled first (:func:`compile_candidates`, COMPILE_THREADS at once),
+# since on a fresh machine the large-tile rungs take seconds each to compile
+# and the 2026-11-24b run lost 10 of 32 candidates at 512 and 11 at 4096 to it.
 MAX_PER_SHAPE = 32
 SHAPE_SECONDS = 10.0
+COMPILE_THREADS = 4
 # Rungs made for one shape class, whose every configuration is tried on the
 # shapes of that class (short launches: the whole search costs seconds).
-EVERY_CONFIG = {"sgemm_skinny": "skinny-m", "sgemm_skinny_n": "skinny-n", "sgemm_split_k": "k-heavy"}
-EVERY_CONFIG["tc_small"] = "few-tiles"  # 10 configurations, 2 to 6 us each at the few-tile shapes
+EVERY_CONFIG = {
+    "sgemm_gemv_split": "skinny-m",
+    "sgemm_skinny": "skinny-m",
+    "sgemm_skinny_n": "skinny-n",
+    "sgemm_split_k": "k-heavy",
+    "tc_small": "few-tiles",  # 10 configurations, 2 to 6 us each at the few-tile shapes
+}
 # The SM the block-residency model assumes (an H100's or H200's: sm_90).
 SM = sm_limits((9, 0))
 
@@ -90,7 +99,8 @@ SM = sm_limits((9, 0))
 # yet is skipped with a note. Each class ends with an sm_80 rung, which is what
 # a GPU before Hopper gets (the Hopper rungs have no configuration it runs).
 FP32_CANDIDATES = {
-    "skinny-m": ("sgemm_skinny", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
+    # sgemm_gemv_split first: it takes M of 1 to 4 (decoding), sgemm_skinny up to 16.
+    "skinny-m": ("sgemm_gemv_split", "sgemm_skinny", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
     "skinny-n": ("sgemm_skinny_n", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
     "k-heavy": ("sgemm_split_k", "sgemm_stream_k", "sgemm_small_tile", "sgemm_multistage"),
     "few-tiles": ("sgemm_small_tile", "sgemm_split_k", "sgemm_multistage", "sgemm_stream_k", "sgemm_padded_b"),
@@ -348,6 +358,34 @@ class DispatchSummary:
         return out
 
 
+# compiler(candidates, shape, dtype, arch): compiles them into the cubin cache; failures are left for the runner.
+Compiler = Callable[[Sequence[Candidate], Shape, str, str], None]
+
+
+def compile_candidates(found: Sequence[Candidate], shape: Shape, dtype: str, arch: str) -> None:
+    """Compile ``found`` at ``shape`` into the cubin cache, COMPILE_THREADS at
+    a time, so that the runner later only loads them. NVRTC's compile call
+    runs without the GIL (cuda-python's bindings release it; the CPU tests
+    compile in two threads for the same reason). A candidate that does not
+    compile is left for the runner, which reports it as skipped."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gemmlab.backends.nvrtc import compile_kernel
+
+    def build(candidate: Candidate) -> None:
+        try:
+            point = catalogue.point(candidate.kernel, shape, dtype=dtype, spec=candidate.spec)
+            compile_kernel(point.spec, point.block_edge, point.dtype, point.spec.compile_arch(arch))
+        except GemmlabError:
+            pass
+
+    if not found:
+        return
+    build(found[0])  # imports the compiler's modules before threads race to
+    with ThreadPoolExecutor(COMPILE_THREADS) as pool:
+        list(pool.map(build, found[1:]))
+
+
 def measure_candidate(spec: KernelSpec, shape: Shape, **options: Any) -> Any:
     """The default runner: :func:`gemmlab.measure.run.run` on the candidate's own entry."""
     from gemmlab.measure.run import run
@@ -360,7 +398,7 @@ def tune_suite(
     device: tuple[str, str, str, int] | None = None, run_record: dict | None = None, per_rung: int = PER_RUNG,
     force: bool = False, budget_seconds: float | None = None, max_seconds: float = 5.0,
     rungs: Sequence[str] | None = None, on_candidate: Callable[[str], None] | None = None,
-    shape_seconds: float | None = SHAPE_SECONDS,
+    shape_seconds: float | None = SHAPE_SECONDS, compiler: Compiler | None = None,
 ) -> DispatchSummary:  # fmt: skip
     """Tune the dispatcher on every shape of ``suite`` in each of ``dtypes``
     (default: the suite's) and store the fastest verified pick per shape.
@@ -368,8 +406,12 @@ def tune_suite(
     with a stored pick on this GPU is skipped unless ``force``. ``rungs``:
     try these for every shape instead of its class's (each where it has the
     element type). ``shape_seconds``: start no more candidates of a shape after
-    this many seconds on it (None: no limit)."""
+    this many seconds of timing them (None: no limit). ``compiler``: compiles
+    a shape's candidates before they are timed, outside that budget (default:
+    :func:`compile_candidates` with the default runner, none with another)."""
     name, cc, arch, sms = device or current_device()
+    if compiler is None and runner is None:
+        compiler = compile_candidates
     summary = DispatchSummary(name, cc)
     run_ids: list[int] = []
     stored = {(p["dtype"], Shape(p["m"], p["n"], p["k"])) for p in store.picks(name)}
@@ -385,6 +427,8 @@ def tune_suite(
                     return summary
                 found, notes = candidates(entry.shape, dtype, sms=sms, arch=arch, per_rung=per_rung, rungs=rungs)
                 summary.notes += notes
+                if compiler is not None:
+                    compiler(found, entry.shape, dtype, arch)
                 results = _measured(found, entry.shape, dtype, max(entry.reps, 10), max_seconds,
                                     runner or measure_candidate, summary, on_candidate, shape_seconds)  # fmt: skip
                 if not results:

@@ -21,6 +21,19 @@
 // the tile. Nobody waits for anybody: a block that is not last moves on.
 // The arithmetic and the copies of a tile are sgemm_spread_copies's; the
 // pipeline starts afresh for each piece of work, from its first k-tile.
+// Third round (issue 21, H100): with fewer tiles than SMs the grid was one
+// block per tile and most SMs idled: 1024 x 1024 x 16384 is 32 tiles of 128 x
+// 256. Now the grid counts a work unit per MIN_RUN k-tiles of each tile (the
+// runner still launches no more blocks than the GPU holds) and the whole
+// problem is the tail. Predicted there: 32 x 1024 k-tiles over 132 blocks,
+// 248 each (4.1 blocks a tile); at the 2.78 us per k-tile that rung 16 takes
+// at 4096 (2.85 ms for 4 waves of 256), 0.69 ms, plus the partials (each
+// block at most two of 128 KB, the last of a tile reading about 5: 640 KB at
+// about 130 GB/s of L2 per SM, 5 us): 0.70-0.76 ms against cuBLAS's 0.734,
+// 97-105% (split-K's best, 64 x 128 in 8 slices, took 0.912). 128 x 4096 x
+// 4096: 16 tiles x 256 k-tiles over 132 blocks, 31 each: 86 us of k-tiles, a
+// fix-up of about 9 partials (1.1 MB, 9 us) per tile: 95-110 us against
+// cuBLAS's 131 (split-K: 156). Measurement: pending GPU run.
 // Predicted (H200, written before measuring): +2.5% at N = 4096 (3.88 waves
 // instead of 4, less the partial sums' round trip through L2), 47.4 -> 48.6
 // TFLOP/s; at 4097 +15% (4.25 instead of 5), 38.6 -> 44 TFLOP/s, still 9% under
@@ -50,22 +63,29 @@
 // ... (P = gridDim.x blocks). The rest, when the tiles do not fill a whole
 // number of waves, are the tail: the last partial wave and one full wave
 // before it, so that every block's run is at least one tile long and a tile
-// has at most two contributors. Their k-tiles are numbered tile by tile;
-// block b takes iterations begin(b) .. begin(b + 1) - 1.
+// has at most two contributors. With fewer tiles than blocks every tile is in
+// the tail: a run is then shorter than a tile (per < k_tiles), so it still
+// touches at most two tiles (slots 0 and 1), and a tile has about P / tiles
+// contributors, each one's partial added by the last (the loop below takes
+// any number). When the tiles have fewer k-tiles than P, per is 0 and the
+// blocks past `extra` have an empty run. Their k-tiles are numbered tile by
+// tile; block b takes iterations begin(b) .. begin(b + 1) - 1.
 struct StreamKSplit {
     int dp_tiles;
     long long per;  // iterations per block; the first `extra` blocks take one more
     int extra;
 
     __device__ __forceinline__ StreamKSplit(int tiles, int k_tiles, int blocks) {
-        const int tail = tiles > blocks && tiles % blocks != 0 ? tiles % blocks + blocks : 0;
+        // Fewer tiles than blocks (issue 21, third round): the whole problem is the
+        // tail, so every block gets a run and none idles.
+        const int tail = tiles % blocks == 0 ? 0 : tiles > blocks ? tiles % blocks + blocks : tiles;
         dp_tiles = tiles - tail;
         const long long iterations = static_cast<long long>(tail) * k_tiles;
         per = iterations / blocks;
         extra = static_cast<int>(iterations % blocks);
     }
     __device__ __forceinline__ long long begin(int block) const { return block * per + min(block, extra); }
-    // The block whose run holds iteration `it` (per > 0 whenever there is a tail).
+    // The block whose run holds iteration `it` (it < extra (per + 1) whenever per is 0).
     __device__ __forceinline__ int owner(long long it) const {
         const long long longer = static_cast<long long>(extra) * (per + 1);
         return it < longer ? static_cast<int>(it / (per + 1)) : extra + static_cast<int>((it - longer) / per);

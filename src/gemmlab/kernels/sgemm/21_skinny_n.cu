@@ -31,8 +31,21 @@
 // about 8 us each, hidden behind the loads (if the hardware merges the rows'
 // identical addresses; if it takes a wavefront per 8 lanes regardless, 32 us:
 // THREAD_ROWS = 2 halves that). Measurement: pending GPU run.
+// Third round (issue 21): the H100 run of 2026-11-24b timed all 17
+// configurations at 4096 x 16 x 4096 and kept split-K's 72.3 us: every one of
+// them was slower. The staging of B was a loop of one 4-byte L2 load and one
+// shared store per trip (32 trips a chunk at the default), not unrolled, so
+// each chunk waited out up to 32 L2 round trips in turn (about 0.5 us each
+// under load: 16 chunks x several us), and A's loads were issued only at the
+// top of each chunk, so no DRAM read was in flight during the staging. Now a
+// thread issues all its words of B's chunk as 4-byte cp.async copies at once
+// (one round trip, no registers), and each slot of A is reloaded with the next chunk's the moment it is
+// used (as sgemm_skinny does for B). Predicted: per chunk one L2 round trip
+// (about 1 us) and the FFMAs, with A's 32 KB per SM in flight throughout: 16
+// chunks at 1.3-1.6 us, 21-26 us at 4096 x 16 x 4096, against cuBLAS's 82 us
+// and split-K's 72. Measurement: pending GPU run.
 
-#include "vec4_io.cuh"
+#include "cp_async_tiles.cuh"
 
 template <typename T, int COLS, int ROW_LANES, int THREAD_ROWS, int WARPS, int K_STEPS>
 __global__ void __launch_bounds__(WARPS * 32)
@@ -53,25 +66,34 @@ sgemm_skinny_n(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, 
     const int kl = lane % ROW_LANES;                                           // place along the row
     const int row0 = blockIdx.x * BR + (warp * (32 / ROW_LANES) + lane / ROW_LANES) * THREAD_ROWS;
     const bool a_vec = k % 4 == 0 && aligned16(a);
+    // Consecutive threads copy consecutive words of B's chunk: q fastest, then the column.
+    const int q_copy = tid % 4, c_copy = (tid / 4) % COLS;
+    constexpr int G_STEP = THREADS / (4 * COLS);  // groups of 4 k-rows between a thread's copies of B
+    static_assert((THREADS / 4) % COLS == 0, "a thread copies one column and k-row of every G_STEP-th group");
     T acc[THREAD_ROWS][COLS] = {};
 
+    // The first chunk's A; each later chunk's is loaded slot by slot as the one before is used.
+    float4 a_vals[THREAD_ROWS][K_STEPS];
+#pragma unroll
+    for (int j = 0; j < K_STEPS; ++j) {
+#pragma unroll
+        for (int t = 0; t < THREAD_ROWS; ++t) {
+            a_vals[t][j] = load4(a, row0 + t, 4 * (kl + ROW_LANES * j), m, k, a_vec);
+        }
+    }
     for (int k0 = 0; k0 < k; k0 += KC) {
-        // This chunk's A first: K_STEPS x THREAD_ROWS loads in flight while B is staged.
-        float4 a_vals[THREAD_ROWS][K_STEPS];
-#pragma unroll
-        for (int j = 0; j < K_STEPS; ++j) {
-#pragma unroll
-            for (int t = 0; t < THREAD_ROWS; ++t) {
-                a_vals[t][j] = load4(a, row0 + t, k0 + 4 * (kl + ROW_LANES * j), m, k, a_vec);
-            }
-        }
         __syncthreads();  // everyone is done with the last chunk of B
-        for (int i = tid; i < KC * COLS; i += THREADS) {
-            // q fastest, then the column: consecutive threads write consecutive words.
-            const int q = i % 4, c = (i / 4) % COLS, g = i / (4 * COLS);
-            const int kk = k0 + 4 * g + q;
-            b_chunk[g * GS + 4 * c + q] = c < n && kk < k ? b[kk * n + c] : 0.f;
+        // B's chunk by 4-byte cp.async, every thread's copies in flight at once (one
+        // L2 round trip a chunk, no registers held); zeros past N and K. A thread's
+        // k-row (q) and column (c) stay fixed; its groups are G_STEP apart.
+#pragma unroll 8
+        for (int g = tid / (4 * COLS); g < KC / 4; g += G_STEP) {
+            const int kk = k0 + 4 * g + q_copy;
+            const bool valid = c_copy < n && kk < k;
+            cp_async4(b_chunk + g * GS + 4 * c_copy + q_copy, valid ? b + kk * n + c_copy : b, valid);
         }
+        cp_async_commit();
+        cp_async_wait<0>();
         __syncthreads();
 #pragma unroll
         for (int j = 0; j < K_STEPS; ++j) {
@@ -86,6 +108,12 @@ sgemm_skinny_n(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, 
                     acc[t][c] += a_vals[t][j].z * w.z;
                     acc[t][c] += a_vals[t][j].w * w.w;
                 }
+            }
+            // The slot takes the next chunk's A at once (zeros past K): the loads stay in
+            // flight through the next chunk's staging of B.
+#pragma unroll
+            for (int t = 0; t < THREAD_ROWS; ++t) {
+                a_vals[t][j] = load4(a, row0 + t, k0 + KC + 4 * (kl + ROW_LANES * j), m, k, a_vec);
             }
         }
     }
