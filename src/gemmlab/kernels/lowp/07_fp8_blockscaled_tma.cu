@@ -24,5 +24,5 @@ tc_fp8_blockscaled_tma(const __grid_constant__ CUtensorMap a_map, const __grid_c
                        const float* __restrict__ scale_b, int m, int n, int k) {
     extern __shared__ __align__(1024) unsigned char smem[];
     fp8_persistent<T, SCALE_BLOCKS, BM, BN, STAGES, GROUP_M, CLUSTER, C_BOXES, PRODUCER_REGS, CONSUMER_REGS,
-                   C_BOX_ROWS>(smem, &a_map, &b_map, &c_map, scale_a, scale_b, m, n, k);
+                   C_BOX_ROWS, SCALE_BLOCK>(smem, &a_map, &b_map, &c_map, scale_a, scale_b, m, n, k);
 }
