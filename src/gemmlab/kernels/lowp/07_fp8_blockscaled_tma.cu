@@ -3,8 +3,8 @@
 // tile is one K block and one block of B's columns, so each promotion
 // multiplies its partial by scale_a[kb][row] x scale_b[kb][tile column]:
 // one FFMA per sum where the per-tensor rung has one FADD, and two scale
-// loads per thread per K block, issued before the slice's barrier wait and
-// used after it (fp8_persistent.cuh).
+// loads per thread per K block, issued one slice ahead and used after the
+// slice's wait (fp8_persistent.cuh).
 // Source: not from the documents; the scaling of DeepSeek-V3 and DeepGEMM.
 // Launch: as tc_fp8_tma_store; scale_a holds ceil(K / 128) x M floats and
 // scale_b ceil(K / 128) x ceil(N / 128), K block first (problems/lowp.py).

@@ -23,8 +23,8 @@
 //
 // SCALING: SCALE_TENSOR multiplies the sums by scale_a[0] x scale_b[0] in the
 // epilogue; SCALE_BLOCKS multiplies each promoted partial by its K block's
-// scale_a[kb][row] x scale_b[kb][tile column] (read when the slice is issued,
-// used after the wait), so per-tensor and block scaling cost the same: one
+// scale_a[kb][row] x scale_b[kb][tile column] (read when the slice before
+// is issued, used after this one's wait: a slice and a promotion later), so per-tensor and block scaling cost the same: one
 // FADD or one FFMA per sum per K block.
 //
 // Synchronisation: tc_tma_store's (kernels/tensor/08_tma_store.cu; the long
@@ -132,15 +132,25 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             float acc[64], part[64];
 #pragma unroll
             for (int i = 0; i < 64; ++i) acc[i] = part[i] = 0.f;
-            float lo = 1.f, hi = 1.f;  // the K block's factors of this thread's two rows
+            // The K block's factors of this thread's two rows (lo, hi), and the next block's,
+            // loaded one slice ahead so that their L2 latency hides behind a whole slice.
+            float lo = 1.f, hi = 1.f, lo_next = 1.f, hi_next = 1.f;
+            auto fetch_scales = [&](int t) {
+                if constexpr (SCALING == SCALE_BLOCKS) {
+                    if (t < k_tiles) {
+                        lo_next = block_scale(scale_a, scale_b, m, n, t, row + r, tn * BN);
+                        hi_next = block_scale(scale_a, scale_b, m, n, t, row + r + 8, tn * BN);
+                    }
+                }
+            };
+            fetch_scales(0);
 
             // K tiles t .. t + SLICES - 1 into `part` (the first step overwrites it), one
-            // group; the block scales (SLICES = 1) read meanwhile.
+            // group; the block scales (SLICES = 1) of tile t + 1 read meanwhile.
             auto issue = [&](int t) {
-                if constexpr (SCALING == SCALE_BLOCKS) {
-                    lo = block_scale(scale_a, scale_b, m, n, t, row + r, tn * BN);
-                    hi = block_scale(scale_a, scale_b, m, n, t, row + r + 8, tn * BN);
-                }
+                lo = lo_next;
+                hi = hi_next;
+                fetch_scales(t + 1);
                 // Every tile of the group is in before its first wgmma: a barrier wait (a
                 // loop) between wgmmas on the same registers makes ptxas serialise them (C7518).
 #pragma unroll
