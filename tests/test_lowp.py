@@ -261,7 +261,8 @@ def test_promotion_every_256_k_doubles_the_chain_and_its_tolerance() -> None:
     assert lowp._chain(rung, rung.config({"PROMOTE_K": 256})) == 256
     # 8 k = 32 steps in the tensor cores between promotions instead of 4: the bound's linear term doubles.
     assert problem.fp8_tolerance(256) == pytest.approx(1e-4 + 8 * 2.0**-13)
-    assert catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 256}).problem is not catalogue.get("tc_fp8_tma_store").problem
+    longer = catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 256})
+    assert longer.problem is not catalogue.get("tc_fp8_tma_store").problem
     with pytest.raises(ConstraintError, match="PROMOTE_K must be 128 or 256"):
         catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 384})
     # Block scales change every 128 K: the block-scaled rung has no such parameter.

@@ -228,8 +228,14 @@ RUNGS: tuple[Rung, ...] = (
         source="06_fp8_tma_store.cu",
         summary="sm_90a: persistent FP8 wgmma in clusters, promotion every 128 K, scaled C (float32/bf16) by TMA store",
         default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2, PROMOTE_K=128),
-        search=(Config(CLUSTER=1), Config(STAGES=4, C_BOXES=4), Config(GROUP_M=16), Config(BM=64, STAGES=8),
-                Config(PROMOTE_K=256), Config(PROMOTE_K=256, STAGES=4, C_BOXES=4)),  # fmt: skip
+        search=(
+            Config(CLUSTER=1),
+            Config(STAGES=4, C_BOXES=4),
+            Config(GROUP_M=16),
+            Config(BM=64, STAGES=8),
+            Config(PROMOTE_K=256),
+            Config(PROMOTE_K=256, STAGES=4, C_BOXES=4),
+        ),
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
         **PERSISTENT,
         **HOPPER,
