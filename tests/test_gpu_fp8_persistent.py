@@ -69,3 +69,34 @@ def test_scaled_mm_baseline_in_the_same_c_type(dtype: str) -> None:
     assert result.error <= result.tolerance
     assert "bfloat16 C" in result.baseline_name if dtype == "e4m3-bf16" else "float32 C" in result.baseline_name
     assert result.baseline_gflops and result.baseline_gflops > 0
+
+
+PROMOTE_256 = [("e4m3", 2), ("e4m3-bf16", 2), ("e4m3", 1)]
+
+
+@pytest.mark.parametrize(("dtype", "cluster"), PROMOTE_256, ids=[f"{d}-c{c}" for d, c in PROMOTE_256])
+def test_promotion_every_256_k_verifies_on_awkward_shapes(dtype: str, cluster: int) -> None:
+    """PROMOTE_K = 256 sums two K tiles per promotion; an odd count of K tiles
+    (K = 272: three) gets a fourth wholly past K, which TMA fills with zeros."""
+    from gemmlab.measure.run import run
+
+    if not _hopper():
+        pytest.skip("tc_fp8_tma_store needs sm_90a")
+    spec = catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 256, "CLUSTER": cluster})
+    for shape in SHAPES:
+        result = run("tc_fp8_tma_store", shape, dtype=dtype, reps=1, warmup=1, baseline=False, spec=spec)
+        assert 0 <= result.error <= result.tolerance, (shape, result.error, result.tolerance)
+
+
+def test_promotion_every_256_k_stays_inside_its_derived_bound_at_large_k() -> None:
+    """At K = 8192 (64 K tiles, 32 promotions) the error of the longer chain stays
+    within 1e-4 + 8 x 2^-13, the bound problems/lowp.py derives for it."""
+    from gemmlab.measure.run import run
+
+    if not _hopper():
+        pytest.skip("tc_fp8_tma_store needs sm_90a")
+    shape = Shape(256, 256, 8192)
+    spec = catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 256})
+    result = run("tc_fp8_tma_store", shape, dtype="e4m3", reps=1, warmup=1, baseline=False, spec=spec, seed=3)
+    assert result.tolerance == pytest.approx(1e-4 + 8 * 2.0**-13)
+    assert 0 <= result.error <= result.tolerance, (result.error, result.tolerance)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from gemmlab.backends.nvrtc import compile_kernel
-from gemmlab.core.errors import ConstraintError
+from gemmlab.core.errors import ConstraintError, GemmlabError
 from gemmlab.core.extras import MissingExtra
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
@@ -235,14 +235,72 @@ def test_persistent_fp8_problems_know_their_scales_and_c() -> None:
     assert problem.fp8_tolerance(128, bf16_c=True) == pytest.approx(problem.fp8_tolerance(128) + 4e-3)
 
 
-@pytest.mark.parametrize("kernel_id", PERSISTENT_FP8)
-@pytest.mark.parametrize("cluster", [1, 2])
-def test_persistent_fp8_rungs_compile_without_serialised_wgmma(kernel_id: str, cluster: int) -> None:
+PERSISTENT_CONFIGS = [
+    *[(k, {"CLUSTER": c}) for k in PERSISTENT_FP8 for c in (1, 2)],
+    ("tc_fp8_tma_store", {"PROMOTE_K": 256}),
+    ("tc_fp8_tma_store", {"PROMOTE_K": 256, "CLUSTER": 1}),
+    ("tc_fp8_tma_store", {"PROMOTE_K": 256, "STAGES": 4, "C_BOXES": 4}),
+]
+
+
+@pytest.mark.parametrize(("kernel_id", "config"), PERSISTENT_CONFIGS, ids=[f"{k}-{c}" for k, c in PERSISTENT_CONFIGS])
+def test_persistent_fp8_rungs_compile_without_serialised_wgmma(kernel_id: str, config: dict[str, int]) -> None:
     """ptxas serialises every wgmma (C7518) when it cannot prove the
     accumulators untouched while one runs; the kernel would still verify, at
     a fraction of the rate, so the compile log is the only place to see it."""
-    spec = catalogue.variant(kernel_id, {"CLUSTER": cluster})
+    spec = catalogue.variant(kernel_id, config)
     for dtype in spec.dtypes:
         compiled = compile_kernel(spec, 0, dtype, "sm_90a")
         assert compiled.resources.spill_bytes == 0 and compiled.resources.stack_bytes == 0, (kernel_id, dtype)
         assert "serialized" not in compiled.log, (kernel_id, dtype)
+
+
+def test_promotion_every_256_k_doubles_the_chain_and_its_tolerance() -> None:
+    rung = lowp.LADDER.rung("tc_fp8_tma_store")
+    assert lowp._chain(rung, rung.config({})) == 128
+    assert lowp._chain(rung, rung.config({"PROMOTE_K": 256})) == 256
+    # 8 k = 32 steps in the tensor cores between promotions instead of 4: the bound's linear term doubles.
+    assert problem.fp8_tolerance(256) == pytest.approx(1e-4 + 8 * 2.0**-13)
+    longer = catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 256})
+    assert longer.problem is not catalogue.get("tc_fp8_tma_store").problem
+    with pytest.raises(ConstraintError, match="PROMOTE_K must be 128 or 256"):
+        catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 384})
+    # Block scales change every 128 K: the block-scaled rung has no such parameter.
+    with pytest.raises(GemmlabError, match="PROMOTE_K"):
+        catalogue.variant("tc_fp8_blockscaled_tma", {"PROMOTE_K": 256})
+
+
+def half_warp_wavefronts(rows: list[int], bytes_: list[int]) -> int:
+    """Wavefronts of one half warp's 8-byte stores into a 128-byte-swizzled box: the
+    most threads on one bank (no two threads here write the same word)."""
+    load = [0] * 32
+    for r, b in zip(rows, bytes_, strict=True):
+        word = (((b // 16) ^ (r % 8)) * 16 + b % 16) // 4  # the swizzled chunk, then the 4-byte word
+        load[word % 32] += 1
+        load[(word + 1) % 32] += 1
+    return max(load)
+
+
+@pytest.mark.parametrize("spread", [False, True])
+def test_float32_box_writes_take_one_wavefront_per_half_warp_only_when_spread(spread: bool) -> None:
+    """The bank arithmetic of wgmma8.cuh's write_box_spread, replayed: lane l writes row
+    R = l / 4 at float 8 g + 2 (l % 4); spread, odd rows write group g ^ 2 instead."""
+    worst = 0
+    for warp in range(4):
+        for g in range(4):
+            for half in (range(16), range(16, 32)):
+                rows = [16 * warp + lane // 4 for lane in half]
+                groups = [g ^ 2 if spread and r % 2 else g for r in rows]
+                bytes_ = [4 * (8 * h + 2 * (lane % 4)) for h, lane in zip(groups, half, strict=True)]
+                worst = max(worst, half_warp_wavefronts(rows, bytes_))
+    assert worst == (1 if spread else 2)
+
+
+@NEEDS_CUOBJDUMP
+def test_float32_c_pays_one_select_per_value_for_its_spread_writes() -> None:
+    spec = catalogue.get("tc_fp8_tma_store")
+    f32 = sass_opcodes(compile_kernel(spec, 0, "e4m3", "sm_90a").cubin)
+    bf16 = sass_opcodes(compile_kernel(spec, 0, "e4m3-bf16", "sm_90a").cubin)
+    # 64 sums a thread, stored as 32 pairs; the bfloat16 epilogue (already conflict-free) selects nothing.
+    assert total(f32, "STS") == 32 and total(f32, "FSEL") == 64
+    assert total(bf16, "STS") == 32 and total(bf16, "FSEL") == 0

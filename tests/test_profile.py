@@ -627,3 +627,72 @@ def test_roofline_plot_writes_a_png(tmp_path: Path) -> None:
     out = roofline_plot(points, 50_000.0, 4_000.0, tmp_path / "plots" / "roofline.png", "Roofline, synthetic")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert roofline_plot([], 50_000.0, 4_000.0, tmp_path / "empty.png", "ceilings only").exists()
+
+
+# --- 8-bit tensor cores (FP8: QGMMA, INT8: IGMMA) ---------------------------------
+
+
+def fp8_point(dtype: str = "e4m3", n: int = 8192) -> Point:
+    return catalogue.point("tc_fp8_tma_store", Shape.square(n), dtype=dtype)
+
+
+def int8_point(n: int = 4096) -> Point:
+    return catalogue.point("tc_int8_wgmma", Shape.square(n), dtype="int8")
+
+
+def with_tensor_columns(page: str, values: dict[str, str]) -> str:
+    """The synthetic raw page with one more column per counter of ``values`` (units row: empty)."""
+    lines = page.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    rows = list(csv.reader(lines[first:]))
+    rows[0] += list(values)
+    rows[1] += [""] * len(values)  # --print-units base: a plain count has no unit
+    for row in rows[2:]:
+        row += list(values.values())
+    out = lines[:first] + [",".join(f'"{cell}"' for cell in row) for row in rows]
+    return "\n".join(out) + "\n"
+
+
+def test_8bit_kernels_ask_for_the_8bit_tensor_counters_and_16bit_ones_do_not() -> None:
+    for point in (fp8_point(), fp8_point("e4m3-bf16"), int8_point()):
+        assert profile.metrics_for(point) == CUDA_CORE_COUNTERS + TENSOR_COUNTERS + profile.TENSOR_8BIT
+    assert not set(profile.TENSOR_8BIT) & set(profile.metrics_for(tc_mma_point()))
+
+
+def test_an_fp8_launch_counts_its_tensor_operations_from_a_raw_page() -> None:
+    # The H100 profile of 2026-11-24 at 8192 read 4,362,109,952 operations without the 8-bit
+    # counters; with them an FP8 launch adds its 2·M·N·K in src_fp8 and 0 in the other paths.
+    model = 2 * 8192**3
+    values = {profile.TENSOR_BF16: "0", profile.TENSOR_FP16: "0", profile.TENSOR_TF32: "0",
+              profile.TENSOR_FP8: f"{model}", profile.TENSOR_INT8: "0", profile.TENSOR_PIPE: "67.4"}  # fmt: skip
+    metrics = profile.parse_raw_csv(with_tensor_columns(SYNTHETIC.read_text(), values)).metrics()
+    metrics.update({profile.FADD: 0, profile.FMUL: 4_362_109_952, profile.FFMA: 0})
+    r = profile.result_from_metrics(fp8_point(), metrics)
+    assert r.tensor_flops == model
+    assert r.flops_measured == model + 4_362_109_952
+    assert r.flops_ratio == pytest.approx(1.004, abs=1e-3)
+    assert r.tensor_pipe_pct == 67.4
+    assert r.ops_counter.endswith("tensor-core operations (sm__ops_path_tensor_src_*: bf16, fp16, tf32, fp8, int8)")
+
+
+def test_an_int8_launch_says_its_tensor_operations_are_integer() -> None:
+    model = 2 * 4096**3
+    metrics = tensor_metrics(0)
+    metrics.update({profile.TENSOR_FP8: 0, profile.TENSOR_INT8: model})
+    r = profile.result_from_metrics(int8_point(), metrics)
+    assert r.tensor_flops == model
+    assert "int8 ones are integer" in r.ops_counter
+
+
+def test_an_fp8_launch_without_the_fp8_value_says_what_its_total_lacks() -> None:
+    metrics = tensor_metrics(0)
+    metrics.update({profile.TENSOR_FP8: None, profile.TENSOR_INT8: 0})
+    r = profile.result_from_metrics(fp8_point(), metrics)
+    assert r.tensor_flops is None
+    assert "the tensor-core products are not in it" in r.ops_counter
+
+
+def test_a_missing_8bit_counter_is_named_as_a_tensor_counter() -> None:
+    error = profile.ncu_failure(f"==ERROR== Failed to find metric {profile.TENSOR_FP8}\n", 1)
+    assert isinstance(error, ProfilerError)
+    assert profile.TENSOR_FP8 in str(error) and "tensor cores" in str(error)

@@ -10,7 +10,8 @@
 # become tests/fixtures/ncu/h200_<kernel>_<edge>.csv.
 # It also saves ncu's version and metric list and checks that every metric
 # gemmlab asks for is listed (the tensor-core ones too, which only tensor-core
-# kernels ask for), then parses each capture. About a minute.
+# kernels ask for, and the 8-bit ones only FP8/INT8 kernels ask for), then parses
+# each capture. About a minute.
 
 set -uo pipefail
 OUT=${OUT:-benchmarks/results/ncu}
@@ -19,7 +20,7 @@ mkdir -p "$OUT"
 export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1 LC_NUMERIC=C
 unset LC_ALL  # ncu prints numbers in the C locale, as gemmlab.profile runs it
 
-NCU=$(python3 -c 'from gemmlab.profile import find_ncu; print(find_ncu())') || exit 1
+NCU=$(python3 -c 'from gemmlab.measure.profile import find_ncu; print(find_ncu())') || exit 1
 echo "ncu: $NCU"
 "$NCU" --version | tail -n 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
@@ -28,10 +29,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 "$NCU" --query-metrics > "$OUT/ncu_query_metrics.txt" 2>&1
 python3 - "$OUT/ncu_query_metrics.txt" <<'PY'
 import sys
-from gemmlab.profile import METRICS, TENSOR_METRICS
+from gemmlab.measure.profile import collected_counters
 
 listed = open(sys.argv[1]).read()
-missing = [m for m in METRICS + TENSOR_METRICS if m.split(".")[0] not in listed]
+missing = [m for m in collected_counters(tensor_cores=True, eight_bit=True) if m.split(".")[0] not in listed]
 print("metrics not listed by --query-metrics:", ", ".join(missing) or "none")
 PY
 
@@ -41,8 +42,8 @@ for point in naive:16 tiled:16 tiled:32 naive_i32:16; do
     file="$OUT/ncu_${kernel}_${edge}.csv"
     mapfile -d '' -t cmd < <(python3 -c '
 import sys
-from gemmlab.catalogue import Shape
-from gemmlab.profile import command_for
+from gemmlab.core.shapes import Shape
+from gemmlab.measure.profile import command_for
 kernel, edge, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sys.stdout.write("\0".join(command_for(kernel, Shape.square(n), edge)))
 ' "$kernel" "$edge" "$N")
@@ -58,8 +59,9 @@ python3 - "$OUT" "$N" <<'PY'
 import pathlib
 import sys
 
-from gemmlab import catalogue, profile
-from gemmlab.catalogue import Shape
+from gemmlab.kernels import catalogue
+from gemmlab.measure import profile
+from gemmlab.core.shapes import Shape
 
 out, n = pathlib.Path(sys.argv[1]), int(sys.argv[2])
 for path in sorted(out.glob("ncu_*_*.csv")):

@@ -50,6 +50,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import gbytes_per_s, gflops
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import Point
+from gemmlab.problems.lowp import FP8_WITH_BF16, INT8
 
 # --- the counters ----------------------------------------------------------------
 
@@ -97,6 +98,19 @@ TENSOR_BF16 = "sm__ops_path_tensor_src_bf16_dst_fp32.sum"
 TENSOR_FP16 = "sm__ops_path_tensor_src_fp16.sum"  # fp16 inputs, fp16 or fp32 accumulator
 TENSOR_TF32 = "sm__ops_path_tensor_src_tf32_dst_fp32.sum"
 TENSOR_OPS = (TENSOR_BF16, TENSOR_FP16, TENSOR_TF32)
+# The 8-bit paths (FP8: QGMMA/QMMA, INT8: IGMMA/IMMA), 2 per multiply-add as
+# above; "src_fp8" sums both accumulator types. Asked for only where the
+# kernel's inputs are 8-bit (EIGHT_BIT_DTYPES), so a GPU without an fp8 path
+# (before sm_89) still profiles every other kernel. Names as ncu's metric
+# lists give them for sm_89/sm_90 (other tools read the same two; an RTX 4090
+# capture counted 2·M·N·K in src_fp8); no H100 capture of this repository has
+# shown them yet, so benchmarks/scripts/capture_ncu_fixtures.sh checks that
+# `ncu --query-metrics` lists them. int8 products are integer operations, and
+# the ops label says so.
+TENSOR_FP8 = "sm__ops_path_tensor_src_fp8.sum"
+TENSOR_INT8 = "sm__ops_path_tensor_src_int8.sum"
+TENSOR_8BIT = (TENSOR_FP8, TENSOR_INT8)
+EIGHT_BIT_DTYPES = (INT8, *FP8_WITH_BF16)
 # A counter, so ncu normalises it by the pipe's own peak rate: the share of the
 # elapsed cycles the tensor pipe was busy, averaged over the SMs.
 TENSOR_PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"
@@ -162,11 +176,23 @@ def uses_tensor_cores(point: Point) -> bool:
     return any(op.endswith("MMA") for op in point.spec.sass)
 
 
-def tensor_flops(metrics: dict[str, float | None]) -> float | None:
-    """The tensor cores' operations over the input types of :data:`TENSOR_OPS`, or None
-    when ncu gave no value for one of them: a partial sum would pass for the whole."""
+def uses_8bit_tensor_cores(point: Point) -> bool:
+    """Whether the kernel multiplies 8-bit inputs on the tensor cores (FP8 or INT8),
+    whose operations only the 8-bit counters of :data:`TENSOR_8BIT` see."""
+    return uses_tensor_cores(point) and point.dtype in EIGHT_BIT_DTYPES
+
+
+def tensor_counters_for(point: Point) -> tuple[str, ...]:
+    """The tensor-path operation counters summed for ``point``."""
+    return TENSOR_OPS + TENSOR_8BIT if uses_8bit_tensor_cores(point) else TENSOR_OPS
+
+
+def tensor_flops(metrics: dict[str, float | None], names: tuple[str, ...] = TENSOR_OPS) -> float | None:
+    """The tensor cores' operations over the counters ``names`` (by default the 16-bit
+    and tf32 ones of :data:`TENSOR_OPS`), or None when ncu gave no value for one of
+    them: a partial sum would pass for the whole."""
     total = 0.0
-    for name in TENSOR_OPS:
+    for name in names:
         value = metrics.get(name)
         if value is None:
             return None
@@ -247,11 +273,20 @@ def _executed(c: Counters, point: Point) -> tuple[float, str, float | None]:
         return executed, ops_counter, None
     # HMMA/HGMMA products are invisible to the thread-level counters; the tensor
     # path's own counters add them. Without a value the total must say what it lacks.
-    tensor = tensor_flops(c)
+    tensor = tensor_flops(c, tensor_counters_for(point))
     if tensor is None:
         return executed, ops_counter + "; the tensor-core products are not in it (ncu gave no value for them)", None
-    ops_counter += " + tensor-core operations (sm__ops_path_tensor_src_*: bf16, fp16, tf32)"
-    return executed + tensor, ops_counter, tensor
+    return executed + tensor, ops_counter + " + " + _tensor_label(point), tensor
+
+
+def _tensor_label(point: Point) -> str:
+    """What the tensor-core part of the operations executed counts."""
+    if not uses_8bit_tensor_cores(point):
+        return "tensor-core operations (sm__ops_path_tensor_src_*: bf16, fp16, tf32)"
+    if point.dtype == INT8:
+        # An int8 kernel's total is mostly integer multiply-adds: operations, not FLOPs.
+        return "tensor-core operations (sm__ops_path_tensor_src_*: bf16, fp16, tf32, fp8, int8; int8 ones are integer)"
+    return "tensor-core operations (sm__ops_path_tensor_src_*: bf16, fp16, tf32, fp8, int8)"
 
 
 def _dram_bytes(c: Counters) -> float:
@@ -369,18 +404,21 @@ def generic_figures() -> tuple[ProfiledFigure, ...]:
     return tuple(figure for figure in PROFILED if figure.key not in by_hand)
 
 
-def collected_counters(tensor_cores: bool) -> tuple[str, ...]:
+def collected_counters(tensor_cores: bool, eight_bit: bool = False) -> tuple[str, ...]:
     """The counters ncu collects: the union of the registry's, in its order, the
-    tensor-core ones after the rest and only where the kernel uses the tensor cores."""
+    tensor-core ones after the rest and only where the kernel uses the tensor cores,
+    the 8-bit ones last and only where its inputs are 8-bit."""
     names = [name for figure in PROFILED for name in figure.counters]
     if tensor_cores:
         names += [name for figure in PROFILED for name in figure.tensor_counters]
+    if tensor_cores and eight_bit:
+        names += TENSOR_8BIT
     return tuple(dict.fromkeys(names))
 
 
 def metrics_for(point: Point) -> tuple[str, ...]:
     """The counters ncu collects for ``point``."""
-    return collected_counters(uses_tensor_cores(point))
+    return collected_counters(uses_tensor_cores(point), uses_8bit_tensor_cores(point))
 
 
 def figures_of(point: Point, counters: Counters) -> dict[str, Any]:
@@ -510,7 +548,8 @@ def ncu_failure(output: str, returncode: int) -> GemmlabError | None:
     if m := _UNKNOWN_METRIC.search(output):
         name = m.group(1).rstrip(".")
         base = name.split(".")[0]
-        tensor_only = set(collected_counters(tensor_cores=True)) - set(collected_counters(tensor_cores=False))
+        everything = collected_counters(tensor_cores=True, eight_bit=True)
+        tensor_only = set(everything) - set(collected_counters(tensor_cores=False))
         if base in {metric.split(".")[0] for metric in tensor_only}:
             # Only tensor-core kernels ask for these, so the other kernels still profile on this GPU.
             return ProfilerError(

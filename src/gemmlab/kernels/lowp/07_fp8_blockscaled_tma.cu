@@ -3,8 +3,8 @@
 // tile is one K block and one block of B's columns, so each promotion
 // multiplies its partial by scale_a[kb][row] x scale_b[kb][tile column]:
 // one FFMA per sum where the per-tensor rung has one FADD, and two scale
-// loads per thread per K block, issued before the slice's barrier wait and
-// used after it (fp8_persistent.cuh).
+// loads per thread per K block, issued one slice ahead and used after the
+// slice's wait (fp8_persistent.cuh).
 // Source: not from the documents; the scaling of DeepSeek-V3 and DeepGEMM.
 // Launch: as tc_fp8_tma_store; scale_a holds ceil(K / 128) x M floats and
 // scale_b ceil(K / 128) x ceil(N / 128), K block first (problems/lowp.py).
@@ -24,5 +24,5 @@ tc_fp8_blockscaled_tma(const __grid_constant__ CUtensorMap a_map, const __grid_c
                        const float* __restrict__ scale_b, int m, int n, int k) {
     extern __shared__ __align__(1024) unsigned char smem[];
     fp8_persistent<T, SCALE_BLOCKS, BM, BN, STAGES, GROUP_M, CLUSTER, C_BOXES, PRODUCER_REGS, CONSUMER_REGS,
-                   C_BOX_ROWS>(smem, &a_map, &b_map, &c_map, scale_a, scale_b, m, n, k);
+                   C_BOX_ROWS, SCALE_BLOCK>(smem, &a_map, &b_map, &c_map, scale_a, scale_b, m, n, k);
 }

@@ -16,10 +16,15 @@
 // that this kernel compiles without that message): the overlap comes from
 // the other consumer warpgroup instead, as in DeepGEMM.
 //
+// PROMOTE_K (256: per-tensor scales only) sums two K tiles in the tensor
+// cores per promotion, one wait and one add per 256 K: half the consumer's
+// stalls, at twice the chain of unpromoted steps (problems/lowp.py's
+// tolerance grows with it; docs/lowp-ladder.md, round 3).
+//
 // SCALING: SCALE_TENSOR multiplies the sums by scale_a[0] x scale_b[0] in the
 // epilogue; SCALE_BLOCKS multiplies each promoted partial by its K block's
-// scale_a[kb][row] x scale_b[kb][tile column] (read when the slice is issued,
-// used after the wait), so per-tensor and block scaling cost the same: one
+// scale_a[kb][row] x scale_b[kb][tile column] (read when the slice before
+// is issued, used after this one's wait: a slice and a promotion later), so per-tensor and block scaling cost the same: one
 // FADD or one FFMA per sum per K block.
 //
 // Synchronisation: tc_tma_store's (kernels/tensor/08_tma_store.cu; the long
@@ -47,7 +52,7 @@ __device__ __forceinline__ void ring_ready() {
 }
 
 template <typename T, int SCALING, int BM, int BN, int STAGES, int GROUP_M, int CLUSTER, int C_BOXES,
-          int PRODUCER_REGS, int CONSUMER_REGS, int C_BOX_ROWS>
+          int PRODUCER_REGS, int CONSUMER_REGS, int C_BOX_ROWS, int PROMOTE_K>
 __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtensorMap* a_map,
                                                const CUtensorMap* b_map, const CUtensorMap* c_map,
                                                const float* scale_a, const float* scale_b, int m, int n, int k) {
@@ -59,6 +64,9 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     constexpr int BOX_COLS = TMA_ROW_BYTES / sizeof(C), BOXES = BN / BOX_COLS;
     constexpr int C_BOX_BYTES = C_BOX_ROWS * TMA_ROW_BYTES;
+    constexpr int SLICES = PROMOTE_K / BK;  // K tiles summed in the tensor cores per promotion
+    static_assert(PROMOTE_K == BK || PROMOTE_K == 2 * BK, "promotion every 128 or 256 K");
+    static_assert(SLICES == 1 || SCALING == SCALE_TENSOR, "block scales change every 128 K: promote every 128");
     static_assert((BM == 64 || BM == 128) && BN == 128, "64 x 128 sums and a 64 x 128 partial slab per warpgroup");
     static_assert(BK == SCALE_BLOCK && BN == SCALE_BLOCK, "a tile is one block of the scales along K and N");
     static_assert(SCALING == SCALE_TENSOR || SCALING == SCALE_BLOCKS, "per-tensor or block scales");
@@ -74,7 +82,9 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
     const int tiles_m = (m + CLUSTER * BM - 1) / (CLUSTER * BM), tiles_n = (n + BN - 1) / BN;
     const int first = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
-    const int k_tiles = (k + BK - 1) / BK;
+    // Whole promotions of K tiles: with SLICES = 2 and an odd count the last
+    // tile lies wholly past K, which TMA fills with zeros (adding nothing).
+    const int k_tiles = (k + PROMOTE_K - 1) / PROMOTE_K * SLICES;
     auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
 
     init_ring<STAGES>(full, empty, CLUSTER * CONSUMERS);
@@ -122,24 +132,49 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             float acc[64], part[64];
 #pragma unroll
             for (int i = 0; i < 64; ++i) acc[i] = part[i] = 0.f;
-            float lo = 1.f, hi = 1.f;  // the K block's factors of this thread's two rows
-
-            // K tile t into `part` (its first step overwrites it); its block scales read meanwhile.
-            auto issue = [&](int t) {
-                const int u = use + t, s = u % STAGES;
+            // The K block's factors of this thread's two rows (lo, hi), and the next block's,
+            // loaded one slice ahead so that their L2 latency hides behind a whole slice.
+            float lo = 1.f, hi = 1.f, lo_next = 1.f, hi_next = 1.f;
+            auto fetch_scales = [&](int t) {
                 if constexpr (SCALING == SCALE_BLOCKS) {
-                    lo = block_scale(scale_a, scale_b, m, n, t, row + r, tn * BN);
-                    hi = block_scale(scale_a, scale_b, m, n, t, row + r + 8, tn * BN);
+                    if (t < k_tiles) {
+                        lo_next = block_scale(scale_a, scale_b, m, n, t, row + r, tn * BN);
+                        hi_next = block_scale(scale_a, scale_b, m, n, t, row + r + 8, tn * BN);
+                    }
                 }
-                mbar_wait(&full[s], (u / STAGES) % 2);
+            };
+            fetch_scales(0);
+
+            // K tiles t .. t + SLICES - 1 into `part` (the first step overwrites it), one
+            // group; the block scales (SLICES = 1) of tile t + 1 read meanwhile.
+            auto issue = [&](int t) {
+                lo = lo_next;
+                hi = hi_next;
+                fetch_scales(t + 1);
+                // Every tile of the group is in before its first wgmma: a barrier wait (a
+                // loop) between wgmmas on the same registers makes ptxas serialise them (C7518).
+#pragma unroll
+                for (int i = 0; i < SLICES; ++i) {
+                    const int u = use + t + i;
+                    mbar_wait(&full[u % STAGES], (u / STAGES) % 2);
+                }
                 wgmma_fence();
-                wgmma_fp8_fresh_slice<In>(part, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
+#pragma unroll
+                for (int i = 0; i < SLICES; ++i) {
+                    unsigned char* rows = stage((use + t + i) % STAGES);
+                    if (i == 0) {
+                        wgmma_fp8_fresh_slice<In, true>(part, rows + slab * 64 * TMA_ROW_BYTES, rows + A_BYTES);
+                    } else {
+                        wgmma_fp8_fresh_slice<In, false>(part, rows + slab * 64 * TMA_ROW_BYTES, rows + A_BYTES);
+                    }
+                }
                 wgmma_commit();
             };
-            // K tile t's group has completed: its stage is free and its partial joins the FP32 sums.
+            // The group of K tiles t .. has completed: their stages are free and the partial joins the FP32 sums.
             auto promote = [&](int t) {
                 fence_registers(part);
-                release((use + t) % STAGES);
+#pragma unroll
+                for (int i = 0; i < SLICES; ++i) release((use + t + i) % STAGES);
                 if constexpr (SCALING == SCALE_BLOCKS) {
 #pragma unroll
                     for (int j = 0; j < 16; ++j) {
@@ -154,7 +189,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                 }
             };
 
-            for (int t = 0; t < k_tiles; ++t) {
+            for (int t = 0; t < k_tiles; t += SLICES) {
                 issue(t);
                 wgmma_wait<0>();
                 promote(t);
@@ -172,7 +207,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                 // The store that last read this box, C_BOXES stores ago, must be done reading it.
                 if (thread == 0) bulk_wait_read<C_BOXES - 1>();
                 consumer_sync(slab);
-                write_wgmma_box<BN, C>(acc, out, box, thread);
+                write_box_spread<BN, C>(acc, out, box, thread);
                 // Show the threads' writes to the copy engine before it reads them.
                 fence_proxy_async_shared();
                 consumer_sync(slab);

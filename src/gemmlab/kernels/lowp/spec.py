@@ -13,7 +13,8 @@ per tensor, 1 one per row of A and per column of C, 2 by 1 x 128 blocks of A
 and 128 x 128 blocks of B. SCALING changes the work, not how it is done, so
 no search changes it; choose it with a configuration (``SCALING=1``).
 PROMOTE (tc_fp8_wgmma) says whether partial sums leave the tensor cores for
-FP32 registers after every 128 K: the tolerance follows it.
+FP32 registers after every 128 K, PROMOTE_K (tc_fp8_tma_store) whether after
+every 128 or 256: the tolerance follows both.
 
 Every rung takes K in whole 16-byte pieces (16-byte copies, TMA row
 strides); the int8 rungs K under 2^17 as well, so that no int32 sum can
@@ -136,6 +137,7 @@ def _persistent_rules(c: Config) -> list[str]:
         + needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
         + needs(c["CLUSTER"] in (1, 2), "CLUSTER must be 1 or 2 (blocks along M sharing B by multicast)")
         + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1")
+        + needs(c.get("PROMOTE_K", SCALE_BLOCK) in (128, 256), "PROMOTE_K must be 128 or 256 (one or two K tiles)")
         + needs(
             (PRODUCER_REGS + CONSUMER_REGS * c["BM"] // 64) * WARPGROUP <= MAX_REGISTERS,
             f"{c['BM'] // 64} consumer warpgroups do not fit 64K registers",
@@ -225,8 +227,15 @@ RUNGS: tuple[Rung, ...] = (
         id="tc_fp8_tma_store",
         source="06_fp8_tma_store.cu",
         summary="sm_90a: persistent FP8 wgmma in clusters, promotion every 128 K, scaled C (float32/bf16) by TMA store",
-        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2),
-        search=(Config(CLUSTER=1), Config(STAGES=4, C_BOXES=4), Config(GROUP_M=16), Config(BM=64, STAGES=8)),
+        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2, PROMOTE_K=128),
+        search=(
+            Config(CLUSTER=1),
+            Config(STAGES=4, C_BOXES=4),
+            Config(GROUP_M=16),
+            Config(BM=64, STAGES=8),
+            Config(PROMOTE_K=256),
+            Config(PROMOTE_K=256, STAGES=4, C_BOXES=4),
+        ),
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
         **PERSISTENT,
         **HOPPER,
@@ -255,7 +264,7 @@ def _scaling(rung: Rung, c: Config) -> str:
 
 def _chain(rung: Rung, c: Config) -> int:
     """K the rung sums in the tensor cores between adds into FP32 registers (0: all of K)."""
-    return 0 if c.get("PROMOTE", 1) == 0 else SCALE_BLOCK
+    return 0 if c.get("PROMOTE", 1) == 0 else c.get("PROMOTE_K", SCALE_BLOCK)
 
 
 def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:

@@ -40,13 +40,57 @@ __device__ __forceinline__ void wgmma_fp8_into(float (&d)[64], unsigned long lon
 GL_WGMMA_FP8_INTO(gl_e4m3, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3")
 GL_WGMMA_FP8_INTO(gl_e5m2, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2")
 
-// One 128-K slice into a fresh partial slab: 4 steps of k = 32, the first
-// overwriting the slab, the others adding to it.
-template <typename T>
+// One 128-K slice into a partial slab: 4 steps of k = 32, all adding to it,
+// except (FRESH) the first, which overwrites it.
+template <typename T, bool FRESH = true>
 __device__ __forceinline__ void wgmma_fp8_fresh_slice(float (&d)[64], const void* a_rows, const void* b_rows) {
     const unsigned long long da = wgmma_desc(a_rows), db = wgmma_desc(b_rows);
 #pragma unroll
-    for (int step = 0; step < TMA_ROW_BYTES / 32; ++step) wgmma_fp8_into<T>(d, da + 2 * step, db + 2 * step, step);
+    for (int step = 0; step < TMA_ROW_BYTES / 32; ++step) {
+        wgmma_fp8_into<T>(d, da + 2 * step, db + 2 * step, FRESH ? step : 1);
+    }
+}
+
+// Box `box` of a warpgroup's 64 x N float32 sums into a 64 x 128-byte box
+// in the 128-byte swizzle, without the bank conflicts of hopper.cuh's
+// write_wgmma_box (which the bfloat16 C keeps: see below).
+//
+// Bank arithmetic. A box row is 128 bytes, all 32 banks, so only the swizzle
+// (16-byte chunk c of row r at chunk c ^ (r % 8)) decides a bank. A warp's
+// 64-bit store is served half a warp at a time: 16 threads, 128 bytes, one
+// wavefront only if they cover the 32 banks. Lane l writes row R = l / 4
+// (mod 8; its second row R + 8 has the same swizzle) at float 8 g + 2 (l % 4)
+// of the box: chunk 2 g + (l % 4) / 2, so the row's 4 threads fill the chunk
+// pair P = g ^ (R / 2) (chunks 2P, 2P + 1, 8 banks). A half warp holds rows
+// R = 4h .. 4h + 3, whose R / 2 takes two values, each twice: with every
+// lane on the same g (write_wgmma_box), rows R and R ^ 1 land on the same
+// 8 banks, two wavefronts per half, four per store where 256 bytes need two.
+// Here odd rows write group g ^ 2 while even rows write g, so
+// P = g ^ 2 (R % 2) ^ (R / 2): for R = 0..3 that is g, g^2, g^1, g^3, and
+// for R = 4..7 g^2, g, g^3, g^1: four distinct pairs, 32 banks, one
+// wavefront per half warp. The cost: one SEL per value (which of the two
+// groups this lane writes now), 64 a thread for a 64 x 128 slab.
+//
+// bfloat16 C is already conflict-free: a lane stores 4 bytes (one bf16x2) at
+// chunk g ^ R, so a warp's 8 rows take 8 distinct chunks, 128 bytes, one
+// wavefront; it keeps write_wgmma_box.
+template <int N, typename C>
+__device__ __forceinline__ void write_box_spread(const float (&d)[N / 2], unsigned char* box_mem, int box, int thread) {
+    if constexpr (sizeof(C) != 4) {
+        write_wgmma_box<N, C>(d, box_mem, box, thread);
+    } else {
+        constexpr int GROUPS = TMA_ROW_BYTES / sizeof(float) / 8;  // 4 eight-column groups of a box
+        static_assert(GROUPS == 4, "the swap pairs group g with g ^ 2 of four");
+        const int r = 16 * (thread / 32) + (thread % 32) / 4;
+        const bool odd = r % 2;
+#pragma unroll
+        for (int g = 0; g < GROUPS; ++g) {
+            const int j = 4 * (box * GROUPS + g), k = 4 * (box * GROUPS + (g ^ 2));  // even rows: j, odd: k
+            const int byte = (8 * (odd ? g ^ 2 : g) + 2 * (thread % 4)) * static_cast<int>(sizeof(float));
+            put_pair_swizzled<C>(box_mem, r, byte, odd ? d[k] : d[j], odd ? d[k + 1] : d[j + 1]);
+            put_pair_swizzled<C>(box_mem, r + 8, byte, odd ? d[k + 2] : d[j + 2], odd ? d[k + 3] : d[j + 3]);
+        }
+    }
 }
 
 // int8: int32 sums, listed as "+r" operands; the integer form has no
