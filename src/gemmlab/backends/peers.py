@@ -66,16 +66,21 @@ def torch_operands(prepared: Prepared, point: Point, sms: int) -> Operands:
     """The problem's CuPy arrays as torch tensors (no copy), with the problem's facts."""
     import torch
 
+    # Bits stored as unsigned integers (CuPy has neither type), viewed as what they hold:
+    # the tensor ladder's bfloat16 (and a bfloat16 C), the lowp ladder's e4m3 codes.
+    views = {torch.uint16: torch.bfloat16, torch.uint8: torch.float8_e4m3fn}
+
     def tensor(name: str) -> Any:
         t = torch.from_dlpack(prepared.arrays[name])
-        return (
-            t.view(torch.bfloat16) if t.dtype == torch.uint16 else t
-        )  # bfloat16 bits, as problems/tensor.py stores them
+        return t.view(views[t.dtype]) if t.dtype in views else t
 
-    s, fp32 = point.shape, "C_in" in prepared.arrays
+    s, arrays = point.shape, prepared.arrays
+    fp32 = "C_in" in arrays
     return Operands(
         a=tensor("A"), b=tensor("B"), c=tensor("C"), c_in=tensor("C_in") if fp32 else None,
         m=s.m, n=s.n, k=s.k, alpha=ALPHA if fp32 else 1.0, beta=BETA if fp32 else 0.0, b_kmajor=not fp32, sms=sms,
+        scale_a=tensor("scale_a") if "scale_a" in arrays else None,
+        scale_b=tensor("scale_b") if "scale_b" in arrays else None,
     )  # fmt: skip
 
 

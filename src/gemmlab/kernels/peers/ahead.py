@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from gemmlab.kernels.peers.spec import PeerSpec
 
 # Triton's names of the element types a peer rung takes.
-ELEMENTS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+ELEMENTS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "e4m3": "fp8e4nv"}
 
 
 @dataclass(frozen=True)
