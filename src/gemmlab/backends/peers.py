@@ -21,6 +21,7 @@ from gemmlab.backends.base import SpecQueries
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.backends.python import ASSUMED_FLOPS, UNKNOWN, triton_resources
 from gemmlab.core import gpu
+from gemmlab.core.dtypes import DTYPE_ITEMSIZE
 from gemmlab.core.extras import require
 from gemmlab.core.shapes import Dim3, Shape
 from gemmlab.kernels.peers.spec import MODELS, PEERS, Operands, PeerSpec
@@ -46,6 +47,15 @@ class PeerCompiled:
     compile_seconds: float = 0.0
     tune_seconds: float = 0.0
     returned: Any = field(default=None, repr=False)
+
+    @property
+    def tuned_config(self) -> dict[str, int] | None:
+        """The chosen configuration as the results store keeps one: its named
+        tile sizes, and Triton's warps and stages where it has them."""
+        if self.config is None:
+            return None
+        extra = {name: getattr(self.config, name) for name in ("num_warps", "num_stages") if hasattr(self.config, name)}
+        return {**self.config.kwargs, **extra}
 
     @property
     def resources(self) -> Resources:
@@ -110,6 +120,14 @@ def fastest(launches: list[Callable[[], Any]], compiled: PeerCompiled, configs: 
     best = min(range(len(launches)), key=times.__getitem__)
     compiled.config = configs[best]
     return launches[best]
+
+
+def bind_launches(spec: PeerSpec, dtype: str) -> int:
+    """Launches ``bind`` makes before the runner's own (what `gemmlab profile`
+    skips): each configuration's compiling launch and, when there are several,
+    its TUNE_LAUNCHES timed ones."""
+    count = len(import_rung(spec).configs(DTYPE_ITEMSIZE[dtype]))
+    return count if count == 1 else count * (1 + TUNE_LAUNCHES)
 
 
 class PeersBackend(SpecQueries):

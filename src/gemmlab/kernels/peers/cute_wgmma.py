@@ -34,8 +34,9 @@ from typing import Any
 import cuda.bindings.driver as cuda_driver
 import cutlass
 import cutlass.cute as cute
+import cutlass.memory
 import cutlass.pipeline as pipeline
-import cutlass.utils as utils
+from cutlass.tensor_utils import LayoutEnum
 import cutlass.utils.hopper_helpers as sm90
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cute.runtime import from_dlpack, make_fake_tensor
@@ -81,12 +82,12 @@ class WgmmaGemm:
         stages = self.config.stages
         mma = sm90.make_trivial_tiled_mma(
             a.element_type, b.element_type,
-            utils.LayoutEnum.from_tensor(a).sm90_mma_major_mode(),
-            utils.LayoutEnum.from_tensor(b).sm90_mma_major_mode(),
+            LayoutEnum.from_tensor(a).sm90_mma_major_mode(),
+            LayoutEnum.from_tensor(b).sm90_mma_major_mode(),
             cutlass.Float32, (self.config.warpgroups, 1, 1), tiler_mn=(64, self.config.tile_n),
         )  # fmt: skip
-        a_smem = sm90.make_smem_layout_a(utils.LayoutEnum.from_tensor(a), self.tile, a.element_type, stages)
-        b_smem = sm90.make_smem_layout_b(utils.LayoutEnum.from_tensor(b), self.tile, b.element_type, stages)
+        a_smem = sm90.make_smem_layout_a(LayoutEnum.from_tensor(a), self.tile, a.element_type, stages)
+        b_smem = sm90.make_smem_layout_b(LayoutEnum.from_tensor(b), self.tile, b.element_type, stages)
         load = cpasync.CopyBulkTensorTileG2SOp()
         tma_a, a_coords = cpasync.make_tiled_tma_atom(
             load, a, cute.slice_(a_smem, (None, None, 0)), (self.tile[0], self.tile[2])
@@ -124,7 +125,7 @@ class WgmmaGemm:
             cpasync.prefetch_descriptor(tma_a)
             cpasync.prefetch_descriptor(tma_b)
 
-        storage = utils.SmemAllocator().allocate(self.shared)
+        storage = cutlass.memory.SmemAllocator().allocate(self.shared)
         ring = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.ring.data_ptr(),
             num_stages=stages,
@@ -193,7 +194,7 @@ class WgmmaGemm:
 
         # C row by row from the registers; the identity tensor's coordinates
         # keep the stores of an edge tile inside M x N.
-        for i in cutlass.range_constexpr(cute.size(acc)):
+        for i in cutlass.range(cute.size(acc), unroll_full=True):
             if cute.elem_less(where_mine[i], c.shape):
                 c_mine[i] = acc[i]
 

@@ -52,6 +52,10 @@ class PeerSpec(KernelSpec):
 
     model: str = "triton"
     module: str = ""
+    # What Nsight Compute selects the kernel by (`gemmlab profile`): Triton
+    # names a kernel after its function; the CuTe DSL after the kernel method
+    # and its module, followed by its arguments' types (hence a prefix).
+    kernel_name: str = ""
 
     @property
     def needs(self) -> list[str]:
@@ -113,7 +117,7 @@ N_FOR_TMA_F32 = multiple_of("n", lambda e: 4, "4 (B's rows of float32 in whole 1
 def _peer(
     id: str, model: str, module: str, summary: str, *, fp32: bool, dtypes: tuple[str, ...],
     tma: bool = False, archs: tuple[str, ...] = (), constraints: tuple[Constraint, ...] = (),
-    problem: Problem | None = None, min_cc: tuple[int, int] | None = None,
+    problem: Problem | None = None, min_cc: tuple[int, int] | None = None, kernel: str,
 ) -> PeerSpec:  # fmt: skip
     return PeerSpec(
         id=id,
@@ -135,6 +139,7 @@ def _peer(
         backend="peers",
         model=model,
         module=f"gemmlab.kernels.peers.{module}",
+        kernel_name=kernel,
     )
 
 
@@ -146,6 +151,7 @@ PEERS: tuple[PeerSpec, ...] = (
         f"Triton tiles, tuned at bind time, FP32 without TF32: C = {ALPHA}*A.B {BETA:+}*C as the FP32 ladder",
         fp32=True,
         dtypes=("float32",),
+        kernel="blocked_gemm",
     ),
     _peer(
         "triton_sgemm_tma",
@@ -155,6 +161,7 @@ PEERS: tuple[PeerSpec, ...] = (
         fp32=True,
         dtypes=("float32",),
         tma=True,
+        kernel="persistent_tma_gemm",
     ),
     _peer(
         "triton_tc_blocked",
@@ -163,6 +170,7 @@ PEERS: tuple[PeerSpec, ...] = (
         "Triton tiles on the tensor cores, tuned at bind time: C = A.B^T as the tensor ladder",
         fp32=False,
         dtypes=("bfloat16", "float16"),
+        kernel="blocked_gemm",
     ),
     _peer(
         "triton_tc_tma",
@@ -172,6 +180,7 @@ PEERS: tuple[PeerSpec, ...] = (
         fp32=False,
         dtypes=("bfloat16", "float16"),
         tma=True,
+        kernel="persistent_tma_gemm",
     ),
     _peer(
         "cute_tc_wgmma",
@@ -182,6 +191,7 @@ PEERS: tuple[PeerSpec, ...] = (
         dtypes=("bfloat16", "float16"),
         tma=True,
         archs=("sm_90a",),  # wgmma exists only in the architecture-specific target
+        kernel="regex:^kernel_cutlass_kernel_gemmlabkernelspeerscute_wgmmaWgmmaGemm",
     ),
     _peer(
         "triton_fp8_blocked",
@@ -192,5 +202,6 @@ PEERS: tuple[PeerSpec, ...] = (
         dtypes=("e4m3", E4M3_BF16),
         problem=lowp_problem("tensor", SCALE_BLOCK),
         min_cc=(8, 9),  # FP8 tensor cores: Ada and Hopper
+        kernel="scaled_fp8_gemm",
     ),
 )
