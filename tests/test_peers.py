@@ -141,6 +141,15 @@ def test_the_cute_rung_compiles_for_sm_90a_without_a_gpu(index: int) -> None:
     assert re.match(catalogue.get("cute_tc_wgmma").kernel_name.removeprefix("regex:"), name), name
 
 
+@pytest.mark.skipif(not CUTE, reason="the CuTe DSL is not installed (pip install 'gemmlab[cute]')")
+def test_the_cute_rungs_compile_is_timed_as_the_triton_rungs_are() -> None:
+    from gemmlab.kernels.peers.ahead import compile_ahead
+
+    compiled = compile_ahead(catalogue.get("cute_tc_wgmma"), "bfloat16", "sm_90")  # type: ignore[arg-type]
+    assert compiled.cubin[:4] == b"\x7fELF" and compiled.seconds > 0
+    assert compiled.shared_bytes == 4 * (128 + 128) * 64 * 2 + 4 * 16  # 128 KiB of ring and its mbarriers
+
+
 def test_a_peer_backend_records_the_configuration_it_chose() -> None:
     from types import SimpleNamespace
 

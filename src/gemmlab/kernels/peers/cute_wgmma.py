@@ -60,6 +60,11 @@ class Config:
         return self.tile_m // 64  # each warpgroup's wgmmas cover 64 rows of C
 
     @property
+    def shared_bytes(self) -> int:
+        """The ring of 16-bit A and B tiles (the mbarriers add 16 bytes a stage)."""
+        return self.stages * (self.tile_m + self.tile_n) * TILE_K * 2 + self.stages * 16
+
+    @property
     def kwargs(self) -> dict[str, int]:
         return {"tile_m": self.tile_m, "tile_n": self.tile_n, "tile_k": TILE_K, "stages": self.stages}
 
@@ -213,8 +218,8 @@ class WgmmaGemm:
 
 def compile_kernel(config: Config, args: tuple[Any, ...], arch: str | None = None) -> Any:
     """cute.compile of one configuration for ``args`` (real or fake tensors and a stream); ``arch`` (sm_90a)
-    compiles without asking the driver, and keeps the PTX."""
-    options = f"--gpu-arch {arch} --keep-ptx" if arch else None
+    compiles without asking the driver, and keeps the PTX and the cubin."""
+    options = f"--gpu-arch {arch} --keep-ptx --keep-cubin" if arch else None
     gemm = WgmmaGemm(config)
     return cute.compile(gemm, *args, options=options) if options else cute.compile(gemm, *args)
 
