@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not installed("torch"), reason
 SHAPES = (Shape.square(512), Shape(333, 516, 264))
 
 
-def _case(spec_id: str, model: str, dtype: str, shape: Shape):  # noqa: ANN202
+def _case(spec_id: str, model: str, dtype: str, shape: Shape) -> object:
     extra = MODELS[model]
     needs = pytest.mark.skipif(not installed(extra.module), reason=f"needs the {extra.extra} extra")
     return pytest.param(spec_id, dtype, shape, marks=needs, id=f"{spec_id}-{dtype}-{shape}")

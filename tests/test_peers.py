@@ -114,7 +114,9 @@ def test_a_missing_cute_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_cute_rung_refuses_k_rows_tma_cannot_describe_and_needs_sm_90a() -> None:
     spec = catalogue.get("cute_tc_wgmma")
-    assert any("K = 100 is not a multiple of 8" in v for v in spec.violations(catalogue.Shape(128, 128, 100), 0, "bfloat16"))
+    assert any(
+        "K = 100 is not a multiple of 8" in v for v in spec.violations(catalogue.Shape(128, 128, 100), 0, "bfloat16")
+    )
     assert spec.violations(catalogue.Shape(333, 517, 264), 0, "bfloat16") == []  # M and N are free
     assert spec.compile_arch("sm_90") == "sm_90a"
 

@@ -705,7 +705,8 @@ def _target(point: Point, arch: str) -> str | None:
 def ncu_command(
     ncu: str, kernel_name: str, point: Point, python: str = sys.executable, skip: int = PROFILED_LAUNCH
 ) -> list[str]:
-    """The whole command line that profiles ``point`` (pure); ``skip``: launches of the kernel before the measured one."""
+    """The whole command line that profiles ``point`` (pure); ``skip``: the
+    launches of the kernel before the one measured."""
     s = point.shape
     return [
         ncu,

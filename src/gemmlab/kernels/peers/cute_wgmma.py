@@ -36,10 +36,10 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.memory
 import cutlass.pipeline as pipeline
-from cutlass.tensor_utils import LayoutEnum
 import cutlass.utils.hopper_helpers as sm90
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cute.runtime import from_dlpack, make_fake_tensor
+from cutlass.tensor_utils import LayoutEnum
 
 WARPGROUP = 128
 # One k-tile is four wgmma k-blocks of 16 bfloat16 elements: 128 bytes of
@@ -108,9 +108,9 @@ class WgmmaGemm:
             sb: cute.struct.Align[cute.struct.MemRange[b.element_type, cute.cosize(b_smem)], 1024]
 
         self.shared = Shared
-        self.stage_bytes = cute.size_in_bytes(a.element_type, cute.slice_(a_smem, (None, None, 0))) + cute.size_in_bytes(
-            b.element_type, cute.slice_(b_smem, (None, None, 0))
-        )
+        # What each stage's full barrier waits for: one tile of A and one of B (TMA counts zero-filled bytes too).
+        a_bytes = cute.size_in_bytes(a.element_type, cute.slice_(a_smem, (None, None, 0)))
+        self.stage_bytes = a_bytes + cute.size_in_bytes(b.element_type, cute.slice_(b_smem, (None, None, 0)))
         m, n = cute.size(c, mode=[0]), cute.size(c, mode=[1])
         grid = ((m + self.tile[0] - 1) // self.tile[0], (n + self.tile[1] - 1) // self.tile[1], 1)
         self.kernel(tma_a, a_coords, tma_b, b_coords, c, mma, a_smem, b_smem).launch(

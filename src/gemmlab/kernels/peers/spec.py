@@ -186,7 +186,7 @@ PEERS: tuple[PeerSpec, ...] = (
         "cute_tc_wgmma",
         "cute",
         "cute_wgmma",
-        "CuTe DSL: wgmma from shared memory, TMA loads in an mbarrier ring of 3-4 stages, C = A.B^T as the tensor ladder",
+        "CuTe DSL: wgmma from shared memory, TMA loads in an mbarrier ring of 3-4 stages, C = A.B^T (tensor ladder)",
         fp32=False,
         dtypes=("bfloat16", "float16"),
         tma=True,
