@@ -5,6 +5,7 @@ table and plot come out of synthetic results."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 from pathlib import Path
@@ -24,6 +25,8 @@ from gemmlab.report.models import code_lines, models_plot, models_rows, models_t
 
 ROOT = Path(__file__).resolve().parents[1]
 TRITON = peer_spec.installed("triton")
+CUTE = peer_spec.installed("cutlass.cute")
+TRITON_RUNGS = [s for s in PEERS if s.model == "triton"]
 
 
 @pytest.mark.parametrize("spec", PEERS, ids=lambda s: s.id)
@@ -32,7 +35,8 @@ def test_a_peer_rung_is_found_by_id_and_served_by_the_peers_backend(spec: peer_s
     assert backends.for_kernel(spec.id).name == "peers"
     assert spec.id not in catalogue.kernel_ids(), "NVRTC compiles the catalogue; the peers stay apart"
     # The same problem as the CUDA C++ ladder of its element type, so the same check and baseline.
-    assert spec.problem.name == ("sgemm" if spec.dtypes == ("float32",) else "tensor")
+    ladder = {"float32": "sgemm", "bfloat16": "tensor", "e4m3": "lowp"}[spec.dtypes[0]]
+    assert spec.problem.name == ladder
     assert (ROOT / "src/gemmlab/kernels" / str(spec.source)).is_file()
 
 
@@ -72,11 +76,11 @@ def test_gemmlab_kernels_lists_the_peer_rungs_with_their_extra(monkeypatch: pyte
     assert result.exit_code == 0, result.output
     rows = {row["id"]: row for row in __import__("json").loads(result.output)}
     for spec in PEERS:
-        assert "the triton extra (not installed)" in rows[spec.id]["constraints"]
+        assert f"the {MODELS[spec.model].extra} extra (not installed)" in rows[spec.id]["constraints"]
 
 
 @pytest.mark.skipif(not TRITON, reason="Triton is not installed (pip install 'gemmlab[triton]')")
-@pytest.mark.parametrize(("kernel", "dtype"), [(s.id, d) for s in PEERS for d in s.dtypes])
+@pytest.mark.parametrize(("kernel", "dtype"), [(s.id, d) for s in TRITON_RUNGS for d in s.dtypes if d != "e4m3-bf16"])
 def test_a_triton_rung_compiles_for_hopper_without_a_gpu(kernel: str, dtype: str) -> None:
     from gemmlab.kernels.peers.ahead import compile_ahead
 
@@ -86,6 +90,95 @@ def test_a_triton_rung_compiles_for_hopper_without_a_gpu(kernel: str, dtype: str
     # bfloat16 and float16 reach the tensor cores by wgmma; float32 without TF32 never does.
     assert ("wgmma" in compiled.ptx) == (dtype != "float32")
     assert ("cp.async.bulk.tensor" in compiled.ptx) == kernel.endswith("_tma")
+    if dtype == "e4m3":  # FP8 wgmma, four per 128-deep k-tile, each followed by its promotion into FP32
+        assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in compiled.ptx
+
+
+@pytest.mark.skipif(not TRITON, reason="Triton is not installed (pip install 'gemmlab[triton]')")
+@pytest.mark.parametrize("spec", TRITON_RUNGS, ids=lambda s: s.id)
+def test_a_triton_rungs_profiled_name_is_its_kernels_name(spec: peer_spec.PeerSpec) -> None:
+    module = importlib.import_module(spec.module)  # not import_rung: it wants torch too
+    assert module.KERNEL.fn.__name__ == spec.kernel_name
+
+
+def test_a_missing_cute_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(peer_spec, "installed", lambda module: False)
+    monkeypatch.setitem(sys.modules, "cutlass", None)
+    monkeypatch.setitem(sys.modules, "cutlass.cute", None)
+    spec = catalogue.get("cute_tc_wgmma")
+    assert "the cute extra (not installed)" in spec.needs
+    with pytest.raises(MissingExtra) as caught:
+        import_rung(spec)
+    assert "pip install 'gemmlab[cute]'" in caught.value.fix and "CuTe DSL" in str(caught.value)
+
+
+def test_the_cute_rung_refuses_k_rows_tma_cannot_describe_and_needs_sm_90a() -> None:
+    spec = catalogue.get("cute_tc_wgmma")
+    assert any(
+        "K = 100 is not a multiple of 8" in v for v in spec.violations(catalogue.Shape(128, 128, 100), 0, "bfloat16")
+    )
+    assert spec.violations(catalogue.Shape(333, 517, 264), 0, "bfloat16") == []  # M and N are free
+    assert spec.compile_arch("sm_90") == "sm_90a"
+
+
+@pytest.mark.skipif(not CUTE, reason="the CuTe DSL is not installed (pip install 'gemmlab[cute]')")
+@pytest.mark.parametrize("index", [0, 1])
+def test_the_cute_rung_compiles_for_sm_90a_without_a_gpu(index: int) -> None:
+    import re
+
+    from gemmlab.kernels.peers import cute_wgmma
+
+    config = cute_wgmma.CONFIGS[index]
+    compiled = cute_wgmma.compile_kernel(config, cute_wgmma.fake_arguments(), "sm_90a")
+    ptx = compiled.__ptx__
+    assert ".target sm_90a" in ptx
+    # Four bfloat16 wgmmas per 64-deep k-tile, as wide as the tile's N; A and B by TMA into 2 x stages mbarriers.
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{config.tile_n}k16.f32.bf16.bf16") == 4
+    assert "cp.async.bulk.tensor.2d" in ptx
+    assert ptx.count("mbarrier.init.shared.b64") == 2 * config.stages
+    # One predicated store per accumulator: (64 x tile_n) / 128 threads per warpgroup.
+    assert ptx.count("st.global.b32") == 64 * config.tile_n // 128
+    # `gemmlab profile` finds the kernel by the name the DSL gave it.
+    [name] = compiled.kernel_info
+    assert re.match(catalogue.get("cute_tc_wgmma").kernel_name.removeprefix("regex:"), name), name
+
+
+@pytest.mark.skipif(not CUTE, reason="the CuTe DSL is not installed (pip install 'gemmlab[cute]')")
+def test_the_cute_rungs_compile_is_timed_as_the_triton_rungs_are() -> None:
+    from gemmlab.kernels.peers.ahead import compile_ahead
+
+    compiled = compile_ahead(catalogue.get("cute_tc_wgmma"), "bfloat16", "sm_90")  # type: ignore[arg-type]
+    assert compiled.cubin[:4] == b"\x7fELF" and compiled.seconds > 0
+    assert compiled.shared_bytes == 4 * (128 + 128) * 64 * 2 + 4 * 16  # 128 KiB of ring and its mbarriers
+
+
+def test_a_peer_backend_records_the_configuration_it_chose() -> None:
+    from types import SimpleNamespace
+
+    from gemmlab.backends.peers import PeerCompiled
+
+    compiled = PeerCompiled("sm_90", catalogue.get("triton_tc_blocked"), module=None)  # type: ignore[arg-type]
+    assert compiled.tuned_config is None
+    compiled.config = SimpleNamespace(kwargs={"BM": 128, "BN": 256, "BK": 64}, num_warps=8, num_stages=3)
+    assert compiled.tuned_config == {"BM": 128, "BN": 256, "BK": 64, "num_warps": 8, "num_stages": 3}
+    compiled.config = SimpleNamespace(kwargs={"tile_m": 128, "tile_n": 128, "tile_k": 64, "stages": 4})
+    assert compiled.tuned_config == {"tile_m": 128, "tile_n": 128, "tile_k": 64, "stages": 4}
+
+
+@pytest.mark.skipif(not TRITON, reason="Triton is not installed (pip install 'gemmlab[triton]')")
+def test_profiling_a_peer_rung_names_its_kernel_and_skips_the_tuning_launches(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmlab.backends import peers
+    from gemmlab.backends.peers import TUNE_LAUNCHES
+    from gemmlab.measure import profile
+
+    monkeypatch.setattr(peers, "import_rung", lambda spec: importlib.import_module(spec.module))
+    point = catalogue.point("triton_tc_blocked", catalogue.Shape.square(512), None, "bfloat16")
+    assert profile.mangled_name(point) == "blocked_gemm"
+    configs = len(importlib.import_module(point.spec.module).configs(2))  # type: ignore[attr-defined]
+    skip = configs * (1 + TUNE_LAUNCHES) + profile.PROFILED_LAUNCH
+    command = profile.ncu_command("ncu", "blocked_gemm", point, skip=profile.launches_to_skip(point))
+    assert command[command.index("--launch-skip") + 1] == str(skip)
+    assert command[command.index("--kernel-name") + 1] == "blocked_gemm"
 
 
 # --- the programming-models table and plot, from synthetic rows ---------------------------

@@ -2,11 +2,13 @@
 peer rungs and cuBLAS on the same problems, verified and timed by one runner.
 
 For each element type (float32: the FP32 ladder's C = alpha*A.B + beta*C;
-bfloat16: the tensor ladder's C = A.B^T) and each size N in 1024, 2048, 4096,
+bfloat16: the tensor ladder's C = A.B^T; e4m3 on request: the lowp ladder's
+scaled FP8 GEMM) and each size N in 1024, 2048, 4096,
 8192 (square), every rung of that problem that runs on this GPU is run
 (median of >= 20 repetitions beside cuBLAS); then each rung's compile is timed
-once with the caches off (NVRTC for CUDA C++, Triton's compiler for Triton)
-and its lines of code counted. Usage, on a GPU machine with the triton extra:
+once with the caches off (NVRTC for CUDA C++, Triton's compiler for Triton,
+cute.compile for the CuTe DSL)
+and its lines of code counted. Usage, on a GPU machine with the triton and cute extras:
 
     PYTHONPATH=src python3 benchmarks/scripts/peers_bench.py OUT.json [--sizes 4096] [--dtypes bfloat16]
 
@@ -34,7 +36,7 @@ from gemmlab.kernels.spec import KernelSpec
 from gemmlab.measure.run import run
 from gemmlab.report.models import code_lines, models_plot, models_rows, models_text
 
-PROBLEMS = {"float32": "sgemm", "bfloat16": "tensor"}
+PROBLEMS = {"float32": "sgemm", "bfloat16": "tensor", "e4m3": "lowp"}
 
 
 def rungs(dtype: str, arch: str) -> list[KernelSpec]:

@@ -21,6 +21,7 @@ from gemmlab.backends.base import SpecQueries
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.backends.python import ASSUMED_FLOPS, UNKNOWN, triton_resources
 from gemmlab.core import gpu
+from gemmlab.core.dtypes import DTYPE_ITEMSIZE
 from gemmlab.core.extras import require
 from gemmlab.core.shapes import Dim3, Shape
 from gemmlab.kernels.peers.spec import MODELS, PEERS, Operands, PeerSpec
@@ -48,6 +49,15 @@ class PeerCompiled:
     returned: Any = field(default=None, repr=False)
 
     @property
+    def tuned_config(self) -> dict[str, int] | None:
+        """The chosen configuration as the results store keeps one: its named
+        tile sizes, and Triton's warps and stages where it has them."""
+        if self.config is None:
+            return None
+        extra = {name: getattr(self.config, name) for name in ("num_warps", "num_stages") if hasattr(self.config, name)}
+        return {**self.config.kwargs, **extra}
+
+    @property
     def resources(self) -> Resources:
         return triton_resources(self.returned, None) or UNKNOWN
 
@@ -66,16 +76,21 @@ def torch_operands(prepared: Prepared, point: Point, sms: int) -> Operands:
     """The problem's CuPy arrays as torch tensors (no copy), with the problem's facts."""
     import torch
 
+    # Bits stored as unsigned integers (CuPy has neither type), viewed as what they hold:
+    # the tensor ladder's bfloat16 (and a bfloat16 C), the lowp ladder's e4m3 codes.
+    views = {torch.uint16: torch.bfloat16, torch.uint8: torch.float8_e4m3fn}
+
     def tensor(name: str) -> Any:
         t = torch.from_dlpack(prepared.arrays[name])
-        return (
-            t.view(torch.bfloat16) if t.dtype == torch.uint16 else t
-        )  # bfloat16 bits, as problems/tensor.py stores them
+        return t.view(views[t.dtype]) if t.dtype in views else t
 
-    s, fp32 = point.shape, "C_in" in prepared.arrays
+    s, arrays = point.shape, prepared.arrays
+    fp32 = "C_in" in arrays
     return Operands(
         a=tensor("A"), b=tensor("B"), c=tensor("C"), c_in=tensor("C_in") if fp32 else None,
         m=s.m, n=s.n, k=s.k, alpha=ALPHA if fp32 else 1.0, beta=BETA if fp32 else 0.0, b_kmajor=not fp32, sms=sms,
+        scale_a=tensor("scale_a") if "scale_a" in arrays else None,
+        scale_b=tensor("scale_b") if "scale_b" in arrays else None,
     )  # fmt: skip
 
 
@@ -105,6 +120,14 @@ def fastest(launches: list[Callable[[], Any]], compiled: PeerCompiled, configs: 
     best = min(range(len(launches)), key=times.__getitem__)
     compiled.config = configs[best]
     return launches[best]
+
+
+def bind_launches(spec: PeerSpec, dtype: str) -> int:
+    """Launches ``bind`` makes before the runner's own (what `gemmlab profile`
+    skips): each configuration's compiling launch and, when there are several,
+    its TUNE_LAUNCHES timed ones."""
+    count = len(import_rung(spec).configs(DTYPE_ITEMSIZE[dtype]))
+    return count if count == 1 else count * (1 + TUNE_LAUNCHES)
 
 
 class PeersBackend(SpecQueries):

@@ -726,6 +726,8 @@ def mangled_name(point: Point) -> str:
         from gemmlab.kernels.callables import profiled_name
 
         return profiled_name(point.spec)  # type: ignore[arg-type]
+    if point.spec.backend == "peers":  # a Triton or CuTe DSL rung: the name its compiler gives the kernel
+        return point.spec.kernel_name  # type: ignore[attr-defined]
     targets = (_target(point, arch) for arch in KNOWN_ARCHS)
     arch = next(target for target in targets if target)
     return compile_kernel(point.spec, point.block_edge, point.dtype, arch).mangled_name
@@ -739,8 +741,11 @@ def _target(point: Point, arch: str) -> str | None:
         return None
 
 
-def ncu_command(ncu: str, kernel_name: str, point: Point, python: str = sys.executable) -> list[str]:
-    """The whole command line that profiles ``point`` (pure)."""
+def ncu_command(
+    ncu: str, kernel_name: str, point: Point, python: str = sys.executable, skip: int = PROFILED_LAUNCH
+) -> list[str]:
+    """The whole command line that profiles ``point`` (pure); ``skip``: the
+    launches of the kernel before the one measured."""
     s = point.shape
     return [
         ncu,
@@ -748,7 +753,7 @@ def ncu_command(ncu: str, kernel_name: str, point: Point, python: str = sys.exec
         "--metrics", ",".join(metrics_for(point)),
         "--kernel-name-base", "mangled",
         "--kernel-name", kernel_name,
-        "--launch-skip", str(PROFILED_LAUNCH),
+        "--launch-skip", str(skip),
         "--launch-count", "1",
         "--csv",
         "--page", "raw",
@@ -762,7 +767,17 @@ def ncu_command(ncu: str, kernel_name: str, point: Point, python: str = sys.exec
 def command_for(kernel_id: str, shape: Shape, block_edge: int | None = None, dtype: str | None = None) -> list[str]:
     """Check the point, find ncu, and build the command for it."""
     point = catalogue.point(kernel_id, shape, block_edge, dtype)
-    return ncu_command(find_ncu(), mangled_name(point), point)
+    return ncu_command(find_ncu(), mangled_name(point), point, skip=launches_to_skip(point))
+
+
+def launches_to_skip(point: Point) -> int:
+    """Launches of the kernel before the first timed one: the warm-up, and for
+    a peer rung the launches its backend makes while it chooses a configuration."""
+    if point.spec.backend == "peers":
+        from gemmlab.backends.peers import bind_launches
+
+        return bind_launches(point.spec, point.dtype) + PROFILED_LAUNCH  # type: ignore[arg-type]
+    return PROFILED_LAUNCH
 
 
 def ncu_environment() -> dict[str, str]:
@@ -789,7 +804,7 @@ def profile_point(
     child's own error (VerificationError, DeviceLimitError...) when the run fails.
     """
     point = catalogue.point(kernel_id, shape, block_edge, dtype)
-    command = ncu_command(find_ncu(), mangled_name(point), point)
+    command = ncu_command(find_ncu(), mangled_name(point), point, skip=launches_to_skip(point))
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=ncu_environment())
     except subprocess.TimeoutExpired:

@@ -362,7 +362,8 @@ def run(
         tolerance=m.tolerance,
         metric=point.spec.problem.metric,
         flush_l2=flush_l2,
-        config=point.spec.config,
+        # A backend that tunes when it binds (the peer rungs) names the configuration it chose.
+        config=getattr(compiled, "tuned_config", None) or point.spec.config,
         source=str(point.spec.declaration or ""),
         device=info.to_dict(),
         host=host_record(),

@@ -396,6 +396,8 @@ def _prepare_fp8(
         redraw=redraw,
         explain=lambda: poison_left(cp, values(cp, c, c_type)),
         tolerance=fp8_tolerance(chain, bf16_c),
+        # For the peer rungs (kernels/peers), which take arrays: the codes as uint8, C as stored.
+        arrays={"A": a, "B": b, "C": c, "scale_a": sa, "scale_b": sb},
     )
 
 

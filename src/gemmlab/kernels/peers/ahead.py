@@ -1,5 +1,6 @@
-"""A Triton rung compiled ahead of any launch, for a target rather than a
-device: Triton's compiler needs no GPU, only its own ptxas. The CPU tests
+"""A peer rung compiled ahead of any launch, for a target rather than a
+device: Triton's compiler needs no GPU, only its own ptxas; the CuTe DSL's
+needs none either when told the architecture. The CPU tests
 compile every rung this way, and peers_bench.py times the compile (Triton's
 cache off, as NVRTC's is when a CUDA rung's compile is timed)."""
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from gemmlab.kernels.peers.spec import PeerSpec
 
 # Triton's names of the element types a peer rung takes.
-ELEMENTS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+ELEMENTS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "e4m3": "fp8e4nv"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class Ahead:
 
 def compile_ahead(spec: PeerSpec, dtype: str, arch: str = "sm_90") -> Ahead:
     """The rung's first configuration compiled for ``arch`` (sm_XY) with an empty cache."""
+    if spec.model == "cute":
+        return _compile_cute(spec, arch)
     import triton
     from triton.backends.compiler import GPUTarget
 
@@ -51,3 +54,13 @@ def compile_ahead(spec: PeerSpec, dtype: str, arch: str = "sm_90") -> Ahead:
             else:
                 os.environ["TRITON_CACHE_DIR"] = previous
     return Ahead(kernel.asm["cubin"], kernel.asm["ptx"], seconds, kernel.metadata.shared)
+
+
+def _compile_cute(spec: PeerSpec, arch: str) -> Ahead:
+    """A CuTe DSL rung's first configuration, from symbolic sizes (one compile serves every shape)."""
+    module = importlib.import_module(spec.module)
+    config = module.CONFIGS[0]
+    start = time.perf_counter()
+    compiled = module.compile_kernel(config, module.fake_arguments(), spec.compile_arch(arch))
+    seconds = time.perf_counter() - start
+    return Ahead(compiled.__cubin__, compiled.__ptx__, seconds, config.shared_bytes)

@@ -22,6 +22,8 @@ from typing import Any
 
 from gemmlab.core.shapes import Dim3, Shape
 from gemmlab.kernels.spec import Constraint, KernelSpec, multiple_of
+from gemmlab.problems.base import Problem
+from gemmlab.problems.lowp import E4M3_BF16, SCALE_BLOCK, lowp_problem
 from gemmlab.problems.sgemm import ALPHA, BETA, SGEMM
 from gemmlab.problems.tensor import TENSOR
 
@@ -50,6 +52,10 @@ class PeerSpec(KernelSpec):
 
     model: str = "triton"
     module: str = ""
+    # What Nsight Compute selects the kernel by (`gemmlab profile`): Triton
+    # names a kernel after its function; the CuTe DSL after the kernel method
+    # and its module, followed by its arguments' types (hence a prefix).
+    kernel_name: str = ""
 
     @property
     def needs(self) -> list[str]:
@@ -75,8 +81,10 @@ class Operands:
     k: int
     alpha: float
     beta: float
-    b_kmajor: bool  # B stored N x K (the tensor ladder's); else K x N (the FP32 ladder's)
+    b_kmajor: bool  # B stored N x K (the tensor and lowp ladders'); else K x N (the FP32 ladder's)
     sms: int
+    scale_a: Any = None  # the lowp ladder's per-tensor scales (float32, one element each)
+    scale_b: Any = None
 
     @property
     def b_stride_k(self) -> int:
@@ -108,7 +116,8 @@ N_FOR_TMA_F32 = multiple_of("n", lambda e: 4, "4 (B's rows of float32 in whole 1
 
 def _peer(
     id: str, model: str, module: str, summary: str, *, fp32: bool, dtypes: tuple[str, ...],
-    tma: bool = False, constraints: tuple[Constraint, ...] = (),
+    tma: bool = False, archs: tuple[str, ...] = (), constraints: tuple[Constraint, ...] = (),
+    problem: Problem | None = None, min_cc: tuple[int, int] | None = None, kernel: str,
 ) -> PeerSpec:  # fmt: skip
     return PeerSpec(
         id=id,
@@ -121,14 +130,16 @@ def _peer(
         grid=_chosen_by_rung,
         block=_chosen_by_rung,
         constraints=(*((N_FOR_TMA_F32,) if tma and fp32 else ()), *constraints),
-        problem=SGEMM if fp32 else TENSOR,
+        problem=problem or (SGEMM if fp32 else TENSOR),
         templated_on_edge=False,
         cgma=None,  # the compiler chooses the loads; gemmlab has no model of them
-        min_cc=(9, 0) if tma else (8, 0),
+        archs=archs,
+        min_cc=min_cc or ((9, 0) if tma else (8, 0)),
         k_bytes_multiple=16 if tma else 0,
         backend="peers",
         model=model,
         module=f"gemmlab.kernels.peers.{module}",
+        kernel_name=kernel,
     )
 
 
@@ -140,6 +151,7 @@ PEERS: tuple[PeerSpec, ...] = (
         f"Triton tiles, tuned at bind time, FP32 without TF32: C = {ALPHA}*A.B {BETA:+}*C as the FP32 ladder",
         fp32=True,
         dtypes=("float32",),
+        kernel="blocked_gemm",
     ),
     _peer(
         "triton_sgemm_tma",
@@ -149,6 +161,7 @@ PEERS: tuple[PeerSpec, ...] = (
         fp32=True,
         dtypes=("float32",),
         tma=True,
+        kernel="persistent_tma_gemm",
     ),
     _peer(
         "triton_tc_blocked",
@@ -157,6 +170,7 @@ PEERS: tuple[PeerSpec, ...] = (
         "Triton tiles on the tensor cores, tuned at bind time: C = A.B^T as the tensor ladder",
         fp32=False,
         dtypes=("bfloat16", "float16"),
+        kernel="blocked_gemm",
     ),
     _peer(
         "triton_tc_tma",
@@ -166,7 +180,28 @@ PEERS: tuple[PeerSpec, ...] = (
         fp32=False,
         dtypes=("bfloat16", "float16"),
         tma=True,
+        kernel="persistent_tma_gemm",
+    ),
+    _peer(
+        "cute_tc_wgmma",
+        "cute",
+        "cute_wgmma",
+        "CuTe DSL: wgmma from shared memory, TMA loads in an mbarrier ring of 3-4 stages, C = A.B^T (tensor ladder)",
+        fp32=False,
+        dtypes=("bfloat16", "float16"),
+        tma=True,
+        archs=("sm_90a",),  # wgmma exists only in the architecture-specific target
+        kernel="regex:^kernel_cutlass_kernel_gemmlabkernelspeerscute_wgmmaWgmmaGemm",
+    ),
+    _peer(
+        "triton_fp8_blocked",
+        "triton",
+        "triton_fp8",
+        "Triton tiles, e4m3 tl.dot promoted to FP32 every 128 K, per-tensor scales: the lowp ladder's problem",
+        fp32=False,
+        dtypes=("e4m3", E4M3_BF16),
+        problem=lowp_problem("tensor", SCALE_BLOCK),
+        min_cc=(8, 9),  # FP8 tensor cores: Ada and Hopper
+        kernel="scaled_fp8_gemm",
     ),
 )
-# The CuTe DSL rung (a Hopper wgmma GEMM with TMA and a pipelined mainloop) is
-# not written yet: MODELS and the `cute` extra are ready for it (docs/peer-ladders.md).
