@@ -36,9 +36,9 @@ class RankFailed(GemmlabError):
     """A rank of a distributed launch exited with an error."""
 
 
-def require_torch(find: Callable[[str], object] = importlib.util.find_spec) -> None:
+def require_torch(find: Callable[[str], object] | None = None) -> None:
     """MissingExtra naming the extra when torch (its distributed package) is not installed here."""
-    if find("torch") is None:
+    if (find or importlib.util.find_spec)("torch") is None:
         raise MissingExtra(
             "The distributed ladder runs one torch.distributed process per GPU, and torch is not installed.",
             "Install it with `pip install 'gemmlab[distributed]'`.",
