@@ -151,4 +151,5 @@ def test_help_lists_the_commands_in_their_order() -> None:
         "tune",
         "grade",
         "dispatch",
+        "distributed",
     ]

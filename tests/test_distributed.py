@@ -6,6 +6,7 @@ installed, the whole ladder over two CPU processes talking through gloo."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 from pathlib import Path
 
@@ -88,7 +89,7 @@ def test_summa_panels_tile_k_and_each_lies_in_one_owner_block(grid: Grid) -> Non
     panels = plan.summa_panels(k, grid, per_block=2)
     assert [p.k.start for p in panels] == sorted({p.k.start for p in panels})
     assert panels[0].k.start == 0 and panels[-1].k.stop == k
-    assert all(a.k.stop == b.k.start for a, b in zip(panels, panels[1:]))
+    assert all(a.k.stop == b.k.start for a, b in itertools.pairwise(panels))
     for p in panels:
         a_block = plan.split(k, grid.cols, p.a_owner_col)
         b_block = plan.split(k, grid.rows, p.b_owner_row)
@@ -176,8 +177,8 @@ def _row(**extra: object) -> dict:
 def test_a_row_is_stored_without_a_schema_change(tmp_path: Path) -> None:
     with Store.open(tmp_path / "r.sqlite") as store:
         run = store.start_run({})
-        store.add_results(run, launch.EXPERIMENT, [launch.store_row(_row()),
-                                                   launch.store_row(_row(gpus=1, scaling="strong", grid=None))])  # fmt: skip
+        one = launch.store_row(_row(gpus=1, scaling="strong", grid=None))
+        store.add_results(run, launch.EXPERIMENT, [launch.store_row(_row()), one])
         rows = store.rows(launch.EXPERIMENT)
     assert len(rows) == 2  # the GPU count is part of the point
     two = next(r for r in rows if r["variant"] == "2gpu-weak")

@@ -18,6 +18,12 @@ from gemmlab.cli.app import app, console, friendly
 from gemmlab.core.errors import GemmlabError
 from gemmlab.results.store import DEFAULT_PATH, Store
 
+ALGORITHMS_HELP = (
+    "Comma-separated: allgather_gemm, collective_matmul, summa, gemm_reduce_scatter, cublasmp "
+    "(default: the four rungs)."
+)
+CPU_HELP = "CPU processes over gloo: checks the algorithms; the times mean nothing."
+
 
 def parse_ints(text: str, flag: str) -> list[int]:
     parts = [p.strip() for p in text.split(",") if p.strip()]
@@ -40,11 +46,7 @@ def parse_scalings(text: str) -> list[str]:
 @friendly
 def distributed_cmd(
     gpus: Annotated[str, typer.Option(help="GPU counts, one launch each, comma-separated (e.g. 1,2).")] = "2",
-    algorithms: Annotated[
-        str | None,
-        typer.Option(help="Comma-separated: allgather_gemm, collective_matmul, summa, gemm_reduce_scatter, cublasmp "
-                     "(default: the four rungs)."),
-    ] = None,  # fmt: skip
+    algorithms: Annotated[str | None, typer.Option(help=ALGORITHMS_HELP)] = None,
     sizes: Annotated[str, typer.Option(help="Sizes, comma-separated (bf16 inputs).")] = "4096",
     scaling: Annotated[str, typer.Option(help="strong (fixed product), weak (fixed per GPU), or both.")] = "strong",
     grid: Annotated[str | None, typer.Option(help="SUMMA's grid RxC (default: the squarest).")] = None,
@@ -53,8 +55,7 @@ def distributed_cmd(
     warmup: Annotated[int, typer.Option(min=0, help="Untimed repetitions before each timing.")] = 3,
     seed: Annotated[int, typer.Option(help="Seed of the inputs (the same on every rank).")] = 0,
     local: Annotated[str, typer.Option(help="Local GEMM: gemmlab (gemmlab.matmul) or torch.")] = "gemmlab",
-    cpu: Annotated[bool, typer.Option("--cpu", help="CPU processes over gloo: checks the algorithms; "
-                                      "the times mean nothing.")] = False,  # fmt: skip
+    cpu: Annotated[bool, typer.Option("--cpu", help=CPU_HELP)] = False,
     out: Annotated[Path | None, typer.Option(help="Write every row (with comm, GEMM, overlap) as JSON here.")] = None,
     db: Annotated[Path, typer.Option("--db", help="Results database (SQLite), created on first use.")] = DEFAULT_PATH,
     work_dir: Annotated[

@@ -30,7 +30,7 @@ from gemmlab.studies.distributed.ladder import AllGatherGemm, Context
 _INITIALISED: list[int] = []
 
 
-def nvmath_distributed(device_index: int):  # noqa: ANN201  (the nvmath.distributed module)
+def nvmath_distributed(device_index: int):
     """nvmath.distributed, initialised on this rank's GPU (MissingExtra naming the extra without it)."""
     nvd = require("nvmath.distributed", "cublasmp", "The cuBLASMp baseline (nvmath-python's distributed matmul)")
     if not _INITIALISED:
