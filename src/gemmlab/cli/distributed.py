@@ -63,9 +63,10 @@ def distributed_cmd(
     ] = None,
     timeout: Annotated[float, typer.Option(min=1.0, help="Seconds one launch may take.")] = 900.0,
 ) -> None:
-    """Run the distributed GEMM ladder on 1 or more GPUs of this host: all-gather then GEMM, the ring-overlapped
-    collective matmul, SUMMA and GEMM + reduce-scatter, each verified and timed (whole, communication alone,
-    GEMM alone)."""
+    """Run the distributed GEMM ladder on this host's GPUs, one process per GPU, verified and timed.
+
+    All-gather then GEMM, the ring-overlapped collective matmul, SUMMA and GEMM + reduce-scatter, each timed
+    whole, communication alone and GEMM alone (docs/distributed.md)."""
     from gemmlab.studies.distributed import launch, plan
 
     counts = parse_ints(gpus, "--gpus")
