@@ -150,5 +150,6 @@ def test_help_lists_the_commands_in_their_order() -> None:
         "export",
         "tune",
         "grade",
+        "distributed",  # a command: Typer lists the groups (dispatch) after the commands
         "dispatch",
     ]
