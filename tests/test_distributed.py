@@ -160,7 +160,7 @@ def test_fewer_gpus_than_asked() -> None:
 
 
 def test_missing_torch_names_the_extra() -> None:
-    with pytest.raises(MissingExtra, match=r"gemmlab\[distributed\]"):
+    with pytest.raises(MissingExtra, match=r"gemmlab\[multigpu\]"):
         launch.require_torch(find=lambda name: None)
 
 
@@ -225,10 +225,10 @@ def test_cli_without_torch_names_the_extra(monkeypatch: pytest.MonkeyPatch, caps
 
     monkeypatch.setitem(sys.modules, "torch", None)  # what find_spec reads as "not installed"
     code = run_cli(["distributed", "--gpus", "1"])
-    assert code == 2 and "gemmlab[distributed]" in capsys.readouterr().err
+    assert code == 2 and "gemmlab[multigpu]" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not HAS_TORCH, reason="needs torch (pip install 'gemmlab[distributed]'; the CPU wheel is enough)")
+@pytest.mark.skipif(not HAS_TORCH, reason="needs torch (pip install 'gemmlab[multigpu]'; the CPU wheel is enough)")
 def test_the_ladder_over_two_gloo_processes(tmp_path: Path) -> None:
     db, out = tmp_path / "r.sqlite", tmp_path / "rows.json"
     code = run_cli(["distributed", "--cpu", "--gpus", "1,2", "--sizes", "32", "--scaling", "strong,weak",

@@ -3,7 +3,7 @@
 # at 4096, 8192 and 16384 (bf16 in, fp32 out) on 1 and 2 GPUs, strong and weak
 # scaling, verified and timed. A few minutes on 2 x H200.
 #   bash benchmarks/scripts/distributed_bench.sh [GPU counts, default 1,2] [results folder]
-# Needs torch (pip install -e '.[distributed]'); NVLink multicast stays off.
+# Needs torch (pip install -e '.[multigpu]'); NVLink multicast stays off.
 set -euo pipefail
 GPUS="${1:-1,2}"
 OUT="${2:-benchmarks/results}"

@@ -68,9 +68,10 @@ TIMING_KEYS = ("reps", "max_seconds", "timeout", "sanitize_timeout")
 # class graded on several workers starts several sanitizers at once; a step's
 # timeout would fail correct kernels there (the class demo on an H100, 2026-11-24:
 # four correct naive kernels ran over a 20 s timeout under memcheck). So the
-# sanitize stage gets this many times the timeout, and at least SANITIZE_FLOOR_S.
-SANITIZE_FACTOR = 8
-SANITIZE_FLOOR_S = 180.0
+# sanitize stage gets this many times the timeout, and at least SANITIZE_FLOOR_S;
+# no more, since a submission that spins spends all of it (the faulty hang example).
+SANITIZE_FACTOR = 4
+SANITIZE_FLOOR_S = 60.0
 # Launches per timed batch of a Python submission, each on inputs of its own (gemmlab.measure.apart).
 APART_LAUNCHES = 4
 

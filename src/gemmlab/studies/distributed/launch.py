@@ -41,7 +41,7 @@ def require_torch(find: Callable[[str], object] | None = None) -> None:
     if (find or importlib.util.find_spec)("torch") is None:
         raise MissingExtra(
             "The distributed ladder runs one torch.distributed process per GPU, and torch is not installed.",
-            "Install it with `pip install 'gemmlab[distributed]'`.",
+            "Install it with `pip install 'gemmlab[multigpu]'`.",
         )
 
 
