@@ -154,7 +154,7 @@ def test_the_summary_comes_first_with_its_chart_as_png_and_svg(tmp_path: Path) -
 def test_rows_without_a_ladder_say_so(tmp_path: Path) -> None:
     rows = [{**r, "kernel": "tiled"} for r in LADDER_ROWS[:1]]
     text = write_report(rows, tmp_path / "out", occupancy=False).read_text()
-    assert "hold no row of the FP32 ladder and tensor-core ladder" in text
+    assert "hold no row of the FP32 ladder, tensor-core ladder or 8-bit tensor-core ladder" in text
     assert not list((tmp_path / "out").glob("summary_*.png"))
 
 

@@ -339,7 +339,8 @@ def summary_html(sections: list[Section], peaks: list[Row], out: Path) -> str:
     ladders = ladder_results(sections, peaks)
     parts.append("<h3>Ladders against cuBLAS</h3>")
     if not ladders:
-        names = " and ".join(ladder.name for ladder in catalogue.LADDERS)
+        each = [ladder.name for ladder in catalogue.LADDERS]
+        names = each[0] if len(each) == 1 else f"{', '.join(each[:-1])} or {each[-1]}"
         parts.append(
             f"<p>These results hold no row of the {esc(names)} with a ratio to cuBLAS "
             "(`gemmlab sweep` with the ladder's kernels measures them).</p>"
