@@ -283,6 +283,27 @@ struct RegisterSplit {
     }
 };
 
+// The producer of a one-tile warp-specialised block (tc_warpspecialized and
+// the 8-bit rungs built on it): thread 0 fills the ring with the block's
+// `tiles` K tiles of A's rows from row0 and B's rows from col0, each use of a
+// stage waiting until the consumers released the one before. A stage holds
+// A_BYTES of A, then B_BYTES of B. (tc_split_k's producer walks a slice of K
+// with its own loop: written as this one with an offset, its SASS changed.)
+template <int STAGES, int A_BYTES, int B_BYTES, int BK>
+__device__ __forceinline__ void produce_k_tiles(unsigned char* smem, unsigned long long* full,
+                                                unsigned long long* empty, const CUtensorMap* a_map,
+                                                const CUtensorMap* b_map, int row0, int col0, int tiles) {
+    for (int t = 0; t < tiles; ++t) {
+        const int s = t % STAGES;
+        unsigned char* stage = smem + s * (A_BYTES + B_BYTES);
+        // Use u of stage s (u = t / STAGES) may start once use u - 1 was released.
+        if (t >= STAGES) mbar_wait(&empty[s], (t / STAGES - 1) % 2);
+        mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
+        tma_load(stage, a_map, &full[s], row0, t * BK);
+        tma_load(stage + A_BYTES, b_map, &full[s], col0, t * BK);
+    }
+}
+
 // Persistent rungs: tile number -> (tile row, tile column), numbered GROUP_M
 // tile rows at a time and column by column inside a group.
 template <int GROUP_M>
