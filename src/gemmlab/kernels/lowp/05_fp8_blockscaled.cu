@@ -43,7 +43,8 @@ tc_fp8_blockscaled(const __grid_constant__ CUtensorMap a_map, const __grid_const
 
     if (group == 0) {
         Registers::release();
-        if (tid == 0) produce_k_tiles<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, tiles);
+        if (tid == 0)
+            produce_k_tiles<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, tiles);
     } else {
         Registers::claim();
         const int slab = group - 1, thread = tid % 128;
