@@ -153,10 +153,16 @@ class Family:
 
 
 def _mma_sync_family(
-    id: str, source: str, function: str, instructions: tuple[Instruction, ...], sass: str, **arch
+    id: str,
+    source: str,
+    function: str,
+    instructions: tuple[Instruction, ...],
+    sass: str,
+    min_cc: tuple[int, int],
+    max_cc: tuple[int, int] | None = None,
 ) -> Family:
     """A family of warp-wide mma.sync kernels (peak/mma_sync*.cu): one warp issues
-    each instruction; ``arch`` gives the compute capabilities that have it."""
+    each instruction, on the compute capabilities from min_cc to max_cc."""
     return Family(
         id=id,
         source=source,
@@ -168,7 +174,8 @@ def _mma_sync_family(
         template=(MMA_THREADS, MMA_ACCUMULATORS, MMA_UNROLL),
         sass=sass,
         rate=_tensor_rate,
-        **arch,
+        min_cc=min_cc,
+        max_cc=max_cc,
     )
 
 
