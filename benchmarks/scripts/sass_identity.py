@@ -33,6 +33,11 @@ change, then compare the two files:
     python3 benchmarks/scripts/sass_identity.py --compare BEFORE.json AFTER.json
 
 Needs NVRTC (cuda.core) and cuobjdump, not a GPU.
+
+Not every compile is repeatable: sgemm_skinny_n at COLS = 16 comes out of
+ptxas with the operands of some FFMAs swapped from one compile of the same
+source to the next (seen 2026-11-24). Where --compare reports a kernel the
+change did not touch, hash the unchanged tree twice and compare those first.
 """
 
 from __future__ import annotations
