@@ -112,3 +112,19 @@ def gemmlab_process(*args: str, limit_s: float) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run([sys.executable, "-c", "from gemmlab.cli import main; main()", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=limit_s)  # fmt: skip
+
+
+# How a Python submission declares itself (measure/apart's tests): matmul in float32, on CuPy arrays.
+PYTHON_SUBMISSION_DECLARED = (
+    'GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"}\n'
+)
+
+
+def python_submission(parent: Path, name: str, body: str) -> str:
+    """The path of a submission folder ``parent/name`` whose matmul.py is
+    ``body`` with the declaration above: one per hostile behaviour a test tries."""
+    folder = parent / name
+    folder.mkdir(parents=True)
+    path = folder / "matmul.py"
+    path.write_text(body + "\n" + PYTHON_SUBMISSION_DECLARED)
+    return str(path)

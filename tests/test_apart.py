@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import python_submission
 from gemmlab.core.errors import GemmlabError, KernelStopped, VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.measure import apart
@@ -18,15 +19,6 @@ from gemmlab.results.store import Store
 from gemmlab.studies import grade
 
 SHAPE = Shape(48, 40, 32)
-DECLARED = 'GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"}\n'
-
-
-def submission(tmp_path: Path, name: str, body: str) -> str:
-    folder = tmp_path / name
-    folder.mkdir()
-    path = folder / "matmul.py"
-    path.write_text(body + "\n" + DECLARED)
-    return str(path)
 
 
 HONEST = """
@@ -104,7 +96,7 @@ def matmul(A, B, C):
 
 
 def test_an_honest_submission_is_checked_and_timed_beside_the_library(tmp_path: Path) -> None:
-    measured = measure_apart(submission(tmp_path, "honest", HONEST), SHAPE, "float32", memory=HOST, batches=3,
+    measured = measure_apart(python_submission(tmp_path, "honest", HONEST), SHAPE, "float32", memory=HOST, batches=3,
                              launches=3)  # fmt: skip
     assert measured.launches == 9 and measured.error <= measured.tolerance
     assert measured.timing is not None and measured.timing.reps == 3
@@ -112,7 +104,7 @@ def test_an_honest_submission_is_checked_and_timed_beside_the_library(tmp_path: 
 
 
 def test_a_patched_clock_in_the_submission_does_not_reach_the_graders(tmp_path: Path) -> None:
-    measured = measure_apart(submission(tmp_path, "clock", PATCHES_THE_CLOCK), SHAPE, "float32", memory=HOST,
+    measured = measure_apart(python_submission(tmp_path, "clock", PATCHES_THE_CLOCK), SHAPE, "float32", memory=HOST,
                              batches=2, launches=2)  # fmt: skip
     # 20 ms of sleep per launch, seen by the grader's clock whatever the submission did to its own.
     assert measured.timing is not None and measured.timing.min_ms >= 15.0
@@ -120,13 +112,14 @@ def test_a_patched_clock_in_the_submission_does_not_reach_the_graders(tmp_path: 
 
 def test_a_cached_answer_fails_on_the_fresh_inputs_of_the_next_launch(tmp_path: Path) -> None:
     with pytest.raises(VerificationError, match="launch 2 of 3") as caught:
-        measure_apart(submission(tmp_path, "cached", CACHED), SHAPE, "float32", memory=HOST, batches=1, launches=3)
+        path = python_submission(tmp_path, "cached", CACHED)
+        measure_apart(path, SHAPE, "float32", memory=HOST, batches=1, launches=3)
     assert "kept from an earlier call" in caught.value.fix
 
 
 def test_a_skipped_launch_leaves_the_poison_and_fails(tmp_path: Path) -> None:
     with pytest.raises(VerificationError, match="NaN"):
-        measure_apart(submission(tmp_path, "skips", SKIPS), SHAPE, "float32", memory=HOST, batches=1, launches=2)
+        measure_apart(python_submission(tmp_path, "skips", SKIPS), SHAPE, "float32", memory=HOST, batches=1, launches=2)
 
 
 def test_the_submission_runs_where_the_graders_database_is_out_of_reach(tmp_path: Path, monkeypatch) -> None:
@@ -134,7 +127,7 @@ def test_the_submission_runs_where_the_graders_database_is_out_of_reach(tmp_path
     Store.open(db).close()
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GEMMLAB_TEST_DB", str(db))
-    measure_apart(submission(tmp_path, "store", OPENS_THE_STORE), SHAPE, "float32", memory=HOST, batches=1,
+    measure_apart(python_submission(tmp_path, "store", OPENS_THE_STORE), SHAPE, "float32", memory=HOST, batches=1,
                   launches=1)  # fmt: skip
     with sqlite3.connect(db) as conn:
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -143,18 +136,19 @@ def test_the_submission_runs_where_the_graders_database_is_out_of_reach(tmp_path
 
 def test_a_hang_is_stopped_at_its_limit(tmp_path: Path) -> None:
     with pytest.raises(KernelStopped) as caught:
-        measure_apart(submission(tmp_path, "hangs", HANGS), SHAPE, "float32", memory=HOST, batches=1, launches=1,
+        measure_apart(python_submission(tmp_path, "hangs", HANGS), SHAPE, "float32", memory=HOST, batches=1, launches=1,
                       limit_s=3.0)  # fmt: skip
     assert caught.value.kind == "hang"
 
 
 def test_an_exception_names_the_submissions_line(tmp_path: Path) -> None:
     with pytest.raises(GemmlabError, match=r"raised at line 3 .*ValueError: no idea"):
-        measure_apart(submission(tmp_path, "raises", RAISES), SHAPE, "float32", memory=HOST, batches=1, launches=1)
+        path = python_submission(tmp_path, "raises", RAISES)
+        measure_apart(path, SHAPE, "float32", memory=HOST, batches=1, launches=1)
 
 
 def test_the_result_stores_like_a_run_and_its_share_is_the_graders_own(tmp_path: Path) -> None:
-    result = run_apart(submission(tmp_path, "honest", HONEST), SHAPE, "float32", batches=2, launches=2,
+    result = run_apart(python_submission(tmp_path, "honest", HONEST), SHAPE, "float32", batches=2, launches=2,
                        limit_s=60.0, memory=HOST)  # fmt: skip
     assert result.backend == "python" and result.kernel == "honest/matmul" and result.shape == SHAPE
     assert result.ratio_to_baseline == pytest.approx(result.baseline_timing.median_ms / result.timing.median_ms)
@@ -174,9 +168,7 @@ def test_a_write_to_the_database_during_grading_fails_the_submission(tmp_path: P
     """The grader is the only writer: a write by anything else (here, a stage
     that opens the file by its absolute path) is seen and the verdict failed."""
     db = tmp_path / "results.db"
-    folder = tmp_path / "class" / "sneaky"
-    folder.mkdir(parents=True)
-    (folder / "matmul.py").write_text(HONEST + DECLARED)
+    python_submission(tmp_path / "class", "sneaky", HONEST)
     task_path = tmp_path / "task.toml"
     task_path.write_text(
         'name = "t"\nproblem = "matmul"\ndtypes = ["float32"]\nshapes = [64]\n[grades]\np = "verified"\n'

@@ -11,7 +11,13 @@ while not one instruction does. By default it covers
 - sgemm: every configuration (sgemm.configs) of every FP32 rung;
 - tensor: every configuration (tensor.configs) of every tensor-core rung, for
   each of its dtypes;
+- lowp: every configuration of every 8-bit rung (kernels/lowp), for each of
+  its dtypes;
 - peak: every instruction of every peak-rate family (gemmlab.measure.peak).
+
+The sgemm, tensor and lowp sets take each ladder's candidate rungs
+(catalogue.candidate_ids()) as well as its rungs: a candidate is built from
+the same headers, and no other set would see it.
 
 A kernel built only for some architectures (sm_90a, a minimum compute
 capability) is compiled for the arch its compile_arch gives, and is skipped,
@@ -23,10 +29,15 @@ a refactor, only that function needs editing. Run it before and after a
 change, then compare the two files:
 
     PYTHONPATH=src python3 benchmarks/scripts/sass_identity.py OUT.json [--arch sm_90 sm_80] [--jobs N]
-        [--sets catalogue sgemm tensor peak] [--kernels ID ...]
+        [--sets catalogue sgemm tensor lowp peak] [--kernels ID ...]
     python3 benchmarks/scripts/sass_identity.py --compare BEFORE.json AFTER.json
 
 Needs NVRTC (cuda.core) and cuobjdump, not a GPU.
+
+Not every compile is repeatable: sgemm_skinny_n at COLS = 16 comes out of
+ptxas with the operands of some FFMAs swapped from one compile of the same
+source to the next (seen 2026-11-24). Where --compare reports a kernel the
+change did not touch, hash the unchanged tree twice and compare those first.
 """
 
 from __future__ import annotations
@@ -44,7 +55,7 @@ import time
 import types
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
-SETS = ("catalogue", "sgemm", "tensor", "peak")
+SETS = ("catalogue", "sgemm", "tensor", "lowp", "peak")
 _ADDRESS = re.compile(r"/\*[0-9a-f]{4,}\*/")
 
 
@@ -54,6 +65,7 @@ def _gemmlab() -> types.SimpleNamespace:
     from gemmlab.backends.nvrtc import compile_kernel, compile_source
     from gemmlab.core.errors import DeviceLimitError
     from gemmlab.kernels import catalogue
+    from gemmlab.kernels.lowp.spec import LADDER as LOWP
     from gemmlab.kernels.sgemm.spec import LADDER as SGEMM
     from gemmlab.kernels.tensor.spec import LADDER as TENSOR
     from gemmlab.measure import peak
@@ -62,12 +74,14 @@ def _gemmlab() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         catalogue=tuple(catalogue.CATALOGUE),  # KernelSpec: id, dtypes, block_edges, config, compile_arch
         get_kernel=catalogue.get,
-        sgemm_rungs=tuple(r.id for r in SGEMM.rungs),
-        sgemm_configs=catalogue.configs,
-        sgemm_variant=catalogue.variant,
-        tensor_rungs=tuple(r.id for r in TENSOR.rungs),
-        tensor_configs=catalogue.configs,
-        tensor_variant=catalogue.variant,
+        # Each ladder's rungs, then its candidate rungs (catalogue.candidate_ids()).
+        ladder_rungs={
+            "sgemm": tuple(r.id for r in (*SGEMM.rungs, *SGEMM.candidates)),
+            "tensor": tuple(r.id for r in (*TENSOR.rungs, *TENSOR.candidates)),
+            "lowp": tuple(r.id for r in (*LOWP.rungs, *LOWP.candidates)),
+        },
+        configs=catalogue.configs,  # (kernel id) -> every configuration, the default first
+        variant=catalogue.variant,  # (kernel id, configuration) -> KernelSpec
         peak_families=tuple(peak.FAMILIES),  # Family: id, source, instructions, applies, compile_arch, name_expression
         compile_kernel=compile_kernel,  # (spec, block_edge, dtype, arch, use_cache=) -> .cubin
         compile_source=compile_source,  # (kernel_id, source, expr, arch, use_cache=) -> .cubin
@@ -111,18 +125,15 @@ def plan(archs: list[str], sets: list[str], kernels: list[str] | None) -> tuple[
                 for edge in spec.block_edges or (0,):
                     for dtype in spec.dtypes:
                         add("spec", spec, spec.id, dtype, edge, spec.config or {}, arch, ("catalogue", spec.id, None))
-        for kind, rungs, configs, variant in (
-            ("sgemm", g.sgemm_rungs, g.sgemm_configs, g.sgemm_variant),
-            ("tensor", g.tensor_rungs, g.tensor_configs, g.tensor_variant),
-        ):
+        for kind, rungs in g.ladder_rungs.items():
             if kind not in sets:
                 continue
             for rung_id in rungs:
                 if not wanted(rung_id):
                     continue
-                for config in configs(rung_id):
+                for config in g.configs(rung_id):
                     config = dict(config)
-                    spec = variant(rung_id, config)
+                    spec = g.variant(rung_id, config)
                     for dtype in spec.dtypes:
                         add("spec", spec, rung_id, dtype, 0, config, arch, (kind, rung_id, config))
         if "peak" in sets:
@@ -150,12 +161,7 @@ def _cubin(job: tuple) -> bytes:
         family = next(f for f in g.peak_families if f.id == kernel_id)
         expr = family.name_expression(dtype)
         return g.compile_source(f"peak_{family.id}", family.source, expr, arch, use_cache=False).cubin
-    if where == "catalogue":
-        spec = g.get_kernel(kernel_id)
-    elif where == "sgemm":
-        spec = g.sgemm_variant(kernel_id, config)
-    else:
-        spec = g.tensor_variant(kernel_id, config)
+    spec = g.get_kernel(kernel_id) if where == "catalogue" else g.variant(kernel_id, config)
     return g.compile_kernel(spec, edge, dtype, arch, use_cache=False).cubin
 
 
@@ -230,8 +236,8 @@ def main() -> None:
     print(f"{len(jobs)} configurations to compile, {len(skipped)} skipped (not built for their arch)", flush=True)
     hashes: dict[str, list] = {}
     failed: dict[str, str] = {}
-    # Longest first (tensor rungs, then the FP32 ladder), so no long compile is left for the end.
-    order = {"tensor": 0, "sgemm": 1, "peak": 2, "catalogue": 3}
+    # Longest first (tensor and 8-bit rungs, then the FP32 ladder), so no long compile is left for the end.
+    order = {"tensor": 0, "lowp": 0, "sgemm": 1, "peak": 2, "catalogue": 3}
     items = sorted(jobs.items(), key=lambda kv: (order[kv[1][1][0]], kv[0]))
     with ProcessPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(sass_hash, item) for item in items]

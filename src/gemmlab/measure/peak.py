@@ -152,6 +152,54 @@ class Family:
         return self.instruction(dtype).flops * self.per_iteration * issuers * iterations
 
 
+def _mma_sync_family(
+    id: str,
+    source: str,
+    function: str,
+    instructions: tuple[Instruction, ...],
+    sass: str,
+    min_cc: tuple[int, int],
+    max_cc: tuple[int, int] | None = None,
+) -> Family:
+    """A family of warp-wide mma.sync kernels (peak/mma_sync*.cu): one warp issues
+    each instruction, on the compute capabilities from min_cc to max_cc."""
+    return Family(
+        id=id,
+        source=source,
+        function=function,
+        instructions=instructions,
+        threads=MMA_THREADS,
+        issuer_threads=32,
+        per_iteration=MMA_ACCUMULATORS * MMA_UNROLL,
+        template=(MMA_THREADS, MMA_ACCUMULATORS, MMA_UNROLL),
+        sass=sass,
+        rate=_tensor_rate,
+        min_cc=min_cc,
+        max_cc=max_cc,
+    )
+
+
+def _wgmma_family(id: str, source: str, function: str, instructions: tuple[Instruction, ...], sass: str) -> Family:
+    """A family of wgmma kernels (peak/wgmma*.cu): one warpgroup issues each
+    instruction, and only sm_90a has them (later architectures have other
+    matrix instructions)."""
+    return Family(
+        id=id,
+        source=source,
+        function=function,
+        instructions=instructions,
+        threads=WGMMA_CONSUMERS * WARPGROUP,
+        issuer_threads=WARPGROUP,
+        per_iteration=WGMMA_SLICE_STEPS,
+        template=(WGMMA_CONSUMERS,),
+        sass=sass,
+        rate=_tensor_rate,
+        min_cc=(9, 0),
+        max_cc=(9, 0),
+        arch_suffix="a",
+    )
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         id="ffma",
@@ -166,102 +214,52 @@ FAMILIES: tuple[Family, ...] = (
         rate=_fp32_rate,
         typed=False,
     ),
-    Family(
-        id="mma_sync",
-        source="peak/mma_sync.cu",
-        function="peak_mma",
-        instructions=(
+    _mma_sync_family(
+        "mma_sync",
+        "peak/mma_sync.cu",
+        "peak_mma",
+        (
             Instruction("bfloat16", "mma.sync.m16n8k16", (16, 8, 16)),
             Instruction("float16", "mma.sync.m16n8k16", (16, 8, 16)),
             Instruction("tf32", "mma.sync.m16n8k8", (16, 8, 8)),
         ),
-        threads=MMA_THREADS,
-        issuer_threads=32,
-        per_iteration=MMA_ACCUMULATORS * MMA_UNROLL,
-        template=(MMA_THREADS, MMA_ACCUMULATORS, MMA_UNROLL),
         sass="HMMA",
-        rate=_tensor_rate,
         min_cc=(8, 0),  # mma.sync with bf16 and tf32 inputs
     ),
-    Family(
-        id="wgmma",
-        source="peak/wgmma.cu",
-        function="peak_wgmma",
-        instructions=(
+    _wgmma_family(
+        "wgmma",
+        "peak/wgmma.cu",
+        "peak_wgmma",
+        (
             Instruction("bfloat16", "wgmma.m64n256k16", (64, 256, 16)),
             Instruction("float16", "wgmma.m64n256k16", (64, 256, 16)),
             Instruction("tf32", "wgmma.m64n256k8", (64, 256, 8)),
         ),
-        threads=WGMMA_CONSUMERS * WARPGROUP,
-        issuer_threads=WARPGROUP,
-        per_iteration=WGMMA_SLICE_STEPS,
-        template=(WGMMA_CONSUMERS,),
         sass="HGMMA",
-        rate=_tensor_rate,
-        min_cc=(9, 0),
-        max_cc=(9, 0),  # wgmma is sm_90a's; later architectures have other matrix instructions
-        arch_suffix="a",
     ),
 )
 # The 8-bit families: a family has one SASS opcode, and FP8 and int8 differ in it.
+_MMA_SYNC8 = ("peak/mma_sync8.cu", "peak_mma8")
+_WGMMA8 = ("peak/wgmma8.cu", "peak_wgmma8")
 FAMILIES += (
-    Family(
-        id="mma_sync_int8",
-        source="peak/mma_sync8.cu",
-        function="peak_mma8",
-        instructions=(Instruction("int8", "mma.sync.m16n8k32", (16, 8, 32)),),
-        threads=MMA_THREADS,
-        issuer_threads=32,
-        per_iteration=MMA_ACCUMULATORS * MMA_UNROLL,
-        template=(MMA_THREADS, MMA_ACCUMULATORS, MMA_UNROLL),
+    _mma_sync_family(
+        "mma_sync_int8",
+        *_MMA_SYNC8,
+        (Instruction("int8", "mma.sync.m16n8k32", (16, 8, 32)),),
         sass="IMMA",
-        rate=_tensor_rate,
         min_cc=(8, 0),
     ),
-    Family(
-        id="mma_sync_fp8",
-        source="peak/mma_sync8.cu",
-        function="peak_mma8",
-        instructions=(Instruction("e4m3", "mma.sync.m16n8k32", (16, 8, 32)),),
-        threads=MMA_THREADS,
-        issuer_threads=32,
-        per_iteration=MMA_ACCUMULATORS * MMA_UNROLL,
-        template=(MMA_THREADS, MMA_ACCUMULATORS, MMA_UNROLL),
+    # Ada's; Hopper emulates it (see NOT_MEASURED).
+    _mma_sync_family(
+        "mma_sync_fp8",
+        *_MMA_SYNC8,
+        (Instruction("e4m3", "mma.sync.m16n8k32", (16, 8, 32)),),
         sass="QMMA",
-        rate=_tensor_rate,
         min_cc=(8, 9),
-        max_cc=(8, 9),  # Ada's; Hopper emulates it (see NOT_MEASURED)
+        max_cc=(8, 9),
     ),
-    Family(
-        id="wgmma_int8",
-        source="peak/wgmma8.cu",
-        function="peak_wgmma8",
-        instructions=(Instruction("int8", "wgmma.m64n256k32", (64, 256, 32)),),
-        threads=WGMMA_CONSUMERS * WARPGROUP,
-        issuer_threads=WARPGROUP,
-        per_iteration=WGMMA_SLICE_STEPS,
-        template=(WGMMA_CONSUMERS,),
-        sass="IGMMA",
-        rate=_tensor_rate,
-        min_cc=(9, 0),
-        max_cc=(9, 0),
-        arch_suffix="a",
-    ),
-    Family(
-        id="wgmma_fp8",
-        source="peak/wgmma8.cu",
-        function="peak_wgmma8",
-        instructions=(Instruction("e4m3", "wgmma.m64n256k32", (64, 256, 32)),),
-        threads=WGMMA_CONSUMERS * WARPGROUP,
-        issuer_threads=WARPGROUP,
-        per_iteration=WGMMA_SLICE_STEPS,
-        template=(WGMMA_CONSUMERS,),
-        sass="QGMMA",
-        rate=_tensor_rate,
-        min_cc=(9, 0),
-        max_cc=(9, 0),
-        arch_suffix="a",
-    ),
+    _wgmma_family("wgmma_int8", *_WGMMA8, (Instruction("int8", "wgmma.m64n256k32", (64, 256, 32)),), sass="IGMMA"),
+    _wgmma_family("wgmma_fp8", *_WGMMA8, (Instruction("e4m3", "wgmma.m64n256k32", (64, 256, 32)),), sass="QGMMA"),
 )
 # Families a compute capability could run but that would not measure what
 # their name says: (family, compute capability) -> why it is left out.

@@ -1,6 +1,7 @@
 // Shared by the lowp ladder's mma.sync rungs (tc_int8_mma, tc_fp8_mma): the
-// 8-bit mma.sync, the swizzled tiles and their cp.async ring, and the warp
-// tile's inner product.
+// 8-bit mma.sync, the cp.async ring of swizzled tiles, and the warp tile's
+// inner product. The tiles, their copies and the warp tile's ldmatrix steps
+// are the 16-bit rungs' (tensor/mma_tiles.cuh), for the reason that follows.
 //
 // mma.sync.m16n8k32 with 8-bit inputs places its fragments byte for byte as
 // m16n8k16 places 16-bit ones (PTX ISA, "Matrix Fragments for mma.m16n8k32"):
@@ -14,12 +15,9 @@
 // g + 8, columns 2 (lane % 4) + {0, 1}.
 
 #include "types8.cuh"
-#include "../tensor/tc_common.cuh"
+#include "../tensor/mma_tiles.cuh"
 
 constexpr int TILE_K = 128;  // 8-bit elements per tile row: 128 bytes, and one block of FP8 scales
-constexpr int CHUNKS = TILE_K / 16;
-
-__device__ __forceinline__ int swizzled_byte(int row, int chunk) { return row * TILE_K + ((chunk ^ (row % 8)) * 16); }
 
 // D (16 x 8) += A (16 x 32) . B (32 x 8), one warp; fragments as above.
 template <typename T>
@@ -49,23 +47,6 @@ __device__ __forceinline__ void mma_16832<gl_e5m2>(float (&d)[4], const unsigned
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// ROWS rows of a 128-deep slice of A (or B) into a swizzled tile by cp.async,
-// 16 bytes a copy; rows past `rows` and chunks past K are zero-filled. K % 16
-// == 0 (the spec's rule), so a chunk is wholly inside K or wholly outside.
-template <int ROWS, int THREADS>
-__device__ __forceinline__ void copy_tile8(unsigned char* tile, const unsigned char* src, int row0, int rows, int k0,
-                                           int k, int tid) {
-    static_assert((ROWS * CHUNKS) % THREADS == 0, "equal shares of the copies");
-#pragma unroll
-    for (int i = tid; i < ROWS * CHUNKS; i += THREADS) {
-        const int r = i / CHUNKS, ch = i % CHUNKS;
-        const bool in = row0 + r < rows && k0 + 16 * ch < k;
-        // Out of range: zero-filled, and src stays a valid address that is not read.
-        const unsigned char* p = in ? src + static_cast<long long>(row0 + r) * k + k0 + 16 * ch : src;
-        cp_async16(tile + swizzled_byte(r, ch), p, in);
-    }
-}
-
 // tc_mma_pipeline's ring: STAGES stages of (BM + BN) x 128 bytes, one commit
 // group per tile (empty past the end), so "at most STAGES - 2 groups pending"
 // means "tile t has landed". body(t, a_tile, b_tile) runs once per tile of
@@ -79,8 +60,8 @@ __device__ __forceinline__ void cp_async_ring(unsigned char* ring, const unsigne
     auto issue = [&](int t) {
         if (t < tiles) {
             unsigned char* stage = ring + (t % STAGES) * STAGE;
-            copy_tile8<BM, THREADS>(stage, a, row0, m, t * TILE_K, k, tid);
-            copy_tile8<BN, THREADS>(stage + BM * TILE_K, b, col0, n, t * TILE_K, k, tid);
+            copy_tile_async<BM, THREADS>(stage, a, row0, m, t * TILE_K, k, tid);
+            copy_tile_async<BN, THREADS>(stage + BM * TILE_K, b, col0, n, t * TILE_K, k, tid);
         }
         cp_async_commit();
     };
@@ -99,33 +80,13 @@ __device__ __forceinline__ void cp_async_ring(unsigned char* ring, const unsigne
 
 // One warp's WM x WN piece of C over one 128-deep tile: 4 steps of k = 32
 // (32 bytes, two chunks, as the 16-bit rungs' k = 16), each (WM / 16) x
-// (WN / 8) mma.sync instructions. The ldmatrix addresses are tc_mma's.
+// (WN / 8) mma.sync instructions, on tc_mma's ldmatrix addresses.
 template <typename T, int WM, int WN>
 __device__ __forceinline__ void mma8_warp_tile(typename T::acc (&acc)[WM / 16][WN / 8][4],
                                                const unsigned char* a_tile, const unsigned char* b_tile, int wrow,
                                                int wcol, int lane) {
-    static_assert(WM % 16 == 0 && WN % 16 == 0, "whole 16 x 16 pieces");
-#pragma unroll
-    for (int ks = 0; ks < TILE_K / 32; ++ks) {
-        unsigned fa[WM / 16][4], fb[WN / 8][2];
-#pragma unroll
-        for (int i = 0; i < WM / 16; ++i) {
-            // Lanes 0-15: rows 0-15 at bytes 0-15 of the step; lanes 16-31: the same rows at bytes 16-31.
-            ldmatrix_x4(fa[i], a_tile + swizzled_byte(wrow + 16 * i + lane % 16, 2 * ks + lane / 16));
-        }
-#pragma unroll
-        for (int j = 0; j < WN / 8; j += 2) {
-            // Matrices: (n 0-7, bytes 0-15), (n 0-7, bytes 16-31), (n 8-15, bytes 0-15), (n 8-15, bytes 16-31).
-            unsigned r[4];
-            ldmatrix_x4(r, b_tile + swizzled_byte(wcol + 8 * j + lane % 8 + (lane / 16) * 8, 2 * ks + (lane / 8) % 2));
-            fb[j][0] = r[0];
-            fb[j][1] = r[1];
-            fb[j + 1][0] = r[2];
-            fb[j + 1][1] = r[3];
-        }
-#pragma unroll
-        for (int i = 0; i < WM / 16; ++i)
-#pragma unroll
-            for (int j = 0; j < WN / 8; ++j) mma_16832<T>(acc[i][j], fa[i], fb[j][0], fb[j][1]);
-    }
+    warp_tile_steps<WM, WN>(acc, a_tile, b_tile, wrow, wcol, lane,
+                            [](typename T::acc (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+                                mma_16832<T>(d, a, b0, b1);
+                            });
 }

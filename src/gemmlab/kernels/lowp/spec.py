@@ -28,18 +28,23 @@ from gemmlab.core.shapes import Dim3, Shape
 from gemmlab.kernels.ladder import Config, Ladder, Rung, cdiv, grid_rows_fit, needs
 from gemmlab.kernels.spec import Constraint, KernelSpec
 from gemmlab.kernels.tensor.spec import (
+    C_BOX_ROWS,
     CONSUMER_REGS,
-    MAX_DYNAMIC_SMEM,
+    HOPPER,
     MAX_REGISTERS,
     PRODUCER_REGS,
     REGISTER_SPLIT,
+    ROWS_16,
     WARPGROUP,
+    block_limits,
+    c_boxes_bytes,
+    reuse_cgma,
+    ring_bytes,
+    warp_threads,
 )
 from gemmlab.problems.lowp import FP8, FP8_WITH_BF16, INT8, INT8_MAX_K, SCALE_BLOCK, SCALINGS, lowp_problem
 
 SOURCE_DOC = "gemmlab 8-bit tensor-core ladder (beyond the documents)"
-ROW_BYTES = 128  # one swizzled tile row: 128 8-bit elements of K
-ROWS_16 = 16  # K x 1 byte in whole 16-byte pieces
 
 
 def _int8_k_fits(shape: Shape, block_edge: int) -> str | None:
@@ -51,24 +56,8 @@ def _int8_k_fits(shape: Shape, block_edge: int) -> str | None:
 INT8_K = Constraint(f"K at most {INT8_MAX_K} (int32 sums)", _int8_k_fits)
 
 
-def _limits(rung: Rung, c: Config) -> list[str]:
-    threads = rung.threads(c)
-    found = needs(threads % 32 == 0 and 32 <= threads <= 1024,
-                  f"{threads} threads per block: must be a multiple of 32 from 32 to 1024")  # fmt: skip
-    smem = rung.smem_bytes(c)
-    return found + needs(smem <= MAX_DYNAMIC_SMEM, f"{smem} bytes of dynamic shared memory, over {MAX_DYNAMIC_SMEM}")
-
-
-def _reuse_cgma(c: Config) -> float:
-    return 2 * c["BM"] * c["BN"] / (c["BM"] + c["BN"])
-
-
-def _warp_threads(c: Config) -> int:
-    return (c["BM"] // c["WM"]) * (c["BN"] // c["WN"]) * 32
-
-
 def _mma_rules(c: Config) -> list[str]:
-    threads = _warp_threads(c)
+    threads = warp_threads(c)
     return (
         needs(c["BM"] % c["WM"] == 0 and c["BN"] % c["WN"] == 0, "warp tiles (WM x WN) must tile the block")
         + needs(c["WM"] % 16 == 0 and c["WN"] % 16 == 0, "WM and WN must be multiples of 16")
@@ -84,10 +73,6 @@ def _mma_rules(c: Config) -> list[str]:
 def _scaling_rule(c: Config, modes: tuple[int, ...]) -> list[str]:
     names = ", ".join(f"{i} ({SCALINGS[i]})" for i in modes)
     return needs(c["SCALING"] in modes, f"SCALING must be one of {names}")
-
-
-def _ring_bytes(c: Config, barriers: int) -> int:
-    return c["STAGES"] * (c["BM"] + c["BN"]) * ROW_BYTES + 8 * barriers * c["STAGES"]
 
 
 def _wgmma_rules(c: Config) -> list[str]:
@@ -118,16 +103,8 @@ def _blockscaled_rules(c: Config) -> list[str]:
     return _wgmma_rules(c) + needs(c["BN"] == SCALE_BLOCK, "BN must be 128: one block of B's scales per tile")
 
 
-# The persistent FP8 rungs (fp8_persistent.cuh): each consumer warpgroup
-# stages C in C_BOXES boxes of its 64 rows x 128 bytes (C_BOX_ROWS, a template
-# argument and the box of C's tensor map, as tensor/spec.py's).
-C_BOX_ROWS = 64
-
-
-def _c_boxes_bytes(c: Config) -> int:
-    return c["BM"] // 64 * c["C_BOXES"] * C_BOX_ROWS * ROW_BYTES
-
-
+# The persistent FP8 rungs (fp8_persistent.cuh) stage C as tc_tma_store does:
+# each consumer warpgroup in C_BOXES boxes of its 64 rows (C_BOX_ROWS) x 128 bytes.
 def _persistent_rules(c: Config) -> list[str]:
     # A consumer holds 64 x 128 FP32 sums and a 64 x 128 partial slab: 128 registers of its 232.
     return (
@@ -145,14 +122,15 @@ def _persistent_rules(c: Config) -> list[str]:
     )
 
 
-HOPPER = dict(min_cc=(9, 0), archs=("sm_90a",), tma=True, dynamic_smem=True, k_bytes_multiple=ROWS_16)
-MMA = dict(dynamic_smem=True, k_bytes_multiple=ROWS_16, threads=_warp_threads, cgma=_reuse_cgma)
+# The mma.sync rungs: a cp.async ring without barriers.
+MMA = dict(dynamic_smem=True, k_bytes_multiple=ROWS_16, threads=warp_threads, smem_bytes=lambda c: ring_bytes(c, 0),
+           cgma=reuse_cgma)  # fmt: skip
 PERSISTENT = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
-                  smem_bytes=lambda c: _ring_bytes(c, 2) + _c_boxes_bytes(c),
-                  fixed=REGISTER_SPLIT | Config(C_BOX_ROWS=C_BOX_ROWS), cgma=_reuse_cgma, rules=_persistent_rules,
+                  smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c),
+                  fixed=REGISTER_SPLIT | Config(C_BOX_ROWS=C_BOX_ROWS), cgma=reuse_cgma, rules=_persistent_rules,
                   persistent=True, dtypes=FP8_WITH_BF16)  # fmt: skip
-SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: _ring_bytes(c, 2),
-                   fixed=REGISTER_SPLIT, cgma=_reuse_cgma)  # fmt: skip
+SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: ring_bytes(c, 2),
+                   fixed=REGISTER_SPLIT, cgma=reuse_cgma)  # fmt: skip
 
 RUNGS: tuple[Rung, ...] = (
     Rung(
@@ -162,7 +140,6 @@ RUNGS: tuple[Rung, ...] = (
         dtypes=(INT8,),
         default=Config(BM=128, BN=128, WM=64, WN=32, STAGES=3),
         search=(Config(STAGES=4), Config(BN=256, WN=64), Config(WM=32, WN=64)),
-        smem_bytes=lambda c: _ring_bytes(c, 0),
         sass=("IMMA", "LDSM", "LDGSTS"),
         min_cc=(8, 0),  # int8 mma.sync m16n8k32, cp.async
         rules=_mma_rules,
@@ -176,7 +153,6 @@ RUNGS: tuple[Rung, ...] = (
         dtypes=FP8,
         default=Config(BM=128, BN=128, WM=64, WN=32, STAGES=3, SCALING=0),
         search=(Config(STAGES=4), Config(WM=32, WN=64)),
-        smem_bytes=lambda c: _ring_bytes(c, 0),
         # The FP8 multiply itself differs by architecture: QMMA.16832 on sm_89;
         # on sm_90 ptxas converts the bytes to float16 and runs HMMA.16816 (Hopper
         # has FP8 tensor cores only behind wgmma). So the claims are the feeding
@@ -316,5 +292,5 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     )
 
 
-LADDER = Ladder("8-bit tensor-core ladder", RUNGS, _limits, _spec)
+LADDER = Ladder("8-bit tensor-core ladder", RUNGS, block_limits, _spec)
 LOWP_KERNELS: tuple[KernelSpec, ...] = LADDER.kernels

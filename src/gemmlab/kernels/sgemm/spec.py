@@ -553,13 +553,18 @@ def _skinny_rules(c: Config) -> list[str]:
     )
 
 
-def _skinny_rows_fit(c: Config) -> tuple[Constraint, ...]:
-    rows = c["ROWS"]
+def _block_holds(side: str, parameter: str, held: int, what: str) -> tuple[Constraint, ...]:
+    """A skinny rung's limit: a block holds the sums of all ``held`` rows (or
+    columns) of C, so M (or N, the ``side``) must not exceed that."""
     why = (
-        f"a block holds the sums of ROWS = {rows} rows; use a configuration with ROWS >= M (16 at most), "
-        "or a tiled rung such as sgemm_small_tile for more rows"
+        f"a block holds the sums of {parameter} = {held} {what}; use a configuration with "
+        f"{parameter} >= {side.upper()} (16 at most), or a tiled rung such as sgemm_small_tile for more {what}"
     )
-    return (at_most("m", rows, why),)
+    return (at_most(side, held, why),)
+
+
+def _skinny_rows_fit(c: Config) -> tuple[Constraint, ...]:
+    return _block_holds("m", "ROWS", c["ROWS"], "rows")
 
 
 # sgemm_skinny_n's default: up to 16 columns, 8 lanes along each row of A (128
@@ -619,12 +624,7 @@ def _skinny_n_rules(c: Config) -> list[str]:
 
 
 def _skinny_n_cols_fit(c: Config) -> tuple[Constraint, ...]:
-    cols = c["COLS"]
-    why = (
-        f"a block holds the sums of COLS = {cols} columns; use a configuration with COLS >= N (16 at most), "
-        "or a tiled rung such as sgemm_small_tile for more columns"
-    )
-    return (at_most("n", cols, why),)
+    return _block_holds("n", "COLS", c["COLS"], "columns")
 
 
 # sgemm_gemv_split's default (issue 21, third round): one row, strips of 128

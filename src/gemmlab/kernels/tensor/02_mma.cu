@@ -29,7 +29,7 @@ __device__ __forceinline__ void load_tile(unsigned short* tile, const unsigned s
         uint4 v = make_uint4(0, 0, 0, 0);
         if (row0 + r < rows && k0 + 8 * ch < k)
             v = *reinterpret_cast<const uint4*>(src + static_cast<long long>(row0 + r) * k + k0 + 8 * ch);
-        *reinterpret_cast<uint4*>(tile + swizzled(r, ch)) = v;
+        *reinterpret_cast<uint4*>(tile + swizzled_at<unsigned short>(r, ch)) = v;
     }
 }
 

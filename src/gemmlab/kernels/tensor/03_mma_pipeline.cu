@@ -15,21 +15,6 @@
 
 #include "mma_tiles.cuh"
 
-template <int ROWS, int THREADS>
-__device__ __forceinline__ void copy_tile(unsigned short* tile, const unsigned short* src, int row0, int rows, int k0,
-                                          int k, int tid) {
-    constexpr int CHUNKS = MMA_BK / 8;
-    static_assert((ROWS * CHUNKS) % THREADS == 0, "equal shares of the copies");
-#pragma unroll
-    for (int i = tid; i < ROWS * CHUNKS; i += THREADS) {
-        const int r = i / CHUNKS, ch = i % CHUNKS;
-        const bool in = row0 + r < rows && k0 + 8 * ch < k;
-        // Out of range: zero-filled, and src stays a valid address that is not read.
-        const unsigned short* p = in ? src + static_cast<long long>(row0 + r) * k + k0 + 8 * ch : src;
-        cp_async16(tile + swizzled(r, ch), p, in);
-    }
-}
-
 template <typename T, int BM, int BN, int WM, int WN, int STAGES>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 tc_mma_pipeline(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b, float* __restrict__ c,
@@ -50,8 +35,8 @@ tc_mma_pipeline(const unsigned short* __restrict__ a, const unsigned short* __re
     auto issue = [&](int t) {
         if (t < tiles) {
             unsigned short* stage = ring + (t % STAGES) * STAGE;
-            copy_tile<BM, THREADS>(stage, a, row0, m, t * MMA_BK, k, tid);
-            copy_tile<BN, THREADS>(stage + BM * MMA_BK, b, col0, n, t * MMA_BK, k, tid);
+            copy_tile_async<BM, THREADS>(stage, a, row0, m, t * MMA_BK, k, tid);
+            copy_tile_async<BN, THREADS>(stage + BM * MMA_BK, b, col0, n, t * MMA_BK, k, tid);
         }
         cp_async_commit();
     };

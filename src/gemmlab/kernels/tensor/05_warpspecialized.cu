@@ -58,16 +58,8 @@ tc_warpspecialized(const __grid_constant__ CUtensorMap a_map, const __grid_const
 
     if (group == 0) {
         Registers::release();
-        if (tid == 0) {
-            for (int t = 0; t < tiles; ++t) {
-                const int s = t % STAGES;
-                // Use u of stage s (u = t / STAGES) may start once use u - 1 was released.
-                if (t >= STAGES) mbar_wait(&empty[s], (t / STAGES - 1) % 2);
-                mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
-                tma_load(stage(s), &a_map, &full[s], row0, t * BK);
-                tma_load(stage(s) + A_BYTES, &b_map, &full[s], col0, t * BK);
-            }
-        }
+        if (tid == 0)
+            produce_k_tiles<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, tiles);
     } else {
         Registers::claim();
         const int slab = group - 1;  // this consumer's 64 rows of the block tile

@@ -111,7 +111,6 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
     const int k_tiles = (k + BK - 1) / BK;
     const int t_begin = static_cast<int>(static_cast<long long>(slice) * k_tiles / SPLITS);
     const int t_end = static_cast<int>(static_cast<long long>(slice + 1) * k_tiles / SPLITS);
-    auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
 
     init_ring<STAGES>(full, empty, CONSUMERS);
     __syncthreads();
@@ -120,29 +119,14 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
     if (tid >= CONSUMER_THREADS) {
-        if (tid == CONSUMER_THREADS) {  // the producer: one thread of the last warp
-            for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
-                const int s = u % STAGES;
-                if (u >= STAGES) mbar_wait(&empty[s], (u / STAGES - 1) % 2);
-                mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
-                tma_load(stage(s), &a_map, &full[s], row0, t * BK);
-                tma_load(stage(s) + A_BYTES, &b_map, &full[s], col0, t * BK);
-            }
-        }
+        if (tid == CONSUMER_THREADS)  // the producer: one thread of the last warp
+            produce_k_slice<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, t_begin,
+                                                          t_end);
         __syncwarp();  // the whole warp meets the cluster barriers below
     } else {
         const int slab = tid / 128, thread = tid % 128;
-        for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
-            const int s = u % STAGES;
-            mbar_wait(&full[s], (u / STAGES) % 2);
-            wgmma_fence();
-            wgmma_slice<typename T::inputs, BN>(acc, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
-            wgmma_commit();
-            wgmma_wait<1>();
-            if (u > 0 && thread == 0) mbar_arrive(&empty[(u - 1) % STAGES]);
-        }
-        wgmma_wait<0>();
-        fence_registers(acc);
+        consume_k_slice<typename T::inputs, BN, STAGES, A_BYTES, B_BYTES>(acc, smem, full, empty, slab, thread, t_begin,
+                                                                          t_end);
         if constexpr (SPLITS == 1) store_wgmma_tile<BN>(acc, c, m, n, row0 + slab * 64, col0, thread);
     }
     if constexpr (SPLITS > 1) {

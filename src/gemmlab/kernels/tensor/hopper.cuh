@@ -283,6 +283,68 @@ struct RegisterSplit {
     }
 };
 
+// The producer of a one-tile warp-specialised block (tc_warpspecialized and
+// the 8-bit rungs built on it): one thread fills the ring with the block's
+// `tiles` K tiles of A's rows from row0 and B's rows from col0, each use of a
+// stage waiting until the consumers released the one before. A stage holds
+// A_BYTES of A, then B_BYTES of B.
+template <int STAGES, int A_BYTES, int B_BYTES, int BK>
+__device__ __forceinline__ void produce_k_tiles(unsigned char* smem, unsigned long long* full,
+                                                unsigned long long* empty, const CUtensorMap* a_map,
+                                                const CUtensorMap* b_map, int row0, int col0, int tiles) {
+    for (int t = 0; t < tiles; ++t) {
+        const int s = t % STAGES;
+        unsigned char* stage = smem + s * (A_BYTES + B_BYTES);
+        // Use u of stage s (u = t / STAGES) may start once use u - 1 was released.
+        if (t >= STAGES) mbar_wait(&empty[s], (t / STAGES - 1) % 2);
+        mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
+        tma_load(stage, a_map, &full[s], row0, t * BK);
+        tma_load(stage + A_BYTES, b_map, &full[s], col0, t * BK);
+    }
+}
+
+// The same producer over a slice of K (tc_split_k, tc_small): K tiles
+// t_begin .. t_end - 1, use u = t - t_begin of stage u % STAGES. Why not one
+// helper: each loop is the one its rungs were written and measured with, and
+// either loop in the other's place compiles to other SASS.
+template <int STAGES, int A_BYTES, int B_BYTES, int BK>
+__device__ __forceinline__ void produce_k_slice(unsigned char* smem, unsigned long long* full,
+                                                unsigned long long* empty, const CUtensorMap* a_map,
+                                                const CUtensorMap* b_map, int row0, int col0, int t_begin,
+                                                int t_end) {
+    for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
+        const int s = u % STAGES;
+        unsigned char* stage = smem + s * (A_BYTES + B_BYTES);
+        if (u >= STAGES) mbar_wait(&empty[s], (u / STAGES - 1) % 2);
+        mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
+        tma_load(stage, a_map, &full[s], row0, t * BK);
+        tma_load(stage + A_BYTES, b_map, &full[s], col0, t * BK);
+    }
+}
+
+// A consumer warpgroup's side of produce_k_slice's ring: wgmma of its 64-row
+// slab of each stage into acc, one group kept in flight, each stage released
+// once wgmma.wait_group<1> says the wgmma that read it has completed. Returns
+// with every group complete and acc fenced; the last stage is not released
+// (a one-tile block is done with the ring).
+template <typename Inputs, int BN, int STAGES, int A_BYTES, int B_BYTES>
+__device__ __forceinline__ void consume_k_slice(float (&acc)[BN / 2], unsigned char* smem, unsigned long long* full,
+                                                unsigned long long* empty, int slab, int thread, int t_begin,
+                                                int t_end) {
+    auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
+    for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
+        const int s = u % STAGES;
+        mbar_wait(&full[s], (u / STAGES) % 2);
+        wgmma_fence();
+        wgmma_slice<Inputs, BN>(acc, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (u > 0 && thread == 0) mbar_arrive(&empty[(u - 1) % STAGES]);
+    }
+    wgmma_wait<0>();
+    fence_registers(acc);
+}
+
 // Persistent rungs: tile number -> (tile row, tile column), numbered GROUP_M
 // tile rows at a time and column by column inside a group.
 template <int GROUP_M>

@@ -51,7 +51,7 @@ WARPGROUP = 128
 # --- the rungs ----------------------------------------------------------------
 
 
-def _limits(rung: Rung, c: Config) -> list[str]:
+def block_limits(rung: Rung, c: Config) -> list[str]:
     """The thread and shared-memory limits the configuration breaks."""
     threads = rung.threads(c)
     found = needs(threads % 32 == 0 and 32 <= threads <= 1024,
@@ -60,12 +60,12 @@ def _limits(rung: Rung, c: Config) -> list[str]:
     return found + needs(smem <= MAX_DYNAMIC_SMEM, f"{smem} bytes of dynamic shared memory, over {MAX_DYNAMIC_SMEM}")
 
 
-def _reuse_cgma(c: Config) -> float:
+def reuse_cgma(c: Config) -> float:
     """FLOPs per element of A or B brought on chip: a BM x BN tile reuses each one BN or BM times."""
     return 2 * c["BM"] * c["BN"] / (c["BM"] + c["BN"])
 
 
-def _warp_threads(c: Config) -> int:
+def warp_threads(c: Config) -> int:
     return (c["BM"] // c["WM"]) * (c["BN"] // c["WN"]) * 32
 
 
@@ -106,7 +106,7 @@ def _persistent_rules(c: Config) -> list[str]:
     return _specialised_rules(c) + needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
 
 
-def _ring_bytes(c: Config, extra_barriers: int) -> int:
+def ring_bytes(c: Config, extra_barriers: int) -> int:
     """STAGES x (BM + BN) swizzled rows of 128 bytes, then 8-byte mbarriers."""
     return c["STAGES"] * (c["BM"] + c["BN"]) * ROW_BYTES + 8 * extra_barriers * c["STAGES"]
 
@@ -117,7 +117,7 @@ def _ring_bytes(c: Config, extra_barriers: int) -> int:
 C_BOX_ROWS = 64
 
 
-def _c_boxes_bytes(c: Config) -> int:
+def c_boxes_bytes(c: Config) -> int:
     return c["BM"] // 64 * c["C_BOXES"] * C_BOX_ROWS * ROW_BYTES
 
 
@@ -133,7 +133,7 @@ RUNGS: tuple[Rung, ...] = (
         dtypes=DTYPES,
         default=Config(BM=128, BN=128, BK=32, WM=64, WN=32),
         search=(Config(BK=16), Config(WM=32)),
-        threads=_warp_threads,
+        threads=warp_threads,
         smem_bytes=lambda c: 0,
         sass=("HMMA",),
         min_cc=(8, 0),  # mma.sync with bf16, cp.async
@@ -143,7 +143,7 @@ RUNGS: tuple[Rung, ...] = (
             # Static shared memory: padded rows of BK + 8 tf32 elements (the widest type).
             + needs((c["BM"] + c["BN"]) * (c["BK"] + 8) * 4 <= 48 * 1024, "the tf32 tiles must fit 48 KB")
         ),
-        cgma=_reuse_cgma,
+        cgma=reuse_cgma,
     ),
     Rung(
         id="tc_mma",
@@ -152,12 +152,12 @@ RUNGS: tuple[Rung, ...] = (
         dtypes=DTYPES_16,
         default=Config(BM=128, BN=128, WM=64, WN=32),
         search=(Config(WM=32, WN=64), Config(BM=64, WM=32, WN=32), Config(BN=64, WM=32, WN=32)),
-        threads=_warp_threads,
+        threads=warp_threads,
         smem_bytes=lambda c: 0,
         sass=("HMMA", "LDSM"),
         min_cc=(8, 0),  # mma.sync with bf16, cp.async
         rules=_warp_rules,
-        cgma=_reuse_cgma,
+        cgma=reuse_cgma,
         k_bytes_multiple=ROWS_16,
     ),
     Rung(
@@ -167,12 +167,12 @@ RUNGS: tuple[Rung, ...] = (
         dtypes=DTYPES_16,
         default=Config(BM=128, BN=128, WM=64, WN=32, STAGES=3),
         search=(Config(STAGES=4), Config(BN=256, WN=64), Config(WM=32, WN=64), Config(BM=256, WN=64)),
-        threads=_warp_threads,
-        smem_bytes=lambda c: _ring_bytes(c, 0),
+        threads=warp_threads,
+        smem_bytes=lambda c: ring_bytes(c, 0),
         sass=("HMMA", "LDSM", "LDGSTS"),
         min_cc=(8, 0),  # mma.sync with bf16, cp.async
         rules=lambda c: _warp_rules(c) + needs(c["STAGES"] >= 2, "STAGES must be at least 2"),
-        cgma=_reuse_cgma,
+        cgma=reuse_cgma,
         dynamic_smem=True,
         k_bytes_multiple=ROWS_16,
     ),
@@ -184,10 +184,10 @@ RUNGS: tuple[Rung, ...] = (
         default=Config(BM=128, BN=128, STAGES=4),
         search=(Config(BN=256, STAGES=3), Config(STAGES=5), Config(BM=64, BN=256)),
         threads=lambda c: c["BM"] // 64 * WARPGROUP,
-        smem_bytes=lambda c: _ring_bytes(c, 1),
+        smem_bytes=lambda c: ring_bytes(c, 1),
         sass=("HGMMA", "UTMALDG"),
         rules=lambda c: _wgmma_rules(c) + needs(c["STAGES"] >= 1, "STAGES must be at least 1"),
-        cgma=_reuse_cgma,
+        cgma=reuse_cgma,
         **HOPPER,
     ),
     Rung(
@@ -198,10 +198,10 @@ RUNGS: tuple[Rung, ...] = (
         default=Config(BM=128, BN=256, STAGES=4),
         search=(Config(STAGES=3), Config(BN=128, STAGES=6), Config(BM=256, BN=128)),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
-        smem_bytes=lambda c: _ring_bytes(c, 2),
+        smem_bytes=lambda c: ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
         rules=_specialised_rules,
-        cgma=_reuse_cgma,
+        cgma=reuse_cgma,
         fixed=REGISTER_SPLIT,
         **HOPPER,
     ),
@@ -213,11 +213,11 @@ RUNGS: tuple[Rung, ...] = (
         default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8),
         search=(Config(GROUP_M=4), Config(GROUP_M=16), Config(STAGES=3), Config(BM=256, BN=128)),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
-        smem_bytes=lambda c: _ring_bytes(c, 2),
+        smem_bytes=lambda c: ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
         rules=_persistent_rules,
         persistent=True,
-        cgma=_reuse_cgma,
+        cgma=reuse_cgma,
         fixed=REGISTER_SPLIT,
         **HOPPER,
     ),
@@ -229,12 +229,12 @@ RUNGS: tuple[Rung, ...] = (
         default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8),
         search=(Config(GROUP_M=4), Config(GROUP_M=16), Config(STAGES=3)),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
-        smem_bytes=lambda c: _ring_bytes(c, 2),
+        smem_bytes=lambda c: ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
         rules=_persistent_rules,
         persistent=True,
         cluster=2,
-        cgma=_reuse_cgma,
+        cgma=reuse_cgma,
         fixed=REGISTER_SPLIT,
         **HOPPER,
     ),
@@ -246,13 +246,13 @@ RUNGS: tuple[Rung, ...] = (
         default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, C_BOXES=2),
         search=(Config(C_BOXES=1), Config(STAGES=3, C_BOXES=4), Config(GROUP_M=16)),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
-        smem_bytes=lambda c: _ring_bytes(c, 2) + _c_boxes_bytes(c),
+        smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c),
         sass=("HGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
         rules=lambda c: _persistent_rules(c) + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1"),
         persistent=True,
         cluster=2,
         fixed=REGISTER_SPLIT | Config(C_BOX_ROWS=C_BOX_ROWS),  # tc_cluster's split, then its own boxes of C
-        cgma=_reuse_cgma,
+        cgma=reuse_cgma,
         **HOPPER,
     ),
 )
@@ -357,7 +357,7 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         smem_bytes=_any_k_bytes,
         sass=("HGMMA", "LDGSTS"),
         rules=lambda c: _wgmma_rules(c) + needs(c["STAGES"] >= 2, "STAGES must be at least 2"),
-        cgma=_reuse_cgma,
+        cgma=reuse_cgma,
         min_cc=(9, 0),
         archs=("sm_90a",),
         dynamic_smem=True,
@@ -377,10 +377,10 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
             Config(BN=256, SPLITS=4, STAGES=3),
         ),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
-        smem_bytes=lambda c: _ring_bytes(c, 2),
+        smem_bytes=lambda c: ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
         rules=lambda c: _specialised_rules(c) + needs(c["SPLITS"] >= 2, "SPLITS must be at least 2"),
-        cgma=_reuse_cgma,
+        cgma=reuse_cgma,
         fixed=REGISTER_SPLIT,
         grid=_split_k_grid,
         shape_rules=lambda c: (grid_rows_fit(c["BM"]),),
@@ -435,10 +435,10 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
             Config(BM=128, SPLITS=8, STAGES=3),  # 96 KB: two blocks per SM
         ),
         threads=lambda c: c["BM"] // 64 * WARPGROUP + 32,
-        smem_bytes=lambda c: _ring_bytes(c, 2),
+        smem_bytes=lambda c: ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG"),
         rules=_small_rules,
-        cgma=_reuse_cgma,
+        cgma=reuse_cgma,
         grid=_small_grid,
         shape_rules=lambda c: (grid_y_fits(_small_grid(c)),),
         cluster_size=lambda c: c["SPLITS"],
@@ -508,5 +508,5 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     )
 
 
-LADDER = Ladder("tensor-core ladder", RUNGS, _limits, _spec, candidates=CANDIDATE_RUNGS)
+LADDER = Ladder("tensor-core ladder", RUNGS, block_limits, _spec, candidates=CANDIDATE_RUNGS)
 TENSOR_KERNELS: tuple[KernelSpec, ...] = LADDER.kernels
