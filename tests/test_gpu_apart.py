@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import python_submission
 from gemmlab.core.errors import GemmlabError, VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.measure.apart import DEVICE, measure_apart, run_apart
@@ -20,6 +19,7 @@ from gemmlab.studies import grade
 pytestmark = pytest.mark.gpu
 
 SHAPE = Shape(512, 384, 256)
+DECLARED = 'GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"}\n'
 
 HONEST = """
 import cupy as cp
@@ -54,23 +54,31 @@ def matmul(A, B, C):
 """
 
 
+def submission(tmp_path: Path, name: str, body: str) -> str:
+    folder = tmp_path / name
+    folder.mkdir()
+    path = folder / "matmul.py"
+    path.write_text(body + "\n" + DECLARED)
+    return str(path)
+
+
 def test_an_honest_submission_is_timed_beside_cublas_on_the_gpu(tmp_path: Path) -> None:
-    path = python_submission(tmp_path, "honest", HONEST)
-    result = run_apart(path, SHAPE, "float32", batches=3, launches=4, limit_s=60.0, memory=DEVICE)
+    result = run_apart(submission(tmp_path, "honest", HONEST), SHAPE, "float32", batches=3, launches=4, limit_s=60.0,
+                       memory=DEVICE)  # fmt: skip
     assert result.error <= result.tolerance and result.timing.reps == 3 and result.device.get("name")
     # The same cuBLAS call on both sides: the share is near 1, less the pipe's and Python's overhead.
     assert result.ratio_to_baseline is not None and 0.05 < result.ratio_to_baseline < 3.0
 
 
 def test_a_patched_clock_on_the_gpu_does_not_reach_the_graders(tmp_path: Path) -> None:
-    measured = measure_apart(python_submission(tmp_path, "clock", PATCHES_THE_CLOCK), SHAPE, "float32", memory=DEVICE,
+    measured = measure_apart(submission(tmp_path, "clock", PATCHES_THE_CLOCK), SHAPE, "float32", memory=DEVICE,
                              batches=2, launches=2)  # fmt: skip
     assert measured.timing is not None and measured.timing.min_ms >= 15.0
 
 
 def test_a_cached_answer_on_the_gpu_fails(tmp_path: Path) -> None:
     with pytest.raises(VerificationError, match="launch 2 of 4"):
-        measure_apart(python_submission(tmp_path, "cached", CACHED), SHAPE, "float32", memory=DEVICE, batches=1,
+        measure_apart(submission(tmp_path, "cached", CACHED), SHAPE, "float32", memory=DEVICE, batches=1,
                       launches=4)  # fmt: skip
 
 
@@ -93,7 +101,7 @@ def test_python_submissions_graded_whole(tmp_path: Path) -> None:
     task = grade.load_task(task_path)
     example = Path(__file__).resolve().parent.parent / "examples" / "cupy_matmul"
     shutil.copytree(example, tmp_path / "class" / "cupy")
-    python_submission(tmp_path / "class", "cached", CACHED)
+    submission(tmp_path / "class", "cached", CACHED)
     verdicts = {s.name: grade.grade_one(s, task) for s in grade.find_submissions([tmp_path / "class"])}
     assert verdicts["cupy"].stage == grade.GRADED, verdicts["cupy"].reason
     assert verdicts["cupy"].wall_s is not None and verdicts["cupy"].shares

@@ -12,14 +12,13 @@ Run: PYTHONPATH=src python -m pytest -q -p no:cacheprovider tests/test_gpu_sgemm
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+import numpy as np
 import pytest
 
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.problems.base import relative_error
-from test_gpu_edge_strips import _bound, _check_beta_zero_skips_c
+from test_gpu_edge_strips import _bound
 
 pytestmark = pytest.mark.gpu
 
@@ -89,45 +88,6 @@ REPEATS = [
 ]
 
 
-def _config_error(kernel_id: str, config: dict, shape: Shape) -> float:
-    """The runner's error for one launch of ``kernel_id`` in ``config``."""
-    from gemmlab.measure.run import run
-
-    result = run(kernel_id, shape, reps=1, warmup=1, baseline=False, spec=catalogue.variant(kernel_id, config))
-    return result.error
-
-
-def _poisoned_launch_error(kernel_id: str, shape: Shape, seed: int, config: dict | None = None) -> float:
-    """The error of one launch into a NaN-filled C: an element left unstored stays NaN and fails."""
-    cp, prepared, launch = _bound(kernel_id, shape, seed=seed, config=config)
-    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
-    c_out.fill(cp.nan)
-    launch(prepared.args)
-    return relative_error(cp, c_out, ref)
-
-
-def _check_launch_after_launch(
-    kernel_id: str, shape: Shape, seed: int, config: dict, counters: Callable[[tuple[int, int, int]], int]
-) -> None:
-    """Six launches on one workspace, whose first ``counters(grid)`` uint32s
-    are the arrival counters: each right, the same bits each time (the slices are
-    added in slice order whoever arrives last), and the counters back at zero."""
-    cp, prepared, launch = _bound(kernel_id, shape, seed=seed, config=config)
-    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
-    first = None
-    for i in range(6):
-        c_out.fill(cp.nan)
-        launch(prepared.args)
-        assert relative_error(cp, c_out, ref) < 1e-5, i
-        assert int(launch.workspace[: 4 * counters(launch.grid)].view(cp.uint32).max()) == 0, (
-            f"counters left set after launch {i}"
-        )
-        if first is None:
-            first = c_out.copy()
-        else:
-            assert bool((c_out == first).all()), f"launch {i} gave other bits"
-
-
 @pytest.mark.parametrize(("kernel_id", "shape"), CASES, ids=[f"{k}-{s}" for k, s in CASES])
 def test_rung_verifies(kernel_id: str, shape: Shape) -> None:
     from gemmlab.measure.run import run
@@ -141,51 +101,102 @@ def test_rung_verifies(kernel_id: str, shape: Shape) -> None:
     ("config", "shape"), SKINNY_CONFIGS, ids=[f"{tuple(c.values())}-{s}" for c, s in SKINNY_CONFIGS]
 )
 def test_every_skinny_config_verifies(config: dict, shape: Shape) -> None:
-    assert _config_error("sgemm_skinny", config, shape) < 1e-5
+    from gemmlab.measure.run import run
+
+    result = run("sgemm_skinny", shape, reps=1, warmup=1, baseline=False,
+                 spec=catalogue.variant("sgemm_skinny", config))  # fmt: skip
+    assert result.error < 1e-5
 
 
 @pytest.mark.parametrize("m", range(1, 17))
 def test_skinny_every_row_count(m: int) -> None:
     """The default (16 rows) for every M it takes: rows past M are zeros in
     shared memory and are not stored."""
-    assert _poisoned_launch_error("sgemm_skinny", Shape(m, 515, 300), seed=m) < 1e-5
+    cp, prepared, launch = _bound("sgemm_skinny", Shape(m, 515, 300), seed=m)
+    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    c_out.fill(cp.nan)
+    launch(prepared.args)
+    assert relative_error(cp, c_out, ref) < 1e-5
 
 
 @pytest.mark.parametrize(
     ("config", "shape"), SKINNY_N_CONFIGS, ids=[f"{tuple(c.values())}-{s}" for c, s in SKINNY_N_CONFIGS]
 )
 def test_every_skinny_n_config_verifies(config: dict, shape: Shape) -> None:
-    assert _config_error("sgemm_skinny_n", config, shape) < 1e-5
+    from gemmlab.measure.run import run
+
+    result = run("sgemm_skinny_n", shape, reps=1, warmup=1, baseline=False,
+                 spec=catalogue.variant("sgemm_skinny_n", config))  # fmt: skip
+    assert result.error < 1e-5
 
 
 @pytest.mark.parametrize("n", range(1, 17))
 def test_skinny_n_every_column_count(n: int) -> None:
     """The default (16 columns) for every N it takes, at odd M: columns past N
     are zeros in shared memory and are not stored."""
-    assert _poisoned_launch_error("sgemm_skinny_n", Shape(301, n, 515), seed=n) < 1e-5
+    cp, prepared, launch = _bound("sgemm_skinny_n", Shape(301, n, 515), seed=n)
+    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    c_out.fill(cp.nan)
+    launch(prepared.args)
+    assert relative_error(cp, c_out, ref) < 1e-5
 
 
 @pytest.mark.parametrize(("config", "shape"), GEMV_CONFIGS, ids=[f"{tuple(c.values())}-{s}" for c, s in GEMV_CONFIGS])
 def test_every_gemv_split_config_verifies(config: dict, shape: Shape) -> None:
-    assert _config_error("sgemm_gemv_split", config, shape) < 1e-5
+    from gemmlab.measure.run import run
+
+    result = run("sgemm_gemv_split", shape, reps=1, warmup=1, baseline=False,
+                 spec=catalogue.variant("sgemm_gemv_split", config))  # fmt: skip
+    assert result.error < 1e-5
 
 
 @pytest.mark.parametrize("m", range(1, 5))
 def test_gemv_split_every_row_count(m: int) -> None:
     """4 rows for every M it takes: rows past M are zeros and are not stored."""
-    config = {"ROWS": 4, "QUADS": 2}
-    assert _poisoned_launch_error("sgemm_gemv_split", Shape(m, 515, 300), seed=m, config=config) < 1e-5
+    cp, prepared, launch = _bound("sgemm_gemv_split", Shape(m, 515, 300), seed=m, config={"ROWS": 4, "QUADS": 2})
+    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    c_out.fill(cp.nan)
+    launch(prepared.args)
+    assert relative_error(cp, c_out, ref) < 1e-5
 
 
 def test_gemv_split_launch_after_launch() -> None:
-    """A counter per strip of columns."""
-    _check_launch_after_launch("sgemm_gemv_split", Shape(2, 1000, 3001), 5, {"ROWS": 2}, lambda grid: grid[0])
+    """Six launches on one workspace: each right, the same bits each time (the
+    slices are added in slice order whoever arrives last), and every strip's
+    counter back at zero."""
+    cp, prepared, launch = _bound("sgemm_gemv_split", Shape(2, 1000, 3001), seed=5, config={"ROWS": 2})
+    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    strips = launch.grid[0]
+    first = None
+    for i in range(6):
+        c_out.fill(cp.nan)
+        launch(prepared.args)
+        assert relative_error(cp, c_out, ref) < 1e-5, i
+        assert int(launch.workspace[: 4 * strips].view(cp.uint32).max()) == 0, f"counters left set after launch {i}"
+        if first is None:
+            first = c_out.copy()
+        else:
+            assert bool((c_out == first).all()), f"launch {i} gave other bits"
 
 
 @pytest.mark.parametrize(("config", "shape"), REPEATS, ids=[f"{c}-{s}" for c, s in REPEATS])
 def test_split_k_launch_after_launch(config: dict, shape: Shape) -> None:
-    """A counter per tile of C."""
-    _check_launch_after_launch("sgemm_split_k", shape, 9, config, lambda grid: grid[0] * grid[1])
+    """Six launches on one workspace: each right, each the same bits as the
+    first (the slices are added in slice order whoever arrives last), and
+    every tile's counter back at zero after each."""
+    cp, prepared, launch = _bound("sgemm_split_k", shape, seed=9, config=config)
+    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    gx, gy, _ = launch.grid
+    first = None
+    for i in range(6):
+        c_out.fill(cp.nan)
+        launch(prepared.args)
+        assert relative_error(cp, c_out, ref) < 1e-5, i
+        assert int(launch.workspace[: 4 * gx * gy].view(cp.uint32).max()) == 0, f"counters left set after launch {i}"
+        if first is None:
+            first = c_out.copy()
+        else:
+            assert bool((c_out == first).all()), f"launch {i} gave other bits"
 
 
 @pytest.mark.parametrize(
@@ -195,4 +206,11 @@ def test_split_k_launch_after_launch(config: dict, shape: Shape) -> None:
 )  # fmt: skip
 def test_beta_zero_does_not_read_c(kernel_id: str, shape: Shape) -> None:
     """NaN in the C that beta scales stays out of the result when beta = 0."""
-    _check_beta_zero_skips_c(kernel_id, shape, seed=4)
+    cp, prepared, launch = _bound(kernel_id, shape, seed=4)
+    a, b, c_in, c_out, _ref, _lib = prepared.buffers
+    c_in.fill(cp.nan)
+    alpha = np.float32(2.0)
+    launch((*prepared.args[:7], alpha, np.float32(0.0)))
+    ref = float(alpha) * (a.astype(cp.float64) @ b.astype(cp.float64))
+    assert not bool(cp.isnan(c_out).any())
+    assert relative_error(cp, c_out, ref) < 1e-5
