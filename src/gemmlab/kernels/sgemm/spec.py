@@ -506,8 +506,9 @@ def _split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
 # side by side, 4 k-rows a warp), 8 warps along K, 8 loads of B in flight.
 SKINNY_DEFAULT = Config(ROWS=16, COL_VECS=8, WARPS=8, K_STEPS=8)
 
-# Its search (17 in all): for 8 and 16 rows, the strip's width (4 x COL_VECS
-# columns: more blocks when narrower) and the loads in flight; for 1, 2 and 4
+# Its search (16 in all): for 8 and 16 rows, the strip's width (4 x COL_VECS
+# columns: more blocks when narrower) and the loads in flight (16 loads only
+# for 8 rows: with 16 rows ptxas spills on sm_80, 255 registers); for 1, 2 and 4
 # rows (decoding's matrix-vector products, bandwidth-bound), configurations
 # that keep B's bandwidth: 12 loads in flight per thread and strips of 8 or 16
 # columns in blocks of 4 warps (512 or 256 blocks at N = 4096: 2 to 4 per SM),
@@ -516,7 +517,6 @@ SKINNY_DEFAULT = Config(ROWS=16, COL_VECS=8, WARPS=8, K_STEPS=8)
 # take 128 to 138, three blocks, and 512 blocks would need two waves.
 SKINNY_SEARCH = (
     *(Config(ROWS=r, COL_VECS=v) for r in (8, 16) for v in (4, 8, 16) if (r, v) != (16, 8)),
-    Config(K_STEPS=16),
     Config(ROWS=8, K_STEPS=16),
     *(Config(ROWS=r, COL_VECS=v, WARPS=4, K_STEPS=12) for r in (1, 2, 4) for v in (2, 4)),
     *(Config(ROWS=r, K_STEPS=12) for r in (1, 2, 4)),
