@@ -11,7 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
+
+try:  # Python 3.11 and later; tomli (the same parser) before
+    import tomllib
+except ModuleNotFoundError:
+    import tomli as tomllib  # type: ignore[no-redef]
 from typer.testing import CliRunner
 
 from gemmlab import backends
