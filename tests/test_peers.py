@@ -185,6 +185,16 @@ def test_profiling_a_peer_rung_names_its_kernel_and_skips_the_tuning_launches(mo
     assert command[command.index("--kernel-name") + 1] == "blocked_gemm"
 
 
+@pytest.mark.parametrize(("kernel", "dtype"), [("triton_tc_tma", "bfloat16"), ("triton_fp8_blocked", "e4m3")])
+def test_a_peer_rung_is_profiled_with_the_tensor_core_counters(kernel: str, dtype: str) -> None:
+    """Its compiler chooses the instructions, so nothing in the spec claims
+    wgmma: the counters are collected as for a user's kernel."""
+    from gemmlab.measure.profile import TENSOR_8BIT, TENSOR_OPS, metrics_for
+
+    wanted = set(TENSOR_OPS) | (set(TENSOR_8BIT) if dtype == "e4m3" else set())
+    assert wanted <= set(metrics_for(catalogue.point(kernel, catalogue.Shape.square(512), None, dtype)))
+
+
 # --- the programming-models table and plot, from synthetic rows ---------------------------
 
 PEER_MODELS = {"triton_tc_tma": "Triton", "triton_tc_blocked": "Triton", "cute_x": "CuTe DSL"}

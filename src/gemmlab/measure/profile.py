@@ -168,10 +168,11 @@ def flops_executed(fadd: float, fmul: float, ffma: float) -> float:
 
 def uses_tensor_cores(point: Point) -> bool:
     """Whether the kernel's SASS holds a tensor-core instruction (HMMA, HGMMA...), as the
-    catalogue claims it and the harness checks in its cubin. A user's kernel
-    claims nothing (a Triton tl.dot, a wmma in a .cu), so its tensor-core counters
-    are collected too; they read zero for a kernel that does not use them."""
-    if point.spec.declaration is not None:
+    catalogue claims it and the harness checks in its cubin. A user's kernel and a
+    peer rung (Triton, CuTe DSL) claim nothing: their compiler chooses (a tl.dot,
+    a wmma in a .cu), so their tensor-core counters are collected too; they read
+    zero for a kernel that does not use them."""
+    if point.spec.declaration is not None or point.spec.backend == "peers":
         return point.dtype != "int32"
     return any(op.endswith("MMA") for op in point.spec.sass)
 
