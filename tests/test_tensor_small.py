@@ -63,11 +63,11 @@ def test_small_sass_runs_wgmma_from_tma_and_clusters_only_when_split(config: dic
 
 
 @needs_cuobjdump
-@pytest.mark.parametrize("config", catalogue.configs("tc_gemv"), ids=str)
+@pytest.mark.parametrize("config", [c for c in catalogue.configs("tc_gemv") if c["PREFETCH"]], ids=str)
 def test_gemv_has_a_whole_batch_in_flight_before_its_first_mma(config: dict) -> None:
-    """ptxas had put each mma right behind its own loads (4 LDG, HMMA, 4 LDG,
-    ...); with the next batch loaded before the current one's mma, the first
-    batch's UNROLL x (2 + MAX_M / 8) loads all precede the first HMMA."""
+    """ptxas puts each mma right behind its own loads (4 LDG, HMMA, 4 LDG,
+    ...); with PREFETCH = 1, the next batch loaded before the current one's
+    mma, the first batch's UNROLL x (2 + MAX_M / 8) loads all precede the first HMMA."""
     compiled = compile_kernel(catalogue.variant("tc_gemv", config), 0, "bfloat16", "sm_90")
     ops_before = 0
     for line in _sass_lines(compiled.cubin):

@@ -17,13 +17,16 @@
 // 2 q + 8. So the fragments come straight from the 16-byte loads, with no
 // ldmatrix and no shuffle; every lane's load is a whole 16 bytes of one row,
 // four lanes a row's 64 contiguous bytes (two full 32-byte sectors).
-// Loads in flight: the lane's loads come in batches of UNROLL blocks, and the
-// next batch is loaded before the current one's mma (a software pipeline).
-// The first version loaded a batch and multiplied it in the same iteration;
-// ptxas then put each mma right behind its own loads (4 loads, wait, mma; 4
-// more, ...: 32 bytes of B per lane in flight, not UNROLL x 32), which the
-// H100 run showed at M = 16 (76.5% of cuBLAS, 12.4 us for 32 MB, where the
-// small rows doubled the chain's loads) far more than at M = 1.
+// Loads in flight: the lane's loads come in batches of UNROLL blocks. With
+// PREFETCH = 1 the next batch is loaded before the current one's mma (a
+// software pipeline); with PREFETCH = 0 a batch is loaded and multiplied in
+// the same iteration, and ptxas puts each mma right behind its own loads.
+// NO_L1 = 1 streams the big operand past L1 (ld.global.nc.L1::no_allocate).
+// Which wins is the GPU's to say, so both are configurations: on the H100
+// (2026-11-24) the pipelined, L1-bypassing version, written because the first
+// one held 16 x 4096 x 4096 at 76.5% of cuBLAS, measured slower at every
+// 16-row shape (4096 x 16 x 4096 bfloat16-out: 13.98 us against 9.05 us),
+// with the 32 MB operand largely in the 50 MB L2 between graph-timed launches.
 // Predicted (docs/tensor-ladder.md): the big operand at 85-90% of DRAM
 // bandwidth: 1 x 4096 x 4096 reads 32 MB, 10-11 us on an H100 (3.35 TB/s);
 // the small rows (at most 128 KB at K = 4096) come from L1 and L2.
@@ -32,16 +35,15 @@
 
 #include "tc_common.cuh"
 
-// 16 bytes of `row` from column `col`, or zeros past the rows or K. The
-// streamed operand's loads (STREAMED) do not allocate in L1: each of its bytes
-// is read once, and would only evict the small rows, which every block on the
-// SM reads again (128 KB at M = 16, K = 4096: they fit the L1 if nothing else
-// passes through it).
-template <bool STREAMED>
+// 16 bytes of `row` from column `col`, or zeros past the rows or K. With
+// BYPASS_L1 (the streamed operand at NO_L1 = 1) the load does not allocate in
+// L1: each of its bytes is read once, and would only evict the small rows,
+// which every block on the SM reads again (128 KB at M = 16, K = 4096).
+template <bool BYPASS_L1>
 __device__ __forceinline__ uint4 load16(const unsigned short* base, int row, int rows, int k, int col) {
     if (row >= rows || col >= k) return make_uint4(0, 0, 0, 0);
     const uint4* p = reinterpret_cast<const uint4*>(base + static_cast<long long>(row) * k + col);
-    if constexpr (!STREAMED) return __ldg(p);
+    if constexpr (!BYPASS_L1) return __ldg(p);
     uint4 v;
     asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
@@ -62,12 +64,13 @@ __device__ __forceinline__ void store_one(unsigned short* c, long long at, float
     c[at] = bits;
 }
 
-template <typename T, int MAX_M, int WARPS, int UNROLL>
+template <typename T, int MAX_M, int WARPS, int UNROLL, int PREFETCH, int NO_L1>
 __global__ void __launch_bounds__(WARPS * 32)
 tc_gemv(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
         typename T::c_storage* __restrict__ c, int m, int n, int k) {
     static_assert(MAX_M == 8 || MAX_M == 16, "the small rows fill one or two 8-column mma operands");
     static_assert(WARPS >= 1 && WARPS * 32 <= 1024 && UNROLL >= 1, "a block of 1 to 32 warps");
+    static_assert((PREFETCH == 0 || PREFETCH == 1) && (NO_L1 == 0 || NO_L1 == 1), "switches are 0 or 1");
     constexpr int FRAGS = MAX_M / 8;
     __shared__ float sums[WARPS][FRAGS][4][32];
 
@@ -87,21 +90,14 @@ tc_gemv(const unsigned short* __restrict__ a, const unsigned short* __restrict__
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int col = (kb0 + u * WARPS) * 32 + 8 * q;
-            batch.x0[u] = load16<true>(big, row0, big_rows, k, col);
-            batch.x1[u] = load16<true>(big, row0 + 8, big_rows, k, col);
+            batch.x0[u] = load16<NO_L1 == 1>(big, row0, big_rows, k, col);
+            batch.x1[u] = load16<NO_L1 == 1>(big, row0 + 8, big_rows, k, col);
 #pragma unroll
             for (int f = 0; f < FRAGS; ++f) batch.y[u][f] = load16<false>(small, 8 * f + g, small_rows, k, col);
         }
     };
-    // Software pipelined: the next batch's loads are issued before this
-    // batch's mma. Written as one loop of loads then one of mma, ptxas
-    // interleaved them (each mma right after its own loads: one load's
-    // latency per UNROLL step, not per batch; tests/test_tensor_small.py reads
-    // the SASS); a batch carried across the loop's back edge cannot be.
-    Batch<UNROLL, FRAGS> now, next;
-    load(now, warp);
-    for (int kb0 = warp; kb0 < blocks; kb0 += WARPS * UNROLL) {
-        load(next, kb0 + WARPS * UNROLL);
+    // The mma of one batch: each 16-byte load is two k-steps' fragments.
+    auto multiply = [&](const Batch<UNROLL, FRAGS>& now) {
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const uint4 x0 = now.x0[u], x1 = now.x1[u];
@@ -117,7 +113,24 @@ tc_gemv(const unsigned short* __restrict__ a, const unsigned short* __restrict__
                 }
             }
         }
-        now = next;
+    };
+    if constexpr (PREFETCH == 1) {
+        // A batch carried across the loop's back edge: its loads are in
+        // flight while the batch before is multiplied (written as one loop of
+        // loads then one of mma, ptxas interleaves them instead).
+        Batch<UNROLL, FRAGS> now, next;
+        load(now, warp);
+        for (int kb0 = warp; kb0 < blocks; kb0 += WARPS * UNROLL) {
+            load(next, kb0 + WARPS * UNROLL);
+            multiply(now);
+            now = next;
+        }
+    } else {
+        for (int kb0 = warp; kb0 < blocks; kb0 += WARPS * UNROLL) {
+            Batch<UNROLL, FRAGS> now;
+            load(now, kb0);
+            multiply(now);
+        }
     }
 
 #pragma unroll

@@ -315,8 +315,10 @@ def _gemv_small_side(c: Config) -> tuple[Constraint, ...]:
 
 
 def _gemv_rules(c: Config) -> list[str]:
-    return needs(c["MAX_M"] in (8, 16), "MAX_M must be 8 or 16 (one or two 8-column mma operands)") + needs(
-        c["UNROLL"] >= 1, "UNROLL must be at least 1"
+    return (
+        needs(c["MAX_M"] in (8, 16), "MAX_M must be 8 or 16 (one or two 8-column mma operands)")
+        + needs(c["UNROLL"] >= 1, "UNROLL must be at least 1")
+        + needs(c["PREFETCH"] in (0, 1) and c["NO_L1"] in (0, 1), "PREFETCH and NO_L1 must be 0 or 1")
     )
 
 
@@ -393,16 +395,22 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         summary="mma.sync fed straight from 16-byte loads: one operand streamed past at most MAX_M rows of "
         "the other (M or N of 1 to 16)",
         dtypes=(*DTYPES_16, BF16_OUT),
-        # Two batches of loads live per lane (11_gemv.cu's software pipeline):
-        # UNROLL = 2 at MAX_M = 16 is 66 registers, three blocks of 8 warps per
-        # SM, so N = 4096's 256 blocks run in one wave; UNROLL = 4 there takes
-        # 142 and one block per SM (two waves), hence only with 4 warps.
-        default=Config(MAX_M=16, WARPS=8, UNROLL=2),
+        # PREFETCH = 1 keeps two batches of loads live per lane (11_gemv.cu's
+        # software pipeline; UNROLL = 2 at MAX_M = 16 is 66 registers, UNROLL = 4
+        # 142, one block of 8 warps per SM), NO_L1 = 1 streams past L1. Both
+        # measured slower on the H100 at the 16-row shapes than loading and
+        # multiplying a batch in one iteration (11_gemv.cu's header), so the
+        # default is the latter and the tuner tries both.
+        default=Config(MAX_M=16, WARPS=8, UNROLL=2, PREFETCH=0, NO_L1=0),
         search=(
-            Config(MAX_M=8, UNROLL=4),
-            Config(WARPS=4, UNROLL=4),
+            Config(UNROLL=4),
             Config(WARPS=16),
-            Config(MAX_M=8, WARPS=4, UNROLL=8),
+            Config(MAX_M=8, UNROLL=4),
+            Config(MAX_M=8, UNROLL=8),
+            Config(PREFETCH=1, NO_L1=1),
+            Config(PREFETCH=1),
+            Config(NO_L1=1),
+            Config(WARPS=4, UNROLL=4, PREFETCH=1, NO_L1=1),
             Config(UNROLL=1),
         ),
         threads=lambda c: c["WARPS"] * 32,
