@@ -234,8 +234,11 @@ def profile_html(text: str | None, passed: bool) -> str:
     with the kernel and shape profiled; or why there is no profile."""
     e = html.escape
     if not text:
-        why = ("this attempt was graded without --profile (`gemmlab grade --profile --force` grades it again "
-               "with one)." if passed else "only a kernel that passed verification and was timed is profiled.")  # fmt: skip
+        why = (
+            "this attempt was graded without --profile (`gemmlab grade --profile --force` grades it again with one)."
+            if passed
+            else "only a kernel that passed verification and was timed is profiled."
+        )
         return f"<h2>Profile</h2><p>Not profiled: {e(why)}</p>"
     found = json.loads(text)
     shape, dtype = "x".join(map(str, found["shape"])), found["dtype"]

@@ -758,7 +758,8 @@ def grade(
     summary.skipped = [s for s in submissions if s not in pending]
     run_id: int | None = None
     seen = store.data_version()
-    for submission, outcome in map_fn(functools.partial(grade_one, task=task, profile=profile), pending, key=lambda s: s.name):
+    one = functools.partial(grade_one, task=task, profile=profile)
+    for submission, outcome in map_fn(one, pending, key=lambda s: s.name):
         if outcome.error is not None:
             summary.errors.append((submission, outcome.error))
             continue
