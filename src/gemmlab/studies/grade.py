@@ -145,7 +145,8 @@ class Task:
     @property
     def profiled_shape(self) -> Shape:
         """Where `--profile` profiles: the task's profile_shape, else its largest
-        public shape (the one whose counters say most about the main loop)."""
+        public shape by M·N·K, the first of equals (the one whose counters say
+        most about the main loop)."""
         return self.profile_shape or max(self.public, key=lambda s: s.m * s.n * s.k)
 
 
