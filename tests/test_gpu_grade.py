@@ -3,20 +3,24 @@ the stage that should catch it, the passing ones timed beside cuBLAS.
 
 Skipped without a GPU (conftest), and without compute-sanitizer (the stage
 every submission goes through). The slow test adds the examples whose catching
-stage may vary and the kernel that hangs (a minute under the sanitizer).
+stage may vary and the kernel that hangs (a minute under the sanitizer). The
+profile test (`--profile`) skips without Nsight Compute, or where it may not
+read the GPU's counters.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from gemmlab.core.errors import GemmlabError
+from gemmlab.measure.profile import find_ncu
 from gemmlab.measure.sanitize import find_sanitizer
-from gemmlab.report.leaderboard import standings, write_leaderboard
+from gemmlab.report.leaderboard import page_link, standings, write_leaderboard
 from gemmlab.results.store import Store
 from gemmlab.studies import grade
 from gemmlab.studies.grade import FAIL, GRADED
@@ -73,13 +77,13 @@ def a_class(tmp_path: Path, *names: str) -> Path:
     return folder
 
 
-def graded(tmp_path: Path, *names: str) -> tuple[dict[str, grade.Verdict], grade.Task, Path]:
+def graded(tmp_path: Path, *names: str, profile: bool = False) -> tuple[dict[str, grade.Verdict], grade.Task, Path]:
     task_path = tmp_path / "task.toml"
     task_path.write_text(TASK)
     task = grade.load_task(task_path)
     db = tmp_path / "results.db"
     with Store.open(db) as store:
-        summary = grade.grade(grade.find_submissions([a_class(tmp_path, *names)]), task, store)
+        summary = grade.grade(grade.find_submissions([a_class(tmp_path, *names)]), task, store, profile=profile)
     assert not summary.errors, summary.errors
     return {v.submission: v for v in summary.graded}, task, db
 
@@ -124,3 +128,46 @@ def test_every_faulty_example_fails(tmp_path: Path) -> None:
     for name, v in verdicts.items():
         assert v.grade == FAIL and v.stage in ("sanitize", "verify", "time"), (name, v.stage, v.reason)
     assert verdicts["hang"].stage == "sanitize"
+
+
+def _ncu_missing() -> str | None:
+    try:
+        find_ncu()
+    except GemmlabError as exc:
+        return exc.cause
+    return None
+
+
+# What ncu_failure says when the machine, not the kernel, keeps the counters from ncu.
+MACHINE_REFUSALS = ("performance counters", "cannot profile this GPU", "could not start its profiler")
+
+
+@pytest.mark.xdist_group("ncu")  # one Nsight Compute at a time, as in test_gpu_profile
+@pytest.mark.skipif(_ncu_missing() is not None, reason=f"needs Nsight Compute: {_ncu_missing()}")
+def test_grading_with_profile_stores_plausible_figures(tmp_path: Path) -> None:
+    verdicts, task, db = graded(tmp_path, "naive_define", "broken", profile=True)
+    v = verdicts["naive_define"]
+    assert v.stage == GRADED and v.grade != FAIL, v.reason
+    profile = v.profile
+    if any(words in profile.get("error", "") for words in MACHINE_REFUSALS):
+        pytest.skip(profile["error"])
+    assert "error" not in profile, profile
+    assert profile["shape"] == [256, 256, 256] and profile["dtype"] == "float32"
+    assert profile["kernel"] == "naive_define/matmul" and profile["block_edge"] == 32
+    figures = profile["figures"]
+    assert set(figures) == set(grade.PROFILE_FIGURES)
+    # Percentages of the SM's warp slots and of each unit's peak.
+    assert 0 < figures["achieved_occupancy"] <= figures["theoretical_occupancy"] + 1e-6 <= 100 + 1e-6
+    assert 0 < figures["sm_throughput_pct"] <= 100 and 0 <= figures["dram_throughput_pct"] <= 100
+    # ncu flushes the caches before each pass, so the inputs come from DRAM.
+    assert figures["dram_gbs"] > 0 and figures["time_ms"] > 0 and figures["gflops"] > 0
+    assert figures["tensor_pipe_pct"] in (None, 0) or figures["tensor_pipe_pct"] < 1  # naive uses no tensor core
+    assert verdicts["broken"].profile is None  # stopped at compile: nothing to profile
+
+    with Store.open(db) as store:
+        rows = {r["submission"]: r for r in store.grades(task.name)}
+        write_leaderboard(tmp_path / "out", task.name, store.grades(task.name), task.thresholds)
+    assert json.loads(rows["naive_define"]["profile"]) == profile and rows["broken"]["profile"] is None
+    page = (tmp_path / "out" / page_link("naive_define")).read_text()
+    assert "<h2>Profile (Nsight Compute): naive_define/matmul at 256x256x256 (float32)" in page
+    assert "achieved occupancy [%]" in page and "<td>bound by</td>" in page

@@ -32,12 +32,19 @@ def grade_cmd(
         str | None, typer.Option("--scheduler", help="A running Dask scheduler's address (default: this host's GPUs).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Grade again submissions graded before, unchanged.")] = False,
+    profile: Annotated[
+        bool,
+        typer.Option("--profile", help="Profile each timed kernel once with Nsight Compute, for its page (slower)."),
+    ] = False,
 ) -> None:
     """Grade submissions: compile, compute-sanitizer, verification on hidden shapes, timing beside cuBLAS.
 
     Each submission stops at the first stage it fails, with the reason (docs/grading.md).
 
     A submission graded before and unchanged is skipped; a changed one is a new attempt, earlier ones are kept.
+
+    --profile adds an Nsight Compute profile at the task's largest public shape (or its profile_shape) to the
+    page of each submission that was timed; it never changes a grade.
     """
     from gemmlab.report.leaderboard import write_leaderboard
     from gemmlab.studies import grade
@@ -49,11 +56,13 @@ def grade_cmd(
         pending = grade.to_grade(found, the_task, store, force=force)
         if pending:
             _check_sanitizer()
+        if pending and profile:
+            _warn_without_ncu()
         console.print(f"{the_task.name}: {len(pending)} to grade, {len(found) - len(pending)} graded before.",
                       highlight=False)  # fmt: skip
         with grade.pooled(scheduler) as map_fn:
             summary = grade.grade(found, the_task, store, map_fn=map_fn, force=force, run_record=run_record(),
-                                  on_verdict=_print_verdict)  # fmt: skip
+                                  on_verdict=_print_verdict, profile=profile)  # fmt: skip
         paths = write_leaderboard(out, the_task.name, store.grades(the_task.name), the_task.thresholds,
                                   store.rows(the_task.experiment), grade.hidden_names(the_task))  # fmt: skip
     for submission, error in summary.errors:
@@ -79,18 +88,37 @@ def _check_sanitizer() -> None:
     find_sanitizer()
 
 
+def _warn_without_ncu() -> None:
+    """Say once, before grading, that no page will have a profile: grading goes
+    on without one (each page says why), since the grades do not need it."""
+    from gemmlab.core.errors import ProfilerError
+    from gemmlab.measure.profile import find_ncu
+
+    try:
+        find_ncu()
+    except ProfilerError as exc:
+        err_console.print(f"[yellow]--profile[/]: {escape(exc.cause)} Grading goes on without profiles; each "
+                          f"page says why. {escape(exc.fix)}", highlight=False)  # fmt: skip
+
+
 def _print_verdict(verdict: object) -> None:
     from gemmlab.studies.grade import GRADED, Verdict
 
     assert isinstance(verdict, Verdict)
     if verdict.stage == GRADED:
         share = "" if verdict.share_geomean is None else f"{verdict.share_geomean:.3f} of cuBLAS, "
-        console.print(f"{escape(verdict.submission)}: {share}grade {escape(verdict.grade)}{_wall(verdict)}",
-                      highlight=False)  # fmt: skip
+        console.print(f"{escape(verdict.submission)}: {share}grade {escape(verdict.grade)}{_wall(verdict)}"
+                      f"{_profile_note(verdict.profile)}", highlight=False)  # fmt: skip
     else:
         first = (verdict.reason or "").splitlines()[0]
         console.print(f"{escape(verdict.submission)}: [red]{escape(verdict.grade)}[/] at {verdict.stage}: "
                       f"{escape(first)}{_wall(verdict)}", highlight=False)  # fmt: skip
+
+
+def _profile_note(profile: dict | None) -> str:
+    if not profile:
+        return ""
+    return "; no profile (its page says why)" if "error" in profile else "; profiled"
 
 
 def _wall(verdict: object) -> str:

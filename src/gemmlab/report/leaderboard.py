@@ -5,7 +5,8 @@ it was submitted, and for those that failed the stage and the reason.
 Written as CSV (for a gradebook) and as one HTML page with nothing to load,
 which links each submission to a page of its own (:func:`submission_page`):
 its verdict and reason (a compile log, a sanitizer's findings), its time
-beside cuBLAS at every shape, its kernel's occupancy and its attempts."""
+beside cuBLAS at every shape, its kernel's occupancy, its Nsight Compute
+profile where grading made one (`gemmlab grade --profile`) and its attempts."""
 
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ COLUMNS = ("rank", "submission", "grade", "share_geomean", "stage", "reason", "a
 # Where each submission's page goes, beside leaderboard.html.
 PAGES = "submissions"
 PASSED = "graded"
+# Nsight Compute's rule of thumb (its Speed Of Light section): a kernel whose
+# SM and DRAM throughput are both under 60% of their peaks is bound by latency,
+# not by either unit; otherwise by the unit nearer its peak.
+NEAR_PEAK_PCT = 60.0
 
 
 def standings(grades: Sequence[dict]) -> list[dict]:
@@ -168,6 +173,7 @@ def submission_page(
     if results:
         parts.append(_results_table(row, results, names))
     parts.append(_occupancy_html(row.get("occupancy")))
+    parts.append(profile_html(row.get("profile"), passed))
     parts.append(history_html(attempts))
     parts.append("</body></html>")
     return "\n".join(p for p in parts if p)
@@ -210,6 +216,56 @@ def _occupancy_html(text: str | None) -> str:
     columns = ("block", "registers per thread", "shared memory per block [B]", "blocks per SM", "warps per SM",
                "occupancy", "limited by")  # fmt: skip
     return _table("Occupancy (theoretical, on the grading GPU)", columns, lines)
+
+
+def bound_by(figures: Mapping[str, float | None]) -> str | None:
+    """What bounds the profiled launch, from its SM and DRAM throughput as
+    shares of their peaks (see NEAR_PEAK_PCT); None without both."""
+    sm, dram = figures.get("sm_throughput_pct"), figures.get("dram_throughput_pct")
+    if sm is None or dram is None:
+        return None
+    if max(sm, dram) < NEAR_PEAK_PCT:
+        return f"latency (neither SM nor DRAM throughput reaches {NEAR_PEAK_PCT:g}% of its peak)"
+    return "memory (DRAM throughput nearer its peak)" if dram > sm else "compute (SM throughput nearer its peak)"
+
+
+def profile_html(text: str | None, passed: bool) -> str:
+    """The Profile section: the kept figures of `gemmlab profile` as a table,
+    with the kernel and shape profiled; or why there is no profile."""
+    e = html.escape
+    if not text:
+        why = (
+            "this attempt was graded without --profile (`gemmlab grade --profile --force` grades it again with one)."
+            if passed
+            else "only a kernel that passed verification and was timed is profiled."
+        )
+        return f"<h2>Profile</h2><p>Not profiled: {e(why)}</p>"
+    found = json.loads(text)
+    shape, dtype = "x".join(map(str, found["shape"])), found["dtype"]
+    if "error" in found:
+        return (f"<h2>Profile</h2><p>No profile at {e(shape)} ({e(dtype)}): {e(found['error'])}</p>"
+                f"<p>Fix: {e(found.get('fix') or '')}</p>")  # fmt: skip
+    title = f"Profile (Nsight Compute): {found['kernel']} at {shape} ({dtype})"
+    if found.get("block_edge"):
+        title += f", block edge {found['block_edge']}"
+    if found.get("device"):
+        title += f", on {found['device']}"
+    return _table(title, ("figure", "measured"), _profile_lines(found["figures"]))
+
+
+def _profile_lines(figures: Mapping[str, float | None]) -> list[tuple[str, str]]:
+    """One line per kept figure with ncu's value (labels and formats from the
+    profile's own registry), then what bounds the launch."""
+    from gemmlab.measure.profile import PROFILED
+
+    lines = []
+    for figure in PROFILED:
+        if figure.key in figures and figures[figure.key] is not None:
+            label = f"{figure.label} [{figure.unit}]" if figure.unit else figure.label
+            lines.append((label, f"{figures[figure.key]:{figure.number_format}}"))
+    if bound := bound_by(figures):
+        lines.append(("bound by", bound))
+    return lines
 
 
 def _table(title: str, columns: Sequence[str], lines: Sequence[Sequence[str]]) -> str:

@@ -63,7 +63,9 @@ clears its failure (:meth:`Store.add_failure`, :meth:`Store.failures`,
 `gemmlab grade`: the stage it reached, why it stopped, its geometric-mean
 share of the library and its grade; a changed submission is a new attempt and
 the earlier ones stay (:meth:`Store.add_grade`, :meth:`Store.grades`); v10 adds
-each attempt's wall time, ``wall_s``, and its kernel's ``occupancy`` (JSON).
+each attempt's wall time, ``wall_s``, and its kernel's ``occupancy`` (JSON);
+v12 its kernel's Nsight Compute ``profile`` (JSON: the figures kept, or why
+there is none), filled only by `gemmlab grade --profile`.
 
 ``dispatch`` (v10): the dispatcher's pick per (GPU, element type, shape),
 filled by `gemmlab dispatch tune` (:mod:`gemmlab.studies.dispatch`) and read
@@ -492,6 +494,9 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             UNIQUE (gpu_name, dtype, m, n, k)
         )""",
     ),
+    # v12: the Nsight Compute profile of a graded attempt's timed kernel at one
+    # shape (JSON), or why it has none; NULL where grading did not profile.
+    ("ALTER TABLE grades ADD COLUMN profile TEXT",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The first schema whose results record their backend and configuration.
@@ -509,7 +514,7 @@ PICK_FIELDS = (
 # A verdict of `gemmlab grade` as the grades table stores it (run id and time apart).
 GRADE_FIELDS = (
     "task", "submission", "attempt", "source_hash", "path", "stage", "reason", "share_geomean", "grade", "wall_s",
-    "occupancy",
+    "occupancy", "profile",
 )  # fmt: skip
 CEILING_FIELDS = ("peak_gflops_measured", "bandwidth_gbs_measured")
 RUN_FIELDS = (
@@ -1167,9 +1172,9 @@ class Store:
 
     def add_grade(self, run_id: int | None, verdict: dict) -> int:
         """Store a submission's verdict (keys of :data:`GRADE_FIELDS` but
-        ``attempt``; ``wall_s`` and ``occupancy`` may be left out) as its next
-        attempt on the task; returns the attempt's number."""
-        verdict = {"wall_s": None, "occupancy": None, **verdict}
+        ``attempt``; ``wall_s``, ``occupancy`` and ``profile`` may be left out) as
+        its next attempt on the task; returns the attempt's number."""
+        verdict = {"wall_s": None, "occupancy": None, "profile": None, **verdict}
         if set(verdict) != set(GRADE_FIELDS) - {"attempt"}:
             raise ValueError(f"a verdict has the keys {', '.join(GRADE_FIELDS)} but attempt, not {sorted(verdict)}")
         with self._transaction() as conn:

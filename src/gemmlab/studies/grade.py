@@ -18,6 +18,12 @@ first that fails, with that stage's reason (:func:`grade_one`):
 4. ``time``: every shape of the task timed alternately with cuBLAS; the share
    of each is cuBLAS's time over the kernel's.
 
+With ``profile`` (`gemmlab grade --profile`), a submission that was timed is
+then profiled once under Nsight Compute at one public shape
+(:func:`profile_stage`). The profile informs its page, never its grade: a
+profile that fails (no ncu, counters withheld, a hang) is stored as the
+reason there is none, and the verdict stands.
+
 The student's code runs only in child processes: the watchdog's worker
 (:class:`gemmlab.measure.watchdog.Worker`, one per submission, so a fault or a
 hang costs that submission only) and compute-sanitizer's own. The calling
@@ -61,7 +67,7 @@ VERIFIED = "verified"
 PROBLEMS = ("matmul",)
 SANITIZER_TOOLS = ("memcheck", "racecheck")
 EXAMPLE = "examples/grading/task.toml"
-TASK_KEYS = ("name", "problem", "dtypes", "shapes", "hidden", "grades", "timing")
+TASK_KEYS = ("name", "problem", "dtypes", "shapes", "profile_shape", "hidden", "grades", "timing")
 HIDDEN_KEYS = ("count", "seed", "min", "max", "multiple", "square")
 TIMING_KEYS = ("reps", "max_seconds", "timeout", "sanitize_timeout")
 # A kernel under compute-sanitizer runs tens of times slower than alone, and a
@@ -74,6 +80,14 @@ SANITIZE_FACTOR = 4
 SANITIZE_FLOOR_S = 60.0
 # Launches per timed batch of a Python submission, each on inputs of its own (gemmlab.measure.apart).
 APART_LAUNCHES = 4
+# The figures of `gemmlab profile` (gemmlab.measure.profile.PROFILED, by key) a
+# submission's profile keeps: what its page shows, the rest stays in ncu's output.
+PROFILE_FIGURES = ("time_ms", "gflops", "achieved_occupancy", "theoretical_occupancy", "sm_throughput_pct",
+                   "dram_throughput_pct", "dram_gbs", "arithmetic_intensity", "tensor_pipe_pct")  # fmt: skip
+# ncu gets a step's timeout (Task.call_limit); the worker's call gets this much
+# more, for reading the kernel before ncu starts, so that ncu's own limit, whose
+# message says what to do, ends a slow profile first.
+PROFILE_MARGIN_S = 30.0
 
 
 class TaskError(GemmlabError):
@@ -107,6 +121,7 @@ class Task:
     max_seconds: float = 2.0
     timeout: float | None = None  # seconds one call may take; None: the watchdog's limit
     sanitize_timeout: float | None = None  # seconds one sanitizer run may take; None: see sanitize_limit
+    profile_shape: Shape | None = None  # the shape --profile profiles at; None: the largest public shape
 
     @functools.cached_property
     def hidden(self) -> tuple[Shape, ...]:
@@ -126,6 +141,13 @@ class Task:
 
     def sanitize_limit(self) -> float:
         return self.sanitize_timeout or max(SANITIZE_FACTOR * self.call_limit(), SANITIZE_FLOOR_S)
+
+    @property
+    def profiled_shape(self) -> Shape:
+        """Where `--profile` profiles: the task's profile_shape, else its largest
+        public shape by M·N·K, the first of equals (the one whose counters say
+        most about the main loop)."""
+        return self.profile_shape or max(self.public, key=lambda s: s.m * s.n * s.k)
 
 
 # -- the task file --------------------------------------------------------------
@@ -154,6 +176,7 @@ def load_task(path: Path) -> Task:
         public=public,
         hidden_rule=_hidden(data.get("hidden", {}), path),
         thresholds=_thresholds(data.get("grades"), path),
+        profile_shape=_profile_shape(data.get("profile_shape"), public, path),
         **_timing(data.get("timing", {}), path),
     )
 
@@ -191,6 +214,17 @@ def _shape(value: Any, path: Path) -> Shape:
     if isinstance(value, int) and not isinstance(value, bool):
         return Shape.square(_whole(value, path, "a size in shapes"))
     raise TaskError(f"{path}: {value!r} in shapes is not a shape.", "Write a square size (512) or [M, N, K].")
+
+
+def _profile_shape(value: Any, public: tuple[Shape, ...], path: Path) -> Shape | None:
+    """One of the public shapes, or None: a page names the shape it was profiled at."""
+    if value is None:
+        return None
+    shape = _shape(value, path)
+    if shape not in public:
+        raise TaskError(f"{path}: profile_shape = {value!r} is not one of the public shapes.",
+                        "Name a shape listed in shapes, or leave profile_shape out for the largest.")  # fmt: skip
+    return shape
 
 
 def _dtypes(value: Any, path: Path) -> tuple[str, ...]:
@@ -412,13 +446,15 @@ class Verdict:
     results: list[Any] = field(default_factory=list)  # the timed RunResults
     wall_s: float | None = None  # seconds from its first stage to its verdict, on the worker
     occupancy: dict | None = None  # the timed kernel's theoretical occupancy; None when unknown (Python)
+    profile: dict | None = None  # see profile_stage; None when not profiled
 
     def row(self, task: Task) -> dict:
         """The grades table's row (attempt apart)."""
         return {"task": task.name, "submission": self.submission, "source_hash": self.source_hash,
                 "path": self.path, "stage": self.stage, "reason": self.reason,
                 "share_geomean": self.share_geomean, "grade": self.grade, "wall_s": self.wall_s,
-                "occupancy": json.dumps(self.occupancy) if self.occupancy else None}  # fmt: skip
+                "occupancy": json.dumps(self.occupancy) if self.occupancy else None,
+                "profile": json.dumps(self.profile) if self.profile else None}  # fmt: skip
 
 
 def compile_on_device(reference: str, task: Task) -> str:
@@ -542,6 +578,33 @@ def time_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> l
     return results
 
 
+def profile_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> dict:
+    """The timed kernel profiled once at the task's profiled shape in its first
+    dtype, in ``worker`` under the step's timeout: where it was profiled and the
+    figures of PROFILE_FIGURES, or where and why there is no profile (``error``
+    and ``fix``). It never raises a submission's error: a profile informs the
+    page, not the grade."""
+    shape, dtype = task.profiled_shape, task.dtypes[0]
+    where = {"shape": [shape.m, shape.n, shape.k], "dtype": dtype}
+    limit = task.call_limit()
+    try:
+        found = worker.call(f"{submission.name} (profile at {shape})", limit + PROFILE_MARGIN_S, profile_on_device,
+                            str(submission.kernel), shape, dtype, limit)  # fmt: skip
+    except GemmlabError as exc:  # no ncu, counters withheld, a fault or a hang under ncu
+        return {**where, "error": exc.cause, "fix": exc.fix}
+    return {**where, **found}
+
+
+def profile_on_device(reference: str, shape: Shape, dtype: str, timeout: float) -> dict:
+    """In the worker: one verified launch of the kernel, at its default block
+    edge as it was timed, under Nsight Compute (gemmlab.measure.profile)."""
+    from gemmlab.measure.profile import profile_point
+
+    found = profile_point(reference, shape, None, dtype, timeout=timeout)
+    return {"kernel": found.kernel, "block_edge": found.block_edge, "device": found.device,
+            "figures": {key: found.figures.get(key) for key in PROFILE_FIGURES}}  # fmt: skip
+
+
 def hidden_names(task: Task) -> dict[tuple[int, int, int], str]:
     """What a page calls each hidden shape, by (m, n, k): its number, never its sizes."""
     return {(s.m, s.n, s.k): name for s, name in shape_names(task) if s in task.hidden}
@@ -558,18 +621,19 @@ def shape_names(task: Task) -> list[tuple[Shape, str]]:
     return [(s, str(s)) for s in task.public] + [(s, f"hidden shape {i}") for i, s in enumerate(task.hidden, 1)]
 
 
-def grade_one(submission: Submission, task: Task) -> Verdict:
+def grade_one(submission: Submission, task: Task, profile: bool = False) -> Verdict:
     """:func:`staged`, with the wall time it took."""
     start = time.monotonic()
-    verdict = staged(submission, task)
+    verdict = staged(submission, task, profile)
     verdict.wall_s = time.monotonic() - start
     return verdict
 
 
-def staged(submission: Submission, task: Task) -> Verdict:
+def staged(submission: Submission, task: Task, profile: bool = False) -> Verdict:
     """Run the stages in order in a worker of the submission's own; stop at the
     first that fails. A GemmlabError of the submission's making is its verdict;
-    one of the machine's (no GPU) and any bug are raised, and nothing is stored."""
+    one of the machine's (no GPU) and any bug are raised, and nothing is stored.
+    With ``profile``, a submission that passed them all is then profiled."""
     verdict = Verdict(submission.name, str(submission.kernel or submission.folder), submission.source_hash, GRADED,
                       None)  # fmt: skip
     stages: tuple[tuple[str, Callable[..., Any]], ...] = (
@@ -588,6 +652,10 @@ def staged(submission: Submission, task: Task) -> Verdict:
             except GemmlabError as exc:
                 verdict.stage, verdict.reason = name, f"{name}: {failure_text(exc)}"
                 return verdict
+        if profile and results:
+            # A Python submission is profiled where it was compiled: ncu's child
+            # imports it, so never in the worker that checks and times it.
+            verdict.profile = profile_stage(submission, task, own if submission.is_python else worker)
     return scored(verdict, results or [], task)
 
 
@@ -681,17 +749,18 @@ def to_grade(submissions: Sequence[Submission], task: Task, store: Any, *, force
 
 def grade(
     submissions: Sequence[Submission], task: Task, store: Any, *, map_fn: MapFn = inline_map, force: bool = False,
-    run_record: dict | None = None, on_verdict: Callable[[Verdict], None] | None = None,
+    run_record: dict | None = None, on_verdict: Callable[[Verdict], None] | None = None, profile: bool = False,
 ) -> GradeSummary:  # fmt: skip
     """Grade ``submissions`` through ``map_fn`` and store each verdict (a new
-    attempt) and its timed results here, as each comes back, so that a run
-    stopped halfway keeps what it graded."""
+    attempt, with its profile where ``profile``) and its timed results here, as
+    each comes back, so that a run stopped halfway keeps what it graded."""
     summary = GradeSummary()
     pending = to_grade(submissions, task, store, force=force)
     summary.skipped = [s for s in submissions if s not in pending]
     run_id: int | None = None
     seen = store.data_version()
-    for submission, outcome in map_fn(functools.partial(grade_one, task=task), pending, key=lambda s: s.name):
+    one = functools.partial(grade_one, task=task, profile=profile)
+    for submission, outcome in map_fn(one, pending, key=lambda s: s.name):
         if outcome.error is not None:
             summary.errors.append((submission, outcome.error))
             continue
