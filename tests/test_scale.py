@@ -34,6 +34,16 @@ def pinned_gpu(_: object) -> str:
     return os.environ.get("CUDA_VISIBLE_DEVICES", "")
 
 
+def hold_the_gpu(_: object) -> tuple[float, float]:
+    """When this item held the (one, shared) GPU: it sleeps while holding it."""
+    from gemmlab.studies.scale import gpu_to_itself
+
+    with gpu_to_itself():
+        start = time.time()
+        time.sleep(0.5)
+        return start, time.time()
+
+
 @pytest.fixture(scope="module")
 def pool():
     with Pool(gpus=0, cpu_workers=2) as p:
@@ -64,6 +74,30 @@ def test_a_worker_that_dies_costs_its_item_only(pool):
     assert {x: o.value for x, o in got.items() if x != 5} == {x: x * x for x in range(8) if x != 5}
     # The nanny started a fresh worker: the pool is whole for the next call.
     assert outcomes(pool, square, [7]) == {7: Outcome(value=49)}
+
+
+def test_two_workers_sharing_a_gpu_time_one_after_the_other(pool):
+    """Both CPU workers see no CUDA_VISIBLE_DEVICES, so they share device 0's
+    lock: the four items' held spans never overlap."""
+    spans = sorted(o.value for o in outcomes(pool, hold_the_gpu, range(4)).values())
+    assert len(spans) == 4
+    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))
+
+
+def test_outside_dask_the_gpu_is_held_without_waiting():
+    start, end = hold_the_gpu(None)
+    assert 0.5 <= end - start < 5
+
+
+def test_the_gpu_key_names_the_host_and_the_pinned_device(monkeypatch):
+    import socket
+
+    from gemmlab.studies.scale import gpu_key
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,4")
+    assert gpu_key() == f"gemmlab-gpu-{socket.gethostname()}-3"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert gpu_key().endswith("-0")
 
 
 def test_inline_runs_here_without_dask(monkeypatch):

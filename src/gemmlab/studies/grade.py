@@ -646,7 +646,8 @@ def staged(submission: Submission, task: Task, profile: bool = False) -> Verdict
         for name, stage in stages:
             runs_it = own if submission.is_python and name in ("compile", "sanitize") else worker
             try:
-                results = stage(submission, task, runs_it)
+                with scale.gpu_to_itself() if name == "time" else contextlib.nullcontext():
+                    results = stage(submission, task, runs_it)
             except NoGPUError:
                 raise
             except GemmlabError as exc:
@@ -655,7 +656,8 @@ def staged(submission: Submission, task: Task, profile: bool = False) -> Verdict
         if profile and results:
             # A Python submission is profiled where it was compiled: ncu's child
             # imports it, so never in the worker that checks and times it.
-            verdict.profile = profile_stage(submission, task, own if submission.is_python else worker)
+            with scale.gpu_to_itself():
+                verdict.profile = profile_stage(submission, task, own if submission.is_python else worker)
     return scored(verdict, results or [], task)
 
 

@@ -33,10 +33,12 @@ workers have threads: none waits on a worker that dies under another.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import logging
 import os
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -298,6 +300,35 @@ def _outcome(future: Any, distributed: Any) -> Outcome:
         )
         return Outcome(error=what, exception=exc)
     return Outcome(error=failure_text(exc), exception=exc)
+
+
+def gpu_key() -> str:
+    """This worker's GPU as a name the cluster can share: the host and the first
+    device of CUDA_VISIBLE_DEVICES (each local worker is pinned by it; a worker
+    started without it uses device 0)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or "0"
+    return f"gemmlab-gpu-{socket.gethostname()}-{visible}"
+
+
+@contextlib.contextmanager
+def gpu_to_itself() -> Iterator[None]:
+    """Hold this worker's GPU against the cluster's other workers for the block.
+
+    Timing and profiling need the GPU to themselves: two workers timing on one
+    GPU (a cluster started with more workers than GPUs) would each see the
+    other's kernels and grade by the neighbour's load. Inside a Dask worker
+    this takes a ``distributed.Lock`` named by :func:`gpu_key`, which the
+    scheduler holds, so every worker of the cluster that shares the GPU waits
+    its turn; outside Dask (inline, tests) there is nobody to wait for."""
+    try:
+        from distributed import Lock, get_worker
+
+        get_worker()
+    except (ImportError, ValueError):
+        yield
+        return
+    with Lock(gpu_key()):
+        yield
 
 
 def dask_installed() -> bool:
