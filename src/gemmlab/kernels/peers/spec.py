@@ -204,4 +204,17 @@ PEERS: tuple[PeerSpec, ...] = (
         min_cc=(8, 9),  # FP8 tensor cores: Ada and Hopper
         kernel="scaled_fp8_gemm",
     ),
+    _peer(
+        "cute_fp8_wgmma",
+        "cute",
+        "cute_fp8",
+        "CuTe DSL: cute_tc_wgmma's kernel on e4m3 k-tiles of 128, each promoted to FP32, per-tensor scales (lowp)",
+        fp32=False,
+        dtypes=("e4m3", E4M3_BF16),
+        tma=True,  # K in 16-byte rows: a multiple of 16 e4m3 elements
+        archs=("sm_90a",),
+        problem=lowp_problem("tensor", SCALE_BLOCK),  # promoted every 128 K: the lowp problem's chain
+        # The kernel is cute_wgmma's class; its name carries the element type of A's TMA atom.
+        kernel="regex:^kernel_cutlass_kernel_gemmlabkernelspeerscute_wgmmaWgmmaGemm.*f8E4M3FN",
+    ),
 )
