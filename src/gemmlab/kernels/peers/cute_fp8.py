@@ -34,7 +34,7 @@ import cuda.bindings.driver as cuda_driver
 import cutlass
 from cutlass.cute.runtime import from_dlpack, make_fake_tensor
 
-from gemmlab.kernels.peers.cute_wgmma import Config, compiled_launch, cute_matrix, current_stream, fake_matrices
+from gemmlab.kernels.peers.cute_wgmma import Config, compiled_launch, current_stream, cute_matrix, fake_matrices
 from gemmlab.kernels.peers.cute_wgmma import compile_kernel as compile_kernel  # what ahead.py calls on every CuTe rung
 
 # Two accumulators of 64 x 128 per warpgroup (64 + 64 registers a thread):

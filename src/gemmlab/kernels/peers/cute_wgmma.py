@@ -28,6 +28,7 @@ run (docs/peer-ladders.md).
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -247,10 +248,13 @@ class WgmmaGemm:
 
 def compile_kernel(config: Config, args: tuple[Any, ...], arch: str | None = None) -> Any:
     """cute.compile of one configuration for ``args`` (real or fake tensors and a stream); ``arch`` (sm_90a)
-    compiles without asking the driver, and keeps the PTX and the cubin."""
-    options = f"--gpu-arch {arch} --keep-ptx --keep-cubin" if arch else None
+    compiles without asking the driver, and keeps the PTX and the cubin (``__ptx__``, ``__cubin__``). The
+    DSL writes them as files too, into the current directory unless told another: a temporary one here."""
     gemm = WgmmaGemm(config)
-    return cute.compile(gemm, *args, options=options) if options else cute.compile(gemm, *args)
+    if not arch:
+        return cute.compile(gemm, *args)
+    with tempfile.TemporaryDirectory() as dump:
+        return cute.compile(gemm, *args, options=f"--gpu-arch {arch} --keep-ptx --keep-cubin --dump-dir {dump}")
 
 
 def fake_matrices(element: type, k_divisibility: int, c_type: type = cutlass.Float32) -> tuple[Any, ...]:

@@ -118,6 +118,7 @@ def _peer(
     id: str, model: str, module: str, summary: str, *, fp32: bool, dtypes: tuple[str, ...],
     tma: bool = False, archs: tuple[str, ...] = (), constraints: tuple[Constraint, ...] = (),
     problem: Problem | None = None, min_cc: tuple[int, int] | None = None, kernel: str,
+    any_size: str = "tiled_any_size",
 ) -> PeerSpec:  # fmt: skip
     return PeerSpec(
         id=id,
@@ -140,6 +141,7 @@ def _peer(
         model=model,
         module=f"gemmlab.kernels.peers.{module}",
         kernel_name=kernel,
+        any_size_alternative=any_size,
     )
 
 
@@ -216,5 +218,6 @@ PEERS: tuple[PeerSpec, ...] = (
         problem=lowp_problem("tensor", SCALE_BLOCK),  # promoted every 128 K: the lowp problem's chain
         # The kernel is cute_wgmma's class; its name carries the element type of A's TMA atom.
         kernel="regex:^kernel_cutlass_kernel_gemmlabkernelspeerscute_wgmmaWgmmaGemm.*f8E4M3FN",
+        any_size="triton_fp8_blocked",  # masks, not TMA: the same problem at any K
     ),
 )
