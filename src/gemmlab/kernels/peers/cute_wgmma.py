@@ -20,6 +20,13 @@ spec's ``k_bytes_multiple``). There is no warp specialisation and no
 persistent schedule: the loads and the wgmmas share the warps, as in the
 ladder's tc_wgmma.
 
+The FP8 rung (cute_fp8.py) runs this same kernel: its Config has 1-byte
+elements, so a k-tile is 128 deep (still one 128-byte row), and ``promote``,
+which waits for each tile's wgmmas (``wait_group(0)``), adds their sum into
+a second, FP32 accumulator and starts the next tile's sum afresh; its two
+scales multiply that sum before C is stored in C's type. Here both are off
+and the scales are None: the traced kernel has none of it.
+
 Prediction: near tc_wgmma (whose design it shares) at 4096, below the
 persistent CUDA C++ rungs; the direct, per-element store of C costs the
 bandwidth of a float32 C written by 4-byte stores. Measured: pending the GPU
