@@ -38,8 +38,9 @@ from gemmlab.kernels.peers.cute_wgmma import Config, compiled_launch, current_st
 from gemmlab.kernels.peers.cute_wgmma import compile_kernel as compile_kernel  # what ahead.py calls on every CuTe rung
 
 # Two accumulators of 64 x 128 per warpgroup (64 + 64 registers a thread;
-# ptxas: 141 in all, no spills): a 256-wide tile would need 256 and spill. 4 stages of 128 x 128 x 128 are
-# 128 KiB of shared memory, 6 are 192 KiB (tc_fp8_wgmma's default and its search).
+# ptxas: 141 in all, no spills): a 256-wide tile would need 256 and spill.
+# 4 stages of 128 x 128 x 128 are 128 KiB of shared memory, 6 are 192 KiB
+# (tc_fp8_wgmma's default and its search).
 CONFIGS = (Config(128, 128, 4, element_bytes=1, promote=True), Config(128, 128, 6, element_bytes=1, promote=True))
 
 
