@@ -21,10 +21,12 @@ from typer.testing import CliRunner
 from gemmlab import backends
 from gemmlab.backends.peers import import_rung
 from gemmlab.cli import app
+from gemmlab.core.errors import ConstraintError, DeviceLimitError
 from gemmlab.core.extras import MissingExtra
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.peers import spec as peer_spec
 from gemmlab.kernels.peers.spec import MODELS, PEERS
+from gemmlab.measure.run import run
 from gemmlab.report.models import code_lines, models_plot, models_rows, models_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,12 +150,124 @@ def test_the_cute_rung_compiles_for_sm_90a_without_a_gpu(index: int) -> None:
 
 
 @pytest.mark.skipif(not CUTE, reason="the CuTe DSL is not installed (pip install 'gemmlab[cute]')")
-def test_the_cute_rungs_compile_is_timed_as_the_triton_rungs_are() -> None:
+@pytest.mark.parametrize(
+    ("kernel", "dtype", "tile_k"), [("cute_tc_wgmma", "bfloat16", 64), ("cute_fp8_wgmma", "e4m3", 128)]
+)
+def test_the_cute_rungs_compile_is_timed_as_the_triton_rungs_are(kernel: str, dtype: str, tile_k: int) -> None:
     from gemmlab.kernels.peers.ahead import compile_ahead
 
-    compiled = compile_ahead(catalogue.get("cute_tc_wgmma"), "bfloat16", "sm_90")  # type: ignore[arg-type]
+    compiled = compile_ahead(catalogue.get(kernel), dtype, "sm_90")  # type: ignore[arg-type]
     assert compiled.cubin[:4] == b"\x7fELF" and compiled.seconds > 0
-    assert compiled.shared_bytes == 4 * (128 + 128) * 64 * 2 + 4 * 16  # 128 KiB of ring and its mbarriers
+    # 4 stages of 128 x 128 tiles, each row 128 bytes (64 bfloat16 or 128 e4m3 elements), and their mbarriers.
+    assert compiled.shared_bytes == 4 * (128 + 128) * 128 + 4 * 16
+    assert importlib.import_module(catalogue.get(kernel).module).CONFIGS[0].tile_k == tile_k  # type: ignore[attr-defined]
+
+
+# --- the CuTe DSL FP8 rung ------------------------------------------------------------------
+
+CUTE_FP8 = "cute_fp8_wgmma"
+
+
+def test_the_cute_fp8_rung_solves_the_lowp_problem_and_refuses_k_rows_tma_cannot_describe() -> None:
+    spec = catalogue.get(CUTE_FP8)
+    assert spec.problem.name == "lowp" and spec.dtypes == ("e4m3", "e4m3-bf16")
+    assert spec.compile_arch("sm_90") == "sm_90a"
+    with pytest.raises(DeviceLimitError):
+        spec.compile_arch("sm_89")  # FP8 wgmma is Hopper's: Ada's FP8 mma.sync is another rung's
+    # One e4m3 element a byte: TMA's 16-byte rows need K in multiples of 16; M and N are free.
+    assert spec.violations(catalogue.Shape(333, 516, 272), 0, "e4m3-bf16") == []
+    with pytest.raises(ConstraintError) as caught:
+        run(CUTE_FP8, catalogue.Shape(333, 516, 264), dtype="e4m3")  # refused before any GPU is asked for
+    assert "K = 264 is not a multiple of 16" in str(caught.value)
+    assert "triton_fp8_blocked" in caught.value.fix  # the same problem with masks, at any K
+
+
+def scale_d_flags(ptx: str) -> list[int | None]:
+    """For each wgmma in the PTX, the constant its scale-d predicate came from: 0 means the wgmma
+    overwrites its accumulator, 1 adds to it; None when the flag is not a constant (carried in a loop)."""
+    constants: dict[str, int] = {}
+    flags: list[int | None] = []
+    flag: int | None = None
+    for line in ptx.splitlines():
+        if moved := re.match(r"\s*mov\.b32\s+(%r\d+), (\d+);", line):
+            constants[moved[1]] = int(moved[2])
+        elif tested := re.match(r"\s*setp\.ne\.b32 p, (%r\d+), 0;", line):
+            flag = constants.get(tested[1])
+        elif "wgmma.mma_async" in line:
+            flags.append(flag)
+    return flags
+
+
+@pytest.mark.skipif(not CUTE, reason="the CuTe DSL is not installed (pip install 'gemmlab[cute]')")
+@pytest.mark.parametrize("index", [0, 1])
+@pytest.mark.parametrize("c_type", ["Float32", "BFloat16"])
+def test_the_cute_fp8_rung_compiles_for_sm_90a_and_promotes_every_k_tile(index: int, c_type: str) -> None:
+    import cutlass
+
+    from gemmlab.kernels.peers import cute_fp8
+    from gemmlab.problems.lowp import SCALE_BLOCK
+
+    config = cute_fp8.CONFIGS[index]
+    assert config.promote and config.tile_k == SCALE_BLOCK  # one promotion per k-tile: the problem's chain
+    compiled = cute_fp8.compile_kernel(config, cute_fp8.fake_arguments(getattr(cutlass, c_type)), "sm_90a")
+    ptx = compiled.__ptx__
+    assert ".target sm_90a" in ptx
+    # Four e4m3 wgmmas per 128-deep k-tile; A and B by TMA into 2 x stages mbarriers.
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{config.tile_n}k32.f32.e4m3.e4m3") == 4
+    assert "cp.async.bulk.tensor.2d" in ptx
+    assert ptx.count("mbarrier.init.shared.b64") == 2 * config.stages
+    # The promotion: each tile's first wgmma overwrites the accumulator, the rest add to it; the kernel
+    # waits for all of them (never leaving one batch in flight) and adds the accumulator into the FP32
+    # one, one add per element, inside the loop: between its wait and the epilogue's.
+    per_thread = 64 * config.tile_n // 128
+    assert scale_d_flags(ptx) == [0, 1, 1, 1]
+    waits = [m.start() for m in re.finditer(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx)]
+    assert re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx) == ["0", "0"]
+    adds = [m.start() for m in re.finditer(r"\badd\.f32\b", ptx)]
+    assert len(adds) == per_thread and waits[0] < min(adds) and max(adds) < waits[1]
+    # The epilogue: the two scales loaded and multiplied once, then once into every sum.
+    assert ptx.count("ld.global.b32") == 2 and ptx.count("mul.f32") == per_thread + 1
+    if c_type == "Float32":
+        assert ptx.count("st.global.b32") == per_thread and "cvt.rn.bf16.f32" not in ptx
+    else:
+        assert ptx.count("st.global.b16") == per_thread and ptx.count("cvt.rn.bf16.f32") == per_thread
+    [name] = compiled.kernel_info
+    assert re.match(catalogue.get(CUTE_FP8).kernel_name.removeprefix("regex:"), name), name
+
+
+@pytest.mark.skipif(not CUTE, reason="the CuTe DSL is not installed (pip install 'gemmlab[cute]')")
+def test_the_cute_bf16_rung_keeps_one_batch_in_flight_and_never_promotes() -> None:
+    from gemmlab.kernels.peers import cute_wgmma
+
+    compiled = cute_wgmma.compile_kernel(cute_wgmma.CONFIGS[0], cute_wgmma.fake_arguments(), "sm_90a")
+    assert re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", compiled.__ptx__) == ["1", "0"]
+    assert "add.f32" not in compiled.__ptx__ and "mul.f32" not in compiled.__ptx__
+    [name] = compiled.kernel_info  # the FP8 rung's profiler name does not select the bfloat16 kernel
+    assert not re.match(catalogue.get(CUTE_FP8).kernel_name.removeprefix("regex:"), name), name
+
+
+@pytest.mark.skipif(not CUTE, reason="the CuTe DSL is not installed (pip install 'gemmlab[cute]')")
+def test_the_cute_fp8_rung_compiles_from_real_arrays_whose_bytes_it_reads_as_e4m3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launcher's path with host arrays in place of torch's: uint8 bytes retyped as e4m3, sizes
+    left dynamic, scales as one-element tensors. What the GPU run compiles, short of the launch."""
+    monkeypatch.chdir(tmp_path)  # where the DSL would write the PTX and cubin it keeps, unless told another
+    import cuda.bindings.driver as cuda_driver
+    import cutlass
+    import numpy as np
+    from cutlass.cute.runtime import from_dlpack
+
+    from gemmlab.kernels.peers import cute_fp8, cute_wgmma
+
+    codes = np.zeros((333, 272), np.uint8)
+    a, b = (cute_wgmma.cute_matrix(codes, 16, cutlass.Float8E4M3FN) for _ in "ab")
+    assert a.element_type is cutlass.Float8E4M3FN
+    c = cute_wgmma.cute_matrix(np.zeros((333, 333), np.float32), 4)
+    scales = [from_dlpack(np.ones(1, np.float32), assumed_align=4) for _ in "ab"]
+    compiled = cute_fp8.compile_kernel(cute_fp8.CONFIGS[0], (a, b, c, *scales, cuda_driver.CUstream(0)), "sm_90a")
+    assert compiled.__ptx__.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 4
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_peer_backend_records_the_configuration_it_chose() -> None:

@@ -20,6 +20,13 @@ spec's ``k_bytes_multiple``). There is no warp specialisation and no
 persistent schedule: the loads and the wgmmas share the warps, as in the
 ladder's tc_wgmma.
 
+The FP8 rung (cute_fp8.py) runs this same kernel: its Config has 1-byte
+elements, so a k-tile is 128 deep (still one 128-byte row), and ``promote``,
+which waits for each tile's wgmmas (``wait_group(0)``), adds their sum into
+a second, FP32 accumulator and starts the next tile's sum afresh; its two
+scales multiply that sum before C is stored in C's type. Here both are off
+and the scales are None: the traced kernel has none of it.
+
 Prediction: near tc_wgmma (whose design it shares) at 4096, below the
 persistent CUDA C++ rungs; the direct, per-element store of C costs the
 bandwidth of a float32 C written by 4-byte stores. Measured: pending the GPU
@@ -28,6 +35,7 @@ run (docs/peer-ladders.md).
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,18 +50,27 @@ from cutlass.cute.runtime import from_dlpack, make_fake_tensor
 from cutlass.tensor_utils import LayoutEnum
 
 WARPGROUP = 128
-# One k-tile is four wgmma k-blocks of 16 bfloat16 elements: 128 bytes of
-# each row, the width of the 128-byte swizzle wgmma reads without conflicts.
-TILE_K = 64
+# One k-tile is one row of the 128-byte swizzle wgmma reads without
+# conflicts: 64 bfloat16 elements (four wgmma k-blocks of 16) or 128 e4m3
+# ones (four k-blocks of 32).
+SWIZZLE_BYTES = 128
 
 
 @dataclass(frozen=True)
 class Config:
-    """A named configuration: the tile of C one block computes and the depth of the load ring."""
+    """A named configuration: the tile of C one block computes, the depth of
+    the load ring, the bytes of an element of A and B (which set the k-tile)
+    and whether each k-tile's sum moves into FP32 registers (``promote``)."""
 
     tile_m: int
     tile_n: int
     stages: int
+    element_bytes: int = 2
+    promote: bool = False
+
+    @property
+    def tile_k(self) -> int:
+        return SWIZZLE_BYTES // self.element_bytes
 
     @property
     def warpgroups(self) -> int:
@@ -61,12 +78,12 @@ class Config:
 
     @property
     def shared_bytes(self) -> int:
-        """The ring of 16-bit A and B tiles (the mbarriers add 16 bytes a stage)."""
-        return self.stages * (self.tile_m + self.tile_n) * TILE_K * 2 + self.stages * 16
+        """The ring of A and B tiles (the mbarriers add 16 bytes a stage)."""
+        return self.stages * (self.tile_m + self.tile_n) * self.tile_k * self.element_bytes + self.stages * 16
 
     @property
     def kwargs(self) -> dict[str, int]:
-        return {"tile_m": self.tile_m, "tile_n": self.tile_n, "tile_k": TILE_K, "stages": self.stages}
+        return {"tile_m": self.tile_m, "tile_n": self.tile_n, "tile_k": self.tile_k, "stages": self.stages}
 
 
 # 128 x 128 x 64 in 4 stages is 128 KiB of shared memory; 128 x 256 x 64 in 3 is 144 KiB.
@@ -79,11 +96,14 @@ class WgmmaGemm:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.tile = (config.tile_m, config.tile_n, TILE_K)
+        self.tile = (config.tile_m, config.tile_n, config.tile_k)
         self.threads = WARPGROUP * config.warpgroups
 
     @cute.jit
-    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream: cuda_driver.CUstream) -> None:
+    def __call__(
+        self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, scale_a: cute.Tensor | None,
+        scale_b: cute.Tensor | None, stream: cuda_driver.CUstream,
+    ) -> None:  # fmt: skip
         stages = self.config.stages
         mma = sm90.make_trivial_tiled_mma(
             a.element_type, b.element_type,
@@ -113,14 +133,15 @@ class WgmmaGemm:
         self.stage_bytes = a_bytes + cute.size_in_bytes(b.element_type, cute.slice_(b_smem, (None, None, 0)))
         m, n = cute.size(c, mode=[0]), cute.size(c, mode=[1])
         grid = ((m + self.tile[0] - 1) // self.tile[0], (n + self.tile[1] - 1) // self.tile[1], 1)
-        self.kernel(tma_a, a_coords, tma_b, b_coords, c, mma, a_smem, b_smem).launch(
+        self.kernel(tma_a, a_coords, tma_b, b_coords, c, scale_a, scale_b, mma, a_smem, b_smem).launch(
             grid=grid, block=[self.threads, 1, 1], stream=stream
         )
 
     @cute.kernel
     def kernel(
         self, tma_a: cute.CopyAtom, a_coords: cute.Tensor, tma_b: cute.CopyAtom, b_coords: cute.Tensor,
-        c: cute.Tensor, mma: cute.TiledMma, a_smem: cute.ComposedLayout, b_smem: cute.ComposedLayout,
+        c: cute.Tensor, scale_a: cute.Tensor | None, scale_b: cute.Tensor | None, mma: cute.TiledMma,
+        a_smem: cute.ComposedLayout, b_smem: cute.ComposedLayout,
     ) -> None:  # fmt: skip
         stages = self.config.stages
         tidx, _, _ = cute.arch.thread_idx()
@@ -143,7 +164,7 @@ class WgmmaGemm:
         sa = storage.sa.get_tensor(a_smem.outer, swizzle=a_smem.inner)
         sb = storage.sb.get_tensor(b_smem.outer, swizzle=b_smem.inner)
 
-        # This block's tiles: (tile_m, TILE_K, k-tiles) of A, (tile_n, TILE_K, k-tiles) of B, (tile_m, tile_n) of C.
+        # This block's tiles: (tile_m, tile_k, k-tiles) of A, (tile_n, tile_k, k-tiles) of B, (tile_m, tile_n) of C.
         at = (block_m, block_n, None)
         ga = cute.local_tile(a_coords, self.tile, at, proj=(1, None, 1))
         gb = cute.local_tile(b_coords, self.tile, at, proj=(None, 1, 1))
@@ -176,6 +197,14 @@ class WgmmaGemm:
                 self.load_stage(ring, loads, tma_a, tma_ga, tma_sa, tma_b, tma_gb, tma_sb)
                 loads.advance()
 
+        # Promoted, the wgmma accumulator holds one k-tile's sum and ``total`` the FP32 sum of them all.
+        total = acc
+        if cutlass.const_expr(self.config.promote):
+            total = cute.make_rmem_tensor(c_mine.shape, cutlass.Float32)
+            total.fill(0.0)
+        # wgmma batches still in flight when a stage is freed: promoting needs the tile's sum, so none.
+        lag = 0 if self.config.promote else 1
+
         mma.set(warpgroup.Field.ACCUMULATE, False)
         for k_tile in cutlass.range(k_tiles, unroll=1):
             ring.consumer_wait(reads)
@@ -186,22 +215,30 @@ class WgmmaGemm:
                 mma.set(warpgroup.Field.ACCUMULATE, True)
             warpgroup.commit_group()
             reads.advance()
-            # The previous tile's wgmmas are done once at most this tile's are
-            # in flight: only then may TMA overwrite the previous tile's stage.
-            warpgroup.wait_group(1)
-            if k_tile > 0:
+            # Unpromoted, the previous tile's wgmmas are done once at most this
+            # tile's are in flight: only then may TMA overwrite its stage.
+            warpgroup.wait_group(lag)
+            if k_tile >= lag:
                 ring.consumer_release(frees)
                 frees.advance()
                 if warp == 0 and loads.count < k_tiles:
                     self.load_stage(ring, loads, tma_a, tma_ga, tma_sa, tma_b, tma_gb, tma_sb)
                     loads.advance()
+            if cutlass.const_expr(self.config.promote):
+                total.store(total.load() + acc.load())
+                # The next tile's first wgmma overwrites the accumulator rather than adding to it: that zeroes it.
+                mma.set(warpgroup.Field.ACCUMULATE, False)
         warpgroup.wait_group(0)
 
+        if cutlass.const_expr(scale_a is not None):
+            total.store(total.load() * (scale_a[0] * scale_b[0]))
+        out = cute.make_rmem_tensor(c_mine.shape, c.element_type)
+        out.store(total.load().to(c.element_type))
         # C row by row from the registers; the identity tensor's coordinates
         # keep the stores of an edge tile inside M x N.
-        for i in cutlass.range(cute.size(acc), unroll_full=True):
+        for i in cutlass.range(cute.size(out), unroll_full=True):
             if cute.elem_less(where_mine[i], c.shape):
-                c_mine[i] = acc[i]
+                c_mine[i] = out[i]
 
     @cute.jit
     def load_stage(
@@ -218,45 +255,60 @@ class WgmmaGemm:
 
 def compile_kernel(config: Config, args: tuple[Any, ...], arch: str | None = None) -> Any:
     """cute.compile of one configuration for ``args`` (real or fake tensors and a stream); ``arch`` (sm_90a)
-    compiles without asking the driver, and keeps the PTX and the cubin."""
-    options = f"--gpu-arch {arch} --keep-ptx --keep-cubin" if arch else None
+    compiles without asking the driver, and keeps the PTX and the cubin (``__ptx__``, ``__cubin__``). The
+    DSL writes them as files too, into the current directory unless told another: a temporary one here."""
     gemm = WgmmaGemm(config)
-    return cute.compile(gemm, *args, options=options) if options else cute.compile(gemm, *args)
+    if not arch:
+        return cute.compile(gemm, *args)
+    with tempfile.TemporaryDirectory() as dump:
+        return cute.compile(gemm, *args, options=f"--gpu-arch {arch} --keep-ptx --keep-cubin --dump-dir {dump}")
+
+
+def fake_matrices(element: type, k_divisibility: int, c_type: type = cutlass.Float32) -> tuple[Any, ...]:
+    """Stand-ins of A (M x K), B (N x K) and C (M x N) with symbolic sizes, for compiling with no GPU
+    and no torch: rows K-contiguous, K a multiple of ``k_divisibility`` (whole 16-byte rows for TMA)."""
+    m, n = cute.sym_int32(symbol="M"), cute.sym_int32(symbol="N")
+    k = cute.sym_int32(divisibility=k_divisibility, symbol="K")
+    a = make_fake_tensor(element, (m, k), (k, 1), assumed_align=16)
+    b = make_fake_tensor(element, (n, k), (k, 1), assumed_align=16)
+    c = make_fake_tensor(c_type, (m, n), (n, 1), assumed_align=4)
+    return a, b, c
 
 
 def fake_arguments() -> tuple[Any, ...]:
-    """Stand-ins of the runtime arguments with symbolic sizes, for compiling with no GPU and no torch:
-    A M x K and B N x K in bfloat16 with K-contiguous rows of a multiple of 8, C M x N in float32."""
-    m, n, k = cute.sym_int32(symbol="M"), cute.sym_int32(symbol="N"), cute.sym_int32(divisibility=8, symbol="K")
-    a = make_fake_tensor(cutlass.BFloat16, (m, k), (k, 1), assumed_align=16)
-    b = make_fake_tensor(cutlass.BFloat16, (n, k), (k, 1), assumed_align=16)
-    c = make_fake_tensor(cutlass.Float32, (m, n), (n, 1), assumed_align=4)
-    return a, b, c, cuda_driver.CUstream(0)
+    """The tensor ladder's arguments as stand-ins: bfloat16 A and B, float32 C, no scales."""
+    return (*fake_matrices(cutlass.BFloat16, 8), None, None, cuda_driver.CUstream(0))
+
+
+def cute_matrix(t: Any, align: int, element: type | None = None) -> Any:
+    """A torch matrix as a CuTe tensor (no copy) with its sizes left dynamic, so one compile serves
+    every shape; ``element`` names what its bytes hold where DLPack cannot (e4m3 viewed as uint8)."""
+    matrix = from_dlpack(t, assumed_align=align)
+    if element is not None:
+        matrix.element_type = element
+    return matrix.mark_layout_dynamic(leading_dim=1)
+
+
+def current_stream() -> cuda_driver.CUstream:
+    """The current torch stream: gemmlab's, which the backend makes current around every launch."""
+    import torch
+
+    return cuda_driver.CUstream(torch.cuda.current_stream().cuda_stream)
 
 
 def runtime_arguments(operands: Any) -> tuple[Any, ...]:
-    """The operands' torch tensors as CuTe tensors (no copy) with sizes left dynamic, so one compile
-    serves every shape, and the current torch stream (gemmlab's, set by the backend)."""
-    import torch
-
     o = operands
-    a = from_dlpack(o.a, assumed_align=16).mark_layout_dynamic(leading_dim=1)
-    b = from_dlpack(o.b, assumed_align=16).mark_layout_dynamic(leading_dim=1)
-    c = from_dlpack(o.c, assumed_align=4).mark_layout_dynamic(leading_dim=1)
-    return a, b, c, cuda_driver.CUstream(torch.cuda.current_stream().cuda_stream)
+    return cute_matrix(o.a, 16), cute_matrix(o.b, 16), cute_matrix(o.c, 4), None, None, current_stream()
 
 
-# One compile per configuration and element type for the process: sizes are runtime values.
-_COMPILED: dict[tuple[Config, str], Any] = {}
+# One compile per configuration and element types for the process: sizes are runtime values.
+_COMPILED: dict[tuple[Config, str, str], Any] = {}
 
 
-def launcher(operands: Any, config: Config):
-    """The launch of one configuration on the operands; its first call compiles (the backend times that)."""
-    if not operands.b_kmajor or operands.a.dtype.itemsize != 2:
-        raise ValueError("cute_wgmma solves the tensor ladder's problem only: 16-bit A and B, both K-major")
-
-    arguments = runtime_arguments(operands)  # once: converting torch tensors per launch would be timed
-    key = (config, str(operands.a.dtype))
+def compiled_launch(operands: Any, config: Config, arguments: tuple[Any, ...]):
+    """The launch of one configuration with ``arguments`` (made once: converting torch tensors per
+    launch would be timed); its first call compiles (the backend times that)."""
+    key = (config, str(operands.a.dtype), str(operands.c.dtype))
 
     def launch() -> None:
         if key not in _COMPILED:
@@ -264,6 +316,13 @@ def launcher(operands: Any, config: Config):
         _COMPILED[key](*arguments)
 
     return launch
+
+
+def launcher(operands: Any, config: Config):
+    """The launch of one configuration on the tensor ladder's operands."""
+    if not operands.b_kmajor or operands.a.dtype.itemsize != 2:
+        raise ValueError("cute_wgmma solves the tensor ladder's problem only: 16-bit A and B, both K-major")
+    return compiled_launch(operands, config, runtime_arguments(operands))
 
 
 def configs(itemsize: int) -> tuple[Config, ...]:

@@ -118,6 +118,7 @@ def _peer(
     id: str, model: str, module: str, summary: str, *, fp32: bool, dtypes: tuple[str, ...],
     tma: bool = False, archs: tuple[str, ...] = (), constraints: tuple[Constraint, ...] = (),
     problem: Problem | None = None, min_cc: tuple[int, int] | None = None, kernel: str,
+    any_size: str = "tiled_any_size",
 ) -> PeerSpec:  # fmt: skip
     return PeerSpec(
         id=id,
@@ -140,6 +141,7 @@ def _peer(
         model=model,
         module=f"gemmlab.kernels.peers.{module}",
         kernel_name=kernel,
+        any_size_alternative=any_size,
     )
 
 
@@ -203,5 +205,19 @@ PEERS: tuple[PeerSpec, ...] = (
         problem=lowp_problem("tensor", SCALE_BLOCK),
         min_cc=(8, 9),  # FP8 tensor cores: Ada and Hopper
         kernel="scaled_fp8_gemm",
+    ),
+    _peer(
+        "cute_fp8_wgmma",
+        "cute",
+        "cute_fp8",
+        "CuTe DSL: cute_tc_wgmma's kernel on e4m3 k-tiles of 128, each promoted to FP32, per-tensor scales (lowp)",
+        fp32=False,
+        dtypes=("e4m3", E4M3_BF16),
+        tma=True,  # K in 16-byte rows: a multiple of 16 e4m3 elements
+        archs=("sm_90a",),
+        problem=lowp_problem("tensor", SCALE_BLOCK),  # promoted every 128 K: the lowp problem's chain
+        # The kernel is cute_wgmma's class; its name carries the element type of A's TMA atom.
+        kernel="regex:^kernel_cutlass_kernel_gemmlabkernelspeerscute_wgmmaWgmmaGemm.*f8E4M3FN",
+        any_size="triton_fp8_blocked",  # masks, not TMA: the same problem at any K
     ),
 )
