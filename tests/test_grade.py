@@ -514,3 +514,9 @@ def test_the_sanitizer_gets_its_own_limit_longer_than_a_steps(tmp_path: Path) ->
     assert grade.load_task(given).sanitize_limit() == 45.0
     with pytest.raises(grade.TaskError, match="sanitize_timeout"):
         grade.load_task(write_task(tmp_path, TASK + "[timing]\nsanitize_timeout = -1\n"))
+
+
+def test_a_wrong_answer_under_the_sanitizer_is_called_one() -> None:
+    wrong = "Traceback ...\ngemmlab.core.errors.VerificationError: C differs from the reference at 12 elements"
+    assert "results were wrong" in grade.sanitized_run_failure(wrong)
+    assert grade.sanitized_run_failure("Segmentation fault") == "its run under the sanitizer failed"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
@@ -81,7 +82,7 @@ def test_two_workers_sharing_a_gpu_time_one_after_the_other(pool):
     lock: the four items' held spans never overlap."""
     spans = sorted(o.value for o in outcomes(pool, hold_the_gpu, range(4)).values())
     assert len(spans) == 4
-    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))
+    assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans))
 
 
 def test_outside_dask_the_gpu_is_held_without_waiting():
