@@ -218,13 +218,27 @@ def summary(made: dict[str, Kind], grades: dict[str, dict], elapsed_s: float, la
     slow = [grades[n]["share_geomean"] for n, k in made.items() if k.name == "correct-slow" and n in grades]
     if all(fast + slow) and fast and slow:
         lines.append(f"   slowest correct-fast {min(fast):.3f} vs fastest correct-slow {max(slow):.3f} of cuBLAS")
+    lines.append("   each submission: where it ended, its grade or what caught it, its wall time")
+    for name in sorted(grades):
+        g = grades[name]
+        wall = f"{g['wall_s']:.1f} s" if g.get("wall_s") is not None else "-"
+        said = f"grade {g['grade']}, {g['share_geomean']:.3f} of cuBLAS" if g["stage"] == "graded" else first_line(g)
+        lines.append(f"     {name:18} {g['stage']:9} {wall:>7}  {said}")
     return "\n".join(lines), len(wrong_stage)
 
 
-def grade(folder: Path, task: Path, out: Path, db: Path, scheduler: str | None) -> float:
+def first_line(grade: dict) -> str:
+    """The first line of a failure's reason, cut to fit a line."""
+    reason = (grade.get("reason") or "").strip().splitlines()
+    return reason[0][:110] if reason else ""
+
+
+def grade(folder: Path, task: Path, out: Path, db: Path, scheduler: str | None, profile: bool = False) -> float:
     """`gemmlab grade` on the class; its wall time."""
     command = [sys.executable, "-m", "gemmlab", "grade", str(folder), "--task", str(task), "--db", str(db),
                "--out", str(out)] + (["--scheduler", scheduler] if scheduler else [])  # fmt: skip
+    if profile:
+        command.append("--profile")
     start = time.monotonic()
     subprocess.run(command, check=False)
     return time.monotonic() - start
@@ -246,6 +260,9 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=40)
     parser.add_argument("--workers", type=int, default=4, help="workers of the cluster the script starts")
     parser.add_argument("--only", choices=("local", "cluster"), help="one of the two runs")
+    parser.add_argument("--profile", action="store_true", help="grade with --profile (Nsight Compute per graded one)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the run's database: `gemmlab grade` picks up a run that was stopped")  # fmt: skip
     args = parser.parse_args()
     made = generate(args.out / "class", args.count)
     task = args.out / "task.toml"
@@ -255,13 +272,14 @@ def main() -> int:
     runs = [r for r in ("local", "cluster") if args.only in (None, r)]
     for run in runs:
         db = args.out / f"{run}.sqlite"
-        db.unlink(missing_ok=True)
+        if not args.resume:
+            db.unlink(missing_ok=True)
         if run == "local":
-            elapsed = grade(args.out / "class", task, args.out / run, db, None)
+            elapsed = grade(args.out / "class", task, args.out / run, db, None, args.profile)
         else:
             with start_cluster(args.workers) as cluster:
                 print(f"Dask cluster at {cluster.scheduler_address}: {args.workers} workers", flush=True)
-                elapsed = grade(args.out / "class", task, args.out / run, db, cluster.scheduler_address)
+                elapsed = grade(args.out / "class", task, args.out / run, db, cluster.scheduler_address, args.profile)
         text, unexpected = summary(made, latest_grades(db), elapsed, f"{run} ({db})")
         print(text, flush=True)
         failures += unexpected
