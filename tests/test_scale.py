@@ -45,6 +45,17 @@ def hold_the_gpu(_: object) -> tuple[float, float]:
         return start, time.time()
 
 
+def share_or_time(x: int) -> tuple[str, float, float]:
+    """Even items share the GPU for 0.6 s, odd ones time alone for 0.3 s."""
+    from gemmlab.studies.scale import gpu_shared, gpu_to_itself
+
+    kind, hold = ("time", 0.3) if x % 2 else ("share", 0.6)
+    with gpu_to_itself() if kind == "time" else gpu_shared():
+        start = time.time()
+        time.sleep(hold)
+        return kind, start, time.time()
+
+
 @pytest.fixture(scope="module")
 def pool():
     with Pool(gpus=0, cpu_workers=2) as p:
@@ -83,6 +94,16 @@ def test_two_workers_sharing_a_gpu_time_one_after_the_other(pool):
     spans = sorted(o.value for o in outcomes(pool, hold_the_gpu, range(4)).values())
     assert len(spans) == 4
     assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans))
+
+
+def test_nothing_shares_the_gpu_while_one_times(pool):
+    """Two workers, shared and alone holds mixed: no timing span overlaps any other span."""
+    spans = [o.value for o in outcomes(pool, share_or_time, range(8)).values()]
+    timed = [s for s in spans if s[0] == "time"]
+    assert len(spans) == 8 and len(timed) == 4
+    for kind, start, end in timed:
+        others = [s for s in spans if s != (kind, start, end)]
+        assert all(o[2] <= start or o[1] >= end for o in others), (start, end, others)
 
 
 def test_outside_dask_the_gpu_is_held_without_waiting():

@@ -654,7 +654,7 @@ def staged(submission: Submission, task: Task, profile: bool = False) -> Verdict
         for name, stage in stages:
             runs_it = own if submission.is_python and name in ("compile", "sanitize") else worker
             try:
-                with scale.gpu_to_itself() if name == "time" else contextlib.nullcontext():
+                with gpu_held(name):
                     results = stage(submission, task, runs_it)
             except NoGPUError:
                 raise
@@ -667,6 +667,14 @@ def staged(submission: Submission, task: Task, profile: bool = False) -> Verdict
             with scale.gpu_to_itself():
                 verdict.profile = profile_stage(submission, task, own if submission.is_python else worker)
     return scored(verdict, results or [], task)
+
+
+def gpu_held(stage: str) -> contextlib.AbstractContextManager:
+    """How ``stage`` holds the GPU against the cluster's other workers: timing
+    alone, the sanitizer and verification beside each other, compiling not at all."""
+    if stage == "time":
+        return scale.gpu_to_itself()
+    return scale.gpu_shared() if stage in ("sanitize", "verify") else contextlib.nullcontext()
 
 
 def scored(verdict: Verdict, results: list[Any], task: Task) -> Verdict:
