@@ -54,6 +54,15 @@ class _FakeClock:
         self.calls.append(name)
         self.now += 1.0 + 0.1 * len(self.calls)
 
+    uint64 = int
+
+    def RawKernel(self, source: str, name: str):  # CuPy's name: the runner's hold
+        return lambda grid, block, args, stream=None: self.held.append((name, args))
+
+    @property
+    def held(self) -> list:
+        return self.__dict__.setdefault("_held", [])
+
     @property
     def cuda(self):  # the subset of cupy.cuda that run._time uses
         clock = self
@@ -85,3 +94,37 @@ def test_kernel_and_library_are_timed_in_alternation() -> None:
     # Same work slowing at the same rate: alternation leaves the two medians close
     # (one after the other they would differ by five calls' slow-down, 0.5 ms here).
     assert abs(timing.median_ms - base.median_ms) <= 0.2
+
+
+def test_every_timed_call_waits_behind_a_hold_queued_before_its_start_event() -> None:
+    """The stream is kept busy on the GPU before the start event, so the host's
+    launch work (a Python launcher's) is not inside the events."""
+    from gemmlab.measure.run import HOLD_NS, _time
+
+    clock = _FakeClock()
+    order: list[str] = []
+    real = clock.cuda
+
+    class Cuda:
+        class Event:
+            def record(self, stream) -> None:
+                order.append("event")
+                self.at = clock.now
+
+            def synchronize(self) -> None:
+                pass
+
+        get_elapsed_time = staticmethod(real.get_elapsed_time)
+
+    class Cp:
+        cuda = Cuda
+        uint64 = int
+
+        @staticmethod
+        def RawKernel(source: str, name: str):
+            assert "globaltimer" in source
+            return lambda grid, block, args, stream=None: order.append(f"hold {args[0]}")
+
+    samples = _time(Cp, None, lambda: (order.append("call"), clock.call("k")), reps=3, flush=None)
+    assert len(samples) == 3
+    assert order == [f"hold {HOLD_NS}", "event", "call", "event"] * 3

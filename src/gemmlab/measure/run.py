@@ -94,12 +94,42 @@ class RunResult:
         return asdict(self)
 
 
+# Before each timed call the stream is held busy this long on the GPU, so that
+# the start event runs only once the call's launch has been queued behind it:
+# with an idle GPU the events would also time the host's work between them
+# (a Triton or CuTe DSL rung's Python launcher, 40 to 100 us on the H100 of
+# 2026-11-24, where Nsight Compute put triton_tc_tma at 195 us and the events
+# at 286 us). Longer than any launcher's host time; it costs that per sample.
+HOLD_NS = 300_000
+HOLD_SOURCE = r"""
+extern "C" __global__ void gemmlab_hold(unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+}
+"""
+
+
+_HOLDERS: dict[int, Any] = {}
+
+
+def _hold(cp: Any, stream: Any) -> None:
+    """Queue HOLD_NS of one thread's busy wait on ``stream`` (the kernel built once per process by CuPy)."""
+    kernel = _HOLDERS.get(id(cp))
+    if kernel is None:
+        kernel = _HOLDERS[id(cp)] = cp.RawKernel(HOLD_SOURCE, "gemmlab_hold")
+    kernel((1,), (1,), (cp.uint64(HOLD_NS),), stream=stream)
+
+
 def _time(cp: Any, stream: Any, fn: Any, reps: int, flush: Any | None) -> list[float]:
     samples = []
     start, end = cp.cuda.Event(), cp.cuda.Event()
     for _ in range(reps):
         if flush is not None:
             flush()
+        _hold(cp, stream)
         start.record(stream)
         fn()
         end.record(stream)
