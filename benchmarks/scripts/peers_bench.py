@@ -45,8 +45,8 @@ def rungs(dtype: str, arch: str) -> list[KernelSpec]:
     for spec in (*catalogue.CATALOGUE, *PEERS):
         if spec.problem.name != PROBLEMS[dtype] or dtype not in spec.dtypes:
             continue
-        if any("not installed" in need for need in spec.needs()):
-            print(f"{spec.id}: left out, {'; '.join(spec.needs())}")
+        if any("not installed" in need for need in spec.needs):
+            print(f"{spec.id}: left out, {'; '.join(spec.needs)}")
             continue
         try:
             spec.compile_arch(arch)
