@@ -49,7 +49,7 @@ def time_compile(spec: KernelSpec, dtype: str, arch: str) -> CompileTime:
         return CompileTime(None, exc.cause)
     # The peers' compilers raise their own errors (Triton's CompilationError, the
     # DSL's, a missing ptxas); a report shows the figure as unknown and says why.
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return CompileTime(None, f"{type(exc).__name__}: {exc}")
 
 
