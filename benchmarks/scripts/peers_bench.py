@@ -22,17 +22,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import time
 from pathlib import Path
 
-from gemmlab.backends.nvrtc import compile_kernel
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
-from gemmlab.kernels.peers.ahead import compile_ahead
 from gemmlab.kernels.peers.spec import PEERS
 from gemmlab.kernels.spec import KernelSpec
+from gemmlab.measure.compile_time import compile_seconds, source_text
 from gemmlab.measure.run import run
 from gemmlab.report.models import code_lines, models_plot, models_rows, models_text
 
@@ -54,20 +52,6 @@ def rungs(dtype: str, arch: str) -> list[KernelSpec]:
             continue
         found.append(spec)
     return found
-
-
-def compile_seconds(spec: KernelSpec, dtype: str, arch: str) -> float:
-    if spec.backend == "peers":
-        return compile_ahead(spec, dtype, arch).seconds  # type: ignore[arg-type]
-    start = time.perf_counter()
-    compile_kernel(spec, spec.default_block_edge(), dtype, spec.compile_arch(arch), use_cache=False)
-    return time.perf_counter() - start
-
-
-def source_text(spec: KernelSpec) -> str:
-    if spec.backend == "peers":
-        return Path(__file__).resolve().parents[2].joinpath("src/gemmlab/kernels", str(spec.source)).read_text()
-    return spec.source_text()
 
 
 def main() -> None:

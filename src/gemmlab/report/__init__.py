@@ -16,13 +16,16 @@ is its layout, in its document's module under ``studies/experiments/``.
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import tempfile
 from pathlib import Path
 
+from gemmlab.core.environment import cpu_name
 from gemmlab.core.errors import GemmlabError
-from gemmlab.report.html import SectionOutput, dispatch_html, index_html
-from gemmlab.report.model import NO_EXPERIMENT, Row, Section, build_sections
+from gemmlab.report.html import SectionOutput, dispatch_html, index_html, models_html
+from gemmlab.report.model import NO_EXPERIMENT, Row, Section, build_sections, slug
+from gemmlab.report.models import model_results, models_csv, models_plot, models_text, with_facts
 from gemmlab.report.plots import draw, plot_roofline, plot_share_heatmap, share_grids
 from gemmlab.report.summary import summary_html
 from gemmlab.report.tables import markdown, metric_tables, occupancy_blocks, warnings_csv
@@ -193,7 +196,9 @@ def _render(
             (sdir / "warnings.csv").write_text(warnings_csv(section), encoding="utf-8")
         outputs.append(SectionOutput(section, tables, plots, blocks))
     links = write_pages(pages, root)
-    findings = summary_html(sections, peaks, root) + _dispatch_block(sections, picks, root)
+    findings = (
+        summary_html(sections, peaks, root) + _dispatch_block(sections, picks, root) + _models_block(sections, root)
+    )
     (root / "index.html").write_text(index_html(outputs, links, findings), encoding="utf-8")
 
 
@@ -205,3 +210,22 @@ def _dispatch_block(sections: list[Section], picks: list[dict], root: Path) -> s
     folder = root / "dispatch"
     folder.mkdir(exist_ok=True)
     return dispatch_html([plot_share_heatmap(grid, folder) for grid in grids], "dispatch")
+
+
+def _models_block(sections: list[Section], root: Path) -> str:
+    """The programming-models tables (where the reported rows hold peer rungs'
+    results), their CSV, text and plots in their own folder, and their block of
+    the page. The winners' compiles are timed now, on this machine."""
+    by_gpu = model_results([r for section in sections for r in section.rows])
+    if not by_gpu:
+        return ""
+    folder = root / "models"
+    folder.mkdir(exist_ok=True)
+    tables = [with_facts(gpu, results) for gpu, results in by_gpu.items()]
+    stems = ["programming_models" if len(tables) == 1 else f"programming_models_{slug(t.gpu_name)}" for t in tables]
+    plots = [models_plot(t.rows, folder, stem)[0] for t, stem in zip(tables, stems, strict=True)]
+    (folder / "models.csv").write_text(models_csv(tables), encoding="utf-8")
+    text = "\n\n".join(f"{t.gpu_name} ({t.arch})\n{models_text(t.rows)}" + "".join(f"\n- {n}" for n in t.notes)
+                       for t in tables)  # fmt: skip
+    (folder / "models.txt").write_text(text + "\n", encoding="utf-8")
+    return models_html(list(zip(tables, plots, strict=True)), "models", f"{platform.node()}, {cpu_name()}")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from gemmlab.report.model import Section
+from gemmlab.report.models import MODELS, Entry, ModelsTable
 from gemmlab.report.plots import Plot
 from gemmlab.report.tables import MetricTable, OccupancyBlock, summary
 from gemmlab.report.warning_text import explain
@@ -146,3 +147,58 @@ def dispatch_html(plots: Sequence[Plot], folder: str) -> str:
         "cuBLAS's speed on the same GPU; each figure was timed in alternation with cuBLAS, short problems on both "
         f"sides from CUDA graphs or back-to-back launches.</p>{figures}</section>"
     )
+
+
+def models_html(tables: Sequence[tuple[ModelsTable, Plot]], folder: str, host: str) -> str:
+    """The programming-models section: per GPU, the table and its plot, and a
+    note naming each rung whose compile could not be timed, and why."""
+    if not tables:
+        return ""
+    esc = html.escape
+    parts = [
+        "<section id='models'><h2>Programming models: CUDA C++, Triton, CuTe DSL and cuBLAS</h2>",
+        "<p>Per element type and shape, the fastest verified rung of each model, in TFLOPS; cuBLAS is the fastest "
+        "baseline figure measured beside any rung there. Lines: the rung's file (a CUDA C++ rung's <code>.cu</code> "
+        "with its headers inlined), neither blank nor comment lines. Compile: one compile of the rung's default "
+        "configuration for the architecture its results ran on, with the compile caches off (NVRTC's, Triton's), "
+        f"timed on the host when this report was written ({esc(host)}): seconds of that host's CPU, not of a GPU, "
+        "on a machine that need not be the one that measured the results.</p>",
+        f"<p>As CSV: <a href='{esc(folder)}/models.csv'>{esc(folder)}/models.csv</a>; as text: "
+        f"<a href='{esc(folder)}/models.txt'>{esc(folder)}/models.txt</a>.</p>",
+    ]
+    for table, plot in tables:
+        parts.append(_models_table_html(table))
+        src = f"{folder}/{plot.file}"
+        parts.append(f"<figure><img src='{esc(src)}' alt='{esc(plot.caption)}'>"
+                     f"<figcaption>{esc(plot.caption)}</figcaption></figure>")  # fmt: skip
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _models_table_html(table: ModelsTable) -> str:
+    esc = html.escape
+    head = "".join(f"<th>{esc(m)}</th>" for m in MODELS)
+    body = "".join(
+        f"<tr><th>{esc(r.dtype)}</th><th>{r.m} x {r.n} x {r.k}</th>"
+        + "".join(f"<td>{_models_cell(r.best.get(m))}</td>" for m in MODELS)
+        + "</tr>"
+        for r in table.rows
+    )
+    notes = "".join(f"<li>{esc(note)}</li>" for note in table.notes)
+    unknown = f"<p class='note'>Compile time not measured here (-):</p><ul class='note'>{notes}</ul>" if notes else ""
+    return (
+        f"<table><caption>On {esc(table.gpu_name)} ({esc(table.arch or 'architecture not recorded')}), TFLOPS"
+        f"</caption><thead><tr><th>dtype</th><th>M x N x K</th>{head}</tr></thead><tbody>{body}</tbody></table>"
+        + unknown
+    )
+
+
+def _models_cell(entry: Entry | None) -> str:
+    if entry is None:
+        return "-"
+    esc = html.escape
+    if entry.lines is None:  # cuBLAS: a figure, no rung of ours
+        return f"{entry.gflops / 1e3:.1f}<br><small>{esc(entry.kernel)}</small>"
+    compile_s = "-" if entry.compile_s is None else f"{entry.compile_s:.1f} s"
+    return (f"{entry.gflops / 1e3:.1f}<br><small>{esc(entry.kernel)}<br>{entry.lines} lines, "
+            f"compile {compile_s}</small>")  # fmt: skip
