@@ -357,3 +357,10 @@ def test_models_plot_draws_a_bar_per_model_with_a_result(tmp_path: Path) -> None
 
 def test_code_lines_count_neither_blank_lines_nor_comment_lines() -> None:
     assert code_lines("int x;\n\n// why\n  # also why\nx = 1;\n") == 2
+
+
+def test_a_compile_time_for_a_c_type_ahead_does_not_know_is_refused_in_words() -> None:
+    from gemmlab.kernels.peers.ahead import compile_ahead
+
+    with pytest.raises(ConstraintError, match="Time it at e4m3"):
+        compile_ahead(catalogue.get("triton_fp8_blocked"), "e4m3-bf16")  # type: ignore[arg-type]

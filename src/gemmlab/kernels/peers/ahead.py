@@ -12,6 +12,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from gemmlab.core.errors import ConstraintError
 from gemmlab.kernels.peers.spec import PeerSpec
 
 # Triton's names of the element types a peer rung takes.
@@ -35,6 +36,11 @@ def compile_ahead(spec: PeerSpec, dtype: str, arch: str = "sm_90") -> Ahead:
     import triton
     from triton.backends.compiler import GPUTarget
 
+    if dtype not in ELEMENTS:
+        raise ConstraintError(
+            f"{spec.id}'s compile is timed for {', '.join(ELEMENTS)} only, not {dtype}.",
+            f"Time it at {'e4m3' if dtype.startswith('e4m3') else 'one of those'}: the same inputs and mainloop.",
+        )
     module = importlib.import_module(spec.module)
     element = ELEMENTS[dtype]
     config = module.configs(4 if dtype == "float32" else 2)[0]
