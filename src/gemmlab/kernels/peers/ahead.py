@@ -33,14 +33,14 @@ def compile_ahead(spec: PeerSpec, dtype: str, arch: str = "sm_90") -> Ahead:
     """The rung's first configuration compiled for ``arch`` (sm_XY) with an empty cache."""
     if spec.model == "cute":
         return _compile_cute(spec, arch)
-    import triton
-    from triton.backends.compiler import GPUTarget
-
     if dtype not in ELEMENTS:
         raise ConstraintError(
             f"{spec.id}'s compile is timed for {', '.join(ELEMENTS)} only, not {dtype}.",
             f"Time it at {'e4m3' if dtype.startswith('e4m3') else 'one of those'}: the same inputs and mainloop.",
         )
+    import triton
+    from triton.backends.compiler import GPUTarget
+
     module = importlib.import_module(spec.module)
     element = ELEMENTS[dtype]
     config = module.configs(4 if dtype == "float32" else 2)[0]
