@@ -153,3 +153,10 @@ def test_help_lists_the_commands_in_their_order() -> None:
         "distributed",  # a command: Typer lists the groups (dispatch) after the commands
         "dispatch",
     ]
+
+
+@pytest.mark.parametrize(("command", "words"), [("tune", "[parameters]"), ("sweep", "series, in seconds")])
+def test_help_texts_keep_their_brackets_from_rich_markup(command: str, words: str) -> None:
+    """Rich reads '[parameters]' or '[s]' in a help text as markup and drops it."""
+    result = CliRunner().invoke(app, [command, "--help"], terminal_width=200)
+    assert words in " ".join(result.output.split())

@@ -113,7 +113,7 @@ def sweep_cmd(
     force: ForceOption = False,
     reps: Annotated[int, typer.Option(min=1, help="Timed repetitions per point.")] = 20,
     max_seconds: Annotated[
-        float, typer.Option(min=0.0, help="Cap on each point's timed series [s] (at least 3 repetitions).")
+        float, typer.Option(min=0.0, help="Cap on each point's timed series, in seconds (at least 3 repetitions).")
     ] = 2.0,
     profile: ProfileOption = False,
     param: Annotated[

@@ -23,7 +23,7 @@ def tune_cmd(
         str,
         typer.Argument(
             help="A kernel of the FP32 or tensor-core ladder (sgemm_*, tc_*; see `gemmlab kernels`), or your "
-            "declaration's path (its [parameters] are searched)."
+            "declaration's path (its \\[parameters] are searched)."
         ),
     ],
     sizes: Annotated[
