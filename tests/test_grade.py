@@ -346,13 +346,9 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) 
 def test_cli_grades_a_class_and_writes_the_leaderboard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from gemmlab.cli import grade as grade_cli
     from gemmlab.cli import run_cli
 
-    Fakes(monkeypatch, fail={"bob": ("compile", CompileError("matmul.cu(7): error"))}, speed={"ann": 0.3})
-    monkeypatch.setattr(grade_cli, "_check_sanitizer", lambda: None)
-    monkeypatch.setattr(grade, "pooled", lambda scheduler: _inline())
-    folder = class_of(tmp_path, "ann", "bob")
+    folder = cli_class(monkeypatch, tmp_path, "ann", "bob")
     args = ["grade", str(folder), "--task", str(write_task(tmp_path)), "--db", str(tmp_path / "r.db"),
             "--out", str(tmp_path / "lb")]  # fmt: skip
     assert run_cli(args) == 0
@@ -363,6 +359,17 @@ def test_cli_grades_a_class_and_writes_the_leaderboard(
     assert run_cli(args) == 0
     assert "0 to grade, 2 graded before" in capsys.readouterr().out
     assert math.isfinite(float(rows[0]["share_geomean"]))
+
+
+def cli_class(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *names: str) -> Path:
+    """A class of ``names`` for `gemmlab grade`, graded by fakes in this
+    process: ann is timed at 0.3 of cuBLAS, bob fails to compile."""
+    from gemmlab.cli import grade as grade_cli
+
+    Fakes(monkeypatch, fail={"bob": ("compile", CompileError("matmul.cu(7): error"))}, speed={"ann": 0.3})
+    monkeypatch.setattr(grade_cli, "_check_sanitizer", lambda: None)
+    monkeypatch.setattr(grade, "pooled", lambda scheduler: _inline())
+    return class_of(tmp_path, *names)
 
 
 def _inline():

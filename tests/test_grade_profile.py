@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gemmlab.core.errors import CompileError, VerificationError
+from gemmlab.core.errors import VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.measure import profile as ncu
 from gemmlab.measure.profile import ProfileResult
@@ -22,7 +22,7 @@ from gemmlab.report.leaderboard import bound_by, page_link, profile_html, write_
 from gemmlab.results.store import MIGRATIONS, SCHEMA_VERSION, Store
 from gemmlab.studies import grade
 from gemmlab.studies.grade import FAIL, GRADED, PROFILE_FIGURES
-from test_grade import EXAMPLES, TASK, Fakes, _inline, class_of, write_task
+from test_grade import EXAMPLES, TASK, Fakes, class_of, cli_class, write_task
 
 FIGURES = {"time_ms": 0.125, "gflops": 268.4, "achieved_occupancy": 61.5, "theoretical_occupancy": 66.7,
            "sm_throughput_pct": 41.0, "dram_throughput_pct": 78.5, "dram_gbs": 2900.0,
@@ -177,17 +177,13 @@ def test_a_v11_file_gains_the_profile_column_and_keeps_its_grades(tmp_path: Path
 def test_cli_profile_option_without_ncu_warns_and_grades(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from gemmlab.cli import grade as grade_cli
     from gemmlab.cli import run_cli
 
-    Fakes(monkeypatch, fail={"bob": ("compile", CompileError("matmul.cu(7): error"))}, speed={"ann": 0.3})
-    monkeypatch.setattr(grade_cli, "_check_sanitizer", lambda: None)
-    monkeypatch.setattr(grade, "pooled", lambda scheduler: _inline())
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr(ncu, "NCU_SEARCH_GLOBS", ())
     # The real profile stage, run in this process: a worker's child would not see the patched search folders.
     monkeypatch.setattr(grade.watchdog, "Worker", InlineWorkerContext)
-    folder = class_of(tmp_path, "bob")
+    folder = cli_class(monkeypatch, tmp_path, "bob")
     shutil.copytree(EXAMPLES / "naive_define", folder / "ann")  # a declaration the profiler can read
     out = tmp_path / "lb"
     args = ["grade", str(folder), "--task", str(write_task(tmp_path)), "--db", str(tmp_path / "r.db"),

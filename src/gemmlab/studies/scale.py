@@ -329,26 +329,14 @@ def _gpu_locks() -> tuple[Any, Any] | None:
     return Lock(f"{key}-alone"), Semaphore(max_leases=GPU_LEASES, name=f"{key}-share")
 
 
-@contextlib.contextmanager
-def gpu_shared() -> Iterator[None]:
+def gpu_shared() -> contextlib.AbstractContextManager:
     """Use this worker's GPU beside the cluster's other users of it (a
     sanitizer run, a verification), but never while one of them times: wait
     at the gate while a timing holds it, then hold one lease."""
-    locks = _gpu_locks()
-    if locks is None:
-        yield
-        return
-    alone, share = locks
-    with alone:
-        share.acquire()
-    try:
-        yield
-    finally:
-        share.release()
+    return _gpu_held(leases=1, keep_gate=False)
 
 
-@contextlib.contextmanager
-def gpu_to_itself() -> Iterator[None]:
+def gpu_to_itself() -> contextlib.AbstractContextManager:
     """Hold this worker's GPU against the cluster's other workers for the block.
 
     Timing and profiling need the GPU to themselves: a cluster started with
@@ -360,22 +348,34 @@ def gpu_to_itself() -> Iterator[None]:
     already on the GPU finish (each within its stage's time limit) and no new
     one starts; the scheduler holds both, for every worker of the cluster.
     Outside Dask (inline, tests) there is nobody to wait for."""
+    return _gpu_held(leases=GPU_LEASES, keep_gate=True)
+
+
+@contextlib.contextmanager
+def _gpu_held(leases: int, keep_gate: bool) -> Iterator[None]:
+    """``leases`` of the GPU's semaphore, taken behind its gate (the ``alone``
+    lock: nobody new passes it while a timing holds it), the gate kept for the
+    block or let go once the leases are held."""
     locks = _gpu_locks()
     if locks is None:
         yield
         return
-    alone, share = locks
-    with alone:
-        held = 0
-        try:
-            while held < GPU_LEASES:
-                share.acquire()
-                held += 1
-            yield
-        finally:
-            for _ in range(held):
-                share.release()
-
+    gate, share = locks
+    held, gated = 0, True
+    gate.acquire()
+    try:
+        while held < leases:
+            share.acquire()
+            held += 1
+        if not keep_gate:
+            gate.release()
+            gated = False
+        yield
+    finally:
+        if gated:
+            gate.release()
+        for _ in range(held):
+            share.release()
 
 def dask_installed() -> bool:
     """Whether Dask's distributed package can be imported here."""
