@@ -26,6 +26,7 @@ None of it runs inside the timed loop.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -112,15 +113,15 @@ extern "C" __global__ void gemmlab_hold(unsigned long long ns) {
 """
 
 
-_HOLDERS: dict[int, Any] = {}
+@functools.cache
+def _holder(cp: Any) -> Any:
+    """The busy-wait kernel, built once per process by CuPy."""
+    return cp.RawKernel(HOLD_SOURCE, "gemmlab_hold")
 
 
 def _hold(cp: Any, stream: Any) -> None:
-    """Queue HOLD_NS of one thread's busy wait on ``stream`` (the kernel built once per process by CuPy)."""
-    kernel = _HOLDERS.get(id(cp))
-    if kernel is None:
-        kernel = _HOLDERS[id(cp)] = cp.RawKernel(HOLD_SOURCE, "gemmlab_hold")
-    kernel((1,), (1,), (cp.uint64(HOLD_NS),), stream=stream)
+    """Queue HOLD_NS of one thread's busy wait on ``stream``."""
+    _holder(cp)((1,), (1,), (cp.uint64(HOLD_NS),), stream=stream)
 
 
 def _time(cp: Any, stream: Any, fn: Any, reps: int, flush: Any | None) -> list[float]:

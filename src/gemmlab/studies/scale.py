@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import importlib.util
 import logging
@@ -320,12 +321,21 @@ def _gpu_locks() -> tuple[Any, Any] | None:
     ``alone`` (one timing at a time, and a gate no new sharer passes while it
     is held) and ``share`` (a semaphore whose leases the GPU's users hold)."""
     try:
-        from distributed import Lock, Semaphore, get_worker
+        from distributed import get_worker
 
         get_worker()
     except (ImportError, ValueError):
         return None
-    key = gpu_key()
+    return _locks_named(gpu_key())
+
+
+@functools.cache
+def _locks_named(key: str) -> tuple[Any, Any]:
+    """The two locks of the GPU ``key``, made once per worker process: each
+    distributed Semaphore starts a lease-refreshing callback on the worker's
+    loop, which one made per stage would leave running."""
+    from distributed import Lock, Semaphore
+
     return Lock(f"{key}-alone"), Semaphore(max_leases=GPU_LEASES, name=f"{key}-share")
 
 
@@ -376,6 +386,7 @@ def _gpu_held(leases: int, keep_gate: bool) -> Iterator[None]:
             gate.release()
         for _ in range(held):
             share.release()
+
 
 def dask_installed() -> bool:
     """Whether Dask's distributed package can be imported here."""
