@@ -45,8 +45,7 @@ def warp_states(kernel_id: str, dtype: str, n: int) -> str:
                                   skip=profile.launches_to_skip(point))  # fmt: skip
     at = command.index("--metrics")
     command[at : at + 2] = ["--metrics", ",".join(EXTRA), "--section", "WarpStateStats", "--print-details", "all"]
-    for flag in ("--csv",):
-        command.remove(flag)
+    command.remove("--csv")
     at = command.index("--page")
     command[at : at + 2] = ["--page", "details"]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=600, env=profile.ncu_environment())
