@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import user
+from gemmlab.results.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 _SPEC = importlib.util.spec_from_file_location("class_demo", ROOT / "examples" / "grading" / "class_demo.py")
@@ -75,3 +77,26 @@ def test_the_summary_counts_outcomes_and_names_the_unexpected(tmp_path: Path) ->
     del grades[next(n for n, k in made.items() if k.name == "hang")]
     text, unexpected = demo.summary(made, grades, 30.0, "cluster")
     assert unexpected == 2 and f"UNEXPECTED {fault}: graded (expected sanitize)" in text and "not graded" in text
+
+
+def test_the_timing_lines_show_both_sides_and_the_baselines_spread(tmp_path: Path) -> None:
+    made = demo.generate(tmp_path / "class", 12)
+    db = tmp_path / "local.sqlite"
+    store = Store.open(db)
+    run_id = store.start_run({})
+    store.close()
+    fast = next(n for n, k in made.items() if k.name == "correct-fast")
+    slow = next(n for n, k in made.items() if k.name == "correct-slow")
+    columns = ("run_id, experiment, point_key, kernel, m, n, k, block_edge, dtype, median_ms, baseline_median_ms, "
+               "ratio_to_baseline, timing_method, baseline_timing_method, sm_clock_after_mhz, created")  # fmt: skip
+    rows = [(run_id, "grade:class-demo", f"{fast}|384", f"{fast}/matmul", 384, 384, 384, 16, "float32", 0.010, 0.020,
+             2.0, "CUDA graph of 50 launches", "CUDA graph of 50 launches", 1980.0, "now"),
+            (run_id, "grade:class-demo", f"{slow}|384", f"{slow}/matmul", 384, 384, 384, 8, "float32", 0.025, 0.025,
+             1.0, "events around each launch", "50 back-to-back launches", None, "now")]  # fmt: skip
+    with sqlite3.connect(db) as conn:
+        conn.executemany(f"INSERT INTO results ({columns}) VALUES ({', '.join('?' * 16)})", rows)
+    grades = {fast: grade_row("graded", "A", 2.0), slow: grade_row("graded", "A", 1.0), "x": grade_row("verify")}
+    lines = demo.timing_lines(made, grades, demo.timed_rows(db))
+    assert any(fast in line and "384x384x384 10.0/20.0=2.00 (graph; graph) 1980" in line for line in lines)
+    assert any(slow in line and "25.0/25.0=1.00 (events; back-to-back) -" in line for line in lines)
+    assert lines[-1] == "   cuBLAS at 384x384x384: 20.0 to 25.0 us over 2 submissions (max/min 1.25)"

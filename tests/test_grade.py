@@ -527,3 +527,9 @@ def test_a_wrong_answer_under_the_sanitizer_is_called_one() -> None:
     wrong = "Traceback ...\ngemmlab.core.errors.VerificationError: C differs from the reference at 12 elements"
     assert "results were wrong" in grade.sanitized_run_failure(wrong)
     assert grade.sanitized_run_failure("Segmentation fault") == "its run under the sanitizer failed"
+
+
+def test_a_failed_sanitizer_run_without_findings_shows_how_it_ended() -> None:
+    printed = "\n".join(f"line {i}" for i in range(30)) + "\n\n"
+    assert grade.output_tail(printed, lines=3) == "line 27\nline 28\nline 29"
+    assert grade.output_tail("  \n") == "(it printed nothing)"

@@ -54,6 +54,15 @@ def test_a_share_without_a_summary_is_not_clean(fake_sanitizer: Path) -> None:
     assert sanitize.check(["tiled"], "memcheck", jobs=2).errors == -1
 
 
+def test_a_run_killed_by_a_signal_says_so(fake_sanitizer: Path) -> None:
+    fake_sanitizer.write_text("#!/bin/sh\necho started\nkill -9 $$\n")
+    report = sanitize.check(["tiled"], "memcheck", jobs=2)
+    assert report.errors == -1
+    assert report.findings().splitlines() == [f"{sanitize.EXIT_NOTE} was killed by signal 9 (SIGKILL)"] * 2
+    fake_sanitizer.write_text("#!/bin/sh\nexit 3\n")
+    assert "exited with status 3" in sanitize.check(["tiled"], "memcheck", jobs=1).findings()
+
+
 def test_a_check_over_its_time_is_a_clear_error(fake_sanitizer: Path) -> None:
     fake_sanitizer.write_text("#!/bin/sh\nsleep 30\n")
     with pytest.raises(GemmlabError, match="did not finish within 1 s"):

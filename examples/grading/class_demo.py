@@ -199,6 +199,49 @@ def latest_grades(db: Path, task: str = "class-demo") -> dict[str, dict]:
     return {r["submission"]: r for r in rows}
 
 
+def timed_rows(db: Path, task: str = "class-demo") -> dict[str, list[dict]]:
+    """Each graded submission's timed shapes in ``db``: its time and cuBLAS's
+    beside it, how each side was timed, and the SM clock right after."""
+    query = """SELECT kernel, m, n, k, median_ms, baseline_median_ms, ratio_to_baseline, timing_method,
+                      baseline_timing_method, sm_clock_after_mhz FROM results WHERE experiment = ? ORDER BY m, n, k"""
+    with sqlite3.connect(db) as conn:
+        conn.row_factory = sqlite3.Row
+        rows = [dict(r) for r in conn.execute(query, (f"grade:{task}",))]
+    out: dict[str, list[dict]] = {}
+    for row in rows:
+        out.setdefault(row["kernel"].split("/")[0], []).append(row)
+    return out
+
+
+def timing_lines(made: dict[str, Kind], grades: dict[str, dict], timed: dict[str, list[dict]]) -> list[str]:
+    """Per graded submission and shape: kernel and cuBLAS times (us), their
+    ratio, each side's method, the SM clock; then cuBLAS's spread per shape
+    across the class (one library, one GPU: its times should agree)."""
+    lines = ["   timed shapes (kernel us / cuBLAS us = share; methods; SM MHz after):"]
+    by_shape: dict[str, list[float]] = {}
+    for name in sorted(n for n in grades if grades[n]["stage"] == "graded"):
+        cells = []
+        for r in timed.get(name, []):
+            shape = f"{r['m']}x{r['n']}x{r['k']}"
+            by_shape.setdefault(shape, []).append(r["baseline_median_ms"])
+            clock = f"{r['sm_clock_after_mhz']:.0f}" if r["sm_clock_after_mhz"] else "-"
+            methods = f"{short(r['timing_method'])}; {short(r['baseline_timing_method'])}"
+            cells.append(f"{shape} {r['median_ms'] * 1e3:.1f}/{r['baseline_median_ms'] * 1e3:.1f}="
+                         f"{r['ratio_to_baseline']:.2f} ({methods}) {clock}")  # fmt: skip
+        lines.append(f"     {name:18} {made[name].name:13} " + " | ".join(cells))
+    for shape, times in sorted(by_shape.items()):
+        lines.append(f"   cuBLAS at {shape}: {min(times) * 1e3:.1f} to {max(times) * 1e3:.1f} us over {len(times)} "
+                     f"submissions (max/min {max(times) / min(times):.2f})")  # fmt: skip
+    return lines
+
+
+def short(method: str | None) -> str:
+    """A stored timing method (Timing.method's words) in one word."""
+    if not method:
+        return "-"
+    return "graph" if method.startswith("CUDA graph") else "back-to-back" if "back-to-back" in method else "events"
+
+
 def summary(made: dict[str, Kind], grades: dict[str, dict], elapsed_s: float, label: str) -> tuple[str, int]:
     """The run's summary in words, and how many submissions ended elsewhere than their template expects."""
     outcomes = Counter(g["stage"] if g["stage"] != "graded" else f"graded {g['grade']}" for g in grades.values())
@@ -282,8 +325,10 @@ def main() -> int:
             with start_cluster(args.workers) as cluster:
                 print(f"Dask cluster at {cluster.scheduler_address}: {args.workers} workers", flush=True)
                 elapsed = grade(args.out / "class", task, args.out / run, db, cluster.scheduler_address, args.profile)
-        text, unexpected = summary(made, latest_grades(db), elapsed, f"{run} ({db})")
+        grades = latest_grades(db)
+        text, unexpected = summary(made, grades, elapsed, f"{run} ({db})")
         print(text, flush=True)
+        print("\n".join(timing_lines(made, grades, timed_rows(db))), flush=True)
         failures += unexpected
     return 1 if failures else 0
 

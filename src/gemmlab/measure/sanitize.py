@@ -17,6 +17,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,6 +42,11 @@ SANITIZER_SEARCH_DIRS: tuple[str, ...] = (
 _SUMMARY = re.compile(r"(ERROR|RACECHECK) SUMMARY: (\d+) (errors|hazards)")
 _RACE_ERRORS = re.compile(r"\((\d+) errors?, (\d+) warnings?\)")
 
+# Begins the line added to a sanitizer run's output when it exits non-zero, so
+# that a run that printed no finding (killed, or crashed before its summary)
+# still says how it ended.
+EXIT_NOTE = "[gemmlab] the run under the sanitizer"
+
 
 @dataclass(frozen=True)
 class SanitizerReport:
@@ -60,6 +66,7 @@ class SanitizerReport:
             for line in self.output.splitlines()
             if ("=========" in line and "Host Frame" not in line and "Saved host backtrace" not in line)
             or "Error" in line
+            or line.startswith(EXIT_NOTE)
         ]
         return "\n".join(keep[:limit])
 
@@ -254,10 +261,21 @@ def _run_side_by_side(commands: list[list[str]], env: dict, timeout: float, tool
                 if proc.poll() is None:
                     proc.kill()
         outputs = []
-        for log in logs:
+        for log, code in zip(logs, codes, strict=True):
             log.seek(0)
-            outputs.append(log.read())
+            outputs.append(log.read() + (f"\n{EXIT_NOTE} {exit_words(code)}\n" if code != 0 else ""))
     return outputs, any(code != 0 for code in codes)
+
+
+def exit_words(code: int) -> str:
+    """How a child ended, from its return code (negative: the signal that killed it)."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"was killed by signal {-code} ({name})"
+    return f"exited with status {code}"
 
 
 def _child(args: list[str]) -> int:

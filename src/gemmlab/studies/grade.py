@@ -517,9 +517,16 @@ def sanitize_stage(submission: Submission, task: Task, worker: watchdog.Worker) 
         if not report.clean:
             found = f"{report.errors} report(s)" if report.errors > 0 else sanitized_run_failure(report.output)
             raise StageFailed(
-                f"compute-sanitizer {tool}: {found}:\n{report.findings(limit=20)}",
+                f"compute-sanitizer {tool}: {found}:\n{report.findings(limit=20) or output_tail(report.output)}",
                 f"Run `gemmlab check {submission.kernel} --tool {tool}` to see every finding.",
             )
+
+
+def output_tail(output: str, lines: int = 15) -> str:
+    """The last ``lines`` non-blank lines of a run's output: all there is to go
+    on when it printed no finding and no error of its own."""
+    kept = [line for line in output.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:]) if kept else "(it printed nothing)"
 
 
 def sanitized_run_failure(output: str) -> str:
