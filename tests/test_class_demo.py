@@ -66,12 +66,18 @@ def grade_row(stage: str, grade: str = "fail", share: float | None = None, wall:
 def test_the_summary_counts_outcomes_and_names_the_unexpected(tmp_path: Path) -> None:
     made = demo.generate(tmp_path, 12)
     expected = {"correct-slow": grade_row("graded", "C", 0.08), "correct-fast": grade_row("graded", "A", 0.6, 4.0),
+                "uncoalesced": grade_row("graded", "C", 0.03),
                 "wrong": grade_row("verify"), "compile-error": grade_row("compile"),
                 "fault": grade_row("sanitize"), "hang": grade_row("verify", wall=20.0)}  # fmt: skip
     grades = {name: expected[kind.name] for name, kind in made.items()}
     text, unexpected = demo.summary(made, grades, 30.0, "local")
     assert unexpected == 0 and "12 of 12 graded in 30 s" in text and "UNEXPECTED" not in text
-    assert "hang: " in text and "slowest correct-fast 0.600 vs fastest correct-slow 0.080" in text
+    assert "hang: " in text and "correct-fast: 0.600 to 0.600 of cuBLAS" in text and "UNEXPECTED order" not in text
+    slow = next(n for n, k in made.items() if k.name == "correct-slow")
+    grades[slow] = grade_row("graded", "A", 0.6)  # as fast as the slowest tiled one: a misranked leaderboard
+    text, unexpected = demo.summary(made, grades, 30.0, "local")
+    assert unexpected == 1 and "UNEXPECTED order: slowest correct-fast 0.600 <= fastest correct-slow 0.600" in text
+    grades[slow] = expected["correct-slow"]
     fault = next(n for n, k in made.items() if k.name == "fault")
     grades[fault] = grade_row("graded", "A", 0.7)
     del grades[next(n for n, k in made.items() if k.name == "hang")]

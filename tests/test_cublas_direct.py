@@ -59,3 +59,28 @@ def test_a_failing_status_is_an_error_naming_the_call(monkeypatch: pytest.Monkey
     monkeypatch.setattr(direct, "_library", lambda: FakeLib(status=7))
     with pytest.raises(direct.CublasStatusError, match="cublasGemmEx returned cuBLAS status 7"):
         direct.gemm_ex(fake_cp(0), (0,))()
+
+
+@pytest.mark.parametrize(("dtype", "kind", "compute", "scalar"), [("float32", 0, 68, "f"), ("float64", 1, 70, "d")])
+def test_the_gemm_reads_its_scalars_in_its_compute_type(
+    monkeypatch: pytest.MonkeyPatch, dtype: str, kind: int, compute: int, scalar: str
+) -> None:
+    import ctypes
+
+    import numpy as np
+
+    from gemmlab.problems import matmul
+
+    lib = FakeLib()
+    monkeypatch.setattr(direct, "_library", lambda: lib)
+    array = lambda rows, cols, ptr: SimpleNamespace(shape=(rows, cols), data=SimpleNamespace(ptr=ptr))  # noqa: E731
+    a, b, c = array(3, 2, 1000), array(2, 4, 2000), array(3, 4, 3000)
+    call = matmul.cublas_gemm(fake_cp(0), a, b, c, dtype, alpha=2.5, beta=-1.0)  # keeps its host scalars alive
+    call()
+    (_, _, *args) = lib.calls[1]
+    # C^T = B^T . A^T: n, m, k, then alpha, B (ld n), A (ld k), beta, C (ld n), compute, algorithm
+    assert args[2:5] == [4, 3, 2] and args[6:9] == [2000, kind, 4] and args[9:12] == [1000, kind, 2]
+    assert args[13:18] == [3000, kind, 4, compute, -1]
+    read = {"f": ctypes.c_float, "d": ctypes.c_double}[scalar]
+    assert read.from_address(args[5]).value == 2.5 and read.from_address(args[12]).value == -1.0
+    assert np.dtype(scalar).itemsize == args[12] - args[5]

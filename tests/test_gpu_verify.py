@@ -68,6 +68,19 @@ def test_a_16_bit_kernel_runs_verified_in_its_own_type(dtype: str) -> None:
     assert result.baseline_gflops is not None and result.baseline_gflops > 0
 
 
+def test_a_short_float32_kernel_and_cublas_are_both_timed_from_graphs() -> None:
+    """A user's float32 C = A.B kernel at a few microseconds: the cuBLAS side
+    is a GemmEx call the runner captures, as the kernel is, so neither side's
+    figure holds Python's launch time."""
+    result = _run("naive_define", Shape.square(256))
+    assert result.baseline_name == "cuBLAS GemmEx float32, FP32 compute (C = A.B)"
+    assert result.baseline_timing is not None
+    assert result.timing.graph_launches and result.baseline_timing.graph_launches, (
+        result.timing.method,
+        result.baseline_timing.method,
+    )
+
+
 def test_an_alpha_beta_kernel_runs_verified() -> None:
     result = _run("gemm_alpha_beta", Shape(129, 77, 200))
     assert result.error <= 1e-5

@@ -6,12 +6,14 @@ beside it and hands to `gemmlab grade --scheduler ADDRESS`.
     python examples/grading/class_demo.py --out demo/ --only cluster --workers 6
 
 The submissions come from a few templates, each with a known outcome: correct
-kernels of several speeds (an uncoalesced naive one, a naive one, shared-memory
-tiles), wrong answers, compile errors, out-of-bounds writes and a kernel that
-spins for ever at the large shapes only (so that the sanitizer's small shapes
-pass and the watchdog stops it within the task's short timeout). The summary
-says, per run, how many ended in each outcome, whether each was caught by the
-stage its template expects, and the wall time in all and per submission.
+kernels of three speeds (a naive one with its thread indices swapped, so that
+it reads uncoalesced, the same naive one coalesced, and shared-memory tiles),
+wrong answers, compile errors, out-of-bounds writes and a kernel that spins for
+ever at the large shapes only (so that the sanitizer's small shapes pass and
+the watchdog stops it within the task's short timeout). The summary says, per
+run, how many ended in each outcome, whether each was caught by the stage its
+template expects, whether the leaderboard ranks the three speeds in order, and
+the wall time in all and per submission.
 """
 
 from __future__ import annotations
@@ -38,9 +40,9 @@ min = 256
 max = 640
 multiple = 32
 [grades]
-A = 0.5
-B = 0.2
-C = 0.05
+A = 0.7
+B = 0.25
+C = 0.02
 pass = "verified"
 [timing]
 reps = 5
@@ -129,16 +131,19 @@ HANG = (
 class Kind:
     """A template and the stages that may stop it (``graded``: none). A wrong
     answer is caught by the sanitizer's own check of its small shapes, or
-    else by verification."""
+    else by verification. ``tier`` orders the correct kinds by speed: every
+    one of a higher tier must rank above every one of a lower tier."""
 
     name: str
     expected: tuple[str, ...]
     count: int
+    tier: int | None = None
 
 
 KINDS = (
-    Kind("correct-slow", ("graded",), 8),
-    Kind("correct-fast", ("graded",), 8),
+    Kind("correct-slow", ("graded",), 4, tier=1),  # naive, one thread per element of C, coalesced
+    Kind("uncoalesced", ("graded",), 4, tier=0),  # the same naive kernel with its thread indices swapped
+    Kind("correct-fast", ("graded",), 8, tier=2),  # shared-memory tiles
     Kind("wrong", ("sanitize", "verify"), 8),
     Kind("compile-error", ("compile",), 6),
     Kind("fault", ("sanitize",), 6),
@@ -153,8 +158,9 @@ def source(kind: str, i: int) -> tuple[str, int]:
     tile = TILES[i % len(TILES)] if kind != "correct-fast" else (16, 32)[i % 2]
     naive = {"tile": tile, "row": "y", "col": "x", "k_end": "K", "offset": "0", "scale": ""}
     if kind == "correct-slow":
-        naive.update(row="x", col="y") if i % 2 else None  # every other one uncoalesced: slower still
         return NAIVE.format(**naive), tile
+    if kind == "uncoalesced":
+        return NAIVE.format(**{**naive, "row": "x", "col": "y"}), tile
     if kind == "correct-fast":
         return TILED.format(tile=tile), tile
     if kind == "wrong":
@@ -259,17 +265,32 @@ def summary(made: dict[str, Kind], grades: dict[str, dict], elapsed_s: float, la
         got = grades.get(name)
         expected = " or ".join(made[name].expected)
         lines.append(f"   UNEXPECTED {name}: {got['stage'] if got else 'not graded'} (expected {expected})")
-    fast = [grades[n]["share_geomean"] for n, k in made.items() if k.name == "correct-fast" and n in grades]
-    slow = [grades[n]["share_geomean"] for n, k in made.items() if k.name == "correct-slow" and n in grades]
-    if all(fast + slow) and fast and slow:
-        lines.append(f"   slowest correct-fast {min(fast):.3f} vs fastest correct-slow {max(slow):.3f} of cuBLAS")
+    order, misranked = ranking(made, grades)
+    lines += order
+    lines += [f"   UNEXPECTED order: {what}" for what in misranked]
     lines.append("   each submission: where it ended, its grade or what caught it, its wall time")
     for name in sorted(grades):
         g = grades[name]
         wall = f"{g['wall_s']:.1f} s" if g.get("wall_s") is not None else "-"
         said = f"grade {g['grade']}, {g['share_geomean']:.3f} of cuBLAS" if g["stage"] == "graded" else first_line(g)
         lines.append(f"     {name:18} {g['stage']:9} {wall:>7}  {said}")
-    return "\n".join(lines), len(wrong_stage)
+    return "\n".join(lines), len(wrong_stage) + len(misranked)
+
+
+def ranking(made: dict[str, Kind], grades: dict[str, dict]) -> tuple[list[str], list[str]]:
+    """Each speed tier's range of shares of cuBLAS (fastest tier first), and
+    each pair of neighbouring tiers that overlap: the leaderboard is right when
+    every submission of a faster tier ranks above every one of a slower."""
+    shares: dict[Kind, list[float]] = {}
+    for name, kind in made.items():
+        got = grades.get(name, {})
+        if kind.tier is not None and got.get("stage") == "graded" and got.get("share_geomean"):
+            shares.setdefault(kind, []).append(got["share_geomean"])
+    tiers = sorted(shares, key=lambda k: -(k.tier or 0))
+    lines = [f"   {k.name}: {min(shares[k]):.3f} to {max(shares[k]):.3f} of cuBLAS" for k in tiers]
+    overlaps = [f"slowest {faster.name} {min(shares[faster]):.3f} <= fastest {slower.name} {max(shares[slower]):.3f}"
+                for faster, slower in zip(tiers, tiers[1:]) if min(shares[faster]) <= max(shares[slower])]  # fmt: skip
+    return lines, overlaps
 
 
 def first_line(grade: dict) -> str:
