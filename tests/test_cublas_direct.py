@@ -73,7 +73,7 @@ def test_the_gemm_reads_its_scalars_in_its_compute_type(
 
     lib = FakeLib()
     monkeypatch.setattr(direct, "_library", lambda: lib)
-    array = lambda rows, cols, ptr: SimpleNamespace(shape=(rows, cols), data=SimpleNamespace(ptr=ptr))  # noqa: E731
+    array = lambda rows, cols, ptr: SimpleNamespace(shape=(rows, cols), data=SimpleNamespace(ptr=ptr))
     a, b, c = array(3, 2, 1000), array(2, 4, 2000), array(3, 4, 3000)
     call = matmul.cublas_gemm(fake_cp(0), a, b, c, dtype, alpha=2.5, beta=-1.0)  # keeps its host scalars alive
     call()

@@ -19,6 +19,7 @@ the wall time in all and per submission.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sqlite3
 import subprocess
@@ -288,8 +289,9 @@ def ranking(made: dict[str, Kind], grades: dict[str, dict]) -> tuple[list[str], 
             shares.setdefault(kind, []).append(got["share_geomean"])
     tiers = sorted(shares, key=lambda k: -(k.tier or 0))
     lines = [f"   {k.name}: {min(shares[k]):.3f} to {max(shares[k]):.3f} of cuBLAS" for k in tiers]
-    overlaps = [f"slowest {faster.name} {min(shares[faster]):.3f} <= fastest {slower.name} {max(shares[slower]):.3f}"
-                for faster, slower in zip(tiers, tiers[1:]) if min(shares[faster]) <= max(shares[slower])]  # fmt: skip
+    low, high = {k: min(v) for k, v in shares.items()}, {k: max(v) for k, v in shares.items()}
+    overlaps = [f"slowest {faster.name} {low[faster]:.3f} <= fastest {slower.name} {high[slower]:.3f}"
+                for faster, slower in itertools.pairwise(tiers) if low[faster] <= high[slower]]  # fmt: skip
     return lines, overlaps
 
 
