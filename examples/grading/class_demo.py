@@ -41,8 +41,8 @@ min = 256
 max = 640
 multiple = 32
 [grades]
-A = 0.7
-B = 0.25
+A = 0.4
+B = 0.2
 C = 0.02
 pass = "verified"
 [timing]
