@@ -101,8 +101,10 @@ def small_shapes(spec: KernelSpec, block_edge: int) -> list[Shape]:
         Shape(129, 257, 40),
     ]
     if spec.n_bytes_multiple:
-        # C is a tensor map (N in whole 16-byte rows): odd M, and N still short of one tile.
-        candidates.append(Shape(37, 56, 136))
+        # C is a tensor map (N in whole 16-byte rows): odd M, and N still short
+        # of one tile; K in an odd count of 16-byte pieces of 2-byte elements,
+        # then in whole pieces of 1-byte ones (the 8-bit rungs).
+        candidates += [Shape(37, 56, 136), Shape(37, 56, 144)]
     if spec.declaration is not None:
         # A user's kernel may take square sizes only, or multiples of its tile:
         # one tile, three tiles, and odd squares for those with bounds checks.
