@@ -51,7 +51,11 @@ def test_help_offers_shell_completion_and_the_version() -> None:
         assert option in out, option
 
 
-def test_completion_script_completes_gemmlab() -> None:
+def test_completion_script_completes_gemmlab(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Typer otherwise ignores the shell named here and asks shellingham for the
+    # shell among this process's ancestors; a detached run has none (it failed
+    # with "Shell  not supported"). This variable makes the option take its value.
+    monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
     result = CliRunner().invoke(app, ["--show-completion", "bash"], prog_name="gemmlab")
     assert result.exit_code == 0, result.output
     assert "_gemmlab_completion" in result.output and "complete" in result.output
