@@ -354,10 +354,12 @@ def test_cli_grades_a_class_and_writes_the_leaderboard(
     assert run_cli(args) == 0
     out = capsys.readouterr().out
     assert "ann: 0.300 of cuBLAS, grade B" in out and "bob: fail at compile" in out
+    assert "grading on: inline: one item after another in this process (no Dask)" in out
     rows = list(csv.DictReader((tmp_path / "lb" / "leaderboard.csv").open()))
     assert [r["submission"] for r in rows] == ["ann", "bob"]
     assert run_cli(args) == 0
-    assert "0 to grade, 2 graded before" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "0 to grade, 2 graded before" in out and "grading on" not in out
     assert math.isfinite(float(rows[0]["share_geomean"]))
 
 
@@ -375,7 +377,9 @@ def cli_class(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *names: str) -> P
 def _inline():
     import contextlib
 
-    return contextlib.nullcontext(grade.inline_map)
+    from gemmlab.studies import scale
+
+    return contextlib.nullcontext(scale.Pool(scheduler=scale.INLINE))
 
 
 # -- the real compile stage (NVRTC compiles without a GPU) ------------------------
@@ -467,8 +471,9 @@ def test_the_map_is_the_pools_where_there_is_one(monkeypatch: pytest.MonkeyPatch
     # could be sent, runs), and a scheduler named is an error naming the extra.
     monkeypatch.setattr(scale, "dask_installed", lambda: False)
     monkeypatch.setitem(sys.modules, "distributed", None)
-    with grade.pooled(None) as map_fn:
-        assert list(map_fn(lambda x: 2 * x, [1, 2])) == [(1, grade.Outcome(2)), (2, grade.Outcome(4))]
+    with grade.pooled(None) as pool:
+        assert list(pool.map(lambda x: 2 * x, [1, 2])) == [(1, grade.Outcome(2)), (2, grade.Outcome(4))]
+        assert pool.describe() == "inline: one item after another in this process (no Dask)"
     with pytest.raises(GemmlabError, match=r"gemmlab\[scale\]"):
         with grade.pooled("tcp://host:8786"):
             pass
@@ -490,8 +495,8 @@ def test_the_map_is_the_pools_where_there_is_one(monkeypatch: pytest.MonkeyPatch
 
     fake = types.SimpleNamespace(Pool=Pool, INLINE=scale.INLINE, dask_installed=lambda: True)
     monkeypatch.setattr(grade, "scale", fake)
-    with grade.pooled("tcp://host:8786") as map_fn:
-        assert list(map_fn(lambda x: 2 * x, [1, 2])) == [(1, grade.Outcome(2)), (2, grade.Outcome(4))]
+    with grade.pooled("tcp://host:8786") as pool:
+        assert list(pool.map(lambda x: 2 * x, [1, 2])) == [(1, grade.Outcome(2)), (2, grade.Outcome(4))]
     assert opened == ["tcp://host:8786", "closed"]
 
 

@@ -60,8 +60,10 @@ def grade_cmd(
             _warn_without_ncu()
         console.print(f"{the_task.name}: {len(pending)} to grade, {len(found) - len(pending)} graded before.",
                       highlight=False)  # fmt: skip
-        with grade.pooled(scheduler) as map_fn:
-            summary = grade.grade(found, the_task, store, map_fn=map_fn, force=force, run_record=run_record(),
+        with grade.pooled(scheduler) as pool:
+            if pending:
+                console.print(f"grading on: {escape(pool.describe())}", highlight=False)
+            summary = grade.grade(found, the_task, store, map_fn=pool.map, force=force, run_record=run_record(),
                                   on_verdict=_print_verdict, profile=profile)  # fmt: skip
         paths = write_leaderboard(out, the_task.name, store.grades(the_task.name), the_task.thresholds,
                                   store.rows(the_task.experiment), grade.hidden_names(the_task))  # fmt: skip

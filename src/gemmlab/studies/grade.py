@@ -728,15 +728,15 @@ def inline_map(fn: Callable[[Any], Any], items: Iterable[Any], *, key: Callable[
 
 
 @contextlib.contextmanager
-def pooled(scheduler: str | None = None) -> Iterator[MapFn]:
-    """A map over the local GPUs, or the Dask cluster at ``scheduler``
-    (gemmlab.studies.scale). Without Dask installed and with no scheduler
-    named, one submission after another in this process; a scheduler named
-    without Dask is the pool's error, which names the extra."""
+def pooled(scheduler: str | None = None) -> Iterator[Any]:
+    """A scale.Pool over the local GPUs, or the Dask cluster at ``scheduler``:
+    its ``map`` grades, its ``describe`` says where. Without Dask installed and
+    with no scheduler named, one submission after another in this process; a
+    scheduler named without Dask is the pool's error, which names the extra."""
     if scheduler is None and not scale.dask_installed():
         scheduler = scale.INLINE
     with scale.Pool(scheduler=scheduler) as pool:
-        yield pool.map
+        yield pool
 
 
 # The stage of a verdict given for writing the results database (see tampered).
