@@ -45,12 +45,17 @@ def test_the_leaderboard_shows_wall_time_and_links_each_page(tmp_path: Path) -> 
 def test_a_graded_submissions_page_has_its_times_beside_cublas_and_its_occupancy(tmp_path: Path) -> None:
     results = [result(256, 256, 256, 0.5, 0.1), result(96, 64, 128, 0.02, 0.01),
                result(256, 256, 256, 9.9, 0.1, source="/c/cy/matmul.toml")]  # fmt: skip
+    graphed = "CUDA graph of 50 launches"
+    results[1].update(timing_method=graphed, baseline_timing_method=graphed)
     write_leaderboard(tmp_path, "t", grades(), results=results, names={(96, 64, 128): "hidden shape 1"})
     page = (tmp_path / page_link("ann")).read_text()
     assert "grade <b>B</b>; 0.410 of cuBLAS" in page and "graded in 12.2 s" in page
     table = page.split("Time beside cuBLAS")[1].split("</table>")[0]
     assert "hidden shape 1" in table and "96x64x128" not in page and "50.0%" in table and "20.0%" in table
     assert "9.9000" not in table  # another submission's result
+    # How each side was timed, beside the figures: the short shape from graphs on both sides.
+    assert "timed by (kernel; cuBLAS)" in table and f"<td>{graphed}; {graphed}</td></tr>" in table
+    assert "<td>20.0%</td><td>1.0e-07</td><td>-</td></tr>" in table  # a row stored without its methods
     occupancy = page.split("Occupancy (theoretical")[1]
     assert "16 x 16 x 1" in occupancy and "75%" in occupancy and "registers" in occupancy
 

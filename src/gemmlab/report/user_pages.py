@@ -26,7 +26,7 @@ from gemmlab.report.plots import save_figure
 # The page's folder names start with this, so that they never meet a section's.
 PREFIX = "kernel-"
 COLUMNS = ("size", "block edge", "configuration", "time (median) [ms]", "GFLOPS", "cuBLAS GFLOPS",
-           "ratio to cuBLAS", "error")  # fmt: skip
+           "ratio to cuBLAS", "error", "timed by (kernel; cuBLAS)")  # fmt: skip
 FAILURE_COLUMNS = ("size", "block edge", "configuration", "kind", "reason")
 
 
@@ -97,9 +97,19 @@ def table_rows(page: UserPage) -> list[tuple[str, ...]]:
             _number(r.get("baseline_gflops"), ",.1f"),
             _number(r.get("ratio_to_baseline"), ".1%"),
             _number(r.get("error"), ".1e"),
+            _methods(r),
         )
         for r in ordered
     ]
+
+
+def _methods(row: Row) -> str:
+    """How each side of a point was timed (Timing.method's words, stored since
+    schema v11); "-" for a row stored before, or a side not timed."""
+    kernel, library = row.get("timing_method"), row.get("baseline_timing_method")
+    if not kernel:
+        return "-"
+    return f"{kernel}; {library}" if library else kernel
 
 
 def failure_rows(page: UserPage) -> list[tuple[str, ...]]:
