@@ -44,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gemmlab.backends import PEERS
 from gemmlab.core import errors
 from gemmlab.core.errors import DeviceLimitError, GemmlabError, ProfilerError
 from gemmlab.core.shapes import Shape
@@ -172,7 +173,7 @@ def uses_tensor_cores(point: Point) -> bool:
     peer rung (Triton, CuTe DSL) claim nothing: their compiler chooses (a tl.dot,
     a wmma in a .cu), so their tensor-core counters are collected too; they read
     zero for a kernel that does not use them."""
-    if point.spec.declaration is not None or point.spec.backend == "peers":
+    if point.spec.declaration is not None or point.spec.backend == PEERS:
         return point.dtype != "int32"
     return any(op.endswith("MMA") for op in point.spec.sass)
 
@@ -727,7 +728,7 @@ def mangled_name(point: Point) -> str:
         from gemmlab.kernels.callables import profiled_name
 
         return profiled_name(point.spec)  # type: ignore[arg-type]
-    if point.spec.backend == "peers":  # a Triton or CuTe DSL rung: the name its compiler gives the kernel
+    if point.spec.backend == PEERS:  # a Triton or CuTe DSL rung: the name its compiler gives the kernel
         return point.spec.kernel_name  # type: ignore[attr-defined]
     targets = (_target(point, arch) for arch in KNOWN_ARCHS)
     arch = next(target for target in targets if target)
@@ -774,7 +775,7 @@ def command_for(kernel_id: str, shape: Shape, block_edge: int | None = None, dty
 def launches_to_skip(point: Point) -> int:
     """Launches of the kernel before the first timed one: the warm-up, and for
     a peer rung the launches its backend makes while it chooses a configuration."""
-    if point.spec.backend == "peers":
+    if point.spec.backend == PEERS:
         from gemmlab.backends.peers import bind_launches
 
         return bind_launches(point.spec, point.dtype) + PROFILED_LAUNCH  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gemmlab import backends
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.peers.spec import MODELS as PEER_LANGUAGES
 from gemmlab.kernels.peers.spec import PEERS
@@ -22,8 +23,8 @@ from gemmlab.measure.compile_time import CompileTime
 from gemmlab.report.plots import Plot, _figure, save_figure
 
 MODELS = ("CUDA C++", "Triton", "CuTe DSL", "cuBLAS")
-# The backend a result was run by, as the model it was written in ("peers" is split by kernel).
-BACKEND_MODELS = {"nvrtc": "CUDA C++"}
+# The backend a result was run by, as the model it was written in (the peers' is split by kernel).
+BACKEND_MODELS = {backends.NVRTC: "CUDA C++"}
 # Each peer rung's model, by kernel id.
 PEER_MODELS = {spec.id: PEER_LANGUAGES[spec.model].name for spec in PEERS}
 
@@ -58,7 +59,7 @@ def code_lines(text: str) -> int:
 def model_of(row: Mapping, peer_models: Mapping[str, str]) -> str | None:
     """The model a result's kernel is written in: CUDA C++ for NVRTC's, the
     peer rung's own (by kernel id) for the peers backend, None otherwise."""
-    if row.get("backend") == "peers":
+    if row.get("backend") == backends.PEERS:
         return peer_models.get(row["kernel"])
     return BACKEND_MODELS.get(row.get("backend") or "")
 
@@ -153,10 +154,10 @@ def _cuda_ids() -> set[str]:
 def _with_backend(row: Mapping, cuda_ids: set[str]) -> dict | None:
     """``row`` with its backend, or None when no model of the table wrote it. Rows
     from before results recorded their backend (schema v5) are known by kernel id."""
-    backend = row.get("backend") or ("peers" if row["kernel"] in PEER_MODELS else "nvrtc")
-    if backend == "peers" and row["kernel"] in PEER_MODELS:
+    backend = row.get("backend") or (backends.PEERS if row["kernel"] in PEER_MODELS else backends.NVRTC)
+    if backend == backends.PEERS and row["kernel"] in PEER_MODELS:
         return {**row, "backend": backend}
-    if backend == "nvrtc" and row["kernel"] in cuda_ids:
+    if backend == backends.NVRTC and row["kernel"] in cuda_ids:
         return {**row, "backend": backend}
     return None
 
@@ -168,7 +169,7 @@ def model_results(rows: Iterable[Mapping]) -> dict[str, list[dict]]:
     a peer rung has a result. Empty when no row is a peer rung's."""
     cuda_ids = _cuda_ids()
     known = [r for r in map(lambda row: _with_backend(row, cuda_ids), rows) if r is not None]
-    peer_rows = [r for r in known if r["backend"] == "peers"]
+    peer_rows = [r for r in known if r["backend"] == backends.PEERS]
     problems = {(r["dtype"], catalogue.get(r["kernel"]).problem.name) for r in peer_rows}
     points = {(r.get("gpu_name"), r["dtype"], r["m"], r["n"], r["k"]) for r in peer_rows}
     by_gpu: dict[str, list[dict]] = {}
