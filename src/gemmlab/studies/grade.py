@@ -671,15 +671,16 @@ def staged(submission: Submission, task: Task, profile: bool = False) -> Verdict
         if profile and results:
             # A Python submission is profiled where it was compiled: ncu's child
             # imports it, so never in the worker that checks and times it.
-            with scale.gpu_to_itself():
+            with gpu_held("profile"):
                 verdict.profile = profile_stage(submission, task, own if submission.is_python else worker)
     return scored(verdict, results or [], task)
 
 
 def gpu_held(stage: str) -> contextlib.AbstractContextManager:
     """How ``stage`` holds the GPU against the cluster's other workers: timing
-    alone, the sanitizer and verification beside each other, compiling not at all."""
-    if stage == "time":
+    and profiling alone, the sanitizer and verification beside each other,
+    compiling not at all."""
+    if stage in ("time", "profile"):
         return scale.gpu_to_itself()
     return scale.gpu_shared() if stage in ("sanitize", "verify") else contextlib.nullcontext()
 

@@ -352,8 +352,7 @@ def gpu_to_itself() -> contextlib.AbstractContextManager:
     Timing and profiling need the GPU to themselves: a cluster started with
     more workers than GPUs would otherwise time one submission while another's
     sanitizer run or verification shares its SMs, and grade by the
-    neighbour's load (the H100 class demo of 2026-11-24 ranked naive kernels
-    above tiled ones that way). Inside a Dask worker this takes the GPU's
+    neighbour's load. Inside a Dask worker this takes the GPU's
     ``alone`` lock, then every lease of its ``share`` semaphore, so the users
     already on the GPU finish (each within its stage's time limit) and no new
     one starts; the scheduler holds both, for every worker of the cluster.
