@@ -22,7 +22,9 @@ Prediction: below tc_fp8_wgmma (962 TFLOP/s at 8192 on the H100), which
 promotes the same way but hides one warpgroup's promotion behind the
 other's wgmmas with a producer warp apart; here every warpgroup waits for
 its own wgmmas each tile (wait_group(0)) and the loads share its warps, so
-the tensor cores idle during each promotion. Measured: pending the GPU run
+the tensor cores idle during each promotion. Measured (H100, 2026-11-24,
+before the runner's hold; benchmarks/results/2026-11-24d_h100_peers-e4m3.txt):
+777.3 TFLOP/s at 4096 and 779.4 at 8192, below tc_fp8_wgmma as predicted
 (docs/peer-ladders.md).
 """
 

@@ -29,8 +29,11 @@ and the scales are None: the traced kernel has none of it.
 
 Prediction: near tc_wgmma (whose design it shares) at 4096, below the
 persistent CUDA C++ rungs; the direct, per-element store of C costs the
-bandwidth of a float32 C written by 4-byte stores. Measured: pending the GPU
-run (docs/peer-ladders.md).
+bandwidth of a float32 C written by 4-byte stores. Measured (H100,
+2026-11-24, before the runner's hold; benchmarks/results/2026-11-24d_h100_peers.txt):
+467.3 TFLOP/s at 4096 against tc_tma_store's 699.7, 587.0 at 8192 against
+752.5; its profile puts the loss in the epilogue's global stores
+(docs/peer-ladders.md).
 """
 
 from __future__ import annotations
