@@ -197,6 +197,7 @@ def with_facts(gpu_name: str, results: list[dict]) -> ModelsTable:
     arch = device_arch(results)
     rows = models_rows(results, PEER_MODELS)
     timed: dict[tuple[str, str], CompileTime] = {}
+    lines: dict[str, int] = {}  # by rung: its file is read once, however many rows it wins
     notes: dict[str, str] = {}
     filled = []
     for row in rows:
@@ -211,8 +212,9 @@ def with_facts(gpu_name: str, results: list[dict]) -> ModelsTable:
                               else CompileTime(None, "the results record no architecture"))  # fmt: skip
             if timed[key].seconds is None:
                 notes.setdefault(f"{entry.kernel} ({row.dtype})", timed[key].reason)
-            lines = code_lines(compile_time.source_text(spec))
-            best[model] = replace(entry, lines=lines, compile_s=timed[key].seconds)
+            if entry.kernel not in lines:
+                lines[entry.kernel] = code_lines(compile_time.source_text(spec))
+            best[model] = replace(entry, lines=lines[entry.kernel], compile_s=timed[key].seconds)
         filled.append(replace(row, best=best))
     return ModelsTable(gpu_name, arch, filled, tuple(f"{rung}: {why}" for rung, why in notes.items()))
 
