@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -128,3 +129,17 @@ def python_submission(parent: Path, name: str, body: str) -> str:
     path = folder / "matmul.py"
     path.write_text(body + "\n" + PYTHON_SUBMISSION_DECLARED)
     return str(path)
+
+
+def database_at(path: Path, version: int) -> sqlite3.Connection:
+    """A results database at ``path`` exactly as schema ``version`` left it (its
+    first ``version`` migrations, nothing after), open for a test to fill; the
+    test commits and closes it before gemmlab opens the file."""
+    from gemmlab.results.store import MIGRATIONS
+
+    conn = sqlite3.connect(path)
+    for steps in MIGRATIONS[:version]:
+        for step in steps:
+            step(conn) if callable(step) else conn.execute(step)
+    conn.execute(f"PRAGMA user_version = {version}")
+    return conn

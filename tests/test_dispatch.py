@@ -6,7 +6,6 @@ sides of a short problem."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,12 +13,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from conftest import database_at
 from gemmlab.cli.app import app
 from gemmlab.core.errors import ConstraintError, GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing
 from gemmlab.kernels import catalogue
-from gemmlab.results.store import MIGRATIONS, SCHEMA_VERSION, Store, result_row
+from gemmlab.results.store import SCHEMA_VERSION, Store, result_row
 from gemmlab.studies import dispatch
 from gemmlab.studies.suite import SUITE_PATH, dtype_name, load_suite
 
@@ -232,11 +232,7 @@ def test_picks_round_trip_and_replace(tmp_path: Path) -> None:
 
 def test_the_migration_adds_the_table_and_the_timing_methods_to_an_older_file(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
-    conn = sqlite3.connect(path)
-    for steps in MIGRATIONS[:10]:  # a file as v10 wrote it, before the dispatch table
-        for statement in steps:
-            statement(conn) if callable(statement) else conn.execute(statement)
-    conn.execute("PRAGMA user_version = 10")
+    conn = database_at(path, 10)  # a file as v10 wrote it, before the dispatch table
     conn.commit()
     conn.close()
     with Store.open(path, readonly=True) as store:

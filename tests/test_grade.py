@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import database_at
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.core.errors import CompileError, GemmlabError, NoGPUError, VerificationError
 from gemmlab.core.shapes import Shape
@@ -439,16 +440,8 @@ def test_a_hidden_shape_is_masked_in_a_reason() -> None:
 
 
 def test_a_v8_file_gains_the_grades_table(tmp_path: Path) -> None:
-    import sqlite3
-
-    from gemmlab.results.store import MIGRATIONS
-
     path = tmp_path / "v8.db"
-    conn = sqlite3.connect(path)
-    for steps in MIGRATIONS[:8]:
-        for step in steps:
-            conn.execute(step) if isinstance(step, str) else step(conn)
-    conn.execute("PRAGMA user_version = 8")
+    conn = database_at(path, 8)
     conn.commit()
     conn.close()
     with Store.open(path) as store:

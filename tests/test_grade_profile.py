@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import database_at
 from gemmlab.core.errors import VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.measure import profile as ncu
 from gemmlab.measure.profile import ProfileResult
 from gemmlab.measure.watchdog import KernelStopped
 from gemmlab.report.leaderboard import bound_by, page_link, profile_html, write_leaderboard
-from gemmlab.results.store import MIGRATIONS, SCHEMA_VERSION, Store
+from gemmlab.results.store import SCHEMA_VERSION, Store
 from gemmlab.studies import grade
 from gemmlab.studies.grade import FAIL, GRADED, PROFILE_FIGURES
 from test_grade import EXAMPLES, TASK, Fakes, class_of, cli_class, write_task
@@ -149,11 +149,7 @@ def test_only_timed_submissions_are_profiled_and_stored(tmp_path: Path, monkeypa
 
 def test_a_v11_file_gains_the_profile_column_and_keeps_its_grades(tmp_path: Path) -> None:
     path = tmp_path / "v11.db"
-    conn = sqlite3.connect(path)
-    for steps in MIGRATIONS[:11]:
-        for step in steps:
-            conn.execute(step) if isinstance(step, str) else step(conn)
-    conn.execute("PRAGMA user_version = 11")
+    conn = database_at(path, 11)
     conn.execute("INSERT INTO grades (task, submission, attempt, source_hash, stage, grade, created, wall_s) "
                  "VALUES ('t', 'ann', 1, 'h', 'graded', 'A', 'then', 3.5)")  # fmt: skip
     conn.commit()

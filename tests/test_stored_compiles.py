@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import database_at
 from gemmlab.core.errors import CompileError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.report import model, tables, write_report
-from gemmlab.results.store import COMPILE_FIELDS, MIGRATIONS, SCHEMA_VERSION, Store, config_text
+from gemmlab.results.store import COMPILE_FIELDS, SCHEMA_VERSION, Store, config_text
 from gemmlab.studies.sweep import SweepPoint, local_nvrtc_version, sweep
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report_rows.json"
@@ -73,11 +74,7 @@ def report_files(index: Path) -> dict[str, str]:
 
 def make_v7_file(path: Path) -> None:
     """A database exactly as schema v7 wrote it: one run, one result, no compiles table."""
-    conn = sqlite3.connect(path)
-    for steps in MIGRATIONS[:7]:
-        for statement in steps:
-            statement(conn) if callable(statement) else conn.execute(statement)
-    conn.execute("PRAGMA user_version = 7")
+    conn = database_at(path, 7)
     conn.execute("INSERT INTO runs (id, started, gpu_name, cc) VALUES (1, '2025-01-01T00:00:00+00:00', 'Old', '9.0')")
     conn.execute(
         "INSERT INTO results (run_id, experiment, point_key, kernel, m, n, k, block_edge, dtype, registers, "

@@ -16,6 +16,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from conftest import database_at
 from gemmlab import backends
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.core.errors import ConstraintError, DeviceLimitError, NoGPUError, UnknownName, VerificationError
@@ -23,7 +24,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing
 from gemmlab.kernels import catalogue
 from gemmlab.measure.run import RunResult
-from gemmlab.results.store import MIGRATIONS, Store, config_text
+from gemmlab.results.store import Store, config_text
 from gemmlab.studies.sweep import SLOW_REPS, SweepPoint, headline, plan, run_record, sweep, timed_point
 
 TESTS = Path(__file__).resolve().parent
@@ -264,11 +265,7 @@ def test_a_point_is_stored_with_its_backend_and_configuration(tmp_path: Path) ->
 
 def test_rows_from_before_the_configuration_record_are_not_measured_again(tmp_path: Path) -> None:
     db = tmp_path / "old.sqlite"
-    conn = sqlite3.connect(db)
-    for steps in MIGRATIONS[:4]:  # results schema v4: keys without backend or configuration
-        for statement in steps:
-            conn.execute(statement)
-    conn.execute("PRAGMA user_version = 4")
+    conn = database_at(db, 4)  # results schema v4: keys without backend or configuration
     conn.execute("INSERT INTO runs (id, started) VALUES (1, 'then')")
     conn.execute("INSERT INTO results (run_id, experiment, point_key, kernel, m, n, k, block_edge, dtype, gflops, "
                  "created) VALUES (1, 'e', 'tiled|16|16|16|16|float32|', 'tiled', 16, 16, 16, 16, 'float32', 1.0, "

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from conftest import database_at
 from gemmlab.backends.nvrtc import Resources
 from gemmlab.cli.app import app
 from gemmlab.core.errors import CompileError, ConstraintError, GemmlabError, UnknownName, VerificationError
@@ -25,7 +26,7 @@ from gemmlab.kernels.sgemm import spec as sgemm
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.kernels.tensor import spec as tensor
 from gemmlab.measure.run import RunResult
-from gemmlab.results.store import MIGRATIONS, SCHEMA_VERSION, TUNER_HISTORY, Store, config_text
+from gemmlab.results.store import SCHEMA_VERSION, TUNER_HISTORY, Store, config_text
 from gemmlab.studies import tune
 
 KERNEL = "sgemm_warptile"
@@ -383,11 +384,7 @@ def make_old_file(path: Path, tuner_layout: int) -> None:
     """A results database as gemmlab wrote it before v5: results schema v4, and
     the tuner's tables as the tuner of ``tuner_layout`` left them (1: no dtype;
     2: with it), with one candidate and one choice of sgemm_warptile at 1024."""
-    conn = sqlite3.connect(path)
-    for steps in MIGRATIONS[:4]:
-        for statement in steps:
-            conn.execute(statement)
-    conn.execute("PRAGMA user_version = 4")
+    conn = database_at(path, 4)
     for steps in TUNER_HISTORY[:tuner_layout]:
         for statement in steps:
             conn.execute(statement)
