@@ -9,7 +9,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -143,3 +143,15 @@ def database_at(path: Path, version: int) -> sqlite3.Connection:
             step(conn) if callable(step) else conn.execute(step)
     conn.execute(f"PRAGMA user_version = {version}")
     return conn
+
+
+def needs_tool(find: Callable[[], object], tool: str) -> pytest.MarkDecorator:
+    """Skip where ``find`` (find_sanitizer, find_ncu) does not find ``tool``,
+    with gemmlab's own words for why."""
+    from gemmlab.core.errors import GemmlabError
+
+    try:
+        find()
+    except GemmlabError as exc:
+        return pytest.mark.skipif(True, reason=f"needs {tool}: {exc.cause}")
+    return pytest.mark.skipif(False, reason=f"{tool} was found")

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab.core.errors import GemmlabError, VerificationError
+from conftest import needs_tool
+from gemmlab.core.errors import VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.measure.apart import DEVICE, measure_apart, run_apart
+from gemmlab.measure.sanitize import find_sanitizer
 from gemmlab.studies import grade
 
 pytestmark = pytest.mark.gpu
@@ -82,17 +84,7 @@ def test_a_cached_answer_on_the_gpu_fails(tmp_path: Path) -> None:
                       launches=4)  # fmt: skip
 
 
-def _no_sanitizer() -> str | None:
-    from gemmlab.measure.sanitize import find_sanitizer
-
-    try:
-        find_sanitizer()
-    except GemmlabError as exc:
-        return exc.cause
-    return None
-
-
-@pytest.mark.skipif(_no_sanitizer() is not None, reason=f"{_no_sanitizer()}")
+@needs_tool(find_sanitizer, "compute-sanitizer")
 def test_python_submissions_graded_whole(tmp_path: Path) -> None:
     task_path = tmp_path / "task.toml"
     task_path.write_text('name = "apart"\nproblem = "matmul"\ndtypes = ["float32"]\nshapes = [256]\n'

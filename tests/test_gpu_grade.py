@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab.core.errors import GemmlabError
+from conftest import needs_tool
 from gemmlab.measure.profile import find_ncu
 from gemmlab.measure.sanitize import find_sanitizer
 from gemmlab.report.leaderboard import page_link, standings, write_leaderboard
@@ -53,15 +53,7 @@ timeout = 120
 """
 
 
-def _no_sanitizer() -> str | None:
-    try:
-        find_sanitizer()
-    except GemmlabError as exc:
-        return exc.cause
-    return None
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_no_sanitizer() is not None, reason=f"{_no_sanitizer()}")]
+pytestmark = [pytest.mark.gpu, needs_tool(find_sanitizer, "compute-sanitizer")]
 
 
 def a_class(tmp_path: Path, *names: str) -> Path:
@@ -134,20 +126,12 @@ def test_every_faulty_example_fails(tmp_path: Path) -> None:
     assert verdicts["hang"].stage == "sanitize"
 
 
-def _ncu_missing() -> str | None:
-    try:
-        find_ncu()
-    except GemmlabError as exc:
-        return exc.cause
-    return None
-
-
 # What ncu_failure says when the machine, not the kernel, keeps the counters from ncu.
 MACHINE_REFUSALS = ("performance counters", "cannot profile this GPU", "could not start its profiler")
 
 
 @pytest.mark.xdist_group("ncu")  # one Nsight Compute at a time, as in test_gpu_profile
-@pytest.mark.skipif(_ncu_missing() is not None, reason=f"needs Nsight Compute: {_ncu_missing()}")
+@needs_tool(find_ncu, "Nsight Compute")
 def test_grading_with_profile_stores_plausible_figures(tmp_path: Path) -> None:
     verdicts, task, db = graded(tmp_path, "naive_define", "broken", profile=True)
     v = verdicts["naive_define"]

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_tool
 from gemmlab.core import gpu
-from gemmlab.core.errors import DeviceLimitError, ProfilerError
+from gemmlab.core.errors import DeviceLimitError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.measure.profile import find_ncu, profile_point
@@ -24,15 +25,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("ncu")]
 N = 256
 
 
-def _ncu_missing() -> str | None:
-    try:
-        find_ncu()
-    except ProfilerError as exc:
-        return exc.cause
-    return None
-
-
-needs_ncu = pytest.mark.skipif(_ncu_missing() is not None, reason=f"needs Nsight Compute: {_ncu_missing()}")
+needs_ncu = needs_tool(find_ncu, "Nsight Compute")
 
 
 @needs_ncu

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab.core.errors import GemmlabError, ProfilerError
+from conftest import needs_tool
+from gemmlab.core.errors import ProfilerError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.measure.profile import find_ncu, profile_point
@@ -30,18 +31,8 @@ TILED = ROOT / "examples" / "tiled_template" / "matmul.toml"
 RUN_INFO = {"gpu_name": "test GPU", "cc": "9.0", "command_line": "test"}
 
 
-def _missing(find) -> str | None:
-    try:
-        find()
-    except GemmlabError as exc:
-        return exc.cause
-    return None
-
-
-needs_sanitizer = pytest.mark.skipif(
-    _missing(find_sanitizer) is not None, reason=f"needs compute-sanitizer: {_missing(find_sanitizer)}"
-)
-needs_ncu = pytest.mark.skipif(_missing(find_ncu) is not None, reason=f"needs Nsight Compute: {_missing(find_ncu)}")
+needs_sanitizer = needs_tool(find_sanitizer, "compute-sanitizer")
+needs_ncu = needs_tool(find_ncu, "Nsight Compute")
 
 
 @pytest.fixture(autouse=True)
