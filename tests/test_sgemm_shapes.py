@@ -167,9 +167,13 @@ def test_skinny_n_geometry() -> None:
     assert spec.grid(Shape(4097, 1, 5), 0) == (257, 1, 1)
     assert spec.block(Shape(1, 1, 1), 0) == (128, 1, 1)
     assert spec.name_expression("float32", 0) == "sgemm_skinny_n<float, 16, 8, 1, 4, 8>"
-    # The chunk of B: 4 x 8 x 8 = 256 k-rows in 64 groups of 4 x 17 floats (an odd count of 16-byte bank groups).
+    # A chunk of B: 4 x 8 x 8 = 256 k-rows in 64 groups of 4 x 17 floats (an odd count of
+    # 16-byte bank groups); two of them, the next copied while this one is used.
     rung = sgemm.LADDER.rung("sgemm_skinny_n")
-    assert rung.smem_bytes(spec.config) == 64 * 68 * 4
+    assert rung.smem_bytes(spec.config) == 2 * 64 * 68 * 4
+    too_big = {"K_STEPS": 16}  # two chunks of 512 k-rows at 16 columns: 69,632 bytes
+    assert any("48 KB" in why for why in rung.rules({**spec.config, **too_big}))
+    assert all(not rung.rules(c) for c in catalogue.configs("sgemm_skinny_n"))
     for cols in (1, 2, 4, 8, 16):
         groups = cols | 1  # 16-byte bank groups between the groups of 4 k-rows that neighbouring lanes read
         assert len({(lane * groups) % 8 for lane in range(8)}) == 8, cols

@@ -43,7 +43,23 @@
 // used (as sgemm_skinny does for B). Predicted: per chunk one L2 round trip
 // (about 1 us) and the FFMAs, with A's 32 KB per SM in flight throughout: 16
 // chunks at 1.3-1.6 us, 21-26 us at 4096 x 16 x 4096, against cuBLAS's 82 us
-// and split-K's 72. Measurement: pending GPU run.
+// and split-K's 72. Measured: 70.1 us on an H100 (events) against cuBLAS's
+// 66.8 (2026-11-24c), 55.4 us on an H200 (graph replays) against 41.6
+// (2026-11-24f; THREAD_ROWS = 2, 128 blocks, one per SM).
+// Fourth round (issue 21): with one block of 4 warps per SM, each chunk still
+// waits out its copy of B with nothing else to run: 16 chunks of an L2 round
+// trip and a barrier. B's chunks are now double-buffered: the next chunk's
+// copies are issued before this chunk's FFMAs, and the wait is for the group
+// before the last, so the copy overlaps the arithmetic. The two buffers must
+// fit 48 KB of static shared memory (K_STEPS <= 8 at COLS = 16, ROW_LANES = 8).
+// Predicted (H200, 4096 x 16 x 4096): shared memory then bounds it (4
+// wavefronts per 16-byte load of B, COLS of them per float4 of A, for
+// 4 x COLS x THREAD_ROWS FFMAs): about 15 us at THREAD_ROWS = 2, DRAM about
+// 14 us; with latency, 25-35 us, against the 55.4 us before.
+// Synchronisation (inside a block only): the barrier at the top of a trip
+// orders every thread's reads of the buffer the trip refills (read in the trip
+// before) before any copy into it; cp.async.wait_group 1 then the barrier after
+// it make this trip's chunk, copied a trip earlier, complete and visible to all.
 
 #include "cp_async_tiles.cuh"
 
@@ -60,8 +76,9 @@ sgemm_skinny_n(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, 
     static_assert(ROW_LANES == 4 || ROW_LANES == 8 || ROW_LANES == 16 || ROW_LANES == 32,
                   "a warp's lanes split evenly between rows");
     static_assert(THREAD_ROWS * COLS <= 64, "THREAD_ROWS x COLS sums per thread, 64 at most");
-    static_assert(KC / 4 * GS * 4 <= 48 * 1024, "static shared memory: 48 KB at most");
-    __shared__ __align__(16) T b_chunk[KC / 4 * GS];  // b_chunk[g * GS + 4 c + q] = B[k0 + 4 g + q][c]
+    static_assert(2 * (KC / 4 * GS * 4) <= 48 * 1024, "static shared memory (two chunks of B): 48 KB at most");
+    // b_chunks[i][g * GS + 4 c + q] = B[k0 + 4 g + q][c] for the chunk at k0 in buffer i
+    __shared__ __align__(16) T b_chunks[2][KC / 4 * GS];
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int kl = lane % ROW_LANES;                                           // place along the row
     const int row0 = blockIdx.x * BR + (warp * (32 / ROW_LANES) + lane / ROW_LANES) * THREAD_ROWS;
@@ -81,20 +98,29 @@ sgemm_skinny_n(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, 
             a_vals[t][j] = load4(a, row0 + t, 4 * (kl + ROW_LANES * j), m, k, a_vec);
         }
     }
-    for (int k0 = 0; k0 < k; k0 += KC) {
-        __syncthreads();  // everyone is done with the last chunk of B
-        // B's chunk by 4-byte cp.async, every thread's copies in flight at once (one
-        // L2 round trip a chunk, no registers held); zeros past N and K. A thread's
-        // k-row (q) and column (c) stay fixed; its groups are G_STEP apart.
+    // A chunk of B by 4-byte cp.async, every thread's copies in flight at once (no
+    // registers held), as one commit group; zeros past N and K. A thread's k-row (q)
+    // and column (c) stay fixed; its groups are G_STEP apart.
+    auto stage = [&](T* chunk, int k_start) {
 #pragma unroll 8
         for (int g = tid / (4 * COLS); g < KC / 4; g += G_STEP) {
-            const int kk = k0 + 4 * g + q_copy;
+            const int kk = k_start + 4 * g + q_copy;
             const bool valid = c_copy < n && kk < k;
-            cp_async4(b_chunk + g * GS + 4 * c_copy + q_copy, valid ? b + kk * n + c_copy : b, valid);
+            cp_async4(chunk + g * GS + 4 * c_copy + q_copy, valid ? b + kk * n + c_copy : b, valid);
         }
         cp_async_commit();
-        cp_async_wait<0>();
-        __syncthreads();
+    };
+    stage(b_chunks[0], 0);
+    for (int k0 = 0, trip = 0; k0 < k; k0 += KC, ++trip) {
+        const T* b_chunk = b_chunks[trip % 2];
+        __syncthreads();  // everyone is done with the other buffer (the last trip's chunk)
+        if (k0 + KC < k) {
+            stage(b_chunks[(trip + 1) % 2], k0 + KC);  // the next chunk, copied while this one is used
+        } else {
+            cp_async_commit();  // an empty group: the wait below always leaves exactly one pending
+        }
+        cp_async_wait<1>();  // this trip's chunk has landed (this thread's copies)
+        __syncthreads();     // ... and every thread's
 #pragma unroll
         for (int j = 0; j < K_STEPS; ++j) {
             const float4* group = reinterpret_cast<const float4*>(b_chunk + (kl + ROW_LANES * j) * GS);

@@ -575,7 +575,9 @@ SKINNY_N_DEFAULT = Config(COLS=16, ROW_LANES=8, THREAD_ROWS=1, WARPS=4, K_STEPS=
 # Its search (16 in all): the columns a block holds (the dispatcher's ranking
 # prefers the fewest that cover N), two rows a thread (each value of B serves
 # both), the lanes per row (a warp per row for few rows), the warps (2: twice
-# the blocks, 8 rows each) and the loads in flight.
+# the blocks, 8 rows each) and the loads in flight. Two chunks of B must fit
+# 48 KB: at 16 columns and 8 lanes a row, K_STEPS 8 at most; more loads in
+# flight come with fewer columns.
 SKINNY_N_SEARCH = (
     *(Config(COLS=c) for c in (1, 2, 4, 8)),
     Config(THREAD_ROWS=2),
@@ -583,11 +585,11 @@ SKINNY_N_SEARCH = (
     Config(THREAD_ROWS=2, COLS=4, K_STEPS=16),
     Config(WARPS=8),
     Config(WARPS=2),
-    Config(WARPS=2, K_STEPS=16),
+    Config(WARPS=2, K_STEPS=16, COLS=8),
     Config(K_STEPS=4),
-    Config(K_STEPS=16),
+    Config(K_STEPS=16, COLS=8),
     Config(ROW_LANES=4),
-    Config(ROW_LANES=32, K_STEPS=4),
+    Config(ROW_LANES=32, K_STEPS=2),
     Config(ROW_LANES=32, K_STEPS=4, COLS=1),
 )
 
@@ -603,8 +605,8 @@ def skinny_n_grid(c: Config) -> Callable[[Shape, int], Dim3]:
 
 
 def _skinny_n_smem_bytes(c: Config) -> int:
-    """A chunk of B: KC / 4 groups of 4 k-rows, each padded to 4 x (COLS | 1) floats."""
-    return 4 * c["ROW_LANES"] * c["K_STEPS"] * 4 * (c["COLS"] | 1)
+    """Two chunks of B: KC / 4 groups of 4 k-rows each, each padded to 4 x (COLS | 1) floats."""
+    return 2 * 4 * c["ROW_LANES"] * c["K_STEPS"] * 4 * (c["COLS"] | 1)
 
 
 def _skinny_n_cgma(c: Config) -> float:
@@ -620,6 +622,11 @@ def _skinny_n_rules(c: Config) -> list[str]:
         needs(c["COLS"] in (1, 2, 4, 8, 16), "COLS must be 1, 2, 4, 8 or 16")
         + needs(c["ROW_LANES"] in (4, 8, 16, 32), "ROW_LANES must be 4, 8, 16 or 32 (a warp's lanes split evenly)")
         + needs(c["THREAD_ROWS"] >= 1 and c["K_STEPS"] >= 1, "THREAD_ROWS and K_STEPS must be at least 1")
+        + needs(
+            _skinny_n_smem_bytes(c) <= 48 * 1024,
+            "two chunks of B (2 x 4 x ROW_LANES x K_STEPS x 4 x (COLS | 1) bytes) must fit 48 KB of static "
+            "shared memory: fewer K_STEPS, ROW_LANES or COLS",
+        )
     )
 
 
