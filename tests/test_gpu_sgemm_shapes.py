@@ -1,4 +1,4 @@
-"""Rungs 18 to 21 (issue 21) on the GPU, on the shapes they exist for and the
+"""Rungs 18 to 23 (issue 21) on the GPU, on the shapes they exist for and the
 awkward ones: M, N or K of 1, odd sizes, K shorter than the slices (empty
 slices), K not a multiple of the slice count, the K-heavy 1024 x 1024 x 16384,
 M of 1 to 16 for sgemm_skinny and N of 1 to 16 for sgemm_skinny_n, in every
@@ -56,6 +56,14 @@ SHAPES = {
         Shape(33, 16, 1),  # K = 1: A read 4 bytes at a time, one k-row
         Shape(5, 3, 10007),  # K % 4 != 0 (4-byte loads of A), a long K of many chunks, the last one short
         Shape(17, 13, 4094),  # rows of A 8-byte but not 16-byte aligned past the first
+    ],
+    "sgemm_cluster_split_k": [
+        Shape(1, 1, 1),  # one k-tile: 7 of 8 slices empty, the tile far larger than C
+        Shape(100, 130, 17),  # 2 k-tiles in 8 slices, C smaller than one tile
+        Shape(127, 257, 131),  # 9 k-tiles: slices of 1 and 2; N % 4 != 0 (4-byte copies of B)
+        Shape(300, 520, 1000),  # tiles crossing M and N move inside them; K not a multiple of BK
+        Shape(128, 4096, 4096),  # the issue's shape with few tiles: 16 clusters of 8
+        Shape(1024, 1024, 16384),  # the issue's K-heavy shape
     ],
     "sgemm_gemv_split": [
         Shape(1, 1, 1),  # one quad, 15 of 16 slices empty
@@ -200,9 +208,31 @@ def test_split_k_launch_after_launch(config: dict, shape: Shape) -> None:
 
 
 @pytest.mark.parametrize(
+    ("config", "shape"),
+    [({}, Shape(300, 520, 1000)), ({"BN": 128, "WN": 32, "SPLITS": 4}, Shape(260, 390, 70))],
+    ids=["default-300x520x1000", "128x128-4-260x390x70"],
+)
+def test_cluster_split_k_launch_after_launch(config: dict, shape: Shape) -> None:
+    """Six launches: each right and each the same bits as the first (every
+    output is its slices' sum in slice order, whichever block finishes first)."""
+    cp, prepared, launch = _bound("sgemm_cluster_split_k", shape, seed=5, config=config)
+    _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    first = None
+    for i in range(6):
+        c_out.fill(cp.nan)
+        launch(prepared.args)
+        assert relative_error(cp, c_out, ref) < 1e-5, i
+        if first is None:
+            first = c_out.copy()
+        else:
+            assert bool((c_out == first).all()), f"launch {i} gave other bits"
+
+
+@pytest.mark.parametrize(
     ("kernel_id", "shape"),
-    [("sgemm_split_k", Shape(13, 257, 70)), ("sgemm_skinny", Shape(13, 257, 70)),
-     ("sgemm_skinny_n", Shape(257, 13, 70)), ("sgemm_gemv_split", Shape(1, 257, 70))],
+    [("sgemm_cluster_split_k", Shape(13, 257, 70)), ("sgemm_split_k", Shape(13, 257, 70)),
+     ("sgemm_skinny", Shape(13, 257, 70)), ("sgemm_skinny_n", Shape(257, 13, 70)),
+     ("sgemm_gemv_split", Shape(1, 257, 70))],
 )  # fmt: skip
 def test_beta_zero_does_not_read_c(kernel_id: str, shape: Shape) -> None:
     """NaN in the C that beta scales stays out of the result when beta = 0."""

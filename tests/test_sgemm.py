@@ -29,7 +29,14 @@ LADDER = [
 LARGE = ("sgemm_large_tile", "sgemm_lean_loop", "sgemm_spread_copies", "sgemm_stream_k", "sgemm_column_order",
          "sgemm_edge_strips", "sgemm_padded_b")  # fmt: skip
 # Rungs not yet in the stored benchmark, so not yet in the catalogue (sgemm.CANDIDATE_RUNGS).
-CANDIDATES: list[str] = ["sgemm_small_tile", "sgemm_split_k", "sgemm_skinny", "sgemm_skinny_n", "sgemm_gemv_split"]
+CANDIDATES: list[str] = [
+    "sgemm_small_tile",
+    "sgemm_split_k",
+    "sgemm_skinny",
+    "sgemm_skinny_n",
+    "sgemm_gemv_split",
+    "sgemm_cluster_split_k",
+]
 # Rungs for M of 1 to 16 only: the grid test takes the odd shapes' N and K with M cut to their rows.
 SKINNY = ("sgemm_skinny", "sgemm_gemv_split")
 # And for N of 1 to 16 only: N cut to their columns.
@@ -153,6 +160,12 @@ def test_grid_covers_c_for_any_shape(kernel_id: str, config: dict) -> None:
             # A block per strip of columns (x) and slice of K (y), all M rows.
             assert (gy, gz) == (config["SPLITS"], 1) and (gx - 1) * cols < shape.n <= gx * cols
             continue
+        if kernel_id == "sgemm_cluster_split_k":
+            # A cluster of SPLITS blocks along x per tile (the slices of its K), a grid row per tile row.
+            assert spec.cluster == (config["SPLITS"], 1, 1) and gz == 1
+            assert (gx, gy) == (math.ceil(shape.n / cols) * config["SPLITS"], math.ceil(shape.m / rows))
+            assert threads * sgemm.outputs_per_thread(spec) == rows * cols
+            continue
         # sgemm_split_k: one layer of the grid per slice of K.
         assert gz == config.get("SPLITS", 1)
         if kernel_id in SKINNY:
@@ -200,7 +213,7 @@ def test_configs_start_with_the_default_and_respect_limits() -> None:
             assert 32 <= r.threads(c) <= 1024 and r.threads(c) % 32 == 0
             assert r.smem_bytes(c) <= (sgemm.MAX_DYNAMIC_SMEM if r.dynamic_smem else 48 * 1024)
             assert r.outputs(c) <= r.max_accumulators
-            if kid not in LARGE:
+            if kid not in (*LARGE, "sgemm_cluster_split_k"):  # the large tile's loop, split
                 assert not r.dynamic_smem and r.max_accumulators == sgemm.MAX_ACCUMULATORS
 
 

@@ -13,12 +13,19 @@ from pathlib import Path
 import pytest
 
 from gemmlab.backends.nvrtc import compile_kernel
-from gemmlab.core.errors import ConstraintError
+from gemmlab.core.errors import ConstraintError, DeviceLimitError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.sgemm import spec as sgemm
 
-NEW_RUNGS = ("sgemm_small_tile", "sgemm_split_k", "sgemm_skinny", "sgemm_skinny_n", "sgemm_gemv_split")
+NEW_RUNGS = (
+    "sgemm_small_tile",
+    "sgemm_split_k",
+    "sgemm_skinny",
+    "sgemm_skinny_n",
+    "sgemm_gemv_split",
+    "sgemm_cluster_split_k",
+)
 REVIEW = Path(__file__).resolve().parent.parent / "docs" / "synchronisation.md"
 
 
@@ -36,8 +43,9 @@ def test_every_configuration_compiles_for_sm90_without_spills() -> None:
     for kid, c, res in built:
         assert res.spill_bytes == 0 and res.stack_bytes == 0, (kid, c, res)
         r = sgemm.LADDER.rung(kid)
-        # Static shared memory: what the spec's model says, which is what the runner plans occupancy with.
-        assert res.smem_bytes == r.smem_bytes(c), (kid, c, res)
+        # Static shared memory: what the spec's model says, which is what the runner plans occupancy with
+        # (none for a rung whose shared memory is all dynamic, sized by the launch).
+        assert res.smem_bytes == (0 if r.dynamic_smem else r.smem_bytes(c)), (kid, c, res)
         assert res.registers * r.threads(c) * c.get("MIN_BLOCKS", 1) <= 65536, (kid, c, res)
 
 
@@ -179,6 +187,34 @@ def test_skinny_n_geometry() -> None:
         assert len({(lane * groups) % 8 for lane in range(8)}) == 8, cols
     # CGMA: per chunk 8 float4s of A and 256 x 16 / 128 = 32 elements of B, for 8 x 8 x 16 FLOPs.
     assert spec.cgma(Shape(4096, 16, 4096), 0) == pytest.approx(8 * 8 * 16 / 40)
+
+
+def test_cluster_split_k_geometry() -> None:
+    spec = catalogue.variant("sgemm_cluster_split_k", {})
+    # 128 x 4096 x 4096: 16 tiles of 128 x 256, each 8 blocks along x (one cluster).
+    assert spec.grid(Shape(128, 4096, 4096), 0) == (128, 1, 1)
+    assert spec.grid(Shape(1024, 1024, 16384), 0) == (32, 8, 1)
+    assert spec.cluster == (8, 1, 1) and spec.block(Shape(1, 1, 1), 0) == (256, 1, 1)
+    assert spec.name_expression("float32", 0) == "sgemm_cluster_split_k<float, 128, 256, 16, 64, 64, 4, 8>"
+    rung = sgemm.LADDER.rung("sgemm_cluster_split_k")
+    # The partial tile (128 KB) is larger than the ring of 4 stages (96 KB) and takes its place.
+    assert rung.smem_bytes(spec.config) == 128 * 256 * 4
+    assert rung.smem_bytes({**spec.config, "BN": 128, "WN": 32}) == 4 * 16 * 256 * 4
+    for c in catalogue.configs("sgemm_cluster_split_k"):
+        assert catalogue.variant("sgemm_cluster_split_k", c).cluster == (c["SPLITS"], 1, 1)
+    assert any("SPLITS must be 2, 4 or 8" in why for why in rung.rules({**spec.config, "SPLITS": 16}))
+    # 128 x 128 in warps of 64 x 32: 16 float4s a thread, which 8 slices share but 3 do not.
+    narrow = {**spec.config, "BN": 128, "WN": 32}
+    assert not rung.rules({**narrow, "SPLITS": 8})
+    assert any("must divide the 16 float4s" in why for why in rung.rules({**narrow, "SPLITS": 3}))
+
+
+def test_cluster_split_k_needs_sm90() -> None:
+    """Clusters came with compute capability 9.0: on an sm_80 GPU the rung is refused with the reason."""
+    spec = catalogue.variant("sgemm_cluster_split_k", {})
+    assert spec.compile_arch("sm_90") == "sm_90"
+    with pytest.raises(DeviceLimitError, match=r"compute capability 9\.0"):
+        spec.compile_arch("sm_80")
 
 
 def test_gemv_split_refuses_more_rows_than_its_configuration_holds() -> None:

@@ -102,8 +102,17 @@ FP32_CANDIDATES = {
     # sgemm_gemv_split first: it takes M of 1 to 4 (decoding), sgemm_skinny up to 16.
     "skinny-m": ("sgemm_gemv_split", "sgemm_skinny", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
     "skinny-n": ("sgemm_skinny_n", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
-    "k-heavy": ("sgemm_split_k", "sgemm_stream_k", "sgemm_small_tile", "sgemm_multistage"),
-    "few-tiles": ("sgemm_small_tile", "sgemm_split_k", "sgemm_multistage", "sgemm_stream_k", "sgemm_padded_b"),
+    # sgemm_cluster_split_k (sm_90 on) before sgemm_split_k: the large tile's
+    # speed with K split, and no block waiting out a tile's fix-up.
+    "k-heavy": ("sgemm_cluster_split_k", "sgemm_split_k", "sgemm_stream_k", "sgemm_small_tile", "sgemm_multistage"),
+    "few-tiles": (
+        "sgemm_small_tile",
+        "sgemm_cluster_split_k",
+        "sgemm_split_k",
+        "sgemm_multistage",
+        "sgemm_stream_k",
+        "sgemm_padded_b",
+    ),
     # sgemm_small_tile last: its 128 x 64 tile, 2 blocks per SM, for a short K
     # (one block's epilogue runs beside the other's main loop).
     "large": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_stream_k", "sgemm_multistage", "sgemm_small_tile"),

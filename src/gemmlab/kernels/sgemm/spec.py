@@ -24,6 +24,7 @@ Analytic CGMA here counts global-memory access instructions of one thread: a
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from gemmlab.core.arch import sm_limits
 from gemmlab.core.shapes import MAX_INDEX, Dim3, Shape
@@ -186,6 +187,9 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         template_fixed=tuple(rung.fixed.values()),
         persistent=rung.persistent,
         workspace_bytes=rung.workspace(c) if rung.workspace else None,
+        archs=rung.archs,
+        min_cc=rung.min_cc,
+        cluster=(rung.cluster_size(c), 1, 1) if rung.cluster_size else None,
     )
 
 
@@ -500,6 +504,48 @@ def _split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
     slices too: blocks / SPLITS tiles."""
     tile_bytes = 4 * c["BM"] * c["BN"]
     return lambda s, blocks: cdiv(4 * (blocks // c["SPLITS"]), 16) * 16 + blocks * tile_bytes
+
+
+# sgemm_cluster_split_k's default: the large tile and four stages of rung 13,
+# K in 8 slices, one cluster of 8 blocks per tile.
+CLUSTER_SPLIT_K_DEFAULT = Config(BM=128, BN=256, BK=16, WM=64, WN=64, STAGES=4, SPLITS=8)
+CLUSTER_SPLITS = (2, 4, 8)  # a portable cluster holds at most 8 blocks
+
+# Its search (8 in all): the slice count (clusters of 4 and 2 schedule more
+# easily, since a cluster's blocks must all find room in one GPC), the 128 x
+# 128 tile (twice the tiles, for shapes with fewer than 16), and a ring of 3.
+CLUSTER_SPLIT_K_SEARCH = (
+    Config(SPLITS=4),
+    Config(SPLITS=2),
+    Config(BN=128, WN=32, SPLITS=8),
+    Config(BN=128, WN=32, SPLITS=4),
+    Config(BN=128, WN=32, SPLITS=2),
+    Config(STAGES=3),
+    Config(STAGES=3, SPLITS=4),
+)
+
+
+def cluster_split_k_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """sgemm_cluster_split_k's grid: SPLITS blocks along x per tile column (a cluster), a row per tile row."""
+    return lambda s, block_edge: (cdiv(s.n, c["BN"]) * c["SPLITS"], cdiv(s.m, c["BM"]), 1)
+
+
+def _cluster_split_k_smem_bytes(c: Config) -> int:
+    """The ring of rung 13, or one BM x BN partial tile of floats if larger (it takes the ring's place)."""
+    return 4 * max(c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]), c["BM"] * c["BN"])
+
+
+def _cluster_split_k_rules(c: Config) -> list[str]:
+    vecs = (c["WM"] // 16 * 4) * (c["WN"] // 32)  # float4s of accumulators per thread
+    return (
+        _large_tile_rules(c)
+        + _spread_rules(c)
+        + needs(c["SPLITS"] in CLUSTER_SPLITS, "SPLITS must be 2, 4 or 8 (a cluster of at most 8 blocks)")
+        + needs(
+            vecs % c["SPLITS"] == 0,
+            f"SPLITS must divide the {vecs} float4s of accumulators per thread (each slice adds an equal share)",
+        )
+    )
 
 
 # sgemm_skinny's default: all 16 rows, strips of 32 columns (8 lanes of float4s
@@ -965,6 +1011,21 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         # Per quad a thread loads 4 float4s of B and ROWS float4s of A for 32 ROWS FLOPs.
         cgma=lambda c: 32 * c["ROWS"] / (4 + c["ROWS"]),
         rules=_gemv_split_rules,
+    ),
+    replace(
+        _large_rung(
+            "sgemm_cluster_split_k",
+            "23_cluster_split_k.cu",
+            "sm_90: the large tile with K cut into SPLITS slices, a tile's slices one thread-block cluster; the "
+            "partial tiles added in slice order through distributed shared memory, each block adding its share",
+            default=CLUSTER_SPLIT_K_DEFAULT,
+            rules=_cluster_split_k_rules,
+            search=CLUSTER_SPLIT_K_SEARCH,
+            grid=cluster_split_k_grid,
+        ),
+        smem_bytes=_cluster_split_k_smem_bytes,
+        cluster_size=lambda c: c["SPLITS"],
+        min_cc=(9, 0),
     ),
 )
 

@@ -46,18 +46,6 @@ __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMER_THREADS) : "memory");
 }
 
-// The 16 bytes at `local`'s offset in the shared memory of cluster block `rank`.
-__device__ __forceinline__ float4 load_cluster_float4(const void* local, unsigned rank) {
-    float4 v;
-    asm volatile("{\n.reg .b32 remote;\n"
-                 "mapa.shared::cluster.u32 remote, %4, %5;\n"
-                 "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [remote];\n}\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(smem_u32(local)), "r"(rank)
-                 : "memory");
-    return v;
-}
-
 // The SPLITS partials of this block's share of the tile (float4 columns
 // slice x VECS / SPLITS onwards of every consumer thread's accumulators),
 // added in slice order and stored. `partial`: this block's partial, the same

@@ -1,6 +1,6 @@
 // Shared by the Hopper rungs (sm_90a): the tensor map type, mbarriers, TMA
 // tile loads (plain and multicast to a cluster) and stores, wgmma and its shared-memory
-// descriptors, and setmaxnreg. Inline PTX, as in tc_common.cuh.
+// descriptors, and setmaxnreg (clusters: ../cluster.cuh). Inline PTX, as in tc_common.cuh.
 //
 // Tiles: the TMA unit writes a box of ROWS x 64 16-bit elements (ROWS x 32
 // tf32) with its 128-byte swizzle: row r occupies bytes 128 r .. 128 r + 127,
@@ -10,6 +10,7 @@
 // pattern lines up with the descriptor's.
 
 #include "tc_common.cuh"
+#include "../cluster.cuh"
 
 // The driver's CUtensorMap: 128 opaque bytes, built on the host
 // (cuTensorMapEncodeTiled, through cuda.core) and passed by value as a
@@ -183,23 +184,6 @@ __device__ __forceinline__ void write_wgmma_box(const float (&d)[N / 2], unsigne
         put_pair_swizzled<C>(box_mem, r, byte, d[4 * j], d[4 * j + 1]);
         put_pair_swizzled<C>(box_mem, r + 8, byte, d[4 * j + 2], d[4 * j + 3]);
     }
-}
-
-// --- clusters -------------------------------------------------------------------
-
-__device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-
-// Every thread of every block of the cluster arrives, then waits for all.
-// arrive.release / wait.acquire: everything a thread of the cluster did before
-// its arrive (remote mbarrier arrivals included) happens before everything any
-// thread of the cluster does after its wait. .aligned: every thread of a warp
-// executes it, so it sits only where a whole warp arrives (not inside `if (tid == 0)`).
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
 // --- wgmma ------------------------------------------------------------------------

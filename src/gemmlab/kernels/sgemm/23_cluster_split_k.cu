@@ -1,0 +1,128 @@
+// sgemm_cluster_split_k: sgemm_spread_copies's tile and loop with K cut into
+// SPLITS slices, the slices of one tile launched as one thread-block cluster
+// (sm_90 on), and their partial tiles added through distributed shared memory
+// instead of a global workspace.
+// Source: not from the documents; the reduction is the one tc_small does for
+// the tensor cores (rung 12 of that ladder), here on the FP32 ladder's tile.
+// Launch: grid (ceil(N / BN) x SPLITS, ceil(M / BM)), clusters of SPLITS
+// blocks along x (the slices of one tile: slice = rank in the cluster), 8
+// warps a block; dynamic shared memory: the larger of sgemm_spread_copies's
+// ring and one BM x BN partial tile of floats.
+// Idea: with fewer tiles than SMs, sgemm_split_k (small tiles, the partials in
+// global memory, the last block of a tile adding all of them) and
+// sgemm_stream_k (the large tile, the same fix-up) both measured 64-74% of
+// cuBLAS at 128 x 4096 x 4096 on an H100 (2026-11-24, tree 7d4fd8b). Nsight
+// Compute on stream-K there: SMs active 77% of the kernel's time, the busiest
+// 22% above the average, i.e. about 25 us of 149 in which the few blocks that
+// arrive last at a tile read about nine 128 KB partials each while the other
+// SMs idle, and the FMA pipe at 56% of its peak while active. Here every block
+// of a tile is resident at once (a cluster is scheduled whole), so no
+// block waits for a tile's last arriver: each leaves its partial in its own
+// shared memory, and after one cluster barrier each block adds an equal share
+// of the tile (1 / SPLITS of every thread's float4s) over all SPLITS blocks,
+// in slice order, and stores it. The fix-up is spread over the tile's SPLITS
+// SMs and goes over the SM-to-SM network, not through L2.
+// Predicted (H100, written before measuring): 128 x 4096 x 4096, 128 x 256
+// tiles, SPLITS = 8: 16 clusters of 8 (128 blocks, one per SM, if the GPU
+// holds 16 such clusters at once: two per GPC), 32 k-tiles a block at the
+// 2.78 us per k-tile of rung 16 at 4096, 89 us, plus the ring's fill (about 2
+// us) and the partials (128 KB per SM written to its own shared memory and
+// 128 KB read over the cluster, about 2 us): 92-96 us, 103-107% of cuBLAS's
+// 98.6 us (tree 7d4fd8b). 1024 x 1024 x 16384, SPLITS = 4: 32 clusters of 4,
+// 256 k-tiles a block, 712 us plus about 3, 99-101% of cuBLAS's 712.6 us.
+// If the GPU holds fewer clusters than the launch has, the rest run as a
+// second wave and the time nearly doubles.
+// Synchronisation (docs/synchronisation.md): inside a block, the ring as
+// sgemm_spread_copies. The partials: cp.async.wait_group 0 then __syncthreads
+// leaves no copy into the ring pending and no warp reading it, so the ring
+// may be overwritten with this block's partial; barrier.cluster.arrive.release
+// / wait.acquire (every thread of the cluster) makes every block's partial
+// visible to the ld.shared::cluster reads of the others; the second cluster
+// barrier keeps each block's shared memory alive (and unwritten) until no
+// block of the cluster reads it any more. Every block reaches both barriers:
+// the conditions around them depend only on the launch's arguments. No block
+// waits on one outside its cluster, and the hardware starts a cluster's blocks
+// together, so the barriers cannot wait on a block that is not yet running.
+// Determinism: each output is the sum of the SPLITS partials in slice order,
+// from zero, computed by one thread: the same bits whichever block finishes
+// first, and launch after launch.
+
+#include "../cluster.cuh"
+#include "cp_async_tiles.cuh"
+#include "spread_copies.cuh"
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int SPLITS, bool B_VEC>
+__device__ __forceinline__ void cluster_split_k_body(const float* __restrict__ a, const float* __restrict__ b,
+                                                     const float* c_in, float* c_out, int m, int n, int k,
+                                                     float alpha, float beta) {
+    using Loop = SpreadLoop<BM, BN, BK, WM, WN, STAGES, B_VEC>;
+    constexpr int THREADS = Loop::THREADS, N_SUB = Loop::N_SUB, TM = Loop::TM, TN = Loop::TN;
+    constexpr int VECS = TM * N_SUB;  // float4s of a thread's accumulators
+    constexpr int SHARE = VECS / SPLITS;
+    static_assert(SPLITS >= 2 && SPLITS <= 8 && VECS % SPLITS == 0,
+                  "a cluster of 2 to 8 slices, each adding an equal share of every thread's float4s");
+    const Loop loop;
+    const int tid = loop.tid;
+    const int slice = blockIdx.x % SPLITS;  // the block's rank in its cluster
+    // The block owns rows row_owned .. + BM - 1 and columns col_owned .. + BN - 1
+    // of C; a tile crossing M or N moves inside them (as in sgemm_spread_copies),
+    // and the block stores only the outputs it owns.
+    const int row_owned = blockIdx.y * BM, col_owned = (blockIdx.x / SPLITS) * BN;
+    const bool inside = m >= BM && n >= BN;
+    const int row0 = inside ? min(row_owned, m - BM) : row_owned;
+    const int col0 = inside ? min(col_owned, n - BN) : col_owned;
+    const int k_tiles = (k + BK - 1) / BK;
+    const int kb = static_cast<int>(static_cast<long long>(slice) * k_tiles / SPLITS);
+    const int ke = static_cast<int>(static_cast<long long>(slice + 1) * k_tiles / SPLITS);
+    float acc[TM][TN] = {};
+    if (kb < ke) {  // a slice is empty only when K has fewer k-tiles than SPLITS
+        const SectorPlan<BM, BN, BK, B_VEC> plan(row0, col0, n, k, tid);
+        loop.run(acc, plan, a, b, row0, col0, m, n, k, kb, ke, min(ke, inside ? k / BK : 0));
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // no copy into the ring pending, no warp reading it: it takes the partial
+    // This slice's partial, float4 v of thread t at partial[v THREADS + t]: a warp's
+    // stores and loads are whole 512-byte runs.
+    float4* partial = reinterpret_cast<float4*>(&loop.a_tiles[0][0][0]);
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+#pragma unroll
+        for (int s = 0; s < N_SUB; ++s) {
+            partial[(i * N_SUB + s) * THREADS + tid] =
+                make_float4(acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]);
+        }
+    }
+    cluster_sync();  // every slice's partial written, and visible across the cluster
+    const bool c_vec = n % 4 == 0 && aligned16(c_in) && aligned16(c_out);
+#pragma unroll
+    for (int q = 0; q < SHARE; ++q) {
+        const int v = slice * SHARE + q;  // acc[i][4 s .. 4 s + 3] of every slice
+        const int i = v / N_SUB, s = v % N_SUB;
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int z = 0; z < SPLITS; ++z) {
+            const float4 p = load_cluster_float4(partial + v * THREADS + tid, z);
+            sum.x += p.x;
+            sum.y += p.y;
+            sum.z += p.z;
+            sum.w += p.w;
+        }
+        const int row = row0 + loop.wrow + (i / 4) * 16 + loop.lrow + i % 4;
+        if (row >= row_owned) {
+            store4_from(c_in, c_out, row, col0 + loop.wcol + s * 32 + loop.lcol, col_owned, m, n, sum, alpha, beta,
+                        c_vec);
+        }
+    }
+    cluster_sync();  // no block leaves (or reuses its shared memory) while another reads it
+}
+
+template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int SPLITS>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
+sgemm_cluster_split_k(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n,
+                      int k, T alpha, T beta) {
+    if (n % 4 == 0 && aligned16(b)) {
+        cluster_split_k_body<BM, BN, BK, WM, WN, STAGES, SPLITS, true>(a, b, c_in, c_out, m, n, k, alpha, beta);
+    } else {
+        cluster_split_k_body<BM, BN, BK, WM, WN, STAGES, SPLITS, false>(a, b, c_in, c_out, m, n, k, alpha, beta);
+    }
+}
