@@ -167,17 +167,22 @@ def test_fill_score_counts_waves_of_resident_blocks_and_wasted_rows() -> None:
 
 
 @pytest.mark.parametrize(
-    ("shape", "kernel"),
-    [(Shape(1, 4096, 4096), "sgemm_gemv_split"), (Shape(4096, 16, 4096), "sgemm_skinny_n"),
-     (Shape(1024, 1024, 16384), "sgemm_split_k")],
+    ("shape", "kernels"),
+    [(Shape(1, 4096, 4096), ("sgemm_gemv_split", "sgemm_skinny")), (Shape(4096, 16, 4096), ("sgemm_skinny_n",)),
+     (Shape(1024, 1024, 16384), ("sgemm_cluster_split_k", "sgemm_split_k")),
+     (Shape.square(1024), ("sgemm_cluster_split_k",))],
 )  # fmt: skip
-def test_the_rung_made_for_a_class_tries_every_configuration_first(shape: Shape, kernel: str) -> None:
+def test_the_rungs_made_for_a_class_try_every_configuration_first(shape: Shape, kernels: tuple[str, ...]) -> None:
     found, _ = dispatch.candidates(shape, "float32", arch="sm_90a")
-    taking = [c for c in catalogue.configs(kernel) if not catalogue.variant(kernel, c).violations(shape, 0, "float32")]
-    assert len(taking) >= 2
-    assert [c.config for c in found[: len(taking)]] == [c.config for c in found if c.kernel == kernel]
-    assert sorted(map(str, taking)) == sorted(str(c.config) for c in found if c.kernel == kernel)
-    assert len(found) > len(taking)  # the other rungs of the class follow
+    first = 0
+    for kernel in kernels:  # each rung's configurations that take the shape, all of them, in the class's order
+        configs = catalogue.configs(kernel)
+        taking = [c for c in configs if not catalogue.variant(kernel, c).violations(shape, 0, "float32")]
+        assert len(taking) >= 2
+        assert [c.kernel for c in found[first : first + len(taking)]] == [kernel] * len(taking)
+        assert sorted(map(str, taking)) == sorted(str(c.config) for c in found if c.kernel == kernel)
+        first += len(taking)
+    assert len(found) > first  # the other rungs of the class follow
 
 
 def test_at_m_of_1_the_gemv_rung_comes_first_then_every_skinny_configuration() -> None:

@@ -17,7 +17,7 @@ slots of its waves the launch fills, with as many blocks per SM as the rung's
 threads, shared memory and registers allow, times the share of the computed
 tile that is C: split-K's slices count as blocks) and the first ``per_rung``
 are kept, the rung's default first when it accepts the shape. The rungs made
-for one class (:data:`EVERY_CONFIG`: the skinny and split-K rungs, cheap to
+for a class (:data:`EVERY_CONFIG`: the skinny and split-K rungs, cheap to
 time) try every configuration on the shapes of that class, first. The other
 rungs' candidates follow interleaved (each rung's best, then each one's second, ...),
 and a shape stops starting candidates once ``shape_seconds`` are spent, so
@@ -85,11 +85,14 @@ COMPILE_THREADS = 4
 # Rungs made for one shape class, whose every configuration is tried on the
 # shapes of that class (short launches: the whole search costs seconds).
 EVERY_CONFIG = {
-    "sgemm_gemv_split": "skinny-m",
-    "sgemm_skinny": "skinny-m",
-    "sgemm_skinny_n": "skinny-n",
-    "sgemm_split_k": "k-heavy",
-    "tc_small": "few-tiles",  # 10 configurations, 2 to 6 us each at the few-tile shapes
+    "sgemm_gemv_split": ("skinny-m",),
+    "sgemm_skinny": ("skinny-m",),
+    "sgemm_skinny_n": ("skinny-n",),
+    "sgemm_split_k": ("k-heavy",),
+    # 9 configurations, whose speed depends on how many clusters the GPU holds at
+    # once, which the fill score does not model.
+    "sgemm_cluster_split_k": ("few-tiles", "k-heavy"),
+    "tc_small": ("few-tiles",),  # 10 configurations, 2 to 6 us each at the few-tile shapes
 }
 # The SM the block-residency model assumes (an H100's or H200's: sm_90).
 SM = sm_limits((9, 0))
@@ -230,7 +233,7 @@ def candidates(
         ranked = _ranked(kernel, shape, dtype, sms, arch)
         if not ranked:
             notes.append(f"{kernel}: no configuration takes {shape} in {dtype}")
-        if EVERY_CONFIG.get(kernel) == cls:
+        if cls in EVERY_CONFIG.get(kernel, ()):
             whole += ranked
         else:
             per_kernel.append(ranked[:per_rung])

@@ -58,9 +58,8 @@ __device__ __forceinline__ void cluster_split_k_body(const float* __restrict__ a
     using Loop = SpreadLoop<BM, BN, BK, WM, WN, STAGES, B_VEC>;
     constexpr int THREADS = Loop::THREADS, N_SUB = Loop::N_SUB, TM = Loop::TM, TN = Loop::TN;
     constexpr int VECS = TM * N_SUB;  // float4s of a thread's accumulators
-    constexpr int SHARE = VECS / SPLITS;
-    static_assert(SPLITS >= 2 && SPLITS <= 8 && VECS % SPLITS == 0,
-                  "a cluster of 2 to 8 slices, each adding an equal share of every thread's float4s");
+    static_assert(SPLITS >= 2 && SPLITS <= 8 && VECS >= SPLITS,
+                  "a cluster of 2 to 8 slices, each adding a share of every thread's float4s");
     const Loop loop;
     const int tid = loop.tid;
     const int slice = blockIdx.x % SPLITS;  // the block's rank in its cluster
@@ -94,9 +93,11 @@ __device__ __forceinline__ void cluster_split_k_body(const float* __restrict__ a
     }
     cluster_sync();  // every slice's partial written, and visible across the cluster
     const bool c_vec = n % 4 == 0 && aligned16(c_in) && aligned16(c_out);
-#pragma unroll
-    for (int q = 0; q < SHARE; ++q) {
-        const int v = slice * SHARE + q;  // acc[i][4 s .. 4 s + 3] of every slice
+    // This block's share: float4s v_lo .. v_hi - 1 of every thread (shares differ by
+    // at most one when SPLITS does not divide VECS), read from the partials, not acc.
+    const int v_lo = slice * VECS / SPLITS, v_hi = (slice + 1) * VECS / SPLITS;
+#pragma unroll 1
+    for (int v = v_lo; v < v_hi; ++v) {  // acc[i][4 s .. 4 s + 3] of every slice
         const int i = v / N_SUB, s = v % N_SUB;
         float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
