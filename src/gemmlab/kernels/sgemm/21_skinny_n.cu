@@ -55,7 +55,9 @@
 // Predicted (H200, 4096 x 16 x 4096): shared memory then bounds it (4
 // wavefronts per 16-byte load of B, COLS of them per float4 of A, for
 // 4 x COLS x THREAD_ROWS FFMAs): about 15 us at THREAD_ROWS = 2, DRAM about
-// 14 us; with latency, 25-35 us, against the 55.4 us before.
+// 14 us; with latency, 25-35 us, against the 55.4 us before. Measured on an
+// H100 (2026-11-24, graph replays, tree 7d4fd8b): 43.4 us at THREAD_ROWS = 2,
+// 100.0% of cuBLAS's 43.4 us, the default 55.5 us; the H200 run is pending.
 // Synchronisation (inside a block only): the barrier at the top of a trip
 // orders every thread's reads of the buffer the trip refills (read in the trip
 // before) before any copy into it; cp.async.wait_group 1 then the barrier after

@@ -32,6 +32,11 @@
 // 256 k-tiles a block, 712 us plus about 3, 99-101% of cuBLAS's 712.6 us.
 // If the GPU holds fewer clusters than the launch has, the rest run as a
 // second wave and the time nearly doubles.
+// Measured (H100, 2026-11-24, tree 2cbe7ca; docs/sgemm-ladder.md, rung 23):
+// missed. The H100 holds 15 clusters of 8 and 30 of 4 (a cluster's blocks
+// share a GPC), so both shapes ran as two waves (221.7 and 1483.5 us). In one
+// wave, SPLITS = 6 took 153.5 us (64.6%), 3.57 us a k-tile. At 1024 x 1024 the
+// 128 x 128 tile in two slices took 60.4 us, 100.0% of cuBLAS.
 // Synchronisation (docs/synchronisation.md): inside a block, the ring as
 // sgemm_spread_copies. The partials: cp.async.wait_group 0 then __syncthreads
 // leaves no copy into the ring pending and no warp reading it, so the ring
