@@ -169,7 +169,7 @@ def test_fill_score_counts_waves_of_resident_blocks_and_wasted_rows() -> None:
 @pytest.mark.parametrize(
     ("shape", "kernels"),
     [(Shape(1, 4096, 4096), ("sgemm_gemv_split", "sgemm_skinny")), (Shape(4096, 16, 4096), ("sgemm_skinny_n",)),
-     (Shape(1024, 1024, 16384), ("sgemm_cluster_split_k", "sgemm_split_k")),
+     (Shape(1024, 1024, 16384), ("sgemm_cluster_split_k",)),
      (Shape.square(1024), ("sgemm_cluster_split_k",))],
 )  # fmt: skip
 def test_the_rungs_made_for_a_class_try_every_configuration_first(shape: Shape, kernels: tuple[str, ...]) -> None:

@@ -209,19 +209,25 @@ def test_split_k_launch_after_launch(config: dict, shape: Shape) -> None:
 
 @pytest.mark.parametrize(
     ("config", "shape"),
-    [({}, Shape(300, 520, 1000)), ({"BN": 128, "WN": 32, "SPLITS": 4}, Shape(260, 390, 70))],
-    ids=["default-300x520x1000", "128x128-4-260x390x70"],
-)
+    [({}, Shape(300, 520, 1000)), ({"BN": 128, "WN": 32, "SPLITS": 4}, Shape(260, 390, 70)),
+     ({"SPLITS": 2, "GROUPS": 4}, Shape(300, 520, 1000)), ({"SPLITS": 2, "GROUPS": 4}, Shape(100, 130, 40))],
+    ids=["default-300x520x1000", "128x128-4-260x390x70", "2x4-300x520x1000", "2x4-100x130x40"],
+)  # fmt: skip
 def test_cluster_split_k_launch_after_launch(config: dict, shape: Shape) -> None:
     """Six launches: each right and each the same bits as the first (every
-    output is its slices' sum in slice order, whichever block finishes first)."""
+    output is its slices' sum in a fixed order: ranks, then groups, whichever
+    block finishes first), and with GROUPS > 1 every counter back at zero."""
     cp, prepared, launch = _bound("sgemm_cluster_split_k", shape, seed=5, config=config)
     _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
+    gx, gy, _ = launch.grid
+    counters = gx * gy // config.get("GROUPS", 1)  # tiles x SPLITS ranks (GROUPS > 1)
     first = None
     for i in range(6):
         c_out.fill(cp.nan)
         launch(prepared.args)
         assert relative_error(cp, c_out, ref) < 1e-5, i
+        if launch.workspace is not None and config.get("GROUPS", 1) > 1:
+            assert int(launch.workspace[: 4 * counters].view(cp.uint32).max()) == 0, f"counters left set, launch {i}"
         if first is None:
             first = c_out.copy()
         else:

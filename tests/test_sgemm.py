@@ -161,9 +161,10 @@ def test_grid_covers_c_for_any_shape(kernel_id: str, config: dict) -> None:
             assert (gy, gz) == (config["SPLITS"], 1) and (gx - 1) * cols < shape.n <= gx * cols
             continue
         if kernel_id == "sgemm_cluster_split_k":
-            # A cluster of SPLITS blocks along x per tile (the slices of its K), a grid row per tile row.
+            # GROUPS clusters of SPLITS blocks along x per tile (the slices of its K), a row per tile row.
             assert spec.cluster == (config["SPLITS"], 1, 1) and gz == 1
-            assert (gx, gy) == (math.ceil(shape.n / cols) * config["SPLITS"], math.ceil(shape.m / rows))
+            slices = config["SPLITS"] * config["GROUPS"]
+            assert (gx, gy) == (math.ceil(shape.n / cols) * slices, math.ceil(shape.m / rows))
             assert threads * sgemm.outputs_per_thread(spec) == rows * cols
             continue
         # sgemm_split_k: one layer of the grid per slice of K.

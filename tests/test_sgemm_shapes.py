@@ -114,6 +114,16 @@ def test_split_k_carries_its_synchronisation_argument() -> None:
     assert "## sgemm_split_k " in REVIEW.read_text()
 
 
+def test_cluster_split_k_carries_its_synchronisation_argument() -> None:
+    lines = catalogue.variant("sgemm_cluster_split_k", {}).source_text().splitlines()
+    header = "\n".join(lines[: next(i for i, x in enumerate(lines) if not x.startswith("//"))])
+    assert "\n// Synchronisation" in header
+    for handshake in ("barrier.cluster.arrive.release", "ld.shared::cluster", "__threadfence", "atomicAdd",
+                      "__syncthreads_or", "zeroes it"):  # fmt: skip
+        assert handshake in header, handshake
+    assert "## sgemm_cluster_split_k " in REVIEW.read_text()
+
+
 def test_skinny_refuses_more_rows_than_its_configuration_holds() -> None:
     spec = catalogue.variant("sgemm_skinny", {"ROWS": 8})
     assert not spec.violations(Shape(8, 4096, 4096), 0, "float32")
@@ -195,7 +205,14 @@ def test_cluster_split_k_geometry() -> None:
     assert spec.grid(Shape(128, 4096, 4096), 0) == (128, 1, 1)
     assert spec.grid(Shape(1024, 1024, 16384), 0) == (32, 8, 1)
     assert spec.cluster == (8, 1, 1) and spec.block(Shape(1, 1, 1), 0) == (256, 1, 1)
-    assert spec.name_expression("float32", 0) == "sgemm_cluster_split_k<float, 128, 256, 16, 64, 64, 4, 8>"
+    assert spec.name_expression("float32", 0) == "sgemm_cluster_split_k<float, 128, 256, 16, 64, 64, 4, 8, 1>"
+    # One cluster per tile needs no global memory; four clusters of 2 per tile meet in it: a
+    # counter per tile and rank, then a slot per tile, rank and group of the rank's 16 float4s
+    # (a thread's 32 in two shares) for 256 threads.
+    assert spec.workspace_bytes(Shape(128, 4096, 4096), 128) == 0
+    grouped = catalogue.variant("sgemm_cluster_split_k", {"SPLITS": 2, "GROUPS": 4})
+    assert grouped.grid(Shape(128, 4096, 4096), 0) == (128, 1, 1) and grouped.cluster == (2, 1, 1)
+    assert grouped.workspace_bytes(Shape(128, 4096, 4096), 128) == 16 * 2 * 4 + 16 * 8 * 16 * 256 * 16
     rung = sgemm.LADDER.rung("sgemm_cluster_split_k")
     # The partial tile (128 KB) is larger than the ring of 4 stages (96 KB) and takes its place.
     assert rung.smem_bytes(spec.config) == 128 * 256 * 4
@@ -208,6 +225,7 @@ def test_cluster_split_k_geometry() -> None:
     narrow = {**spec.config, "BN": 128, "WN": 32}
     assert not rung.rules({**narrow, "SPLITS": 3}) and not rung.rules({**spec.config, "SPLITS": 7})
     assert {c["SPLITS"] for c in catalogue.configs("sgemm_cluster_split_k")} == {2, 3, 4, 6, 7, 8}
+    assert any("GROUPS" in why for why in rung.rules({**spec.config, "GROUPS": 0}))
 
 
 def test_cluster_split_k_needs_sm90() -> None:

@@ -17,7 +17,7 @@ slots of its waves the launch fills, with as many blocks per SM as the rung's
 threads, shared memory and registers allow, times the share of the computed
 tile that is C: split-K's slices count as blocks) and the first ``per_rung``
 are kept, the rung's default first when it accepts the shape. The rungs made
-for a class (:data:`EVERY_CONFIG`: the skinny and split-K rungs, cheap to
+for a class (:data:`EVERY_CONFIG`: the skinny rungs and the cluster split-K, cheap to
 time) try every configuration on the shapes of that class, first. The other
 rungs' candidates follow interleaved (each rung's best, then each one's second, ...),
 and a shape stops starting candidates once ``shape_seconds`` are spent, so
@@ -88,9 +88,9 @@ EVERY_CONFIG = {
     "sgemm_gemv_split": ("skinny-m",),
     "sgemm_skinny": ("skinny-m",),
     "sgemm_skinny_n": ("skinny-n",),
-    "sgemm_split_k": ("k-heavy",),
-    # 9 configurations, whose speed depends on how many clusters the GPU holds at
-    # once, which the fill score does not model.
+    # 12 configurations, whose speed depends on how many clusters the GPU holds at
+    # once, which the fill score does not model. (sgemm_split_k, before it at
+    # K-heavy shapes, now gives its three best-filling of 22.)
     "sgemm_cluster_split_k": ("few-tiles", "k-heavy"),
     "tc_small": ("few-tiles",),  # 10 configurations, 2 to 6 us each at the few-tile shapes
 }

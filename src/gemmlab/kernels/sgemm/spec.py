@@ -507,28 +507,33 @@ def _split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
 
 
 # sgemm_cluster_split_k's default: the large tile and four stages of rung 13,
-# K in 8 slices, one cluster of 8 blocks per tile.
-CLUSTER_SPLIT_K_DEFAULT = Config(BM=128, BN=256, BK=16, WM=64, WN=64, STAGES=4, SPLITS=8)
+# K in 8 slices, one cluster of 8 blocks per tile (GROUPS = 1: no global memory).
+CLUSTER_SPLIT_K_DEFAULT = Config(BM=128, BN=256, BK=16, WM=64, WN=64, STAGES=4, SPLITS=8, GROUPS=1)
 MAX_CLUSTER = 8  # the most blocks a portable cluster holds
 
-# Its search (9 in all): the slice count, and the 128 x 128 tile (twice the
-# tiles, for shapes with fewer than 16). A cluster's blocks must all find room
-# in one GPC, and the GPU holds fewer clusters than its SMs / SPLITS: on an
-# H100 (2026-11-24) 32 clusters of 4 and 16 of 8 (one block per SM) did not
-# all fit at once and ran as two waves. Counts of 3, 6 and 7 are tried for
-# that reason: 16 tiles in clusters of 7 are 112 blocks.
+# Its search (12 in all). A cluster's blocks must all find room in one GPC,
+# and the GPU holds fewer clusters than its SMs / SPLITS: an H100 or H200
+# holds 15 clusters of 8, 17 of 6, 30 of 4, 39 of 3 and 66 of 2 (one block
+# per SM; benchmarks/results/2026-11-24g_h100_cluster-occupancy.txt), so 16
+# clusters of 8 or 32 of 4 run as two waves. Hence the counts that fill whole
+# clusters (3, 6, 7), and GROUPS > 1: a tile's slices as several clusters of
+# 2, whose sums meet in global memory (64 clusters of 2 fit in one wave).
 CLUSTER_SPLIT_K_SEARCH = (
     Config(SPLITS=7),
     Config(SPLITS=6),
     Config(SPLITS=4),
     Config(SPLITS=2),
+    Config(SPLITS=2, GROUPS=4),
+    Config(SPLITS=2, GROUPS=2),
     *(Config(BN=128, WN=32, SPLITS=s) for s in (8, 4, 3, 2)),
+    Config(BN=128, WN=32, SPLITS=2, GROUPS=2),
 )
 
 
 def cluster_split_k_grid(c: Config) -> Callable[[Shape, int], Dim3]:
-    """sgemm_cluster_split_k's grid: SPLITS blocks along x per tile column (a cluster), a row per tile row."""
-    return lambda s, block_edge: (cdiv(s.n, c["BN"]) * c["SPLITS"], cdiv(s.m, c["BM"]), 1)
+    """sgemm_cluster_split_k's grid: GROUPS clusters of SPLITS blocks along x per
+    tile column, a row per tile row."""
+    return lambda s, block_edge: (cdiv(s.n, c["BN"]) * c["SPLITS"] * c["GROUPS"], cdiv(s.m, c["BM"]), 1)
 
 
 def _cluster_split_k_smem_bytes(c: Config) -> int:
@@ -536,8 +541,28 @@ def _cluster_split_k_smem_bytes(c: Config) -> int:
     return 4 * max(c["STAGES"] * c["BK"] * (c["BM"] + c["BN"]), c["BM"] * c["BN"])
 
 
+def _cluster_vecs(c: Config) -> int:
+    """float4s of accumulators per thread (VECS in 23_cluster_split_k.cu)."""
+    return (c["WM"] // 16 * 4) * (c["WN"] // 32)
+
+
+def _cluster_split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
+    """With GROUPS > 1: a counter per tile and rank, padded to 16 bytes, then
+    per tile, rank and group a slot of the rank's share (at most
+    ceil(VECS / SPLITS) float4s of each of 256 threads). None needed otherwise."""
+    slices, share = c["SPLITS"] * c["GROUPS"], cdiv(_cluster_vecs(c), c["SPLITS"])
+
+    def size(s: Shape, blocks: int) -> int:
+        if c["GROUPS"] == 1:
+            return 0
+        tiles = blocks // slices
+        return cdiv(4 * tiles * c["SPLITS"], 16) * 16 + tiles * slices * share * 256 * 16
+
+    return size
+
+
 def _cluster_split_k_rules(c: Config) -> list[str]:
-    vecs = (c["WM"] // 16 * 4) * (c["WN"] // 32)  # float4s of accumulators per thread
+    vecs = _cluster_vecs(c)
     return (
         _large_tile_rules(c)
         + _spread_rules(c)
@@ -546,6 +571,7 @@ def _cluster_split_k_rules(c: Config) -> list[str]:
             c["SPLITS"] <= vecs,
             f"SPLITS must be at most the {vecs} float4s of accumulators per thread (each slice adds a share)",
         )
+        + needs(c["GROUPS"] >= 1, "GROUPS (clusters per tile) must be at least 1")
     )
 
 
@@ -1023,6 +1049,7 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
             rules=_cluster_split_k_rules,
             search=CLUSTER_SPLIT_K_SEARCH,
             grid=cluster_split_k_grid,
+            workspace=_cluster_split_k_workspace,
         ),
         smem_bytes=_cluster_split_k_smem_bytes,
         cluster_size=lambda c: c["SPLITS"],
