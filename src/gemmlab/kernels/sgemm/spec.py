@@ -511,7 +511,7 @@ def _split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
 CLUSTER_SPLIT_K_DEFAULT = Config(BM=128, BN=256, BK=16, WM=64, WN=64, STAGES=4, SPLITS=8, GROUPS=1)
 MAX_CLUSTER = 8  # the most blocks a portable cluster holds
 
-# Its search (12 in all). A cluster's blocks must all find room in one GPC,
+# Its search (14 in all). A cluster's blocks must all find room in one GPC,
 # and the GPU holds fewer clusters than its SMs / SPLITS: an H100 or H200
 # holds 15 clusters of 8, 17 of 6, 30 of 4, 39 of 3 and 66 of 2 (one block
 # per SM; benchmarks/results/2026-11-24g_h100_cluster-occupancy.txt), so 16
@@ -527,6 +527,10 @@ CLUSTER_SPLIT_K_SEARCH = (
     Config(SPLITS=2, GROUPS=2),
     *(Config(BN=128, WN=32, SPLITS=s) for s in (8, 4, 3, 2)),
     Config(BN=128, WN=32, SPLITS=2, GROUPS=2),
+    # BK = 8: half the main loop's code, for short runs of k-tiles, whose warps
+    # waited on instruction fetches (benchmarks/results/2026-11-24h_cluster-split-k-profiles.txt).
+    Config(BN=128, WN=32, SPLITS=2, GROUPS=2, BK=8),
+    Config(BN=128, WN=32, SPLITS=2, BK=8),
 )
 
 
