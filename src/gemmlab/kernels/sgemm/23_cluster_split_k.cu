@@ -50,6 +50,10 @@
 // KB, not split-K's 8 x 64 KB or stream-K's nine 128 KB partials.
 // Predicted (H100): 32 k-tiles a block at the 3.1-3.6 us rung 23 took per
 // k-tile at this shape, 99-115 us, plus about 4 us: 92-108% of cuBLAS's 98.6.
+// Measured (H100, tree 0e187ff): 144.5 us (68.0%), 4.2 us a k-tile; the 128 x
+// 128 tile in 2 clusters of 2 took 129.7 us (76.1%), and with BK = 8 (half the
+// loop's code; its warps had waited on instruction fetches) 79.4% in the
+// dispatcher (tree 498b2c7). docs/sgemm-ladder.md has the profile.
 // Synchronisation (docs/synchronisation.md): inside a block, the ring as
 // sgemm_spread_copies. Within a cluster: cp.async.wait_group 0 then
 // __syncthreads leaves no copy into the ring pending and no warp reading it,
