@@ -18,14 +18,8 @@ from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.sgemm import spec as sgemm
 
-NEW_RUNGS = (
-    "sgemm_small_tile",
-    "sgemm_split_k",
-    "sgemm_skinny",
-    "sgemm_skinny_n",
-    "sgemm_gemv_split",
-    "sgemm_cluster_split_k",
-)
+# Rungs 18 to 23: the FP32 ladder's candidates (tests/test_sgemm.py names them one by one).
+NEW_RUNGS = tuple(r.id for r in sgemm.CANDIDATE_RUNGS)
 REVIEW = Path(__file__).resolve().parent.parent / "docs" / "synchronisation.md"
 
 
