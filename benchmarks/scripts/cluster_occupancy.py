@@ -28,7 +28,7 @@ def main() -> None:
         point = catalogue.point(RUNG, Shape(128, 4096, 4096), spec=catalogue.variant(RUNG, c))
         kernel = load_kernel(point, compile_kernel(point.spec, 0, "float32", arch))
         n = kernel.occupancy.max_active_clusters(launch_config(point, point.grid), stream=stream)
-        print(f"{c['BM']}x{c['BN']} SPLITS={c['SPLITS']} GROUPS={c['GROUPS']} smem={point.dynamic_smem}: "
+        print(f"{c['BM']}x{c['BN']} BK={c['BK']} SPLITS={c['SPLITS']} GROUPS={c['GROUPS']} smem={point.dynamic_smem}: "
               f"{n} clusters at once = {n * c['SPLITS']} blocks", flush=True)  # fmt: skip
 
 
