@@ -45,6 +45,7 @@
 // only its own slot (t, z), once per launch. Progress: no block ever waits for
 // another (not last: exit), whatever the number resident.
 
+#include "arrivals.cuh"
 #include "k_range_loop.cuh"
 
 template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int SPLITS>
@@ -94,18 +95,7 @@ sgemm_split_k(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T
         }
     }
     __syncthreads();  // every thread's share of the partial is stored
-    bool last = false;
-    if (tid == 0) {
-        // Release: the barrier showed thread 0 the block's stores, and its fence
-        // (cumulative) orders them before the arrival.
-        __threadfence();
-        last = atomicAdd(&arrivals[tile], 1u) == SPLITS - 1;
-        if (last) {
-            arrivals[tile] = 0;  // as the next launch expects it
-            __threadfence();     // acquire: the other slices' partials before our reads
-        }
-    }
-    if (!__syncthreads_or(last)) {  // hands the acquire on to the block's reads
+    if (!arrive_last(&arrivals[tile], SPLITS)) {  // release; the last of the slices acquires, and zeroes it
         return;
     }
     // The slices' sum in slice order, from zero, this block's own partial read

@@ -82,6 +82,7 @@
 // first, and launch after launch.
 
 #include "../cluster.cuh"
+#include "arrivals.cuh"
 #include "cp_async_tiles.cuh"
 #include "spread_copies.cuh"
 
@@ -169,19 +170,7 @@ __device__ __forceinline__ void cluster_split_k_body(const float* __restrict__ a
             }
         }
         __syncthreads();  // every thread's share is stored
-        bool last = false;
-        if (tid == 0) {
-            // Release: the barrier showed thread 0 the block's stores, and its fence
-            // (cumulative) orders them before the arrival.
-            __threadfence();
-            unsigned* counter = &arrivals[tile * SPLITS + rank];
-            last = atomicAdd(counter, 1u) == GROUPS - 1;
-            if (last) {
-                *counter = 0;     // as the next launch expects it
-                __threadfence();  // acquire: the other groups' shares before our reads
-            }
-        }
-        if (!__syncthreads_or(last)) {  // hands the acquire on to the block's reads
+        if (!arrive_last(&arrivals[tile * SPLITS + rank], GROUPS)) {  // the last of the rank's groups goes on
             return;
         }
 #pragma unroll

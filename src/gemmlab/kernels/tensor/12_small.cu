@@ -71,11 +71,8 @@ __device__ __forceinline__ void store_bf16_staged(const float (&acc)[BN / 2], un
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
         const int byte = (8 * j + 2 * (tid % 4)) * 2;
-        unsigned lo, hi;  // cvt packs its first operand high
-        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(lo) : "f"(acc[4 * j + 1]), "f"(acc[4 * j]));
-        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(hi) : "f"(acc[4 * j + 3]), "f"(acc[4 * j + 2]));
-        *reinterpret_cast<unsigned*>(ring + r * PITCH + byte) = lo;
-        *reinterpret_cast<unsigned*>(ring + (r + 8) * PITCH + byte) = hi;
+        *reinterpret_cast<unsigned*>(ring + r * PITCH + byte) = pack_bf16x2(acc[4 * j], acc[4 * j + 1]);
+        *reinterpret_cast<unsigned*>(ring + (r + 8) * PITCH + byte) = pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
     }
     consumers_sync<CONSUMER_THREADS>();  // the whole tile is staged
     const bool vec = n % 8 == 0 && (reinterpret_cast<unsigned long long>(c) & 15) == 0;

@@ -161,9 +161,7 @@ __device__ __forceinline__ void put_pair_swizzled(unsigned char* box, int row, i
     if constexpr (sizeof(C) == 4) {
         *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
     } else {
-        unsigned packed;
-        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(v1), "f"(v0));
-        *reinterpret_cast<unsigned*>(p) = packed;
+        *reinterpret_cast<unsigned*>(p) = pack_bf16x2(v0, v1);
     }
 }
 

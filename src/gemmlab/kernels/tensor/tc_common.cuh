@@ -91,13 +91,20 @@ __device__ __forceinline__ void store_pair(float* c, int m, int n, int row, int 
     }
 }
 
+// Two float32 values rounded to nearest even as bfloat16, v0 in the low half
+// (the lower address once stored), v1 in the high (cvt packs its first operand high).
+__device__ __forceinline__ unsigned pack_bf16x2(float v0, float v1) {
+    unsigned packed;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(v1), "f"(v0));
+    return packed;
+}
+
 // The same for a bfloat16 C (bit patterns): the pair rounded to nearest even,
 // one 4-byte store when both are inside and C allows it.
 __device__ __forceinline__ void store_pair(unsigned short* c, int m, int n, int row, int col, float v0, float v1) {
     if (row >= m) return;
     unsigned short* p = c + static_cast<long long>(row) * n + col;
-    unsigned packed;  // cvt packs its first operand high: v1 high, v0 low
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(v1), "f"(v0));
+    const unsigned packed = pack_bf16x2(v0, v1);
     if (col + 1 < n && (n % 2) == 0) {
         *reinterpret_cast<unsigned*>(p) = packed;
     } else {
