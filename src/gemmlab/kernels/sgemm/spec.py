@@ -553,14 +553,14 @@ def _cluster_vecs(c: Config) -> int:
 def _cluster_split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
     """With GROUPS > 1: a counter per tile and rank, padded to 16 bytes, then
     per tile, rank and group a slot of the rank's share (at most
-    ceil(VECS / SPLITS) float4s of each of 256 threads). None needed otherwise."""
+    ceil(VECS / SPLITS) float4s of each thread). None needed otherwise."""
     slices, share = c["SPLITS"] * c["GROUPS"], cdiv(_cluster_vecs(c), c["SPLITS"])
 
     def size(s: Shape, blocks: int) -> int:
         if c["GROUPS"] == 1:
             return 0
         tiles = blocks // slices
-        return cdiv(4 * tiles * c["SPLITS"], 16) * 16 + tiles * slices * share * 256 * 16
+        return cdiv(4 * tiles * c["SPLITS"], 16) * 16 + tiles * slices * share * _warp_threads(c) * 16
 
     return size
 
