@@ -109,6 +109,10 @@ REPEATS = [
     ({}, Shape(129, 257, 200)),
     ({"SPLITS": 8}, Shape(300, 200, 296)),  # 5 k-tiles in 8 slices: 3 empty (K a multiple of 8)
     ({"BN": 256, "SPLITS": 2}, Shape(260, 390, 1000)),
+    # Clusters of two sharing B: 3 tile rows, so a padding row past M that
+    # multicasts its half of B and stores nothing; then 4 k-tiles in 8 slices.
+    ({"SPLITS": 2, "CLUSTER": 2}, Shape(300, 390, 1000)),
+    ({"SPLITS": 8, "CLUSTER": 2, "STAGES": 6}, Shape(129, 257, 200)),
 ]
 
 

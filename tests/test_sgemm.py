@@ -474,3 +474,40 @@ def test_no_rung_includes_another_rungs_source() -> None:
         for path in folder.joinpath(family).iterdir():
             if path.name.endswith((".cu", ".cuh")):
                 assert not re.search(r'#include\s+"[^"]+\.cu"', path.read_text()), path.name
+
+
+def test_a_cancelling_c_is_judged_against_its_terms_magnitude() -> None:
+    """On an H100 (2026-11-24) sgemm_1d_blocktile failed at 1 x 1 x 1 on a
+    redrawn input set: 1.5 a b - 0.75 c0 had cancelled to a small number, and
+    float32's correct rounding of each term was 2.3e-5 of it. With the terms'
+    magnitude as the floor, float32's rounding is judged against what was
+    added, and an error the size of that magnitude still fails."""
+    import numpy as np
+
+    from gemmlab.problems.base import relative_error, sum_magnitude
+
+    a, b = np.array([[0.6]], np.float32), np.array([[0.7]], np.float32)
+    c0 = np.array([[float(np.float32(1.5 * 0.6 * 0.7 / 0.75)) * 1.0001]], np.float32)
+    exact = 1.5 * a.astype(np.float64) @ b.astype(np.float64) - 0.75 * c0.astype(np.float64)
+    got = (np.float32(1.5) * (a * b) + np.float32(-0.75) * c0).astype(np.float32)
+    scale = sum_magnitude(np, a, b, 1.5, c0, -0.75)
+    assert relative_error(np, got, exact) > 1e-5  # against the cancelled C alone: looks wrong
+    assert relative_error(np, got, exact, scale) < 1e-6  # against the terms: float32's rounding
+    assert relative_error(np, got + np.float32(scale * 1e-3), exact, scale) > 1e-5  # a real error still shows
+
+
+def test_sum_magnitude_is_the_root_of_the_terms_squares() -> None:
+    """sum_magnitude against its definition, term by term, and against the
+    reference's own norm on a large random C, where signs do not conspire."""
+    import numpy as np
+
+    from gemmlab.problems.base import sum_magnitude
+
+    rng = np.random.default_rng(5)
+    a, b, c0 = rng.uniform(-1, 1, (3, 5)), rng.uniform(-1, 1, (5, 4)), rng.uniform(-1, 1, (3, 4))
+    terms = (1.5 * a[:, :, None] * b[None, :, :]) ** 2  # (i, l, j)
+    want = (terms.sum() + ((0.75 * c0) ** 2).sum()) ** 0.5
+    assert sum_magnitude(np, a, b, 1.5, c0, -0.75) == pytest.approx(want, rel=1e-12)
+    a, b, c0 = rng.uniform(-1, 1, (256, 512)), rng.uniform(-1, 1, (512, 256)), rng.uniform(-1, 1, (256, 256))
+    ref = 1.5 * a @ b - 0.75 * c0
+    assert sum_magnitude(np, a, b, 1.5, c0, -0.75) == pytest.approx(float(np.linalg.norm(ref)), rel=0.05)

@@ -101,3 +101,24 @@ def test_gemv_refuses_two_big_sides_and_odd_k_in_words() -> None:
     assert spec.violations(Shape(1, 4096, 4097), 0, "bfloat16")
     with pytest.raises(ConstraintError, match="MAX_M must be 8 or 16"):
         catalogue.variant("tc_gemv", {"MAX_M": 4})
+
+
+def test_split_k_cluster_of_two_shares_b_along_m() -> None:
+    """CLUSTER = 2: x runs along M in whole clusters (an odd count of tile
+    rows gets a padding row, counted by the workspace), the cluster is (2, 1,
+    1), and B's TMA box is half the tile's columns, each block multicasting
+    its half into both."""
+    spec = catalogue.variant("tc_split_k", {"SPLITS": 2, "CLUSTER": 2})
+    shape = Shape(1000, 300, 16384)  # 8 tile rows, 3 tile columns
+    assert spec.grid(shape, 0) == (8, 3, 2) and spec.cluster == (2, 1, 1)
+    odd = Shape(900, 300, 16384)  # 8 tile rows after ceil(900 / 128) = 8; 7 at 800
+    assert spec.grid(Shape(800, 300, 16384), 0) == (8, 3, 2)
+    assert spec.workspace_bytes(Shape(800, 300, 16384), 48) == 96 + 8 * 3 * 2 * 128 * 128 * 4
+    assert spec.grid(odd, 0) == (8, 3, 2)
+    prepared_boxes = spec.problem.prepare.keywords["boxes"]
+    assert prepared_boxes == (128, 64)
+    assert catalogue.variant("tc_split_k", {"SPLITS": 2}).problem.prepare.keywords["boxes"] == (128, 128)
+    with pytest.raises(ConstraintError, match="CLUSTER must be 1 or 2"):
+        catalogue.variant("tc_split_k", {"SPLITS": 2, "CLUSTER": 4})
+    wide = Shape(128, 128 * 65536, 64)
+    assert any("65535" in v for v in spec.violations(wide, 0, "bfloat16"))

@@ -79,6 +79,9 @@ class Rung:
     # slices of K sharing one tile); None: ``cluster``. Not a multicast: the
     # TMA boxes stay whole.
     cluster_size: Callable[[Config], int] | None = None
+    # Blocks of a cluster that share B by TMA multicast, each loading BN / multicast
+    # of its rows (tc_split_k's CLUSTER); None: ``cluster``.
+    multicast: Callable[[Config], int] | None = None
 
     @property
     def params(self) -> tuple[str, ...]:

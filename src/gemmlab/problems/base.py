@@ -177,12 +177,33 @@ def values(xp: Any, array: Any, dtype: str) -> Any:
     return bf16_value(xp, array) if dtype == "bfloat16" else array
 
 
-def relative_error(cp: Any, out: Any, ref: Any) -> float:
-    """Frobenius-norm relative error in float64; NaN anywhere gives NaN."""
+def relative_error(cp: Any, out: Any, ref: Any, magnitude: float = 0.0) -> float:
+    """Frobenius-norm relative error in float64; NaN anywhere gives NaN.
+    ``magnitude`` (see ``sum_magnitude``), when given, is a floor under the
+    reference's norm: a C of a few elements can cancel to almost nothing, and
+    its error, relative to that small number, would then say nothing about
+    the arithmetic."""
     diff = out.astype(cp.float64) - ref
-    ref_norm = float(cp.linalg.norm(ref))
+    ref_norm = max(float(cp.linalg.norm(ref)), magnitude)
     err = float(cp.linalg.norm(diff))
     return err / ref_norm if ref_norm else err
+
+
+def sum_magnitude(cp: Any, a: Any, b: Any, alpha: float = 1.0, c0: Any = None, beta: float = 0.0) -> float:
+    """The Frobenius norm that alpha * A.B + beta * C0 (A M x K, B K x N, as
+    float64 or exact in it) has when its terms' signs do not conspire: each
+    element a sum of independent zero-mean terms has an expected square equal
+    to the sum of its terms' squares, here
+    alpha^2 sum_l |A[:, l]|^2 |B[l, :]|^2 + beta^2 |C0|^2 over the whole C.
+    For the suite's uniform(-1, 1) inputs it is about the reference's own
+    norm on a large C, and well above it where a small C happens to cancel;
+    it needs no second product (O(MK + KN))."""
+    a64, b64 = a.astype(cp.float64), b.astype(cp.float64)
+    squares = alpha * alpha * float(cp.dot(cp.sum(a64 * a64, axis=0), cp.sum(b64 * b64, axis=1)))
+    if c0 is not None and beta:
+        c64 = c0.astype(cp.float64)
+        squares += beta * beta * float(cp.sum(c64 * c64))
+    return squares**0.5
 
 
 # A bfloat16 NaN (all exponent bits, a non-zero mantissa): what a bfloat16 C is

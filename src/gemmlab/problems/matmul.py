@@ -32,6 +32,7 @@ from gemmlab.problems.base import (
     relative_error,
     rounded,
     storage,
+    sum_magnitude,
     values,
 )
 
@@ -118,12 +119,17 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
     alpha, beta = scalars(dtype) if with_scalars else (1, 0)
     c0 = random_matrix(cp, rng, s.m, s.n, dtype) if with_scalars else None
     ref = cp.empty((s.m, s.n), dtype=cp.float64)
+    scale = [0.0]  # sum_magnitude of this input set: the error's floor under a C that cancels
 
     def reference() -> None:
         # float64 on the same device (cuBLAS DGEMM), from the exact values of the stored inputs.
-        cp.matmul(_exact(cp, a, dtype), _exact(cp, b, dtype), out=ref)
+        exact_a, exact_b = _exact(cp, a, dtype), _exact(cp, b, dtype)
+        cp.matmul(exact_a, exact_b, out=ref)
         if with_scalars:
             ref[...] = float(alpha) * ref + float(beta) * _exact(cp, c0, dtype)
+            scale[0] = sum_magnitude(cp, exact_a, exact_b, float(alpha), _exact(cp, c0, dtype), float(beta))
+        else:
+            scale[0] = sum_magnitude(cp, exact_a, exact_b)
 
     def redraw() -> None:
         for array in (a, b, *((c0,) if with_scalars else ())):
@@ -156,7 +162,7 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
     return Prepared(
         args=tuple(named[name] for name in MATMUL_ARGUMENTS),
         poison=prime,
-        error=lambda: relative_error(cp, values(cp, c, dtype), ref),
+        error=lambda: relative_error(cp, values(cp, c, dtype), ref, scale[0]),
         baseline=baseline,
         baseline_name=_baseline_name(dtype, with_scalars) if baseline else None,
         buffers=(a, b, c, ref, *(x for x in (c0, lib_out) if x is not None)),  # c keeps guard.whole alive

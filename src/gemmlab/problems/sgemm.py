@@ -20,6 +20,7 @@ from gemmlab.problems.base import (
     random_matrix,
     redraw_matrix,
     relative_error,
+    sum_magnitude,
 )
 from gemmlab.problems.matmul import cublas_gemm, rounded_input_products
 
@@ -50,11 +51,13 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
     guard = guarded_empty(cp, (s.m, s.n), cp.float32)
     c_out = guard.inner
     ref = cp.empty((s.m, s.n), dtype=cp.float64)
+    scale = [0.0]  # sum_magnitude of this input set: the error's floor under a C that cancels
 
     def reference() -> None:
         # float64 on the same device (cuBLAS DGEMM); the float32 inputs are exact in float64.
         cp.matmul(a.astype(cp.float64), b.astype(cp.float64), out=ref)
         ref[...] = ALPHA * ref + BETA * c_in.astype(cp.float64)
+        scale[0] = sum_magnitude(cp, a, b, ALPHA, c_in, BETA)
 
     def redraw() -> None:
         for array in (a, b, c_in):
@@ -72,7 +75,7 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
     return Prepared(
         args=sgemm_operands(cp, point, GemmOperands(a, b, c_in, c_out, ALPHA, BETA)),
         poison=lambda: poison(cp, c_out),
-        error=lambda: relative_error(cp, c_out, ref),
+        error=lambda: relative_error(cp, c_out, ref, scale[0]),
         baseline=cublas_gemm(cp, a, b, lib_out, "float32", ALPHA, BETA),
         baseline_name=baseline_name(),
         buffers=(a, b, c_in, c_out, ref, lib_out),  # c_out keeps its whole allocation (guard.whole) alive

@@ -277,18 +277,34 @@ def _any_k_bytes(c: Config) -> int:
 
 
 def _split_k_grid(c: Config) -> Callable[[Shape, int], Dim3]:
-    return lambda s, b: (cdiv(s.n, c["BN"]), cdiv(s.m, c["BM"]), c["SPLITS"])
+    """x along N, y along M; with a cluster of two, x along M (rounded up to
+    whole clusters), so that a cluster's blocks share one strip of B."""
+    cluster = c["CLUSTER"]
+    if cluster == 1:
+        return lambda s, b: (cdiv(s.n, c["BN"]), cdiv(s.m, c["BM"]), c["SPLITS"])
+    return lambda s, b: (cdiv(cdiv(s.m, c["BM"]), cluster) * cluster, cdiv(s.n, c["BN"]), c["SPLITS"])
 
 
 def split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
-    """tc_split_k's workspace: one 4-byte counter per tile, padded to 16
-    bytes, then SPLITS partial tiles of BM x BN floats per tile (10_split_k.cu)."""
+    """tc_split_k's workspace: one 4-byte counter per tile of the grid (a
+    cluster's padding tile too), padded to 16 bytes, then SPLITS partial tiles
+    of BM x BN floats per tile (10_split_k.cu)."""
+    grid = _split_k_grid(c)
 
     def size(s: Shape, blocks: int) -> int:
-        tiles = cdiv(s.m, c["BM"]) * cdiv(s.n, c["BN"])
+        x, y, _ = grid(s, blocks)
+        tiles = x * y
         return cdiv(4 * tiles, 16) * 16 + tiles * c["SPLITS"] * c["BM"] * c["BN"] * 4
 
     return size
+
+
+def _split_k_rules(c: Config) -> list[str]:
+    return (
+        _specialised_rules(c)
+        + needs(c["SPLITS"] >= 2, "SPLITS must be at least 2")
+        + needs(c["CLUSTER"] in (1, 2), "CLUSTER must be 1 or 2 (blocks sharing B by TMA multicast)")
+    )
 
 
 # tc_gemv: rows of the big operand per block (the M of one mma.sync).
@@ -370,23 +386,36 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         summary="sm_90a: tc_warpspecialized over one of SPLITS slices of K per block; the last block of a tile "
         "adds the float32 partials in slice order",
         dtypes=(*DTYPES, BF16_OUT),
-        default=Config(BM=128, BN=128, STAGES=4, SPLITS=4),
+        default=Config(BM=128, BN=128, STAGES=4, SPLITS=4, CLUSTER=1),
         search=(
             Config(SPLITS=2),
             Config(SPLITS=3),
             Config(SPLITS=8),
             Config(BN=256, SPLITS=2),
             Config(BN=256, SPLITS=4, STAGES=3),
+            Config(BN=256, SPLITS=4, STAGES=4),
+            # cuBLAS's kernel at 1024 x 1024 x 16384 on an H100 (its name,
+            # benchmarks/results/2026-11-24k_h100_cublas-kernels.txt) is 128 x 128
+            # in two slices with a ring of 6 and clusters of two. Deeper rings
+            # measured faster there (4 to 7 stages: 58.5 to 53.9 us, 2026-11-24k);
+            # clusters of two sharing B slower (62.7 us at 6 stages against 55.3).
+            Config(SPLITS=2, STAGES=5),
+            Config(SPLITS=2, STAGES=6),
+            Config(SPLITS=2, STAGES=7),
+            Config(SPLITS=4, STAGES=7),
+            Config(SPLITS=2, CLUSTER=2, STAGES=7),
         ),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: ring_bytes(c, 2),
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
-        rules=lambda c: _specialised_rules(c) + needs(c["SPLITS"] >= 2, "SPLITS must be at least 2"),
+        rules=_split_k_rules,
         cgma=reuse_cgma,
         fixed=REGISTER_SPLIT,
         grid=_split_k_grid,
-        shape_rules=lambda c: (grid_rows_fit(c["BM"]),),
+        shape_rules=lambda c: (grid_rows_fit(c["BM"]) if c["CLUSTER"] == 1 else grid_y_fits(_split_k_grid(c)),),
         workspace=split_k_workspace,
+        cluster_size=lambda c: c["CLUSTER"],
+        multicast=lambda c: c["CLUSTER"],
         **HOPPER,
     ),
     Rung(
@@ -441,6 +470,14 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
             Config(BM=128, BN=64, SPLITS=4),
             Config(BM=128, SPLITS=4),
             Config(BM=128, SPLITS=8, STAGES=3),  # 96 KB: two blocks per SM
+            # Deeper rings (cuBLAS runs 8 stages of 128 x 64 at 1024 and 13 of 64 x 64
+            # at 128 x 4096 x 4096 on an H100): measured 2026-11-24k, 4 to 8 stages
+            # took 1024 from 93% to 96-100% of cuBLAS, 128 x 4096 x 4096 from 93% to 116-118%.
+            Config(BM=128, BN=64, STAGES=8),
+            Config(BM=128, BN=64, STAGES=9),
+            Config(BN=128, STAGES=8),
+            Config(BN=64, STAGES=8),
+            Config(BM=128, BN=64, SPLITS=2, STAGES=8),
         ),
         threads=lambda c: c["BM"] // 64 * WARPGROUP + 32,
         smem_bytes=lambda c: ring_bytes(c, 2),
@@ -479,8 +516,9 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     clustered = rung.cluster_size(c) if rung.cluster_size else rung.cluster
     c_box_rows = rung.fixed.get("C_BOX_ROWS", 0)  # C is a tensor map with boxes of these rows (0: a pointer)
     if rung.tma:
-        # TMA boxes: BM rows of A; BN rows of B, split between the blocks of a cluster.
-        boxes = {"boxes": (bm, bn // rung.cluster), "c_box_rows": c_box_rows}
+        # TMA boxes: BM rows of A; BN rows of B, split between the blocks that multicast it.
+        sharing = rung.multicast(c) if rung.multicast else rung.cluster
+        boxes = {"boxes": (bm, bn // sharing), "c_box_rows": c_box_rows}
         problem = Problem("tensor", partial(prepare_tensor, **boxes), tensor_device_bytes,
                           operands=partial(tensor_operands, **boxes))  # fmt: skip
     return KernelSpec(
