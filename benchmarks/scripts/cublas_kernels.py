@@ -69,7 +69,9 @@ def table(csv_path: str, shapes_path: str) -> int:
         calls.append(launches[i : i + period])
         i += 3 * period
     print("type shape | kernel | grid | block | cluster | registers | dynamic smem | us under ncu")
-    for (dtype, shape), call_launches in zip(shapes, calls):
+    if len(calls) != len(shapes):
+        print(f"note: {len(calls)} calls found for {len(shapes)} shapes; the labels may be off", file=sys.stderr)
+    for (dtype, shape), call_launches in zip(shapes, calls, strict=False):
         for k in call_launches:
             us = float(k.get("Duration", "0").replace(",", "")) / 1e3
             print(f"{dtype} {shape.rstrip(':')} | {k['name'][:100]} | {k.get('Grid Size')} | {k.get('Block Size')} | "
