@@ -588,3 +588,22 @@ def test_compile_candidates_compiles_each_at_the_runners_key_and_leaves_failures
     found, _ = dispatch.candidates(Shape(1, 4096, 4096), "float32", arch="sm_90a")
     dispatch.compile_candidates(found[:5], Shape(1, 4096, 4096), "float32", "sm_90a")
     assert sorted(calls) == sorted((c.kernel, tuple(c.config.values()), 0, "float32", "sm_90a") for c in found[:5])
+
+
+def test_the_nearest_pick_is_of_the_same_class_and_alignment() -> None:
+    """By log distance alone 8192 cubed is as near 4097 cubed as 4096 cubed,
+    and took 4097's odd-size pick (tc_any_k) on an H100: 26% of cuBLAS. A
+    tuned shape of the same class, which the top rung takes as it takes this
+    one, comes first; an odd shape still gets the odd shape's pick."""
+    picks = [
+        _pick(4097, 4097, 4097, "tc_any_k", "bfloat16"),
+        _pick(4096, 4096, 4096, "tc_tma_store", "bfloat16"),
+        _pick(128, 4096, 4096, "tc_small", "bfloat16"),
+    ]
+    big = dispatch.choose(picks, Shape.square(8192), "bfloat16", "sm_90a")
+    assert (big.kernel, big.tuned_shape) == ("tc_tma_store", Shape.square(4096))
+    odd = dispatch.choose(picks, Shape.square(4095), "bfloat16", "sm_90a")
+    assert (odd.kernel, odd.tuned_shape) == ("tc_any_k", Shape.square(4097))
+    # 64 x 4096 x 4096 has few tiles, as 128 x 4096 x 4096 has; 4096 cubed is large.
+    few = dispatch.choose(picks, Shape(64, 4096, 4096), "bfloat16", "sm_90a")
+    assert (few.kernel, few.tuned_shape) == ("tc_small", Shape(128, 4096, 4096))

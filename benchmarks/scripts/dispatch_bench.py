@@ -1,13 +1,14 @@
 """Is the dispatcher at cuBLAS speed on every shape? Tunes the dispatcher on
-the quick suite (benchmarks/shapes.toml) on this GPU, then runs its pick for
+the chosen suite (benchmarks/shapes.toml; --tune quick to tune only the quick
+subset and see what the nearest picks give) on this GPU, then runs its pick for
 every shape of the chosen suite beside cuBLAS (verified against float64 first,
 timed in alternation; both sides from CUDA graphs or back-to-back launches
 below about 50 us) and prints % of cuBLAS per shape and the geometric mean per
 element type, against the issue's targets (FP32: 100% mean, 90% each; BF16:
 105% mean, 95% each). Usage, on a GPU machine:
 
-    PYTHONPATH=src python3 benchmarks/scripts/dispatch_bench.py OUT.json [--suite quick|full] [--db PATH]
-        [--dtype fp32,bf16,bf16-out] [--budget-seconds S] [--shape-seconds S]
+    PYTHONPATH=src python3 benchmarks/scripts/dispatch_bench.py OUT.json [--suite quick|full]
+        [--tune quick|full] [--db PATH] [--dtype fp32,bf16,bf16-out] [--budget-seconds S] [--shape-seconds S]
 
 OUT.json holds {"device", "tuning": [the tuner's summary in words], "results":
 [RunResult.to_dict() plus "pick" (tuned / nearest / default), "why",
@@ -40,6 +41,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--suite", default="quick", choices=("quick", "full"))
+    parser.add_argument(
+        "--tune",
+        choices=("quick", "full"),
+        help="the suite to tune on (default: --suite's; quick with --suite full measures the nearest picks)",
+    )
     parser.add_argument("--db", type=Path)
     parser.add_argument("--dtype", help="fp32,bf16,bf16-out (default: the suite's)")
     parser.add_argument("--budget-seconds", type=float)
@@ -56,7 +62,7 @@ def main() -> None:
 
     start = time.monotonic()
     with Store.open(db) as store:
-        summary = tuner.tune_suite(load_suite("quick"), store, dtypes=dtypes, run_record=run_record(),
+        summary = tuner.tune_suite(load_suite(args.tune or args.suite), store, dtypes=dtypes, run_record=run_record(),
                                    budget_seconds=args.budget_seconds, on_candidate=print,
                                    shape_seconds=args.shape_seconds or None)  # fmt: skip
     tuning_seconds = time.monotonic() - start

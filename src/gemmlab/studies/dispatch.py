@@ -30,10 +30,13 @@ the shape's pick in the ``dispatch`` table (:meth:`Store.set_pick`).
 The choice for a shape
 ----------------------
 :func:`choose`: the pick stored for exactly this shape (``tuned``); else the
-pick of the nearest tuned shape of the same element type, by distance between
-log M, log N and log K, whose kernel and configuration accept this shape
-(``nearest``); else the first of :data:`DEFAULTS` for the element type that
-accepts it (``default``).
+pick of the nearest tuned shape of the same element type whose kernel and
+configuration accept this shape (``nearest``): nearest first among the tuned
+shapes of the same class (:func:`shape_class`), then among those that the
+element type's first default rung takes or refuses alike (an odd size's pick,
+made for a shape the big rungs refuse, is the last resort for an aligned one),
+then by distance between log M, log N and log K; else the first of
+:data:`DEFAULTS` for the element type that accepts it (``default``).
 """
 
 from __future__ import annotations
@@ -310,7 +313,18 @@ def choose(picks: Sequence[dict], shape: Shape, dtype: str, arch: str | None = N
     rows of one GPU, see :meth:`Store.picks`), as the module's docstring says;
     ConstraintError when nothing of the element type takes the shape."""
     mine = [p for p in picks if p["dtype"] == dtype and p["verified"]]
-    mine.sort(key=lambda p: log_distance(shape, Shape(p["m"], p["n"], p["k"])))
+    top = catalogue.variant(DEFAULTS[dtype][0], {})
+    fits_top = accepts(top, shape, dtype, arch) is None
+    cls = shape_class(shape)
+
+    def nearness(pick: dict) -> tuple[bool, bool, float]:
+        # On an H100 on 2026-11-24, 8192 cubed in bfloat16 took 4097's pick
+        # (tc_any_k, the odd-size rung) by log distance alone: 26% of cuBLAS.
+        tuned = Shape(pick["m"], pick["n"], pick["k"])
+        return (shape_class(tuned) != cls, (accepts(top, tuned, dtype, arch) is None) != fits_top,
+                log_distance(shape, tuned))  # fmt: skip
+
+    mine.sort(key=nearness)
     for pick in mine:
         config = json.loads(pick["config"]) if pick["config"] else {}
         try:
