@@ -95,7 +95,7 @@ EVERY_CONFIG = {
     # once, which the fill score does not model. (sgemm_split_k, before it at
     # K-heavy shapes, now gives its three best-filling of 22.)
     "sgemm_cluster_split_k": ("few-tiles", "k-heavy"),
-    "tc_small": ("few-tiles",),  # 15 configurations, 2 to 6 us each at the few-tile shapes
+    "tc_small": ("few-tiles",),  # 17 configurations, 2 to 20 us each at the few-tile shapes
     # 12 configurations, about 60 us each at 1024 x 1024 x 16384, where the ones
     # that fill the GPU alike differ by their ring's depth, which the fill score
     # does not model (7 stages against 4: 54 us against 58, on an H100).
