@@ -38,6 +38,11 @@ SHAPES = {
         Shape(128, 4096, 4096),  # the suite's few-tile shape
         Shape(1024, 1024, 16384),  # the suite's K-heavy shape
     ],
+    "tc_split_tail": [
+        Shape(1, 8, 8),  # one tile: one block, nothing split
+        Shape(3000, 3000, 200),  # 288 tiles: two full waves, 24 tiles in 4 slices (all 4 k-tiles)
+        Shape(2100, 1900, 1000),  # 136 tiles: a wave and 4 tiles in 8 slices, ragged edges
+    ],
     "tc_gemv": [
         Shape(1, 1, 8),
         Shape(1, 4096, 4096),  # decoding's product
@@ -67,7 +72,12 @@ def test_rung_verifies(kernel_id: str, dtype: str, shape: Shape) -> None:
 
 
 # Every searched configuration once, at a ragged shape each takes.
-RAGGED = {"tc_any_k": Shape(200, 300, 333), "tc_split_k": Shape(200, 300, 1000), "tc_gemv": Shape(7, 300, 1000)}
+RAGGED = {
+    "tc_any_k": Shape(200, 300, 333),
+    "tc_split_k": Shape(200, 300, 1000),
+    "tc_gemv": Shape(7, 300, 1000),
+    "tc_split_tail": Shape(2100, 1900, 1000),  # 136 tiles of 128 x 256, 255 of 128 x 128: both leave a part wave
+}
 CONFIGS = [(kid, c, s) for kid, s in RAGGED.items() for c in catalogue.configs(kid)]
 
 
@@ -132,6 +142,26 @@ def test_split_k_launch_after_launch(config: dict, shape: Shape, dtype: str) -> 
         launch(prepared.args)
         assert prepared.error() < 1e-2, i
         assert int(launch.workspace[: 4 * gx * gy].view(cp.uint32).max()) == 0, f"counters left set after launch {i}"
+        if first is None:
+            first = c.copy()
+        else:
+            assert bool((c == first).all()), f"launch {i} gave other bits"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_split_tail_launch_after_launch(dtype: str) -> None:
+    """Six launches on one workspace at a shape whose last wave is split:
+    each right, each the same bits as the first, every counter back at zero."""
+    _on_hopper("tc_split_tail")
+    cp, prepared, launch = _bound("tc_split_tail", Shape(2100, 1900, 1000), dtype, seed=5)
+    c = prepared.buffers[2]
+    blocks = launch.grid[0]
+    first = None
+    for i in range(6):
+        prepared.poison()
+        launch(prepared.args)
+        assert prepared.error() < 1e-2, i
+        assert int(launch.workspace[: 4 * blocks].view(cp.uint32).max()) == 0, f"counters left set after launch {i}"
         if first is None:
             first = c.copy()
         else:

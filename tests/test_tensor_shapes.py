@@ -18,7 +18,7 @@ IDS = [r.id for r in tensor.CANDIDATE_RUNGS]
 
 
 def test_candidates_wait_outside_the_catalogue() -> None:
-    assert IDS == ["tc_any_k", "tc_split_k", "tc_gemv", "tc_small"]
+    assert IDS == ["tc_any_k", "tc_split_k", "tc_gemv", "tc_small", "tc_split_tail"]
     for kid in IDS:
         assert kid not in catalogue.kernel_ids()
         assert catalogue.variant(kid, {}).id == kid
@@ -122,3 +122,14 @@ def test_split_k_cluster_of_two_shares_b_along_m() -> None:
         catalogue.variant("tc_split_k", {"SPLITS": 2, "CLUSTER": 4})
     wide = Shape(128, 128 * 65536, 64)
     assert any("65535" in v for v in spec.violations(wide, 0, "bfloat16"))
+
+
+def test_split_tail_is_persistent_with_a_slot_per_block() -> None:
+    """tc_split_tail: a block per tile up to the GPU's resident blocks (the
+    runner caps the grid), and a workspace of a counter and a BM x BN float32
+    partial per launched block."""
+    spec = catalogue.variant("tc_split_tail", {})
+    assert spec.persistent and spec.grid(Shape.square(3000), 0) == (24 * 12, 1, 1)
+    assert spec.workspace_bytes(Shape.square(3000), 132) == 528 + 132 * 128 * 256 * 4
+    with pytest.raises(ConstraintError, match="MAX_SLICES must be at least 1"):
+        catalogue.variant("tc_split_tail", {"MAX_SLICES": 0})

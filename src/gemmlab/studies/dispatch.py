@@ -133,8 +133,9 @@ TENSOR_CANDIDATES = {
     "skinny-m": ("tc_gemv", "tc_split_k", "tc_mma_pipeline", "tc_wgmma", "tc_tma_store", "tc_any_k"),
     "skinny-n": ("tc_gemv", "tc_split_k", "tc_mma_pipeline", "tc_wgmma", "tc_tma_store", "tc_any_k"),
     "k-heavy": ("tc_split_k", "tc_persistent", "tc_wgmma", "tc_tma_store", "tc_any_k"),
-    "few-tiles": ("tc_small", "tc_split_k", "tc_wgmma", "tc_persistent", "tc_tma_store", "tc_any_k"),
-    "large": ("tc_tma_store", "tc_cluster", "tc_persistent", "tc_mma_pipeline", "tc_any_k"),
+    "few-tiles": ("tc_small", "tc_split_k", "tc_split_tail", "tc_wgmma", "tc_persistent", "tc_tma_store", "tc_any_k"),
+    # tc_split_tail second: it differs from tc_tma_store where the tiles leave a last wave part full.
+    "large": ("tc_tma_store", "tc_split_tail", "tc_cluster", "tc_persistent", "tc_mma_pipeline", "tc_any_k"),
 }
 CANDIDATES = {"float32": FP32_CANDIDATES, "bfloat16": TENSOR_CANDIDATES, "bfloat16-out": TENSOR_CANDIDATES}
 # What matmul runs on a shape no tuned pick accepts: the first of these whose

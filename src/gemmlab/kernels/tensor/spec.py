@@ -299,6 +299,13 @@ def split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
     return size
 
 
+def split_tail_workspace(c: Config) -> Callable[[Shape, int], int]:
+    """tc_split_tail's workspace for a grid of ``blocks``: a 4-byte counter per
+    block, padded to 16 bytes, then a BM x BN float32 partial per block (the
+    split tiles times their slices never exceed the blocks; 13_split_tail.cu)."""
+    return lambda s, blocks: cdiv(4 * blocks, 16) * 16 + blocks * c["BM"] * c["BN"] * 4
+
+
 def _split_k_rules(c: Config) -> list[str]:
     return (
         _specialised_rules(c)
@@ -492,6 +499,29 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         grid=_small_grid,
         shape_rules=lambda c: (grid_y_fits(_small_grid(c)),),
         cluster_size=lambda c: c["SPLITS"],
+        **HOPPER,
+    ),
+    Rung(
+        id="tc_split_tail",
+        source="13_split_tail.cu",
+        summary="sm_90a: tc_persistent over the full waves of tiles, then the last wave's tiles cut along K "
+        "across every block, the slices added in slice order",
+        dtypes=(*DTYPES, BF16_OUT),
+        default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, MAX_SLICES=8),
+        search=(
+            Config(MAX_SLICES=4),
+            Config(MAX_SLICES=16),
+            Config(BN=128, STAGES=6),
+            Config(BN=128, STAGES=6, MAX_SLICES=16),
+        ),
+        threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+        smem_bytes=lambda c: ring_bytes(c, 2),
+        sass=("HGMMA", "UTMALDG", "USETMAXREG"),
+        rules=lambda c: _persistent_rules(c) + needs(c["MAX_SLICES"] >= 1, "MAX_SLICES must be at least 1"),
+        persistent=True,
+        cgma=reuse_cgma,
+        fixed=REGISTER_SPLIT,
+        workspace=split_tail_workspace,
         **HOPPER,
     ),
 )
