@@ -28,9 +28,10 @@
 // add returns S - 1 fences again (acquire), publishes the verdict in shared
 // memory, and bar.sync 1 passes it and the ordering to the consumers' __ldcg
 // reads. A block has at most one slice of a split tile, its last item, so the
-// verdict's shared word is written once per launch. Counters: each of the R split tiles' reaches S once per launch; the last
-// arriver's plain zero races with no increment of this launch, and the next
-// launch sees it through the kernel boundary. Slots: slice z of split tile r
+// verdict's shared word is written once per launch. Counters: each split
+// tile's reaches S once per launch; the last arriver's plain zero races with
+// no increment of this launch, and the next launch sees it through the kernel
+// boundary. Slots: slice z of split tile r
 // writes only slot r x S + z, once per launch. Progress: no block waits for
 // another; a block that is not last exits.
 
