@@ -57,12 +57,8 @@
 // shared memory of the ring, is each block's own as with one block.
 
 #include "hopper.cuh"
+#include "slices.cuh"
 
-// The consumers' own barrier (id 1; 0 is __syncthreads'), all CONSUMERS x 128 of them.
-template <int CONSUMERS>
-__device__ __forceinline__ void consumers_sync() {
-    asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMERS * 128) : "memory");
-}
 
 // CLUSTER = 2: the two blocks of a cluster are vertically adjacent tiles of
 // one slice (grid x runs along M); each block's producer loads half of their
@@ -116,7 +112,6 @@ tc_split_k(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CU
     constexpr int BK = TMA_ROW_BYTES / sizeof(S);
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
     constexpr int CONSUMERS = BM / 64;
-    constexpr int VECS = BN / 8;  // float4s of accumulators per consumer thread
     using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
     static_assert(SPLITS >= 2, "one slice is tc_warpspecialized");
@@ -168,41 +163,9 @@ tc_split_k(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CU
         if (group == 0) return;  // the fix-up is the consumers' alone (bar.sync 1 counts only them)
     }
 
-    // This slice's partial, each thread's float4s side by side with its
-    // neighbours' (a warp stores whole 512-byte runs), through L2 only.
     unsigned* arrivals = static_cast<unsigned*>(workspace);
     const int tiles = gridDim.x * gridDim.y;
-    constexpr int TILE_VECS = BM * BN / 4;
     float4* partials = reinterpret_cast<float4*>(static_cast<char*>(workspace) + (tiles * 4 + 15) / 16 * 16);
-    float4* mine = partials + (static_cast<long long>(tile) * SPLITS + slice) * TILE_VECS;
-#pragma unroll
-    for (int v = 0; v < VECS; ++v)
-        __stcg(mine + v * (CONSUMERS * 128) + me, make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
-    consumers_sync<CONSUMERS>();  // every consumer's share of the partial is stored
-    if (me == 0) {
-        __threadfence();  // release: cumulative over the stores the barrier showed this thread
-        const bool last = atomicAdd(&arrivals[tile], 1u) == SPLITS - 1;
-        if (last) {
-            arrivals[tile] = 0;  // as the next launch expects it
-            __threadfence();     // acquire: the other slices' partials before our reads
-        }
-        last_arrival = last;
-    }
-    consumers_sync<CONSUMERS>();  // hands the verdict, and the acquire, to every consumer
-    if (!last_arrival) return;
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-#pragma unroll 1
-    for (int z = 0; z < SPLITS; ++z) {
-        const float4* theirs = partials + (static_cast<long long>(tile) * SPLITS + z) * TILE_VECS;
-#pragma unroll
-        for (int v = 0; v < VECS; ++v) {
-            const float4 p = __ldcg(theirs + v * (CONSUMERS * 128) + me);
-            acc[4 * v] += p.x;
-            acc[4 * v + 1] += p.y;
-            acc[4 * v + 2] += p.z;
-            acc[4 * v + 3] += p.w;
-        }
-    }
+    if (!add_slices<BM, BN, CONSUMERS>(acc, partials, &arrivals[tile], last_arrival, tile, slice, SPLITS, me)) return;
     store_wgmma_tile<BN>(acc, c, m, n, row0 + slab * 64, col0, thread);
 }

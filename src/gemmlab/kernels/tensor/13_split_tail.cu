@@ -36,12 +36,8 @@
 // another; a block that is not last exits.
 
 #include "hopper.cuh"
+#include "slices.cuh"
 
-// The consumers' own barrier (id 1; 0 is __syncthreads'), all CONSUMERS x 128 of them.
-template <int CONSUMERS>
-__device__ __forceinline__ void tail_consumers_sync() {
-    asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMERS * 128) : "memory");
-}
 
 // What block `b` of `blocks` computes as its item `i` (0, 1, ...): a tile and
 // its k-tiles [t_begin, t_end), and in how many slices that tile was cut (1:
@@ -83,8 +79,6 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     constexpr int BK = TMA_ROW_BYTES / sizeof(S);
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
     constexpr int CONSUMERS = BM / 64;
-    constexpr int VECS = BN / 8;  // float4s of accumulators per consumer thread
-    constexpr int TILE_VECS = BM * BN / 4;
     using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
     static_assert(MAX_SLICES >= 1, "at least one slice");
@@ -167,35 +161,6 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     const int r = tile - plan.whole;
     unsigned* arrivals = static_cast<unsigned*>(workspace);
     float4* partials = reinterpret_cast<float4*>(static_cast<char*>(workspace) + (blocks * 4 + 15) / 16 * 16);
-    float4* mine = partials + (static_cast<long long>(r) * plan.slices + slice) * TILE_VECS;
-#pragma unroll
-    for (int v = 0; v < VECS; ++v)
-        __stcg(mine + v * (CONSUMERS * 128) + me, make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
-    tail_consumers_sync<CONSUMERS>();  // every consumer's share of the partial is stored
-    if (me == 0) {
-        __threadfence();  // release: cumulative over the stores the barrier showed this thread
-        const bool last = atomicAdd(&arrivals[r], 1u) == static_cast<unsigned>(plan.slices - 1);
-        if (last) {
-            arrivals[r] = 0;  // as the next launch expects it
-            __threadfence();  // acquire: the other slices' partials before our reads
-        }
-        last_arrival = last;
-    }
-    tail_consumers_sync<CONSUMERS>();  // hands the verdict, and the acquire, to every consumer
-    if (!last_arrival) return;
-#pragma unroll
-    for (int j = 0; j < BN / 2; ++j) acc[j] = 0.f;
-#pragma unroll 1
-    for (int z = 0; z < plan.slices; ++z) {
-        const float4* theirs = partials + (static_cast<long long>(r) * plan.slices + z) * TILE_VECS;
-#pragma unroll
-        for (int v = 0; v < VECS; ++v) {
-            const float4 p = __ldcg(theirs + v * (CONSUMERS * 128) + me);
-            acc[4 * v] += p.x;
-            acc[4 * v + 1] += p.y;
-            acc[4 * v + 2] += p.z;
-            acc[4 * v + 3] += p.w;
-        }
-    }
+    if (!add_slices<BM, BN, CONSUMERS>(acc, partials, &arrivals[r], last_arrival, r, slice, plan.slices, me)) return;
     store_wgmma_tile<BN>(acc, c, m, n, row0, col0, thread);
 }

@@ -1,0 +1,60 @@
+// Slices of K added by the last block of a tile to finish: the fix-up that
+// tc_split_k and tc_split_tail share. Their headers, and docs/synchronisation.md,
+// give the argument for its ordering.
+#ifndef GEMMLAB_TENSOR_SLICES_CUH
+#define GEMMLAB_TENSOR_SLICES_CUH
+
+// The consumers' own barrier (id 1; 0 is __syncthreads'), all CONSUMERS x 128 of them.
+template <int CONSUMERS>
+__device__ __forceinline__ void consumers_sync() {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMERS * 128) : "memory");
+}
+
+// Called by every consumer thread (`me`: 0 .. CONSUMERS x 128 - 1) with its
+// share of slice `slice` of tile `tile`'s BM x BN float32 sum in `acc`: stores
+// it through L2 to its slot of `partials` (slices slots per tile), then one
+// thread arrives on the tile's counter. The last of the tile's `slices` to
+// arrive zeroes the counter, replaces acc by the sum of every slot in slice
+// order from zero, and returns true; the others return false. `verdict` is a
+// word of the block's shared memory, written once per call.
+template <int BM, int BN, int CONSUMERS>
+__device__ __forceinline__ bool add_slices(float (&acc)[BN / 2], float4* partials, unsigned* counter, int& verdict,
+                                           int tile, int slice, int slices, int me) {
+    constexpr int VECS = BN / 8;  // float4s of accumulators per consumer thread
+    constexpr int TILE_VECS = BM * BN / 4;
+    // Each thread's float4s side by side with its neighbours' (a warp stores
+    // whole 512-byte runs), through L2 only.
+    float4* mine = partials + (static_cast<long long>(tile) * slices + slice) * TILE_VECS;
+#pragma unroll
+    for (int v = 0; v < VECS; ++v)
+        __stcg(mine + v * (CONSUMERS * 128) + me, make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
+    consumers_sync<CONSUMERS>();  // every consumer's share of the partial is stored
+    if (me == 0) {
+        __threadfence();  // release: cumulative over the stores the barrier showed this thread
+        const bool last = atomicAdd(counter, 1u) == static_cast<unsigned>(slices - 1);
+        if (last) {
+            *counter = 0;     // as the next launch expects it
+            __threadfence();  // acquire: the other slices' partials before our reads
+        }
+        verdict = last;
+    }
+    consumers_sync<CONSUMERS>();  // hands the verdict, and the acquire, to every consumer
+    if (!verdict) return false;
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+#pragma unroll 1
+    for (int z = 0; z < slices; ++z) {
+        const float4* theirs = partials + (static_cast<long long>(tile) * slices + z) * TILE_VECS;
+#pragma unroll
+        for (int v = 0; v < VECS; ++v) {
+            const float4 p = __ldcg(theirs + v * (CONSUMERS * 128) + me);
+            acc[4 * v] += p.x;
+            acc[4 * v + 1] += p.y;
+            acc[4 * v + 2] += p.z;
+            acc[4 * v + 3] += p.w;
+        }
+    }
+    return true;
+}
+
+#endif  // GEMMLAB_TENSOR_SLICES_CUH
