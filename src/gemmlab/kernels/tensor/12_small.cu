@@ -49,12 +49,6 @@
 
 #include "hopper.cuh"
 
-// All CONSUMER_THREADS consumer threads (barrier 1; 0 is __syncthreads').
-template <int CONSUMER_THREADS>
-__device__ __forceinline__ void consumers_sync() {
-    asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMER_THREADS) : "memory");
-}
-
 // A bfloat16 C of one block's BM x BN tile (SPLITS = 1), staged through the
 // idle ring: each consumer thread leaves its rounded pairs in a padded
 // row-major tile (rows BN x 2 + 16 bytes apart, so a warp's 8 rows of 16 bytes

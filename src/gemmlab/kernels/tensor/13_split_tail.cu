@@ -31,21 +31,20 @@
 // verdict's shared word is written once per launch. Counters: each split
 // tile's reaches S once per launch; the last arriver's plain zero races with
 // no increment of this launch, and the next launch sees it through the kernel
-// boundary. Slots: slice z of split tile r
-// writes only slot r x S + z, once per launch. Progress: no block waits for
-// another; a block that is not last exits.
+// boundary. Slots: slice z of split tile r writes only slot r x S + z, once
+// per launch. Progress: no block waits for another; a block that is not last
+// exits.
 
 #include "hopper.cuh"
 #include "slices.cuh"
-
 
 // What block `b` of `blocks` computes as its item `i` (0, 1, ...): a tile and
 // its k-tiles [t_begin, t_end), and in how many slices that tile was cut (1:
 // whole). False when the block has no item `i`.
 struct TailPlan {
-    int tiles, whole, rest, slices, k_tiles;
+    int whole, rest, slices, k_tiles;
 
-    __device__ TailPlan(int tiles_, int blocks, int k_tiles_, int max_slices) : tiles(tiles_), k_tiles(k_tiles_) {
+    __device__ TailPlan(int tiles, int blocks, int k_tiles_, int max_slices) : k_tiles(k_tiles_) {
         whole = tiles / blocks * blocks;
         rest = tiles - whole;
         slices = rest == 0 ? 1 : min(min(blocks / rest, max_slices), k_tiles);

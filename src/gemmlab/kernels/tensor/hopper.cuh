@@ -127,6 +127,14 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const CUtensorMap*
 
 // --- TMA stores: shared memory -> a box of a tensor in global memory -------------
 
+// Named barrier 1 over a block's THREADS consumer threads (0 is
+// __syncthreads'): the specialised rungs' consumers meet on it without the
+// producer, which may have left.
+template <int THREADS>
+__device__ __forceinline__ void consumers_sync() {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
+}
+
 // The copy engine reads shared memory through the "async proxy": writes that
 // threads made to it must be fenced before a TMA store may see them. Each
 // writing thread fences its own writes; a barrier then orders the fences before

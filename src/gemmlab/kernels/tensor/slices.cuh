@@ -1,14 +1,8 @@
 // Slices of K added by the last block of a tile to finish: the fix-up that
 // tc_split_k and tc_split_tail share. Their headers, and docs/synchronisation.md,
-// give the argument for its ordering.
+// give the argument for its ordering. Included after hopper.cuh (consumers_sync).
 #ifndef GEMMLAB_TENSOR_SLICES_CUH
 #define GEMMLAB_TENSOR_SLICES_CUH
-
-// The consumers' own barrier (id 1; 0 is __syncthreads'), all CONSUMERS x 128 of them.
-template <int CONSUMERS>
-__device__ __forceinline__ void consumers_sync() {
-    asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMERS * 128) : "memory");
-}
 
 // Called by every consumer thread (`me`: 0 .. CONSUMERS x 128 - 1) with its
 // share of slice `slice` of tile `tile`'s BM x BN float32 sum in `acc`: stores
@@ -28,7 +22,7 @@ __device__ __forceinline__ bool add_slices(float (&acc)[BN / 2], float4* partial
 #pragma unroll
     for (int v = 0; v < VECS; ++v)
         __stcg(mine + v * (CONSUMERS * 128) + me, make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
-    consumers_sync<CONSUMERS>();  // every consumer's share of the partial is stored
+    consumers_sync<CONSUMERS * 128>();  // every consumer's share of the partial is stored
     if (me == 0) {
         __threadfence();  // release: cumulative over the stores the barrier showed this thread
         const bool last = atomicAdd(counter, 1u) == static_cast<unsigned>(slices - 1);
@@ -38,7 +32,7 @@ __device__ __forceinline__ bool add_slices(float (&acc)[BN / 2], float4* partial
         }
         verdict = last;
     }
-    consumers_sync<CONSUMERS>();  // hands the verdict, and the acquire, to every consumer
+    consumers_sync<CONSUMERS * 128>();  // hands the verdict, and the acquire, to every consumer
     if (!verdict) return false;
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
