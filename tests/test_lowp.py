@@ -149,9 +149,11 @@ def test_rungs_are_in_the_catalogue_and_tunable() -> None:
         ("tc_fp8_blockscaled", {"BN": 256}, "BN must be 128: one block of B's scales"),
         ("tc_int8_mma", {"STAGES": 1}, "STAGES must be at least 2"),
         ("tc_int8_wgmma", {"BM": 256}, "4 consumer warpgroups do not fit 64K registers"),
-        ("tc_fp8_tma_store", {"BN": 256}, "BN must be 128: sums and partials"),
+        ("tc_fp8_tma_store", {"BN": 192}, "BN must be 128 or 256: one or two passes"),
         ("tc_fp8_tma_store", {"BM": 192}, "BM must be 64 or 128"),
         ("tc_fp8_tma_store", {"CLUSTER": 4}, "CLUSTER must be 1 or 2"),
+        ("tc_fp8_tma_store", {"TURNS": 1, "BM": 64}, "TURNS=1 needs BM = 128"),
+        ("tc_fp8_blockscaled_tma", {"TURNS": 2}, "TURNS must be 0 or 1"),
         ("tc_fp8_blockscaled_tma", {"C_BOXES": 0}, "C_BOXES must be at least 1"),
         ("tc_fp8_blockscaled_tma", {"STAGES": 8}, "bytes of dynamic shared memory, over"),
     ],
@@ -240,6 +242,10 @@ PERSISTENT_CONFIGS = [
     ("tc_fp8_tma_store", {"PROMOTE_K": 256}),
     ("tc_fp8_tma_store", {"PROMOTE_K": 256, "CLUSTER": 1}),
     ("tc_fp8_tma_store", {"PROMOTE_K": 256, "STAGES": 4, "C_BOXES": 4}),
+    *[(k, {"TURNS": 1, "CLUSTER": c}) for k in PERSISTENT_FP8 for c in (1, 2)],
+    ("tc_fp8_tma_store", {"TURNS": 1, "PROMOTE_K": 256}),
+    *[("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "TURNS": t, "CLUSTER": c}) for t in (0, 1) for c in (1, 2)],
+    ("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "TURNS": 1, "PROMOTE_K": 256}),
 ]
 
 
@@ -304,3 +310,14 @@ def test_float32_c_pays_one_select_per_value_for_its_spread_writes() -> None:
     # 64 sums a thread, stored as 32 pairs; the bfloat16 epilogue (already conflict-free) selects nothing.
     assert total(f32, "STS") == 32 and total(f32, "FSEL") == 64
     assert total(bf16, "STS") == 32 and total(bf16, "FSEL") == 0
+
+
+@NEEDS_CUOBJDUMP
+@pytest.mark.parametrize("kernel_id", PERSISTENT_FP8)
+def test_consumers_take_turns_only_when_asked(kernel_id: str) -> None:
+    """TURNS = 1 adds one arrival per group (BAR.ARV) and the waits on named
+    barriers 3 and 4; the default has no BAR.ARV at all."""
+    ops = sass_opcodes(compile_kernel(catalogue.get(kernel_id), 0, "e4m3", "sm_90a").cubin)
+    turns = sass_opcodes(compile_kernel(catalogue.variant(kernel_id, {"TURNS": 1}), 0, "e4m3", "sm_90a").cubin)
+    assert ops["BAR.ARV"] == 0 and turns["BAR.ARV"] >= 1
+    assert total(turns, "BAR") >= total(ops, "BAR") + 3  # the arrival, the wait before a group, the last wait

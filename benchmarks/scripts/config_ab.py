@@ -43,6 +43,32 @@ def label(rung: str, config: dict) -> str:
     return rung + " " + " ".join(f"{k}={v}" for k, v in config.items())
 
 
+def precompile(candidates: list, shape: Shape, dtypes: list[str], threads: int = 8) -> None:
+    """Every candidate's cubin for every type, several at a time (NVRTC runs
+    without the GIL), into the cache the runs then load from; the rounds then
+    time kernels, not compiles. A candidate that does not compile is left for
+    its run, which reports why."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gemmlab.backends.nvrtc import compile_kernel
+
+    arch = gpu.describe(0).arch
+
+    def build(job: tuple[str, dict, str]) -> None:
+        rung, config, dtype = job
+        try:
+            point = catalogue.point(rung, shape, dtype=dtype, spec=catalogue.variant(rung, config))
+            compile_kernel(point.spec, point.block_edge, point.dtype, point.spec.compile_arch(arch))
+        except GemmlabError:
+            pass
+
+    jobs = [(rung, config, dtype) for rung, config in candidates for dtype in dtypes]
+    if jobs:
+        build(jobs[0])  # the compiler's modules imported once, before the threads
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(build, jobs[1:]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
@@ -61,6 +87,7 @@ def main() -> None:
         if chosen is not None:
             configs = [{**configs[0], **c} for c in chosen]
         candidates += [(rung, config) for config in configs]
+    precompile(candidates, shapes[0], dtypes)
     found: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
     failures = []
     for r in range(args.rounds):

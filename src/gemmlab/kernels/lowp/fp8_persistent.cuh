@@ -8,9 +8,15 @@
 // What changes against tc_fp8_wgmma is everything around the promotion,
 // not the promotion itself: each consumer still issues a 128-K slice into a
 // partial slab, waits for it (wgmma.wait_group 0) and adds it into its FP32
-// sums, 64 + 64 registers of the 232 it claims, hence 64 x 128 per warpgroup
-// (BN = 128). The slice's first wgmma overwrites the slab (scale-d 0), so the
-// slab is never zeroed in the loop. A tried alternative, two partial slabs
+// sums: a 64 x 128 partial slab, 64 registers. BN = 128 holds 64 x 128 sums
+// (64 more); BN = 256 holds 64 x 256 (128 more) and runs each stage in two
+// passes of 128 columns through the one partial slab (128 + 64 of the 232
+// registers it claims, where two 64 x 256 slabs would need 256). The second
+// pass reads A's rows of the stage again: a block loads 16 KB of A and 32 KB
+// of B per 8.4 MFLOP against 16 + 16 KB per 4.2 at BN = 128 (a quarter less
+// from L2), while its shared-memory traffic (TMA writes and wgmma reads)
+// falls only from 160 to 144 KB per 8.4 MFLOP (docs/lowp-ladder.md, round 5). The slice's first wgmma overwrites the
+// slab (scale-d 0), so the slab is never zeroed in the loop. A tried alternative, two partial slabs
 // per consumer promoting slice t while slice t + 1 runs, makes ptxas
 // serialise every wgmma (C7518, "WG.DP in divergent path"; CPU tests check
 // that this kernel compiles without that message): the overlap comes from
@@ -27,12 +33,33 @@
 // is issued, used after this one's wait: a slice and a promotion later), so per-tensor and block scaling cost the same: one
 // FADD or one FFMA per sum per K block.
 //
+// TURNS = 1 (two consumers): the consumers issue their groups in turn, slab
+// 0's group of a promotion, then slab 1's, then slab 0's next. Both still
+// read every stage; what changes is the order in which their wgmmas reach
+// the tensor cores. Without turns both consumers wait on the same full
+// barrier, issue together, share the tensor cores, finish together and
+// stall together for the gap G (wait, promotion, release); with turns, one
+// consumer's group queues behind the other's, so each pays G while the
+// other's group runs (docs/lowp-ladder.md, round 5).
+//
 // Synchronisation: tc_tma_store's (kernels/tensor/08_tma_store.cu; the long
 // form is in docs/synchronisation.md), with CLUSTER = 1 the plain
 // tc_persistent ring. A stage is released once wgmma.wait_group 0 has
 // completed the group that read it, once per use and in order, so the
 // producer's parity argument is unchanged. K = 0 runs no slice: the sums are
 // the zeros stored.
+// The turns (TURNS = 1) are named barriers 3 and 4, each of 256 threads:
+// slab 0 waits on 3 before each group but its first and arrives on 4 after
+// issuing it; slab 1 waits on 4 before each group and arrives on 3 after it.
+// So slab 1's group u follows slab 0's group u, and slab 0's group u + 1
+// follows slab 1's group u. Both slabs walk the same tiles and K tiles, so
+// each issues the same number of groups; slab 1's last arrival on 3 is
+// consumed by one last wait of slab 0 after its loop, leaving both barriers
+// idle at exit. No cycle: slab 0's wait for group u + 1 needs slab 1 to have
+// issued group u, which needs only slab 0's arrival after group u and group
+// u's stages, which slab 0 has already waited for; the producer refills a
+// stage once both slabs released it, and each releases stage use u before
+// it issues use u + 1 (STAGES >= 2).
 
 #include "wgmma8.cuh"
 
@@ -40,6 +67,10 @@
 __device__ __forceinline__ void consumer_sync(int slab) {
     asm volatile("bar.sync %0, 128;\n" ::"r"(slab + 1) : "memory");
 }
+
+// TURNS: named barrier `id`, 256 threads, as a waiting warpgroup (sync) or a passing one (arrive).
+__device__ __forceinline__ void turn_wait(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void turn_pass(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
 
 // Everyone's barriers exist before anyone uses them (CLUSTER > 1: in every block of the cluster).
 template <int CLUSTER>
@@ -52,7 +83,7 @@ __device__ __forceinline__ void ring_ready() {
 }
 
 template <typename T, int SCALING, int BM, int BN, int STAGES, int GROUP_M, int CLUSTER, int C_BOXES,
-          int PRODUCER_REGS, int CONSUMER_REGS, int C_BOX_ROWS, int PROMOTE_K>
+          int PRODUCER_REGS, int CONSUMER_REGS, int C_BOX_ROWS, int PROMOTE_K, int TURNS>
 __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtensorMap* a_map,
                                                const CUtensorMap* b_map, const CUtensorMap* c_map,
                                                const float* scale_a, const float* scale_b, int m, int n, int k) {
@@ -67,12 +98,14 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     constexpr int SLICES = PROMOTE_K / BK;  // K tiles summed in the tensor cores per promotion
     static_assert(PROMOTE_K == BK || PROMOTE_K == 2 * BK, "promotion every 128 or 256 K");
     static_assert(SLICES == 1 || SCALING == SCALE_TENSOR, "block scales change every 128 K: promote every 128");
-    static_assert((BM == 64 || BM == 128) && BN == 128, "64 x 128 sums and a 64 x 128 partial slab per warpgroup");
-    static_assert(BK == SCALE_BLOCK && BN == SCALE_BLOCK, "a tile is one block of the scales along K and N");
+    constexpr int PASSES = BN / SCALE_BLOCK;  // 128-column passes over a stage, each into the one partial slab
+    static_assert((BM == 64 || BM == 128) && (BN == 128 || BN == 256), "64 x BN sums and a 64 x 128 partial slab per warpgroup");
+    static_assert(BK == SCALE_BLOCK && PASSES * SCALE_BLOCK == BN, "a pass is one block of the scales along K and N");
     static_assert(SCALING == SCALE_TENSOR || SCALING == SCALE_BLOCKS, "per-tensor or block scales");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two blocks along M");
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's share of B starts on a 1024-byte boundary");
     static_assert(C_BOX_ROWS == 64, "a box of C holds the 64 rows of one warpgroup's sums");
+    static_assert(TURNS == 0 || (TURNS == 1 && CONSUMERS == 2), "turns are taken by two consumers");
     // The ring, then each consumer's C boxes (1024-byte aligned: the swizzle's period), then the barriers.
     unsigned char* boxes = smem + STAGES * (A_BYTES + B_BYTES);
     unsigned long long* full = reinterpret_cast<unsigned long long*>(boxes + CONSUMERS * C_BOXES * C_BOX_BYTES);
@@ -125,80 +158,111 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             }
         };
         int use = 0, stored = 0;  // stored: boxes this warpgroup has handed to the copy engine
+        bool issued = false;      // TURNS: whether this consumer has issued a group yet
         for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
             int tm, tn;
             tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
             const int row = (CLUSTER * tm + rank) * BM + slab * 64;  // this warpgroup's first row of C
-            float acc[64], part[64];
+            float acc[BN / 2], part[64];
 #pragma unroll
-            for (int i = 0; i < 64; ++i) acc[i] = part[i] = 0.f;
-            // The K block's factors of this thread's two rows (lo, hi), and the next block's,
-            // loaded one slice ahead so that their L2 latency hides behind a whole slice.
-            float lo = 1.f, hi = 1.f, lo_next = 1.f, hi_next = 1.f;
+            for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+#pragma unroll
+            for (int i = 0; i < 64; ++i) part[i] = 0.f;
+            // The K block's factors of this thread's two rows (lo, hi) in each pass's block of
+            // columns, and the next K block's, loaded one slice ahead so that their L2 latency
+            // hides behind a whole slice.
+            float lo[PASSES], hi[PASSES], lo_next[PASSES], hi_next[PASSES];
+#pragma unroll
+            for (int p = 0; p < PASSES; ++p) lo[p] = hi[p] = lo_next[p] = hi_next[p] = 1.f;
             auto fetch_scales = [&](int t) {
                 if constexpr (SCALING == SCALE_BLOCKS) {
                     if (t < k_tiles) {
-                        lo_next = block_scale(scale_a, scale_b, m, n, t, row + r, tn * BN);
-                        hi_next = block_scale(scale_a, scale_b, m, n, t, row + r + 8, tn * BN);
+#pragma unroll
+                        for (int p = 0; p < PASSES; ++p) {
+                            const int col = tn * BN + p * SCALE_BLOCK;
+                            lo_next[p] = block_scale(scale_a, scale_b, m, n, t, row + r, col);
+                            hi_next[p] = block_scale(scale_a, scale_b, m, n, t, row + r + 8, col);
+                        }
                     }
                 }
             };
             fetch_scales(0);
 
-            // K tiles t .. t + SLICES - 1 into `part` (the first step overwrites it), one
-            // group; the block scales (SLICES = 1) of tile t + 1 read meanwhile.
-            auto issue = [&](int t) {
-                lo = lo_next;
-                hi = hi_next;
-                fetch_scales(t + 1);
-                // Every tile of the group is in before its first wgmma: a barrier wait (a
-                // loop) between wgmmas on the same registers makes ptxas serialise them (C7518).
+            // Pass p (columns 128 p ..) of K tiles t .. t + SLICES - 1 into `part` (the first
+            // step overwrites it), one group; with the first pass, the block scales (SLICES = 1)
+            // of tile t + 1 are read.
+            auto issue = [&](int t, int p) {
+                if (p == 0) {
 #pragma unroll
-                for (int i = 0; i < SLICES; ++i) {
-                    const int u = use + t + i;
-                    mbar_wait(&full[u % STAGES], (u / STAGES) % 2);
+                    for (int q = 0; q < PASSES; ++q) {
+                        lo[q] = lo_next[q];
+                        hi[q] = hi_next[q];
+                    }
+                    fetch_scales(t + 1);
+                    // Every tile of the group is in before its first wgmma: a barrier wait (a
+                    // loop) between wgmmas on the same registers makes ptxas serialise them (C7518).
+#pragma unroll
+                    for (int i = 0; i < SLICES; ++i) {
+                        const int u = use + t + i;
+                        mbar_wait(&full[u % STAGES], (u / STAGES) % 2);
+                    }
+                }
+                if constexpr (TURNS) {
+                    if (slab == 1 || issued) turn_wait(3 + slab);
                 }
                 wgmma_fence();
 #pragma unroll
                 for (int i = 0; i < SLICES; ++i) {
                     unsigned char* rows = stage((use + t + i) % STAGES);
+                    unsigned char* b_rows = rows + A_BYTES + p * SCALE_BLOCK * TMA_ROW_BYTES;
                     if (i == 0) {
-                        wgmma_fp8_fresh_slice<In, true>(part, rows + slab * 64 * TMA_ROW_BYTES, rows + A_BYTES);
+                        wgmma_fp8_fresh_slice<In, true>(part, rows + slab * 64 * TMA_ROW_BYTES, b_rows);
                     } else {
-                        wgmma_fp8_fresh_slice<In, false>(part, rows + slab * 64 * TMA_ROW_BYTES, rows + A_BYTES);
+                        wgmma_fp8_fresh_slice<In, false>(part, rows + slab * 64 * TMA_ROW_BYTES, b_rows);
                     }
                 }
                 wgmma_commit();
+                if constexpr (TURNS) {
+                    turn_pass(4 - slab);
+                    issued = true;
+                }
             };
-            // The group of K tiles t .. has completed: their stages are free and the partial joins the FP32 sums.
-            auto promote = [&](int t) {
+            // Pass p of the group of K tiles t .. has completed: its partial joins the FP32 sums
+            // of its columns, and after the last pass the group's stages are free.
+            auto promote = [&](int t, int p) {
                 fence_registers(part);
+                if (p == PASSES - 1) {
 #pragma unroll
-                for (int i = 0; i < SLICES; ++i) release((use + t + i) % STAGES);
+                    for (int i = 0; i < SLICES; ++i) release((use + t + i) % STAGES);
+                }
+                float* sums = acc + 64 * p;
                 if constexpr (SCALING == SCALE_BLOCKS) {
 #pragma unroll
                     for (int j = 0; j < 16; ++j) {
-                        acc[4 * j] = fmaf(lo, part[4 * j], acc[4 * j]);
-                        acc[4 * j + 1] = fmaf(lo, part[4 * j + 1], acc[4 * j + 1]);
-                        acc[4 * j + 2] = fmaf(hi, part[4 * j + 2], acc[4 * j + 2]);
-                        acc[4 * j + 3] = fmaf(hi, part[4 * j + 3], acc[4 * j + 3]);
+                        sums[4 * j] = fmaf(lo[p], part[4 * j], sums[4 * j]);
+                        sums[4 * j + 1] = fmaf(lo[p], part[4 * j + 1], sums[4 * j + 1]);
+                        sums[4 * j + 2] = fmaf(hi[p], part[4 * j + 2], sums[4 * j + 2]);
+                        sums[4 * j + 3] = fmaf(hi[p], part[4 * j + 3], sums[4 * j + 3]);
                     }
                 } else {
 #pragma unroll
-                    for (int i = 0; i < 64; ++i) acc[i] += part[i];
+                    for (int i = 0; i < 64; ++i) sums[i] += part[i];
                 }
             };
 
             for (int t = 0; t < k_tiles; t += SLICES) {
-                issue(t);
-                wgmma_wait<0>();
-                promote(t);
+#pragma unroll
+                for (int p = 0; p < PASSES; ++p) {
+                    issue(t, p);
+                    wgmma_wait<0>();
+                    promote(t, p);
+                }
             }
             use += k_tiles;
             fence_registers(acc);
             if constexpr (SCALING == SCALE_TENSOR) {
 #pragma unroll
-                for (int i = 0; i < 64; ++i) acc[i] *= tensor_scale;
+                for (int i = 0; i < BN / 2; ++i) acc[i] *= tensor_scale;
             }
             if (row >= m) continue;  // a cluster's second tile row past M: nothing to store
 #pragma unroll
@@ -216,6 +280,10 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                     bulk_commit();
                 }
             }
+        }
+        // Slab 1's arrival after its last group, waited for (both barriers left idle).
+        if constexpr (TURNS) {
+            if (slab == 0 && issued) turn_wait(3);
         }
         // Shared memory must outlive the copy engine's reads of it.
         if (thread == 0) bulk_wait_read<0>();

@@ -105,18 +105,26 @@ def _blockscaled_rules(c: Config) -> list[str]:
 
 # The persistent FP8 rungs (fp8_persistent.cuh) stage C as tc_tma_store does:
 # each consumer warpgroup in C_BOXES boxes of its 64 rows (C_BOX_ROWS) x 128 bytes.
+# Their consumers take 240 registers and leave the producer setmaxnreg's least,
+# 24: with BN = 256 a consumer holds 128 sums and a 64-register partial slab,
+# and at the tensor ladder's 232 the bfloat16 epilogue spilled.
+FP8_PRODUCER_REGS, FP8_CONSUMER_REGS = 24, 240
+
+
 def _persistent_rules(c: Config) -> list[str]:
-    # A consumer holds 64 x 128 FP32 sums and a 64 x 128 partial slab: 128 registers of its 232.
+    # A consumer holds 64 x BN FP32 sums and one 64 x 128 partial slab: 128 or 192 registers of its 232.
     return (
         needs(c["BM"] in (64, 128), "BM must be 64 or 128 (one or two consumer warpgroups of 64 rows)")
-        + needs(c["BN"] == SCALE_BLOCK, "BN must be 128: sums and partials of 64 x 128 per consumer")
+        + needs(c["BN"] in (128, 256), "BN must be 128 or 256: one or two passes of 128 columns a stage")
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
         + needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
         + needs(c["CLUSTER"] in (1, 2), "CLUSTER must be 1 or 2 (blocks along M sharing B by multicast)")
         + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1")
         + needs(c.get("PROMOTE_K", SCALE_BLOCK) in (128, 256), "PROMOTE_K must be 128 or 256 (one or two K tiles)")
+        + needs(c["TURNS"] in (0, 1), "TURNS must be 0 or 1")
+        + needs(c["TURNS"] == 0 or c["BM"] == 128, "TURNS=1 needs BM = 128: two consumer warpgroups take turns")
         + needs(
-            (PRODUCER_REGS + CONSUMER_REGS * c["BM"] // 64) * WARPGROUP <= MAX_REGISTERS,
+            (FP8_PRODUCER_REGS + FP8_CONSUMER_REGS * c["BM"] // 64) * WARPGROUP <= MAX_REGISTERS,
             f"{c['BM'] // 64} consumer warpgroups do not fit 64K registers",
         )
     )
@@ -127,7 +135,8 @@ MMA = dict(dynamic_smem=True, k_bytes_multiple=ROWS_16, threads=warp_threads, sm
            cgma=reuse_cgma)  # fmt: skip
 PERSISTENT = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
                   smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c),
-                  fixed=REGISTER_SPLIT | Config(C_BOX_ROWS=C_BOX_ROWS), cgma=reuse_cgma, rules=_persistent_rules,
+                  fixed=Config(PRODUCER_REGS=FP8_PRODUCER_REGS, CONSUMER_REGS=FP8_CONSUMER_REGS, C_BOX_ROWS=C_BOX_ROWS),
+                  cgma=reuse_cgma, rules=_persistent_rules,
                   persistent=True, dtypes=FP8_WITH_BF16)  # fmt: skip
 SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: ring_bytes(c, 2),
                    fixed=REGISTER_SPLIT, cgma=reuse_cgma)  # fmt: skip
@@ -203,7 +212,7 @@ RUNGS: tuple[Rung, ...] = (
         id="tc_fp8_tma_store",
         source="06_fp8_tma_store.cu",
         summary="sm_90a: persistent FP8 wgmma in clusters, promotion every 128 K, scaled C (float32/bf16) by TMA store",
-        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2, PROMOTE_K=128),
+        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2, PROMOTE_K=128, TURNS=0),
         search=(
             Config(CLUSTER=1),
             Config(STAGES=4, C_BOXES=4),
@@ -211,6 +220,9 @@ RUNGS: tuple[Rung, ...] = (
             Config(BM=64, STAGES=8),
             Config(PROMOTE_K=256),
             Config(PROMOTE_K=256, STAGES=4, C_BOXES=4),
+            Config(TURNS=1),
+            Config(TURNS=1, CLUSTER=1),
+            Config(TURNS=1, PROMOTE_K=256),
         ),
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
         **PERSISTENT,
@@ -220,8 +232,9 @@ RUNGS: tuple[Rung, ...] = (
         id="tc_fp8_blockscaled_tma",
         source="07_fp8_blockscaled_tma.cu",
         summary="sm_90a: tc_fp8_tma_store with 1 x 128 / 128 x 128 block scales applied at each promotion",
-        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2),
-        search=(Config(CLUSTER=1), Config(STAGES=4, C_BOXES=4), Config(GROUP_M=16)),
+        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2, TURNS=0),
+        search=(Config(CLUSTER=1), Config(STAGES=4, C_BOXES=4), Config(GROUP_M=16), Config(TURNS=1),
+                Config(TURNS=1, CLUSTER=1)),  # fmt: skip
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
         **PERSISTENT,
         **HOPPER,
