@@ -102,28 +102,28 @@ def test_promotion_every_256_k_stays_inside_its_derived_bound_at_large_k() -> No
     assert 0 <= result.error <= result.tolerance, (result.error, result.tolerance)
 
 
-TURNS = [
-    ("tc_fp8_tma_store", {"TURNS": 1}, "e4m3"),
-    ("tc_fp8_tma_store", {"TURNS": 1, "CLUSTER": 1}, "e4m3-bf16"),
-    ("tc_fp8_tma_store", {"TURNS": 1, "PROMOTE_K": 256}, "e4m3"),
-    ("tc_fp8_blockscaled_tma", {"TURNS": 1}, "e4m3-bf16"),
-    ("tc_fp8_blockscaled_tma", {"TURNS": 1, "CLUSTER": 1}, "e5m2"),
+STAGGER = [
+    ("tc_fp8_tma_store", {"STAGGER": 1}, "e4m3"),
+    ("tc_fp8_tma_store", {"STAGGER": 1, "CLUSTER": 1}, "e4m3-bf16"),
+    ("tc_fp8_tma_store", {"STAGGER": 1, "PROMOTE_K": 256}, "e4m3"),
+    ("tc_fp8_blockscaled_tma", {"STAGGER": 1}, "e4m3-bf16"),
+    ("tc_fp8_blockscaled_tma", {"STAGGER": 1, "CLUSTER": 1}, "e5m2"),
     ("tc_fp8_tma_store", {"BN": 256, "STAGES": 4}, "e4m3-bf16"),
-    ("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "TURNS": 1, "PROMOTE_K": 256}, "e4m3"),
-    ("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "TURNS": 1, "CLUSTER": 1}, "e5m2"),
-    ("tc_fp8_blockscaled_tma", {"BN": 256, "STAGES": 4, "TURNS": 1}, "e4m3"),
+    ("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "PROMOTE_K": 256}, "e4m3"),
+    ("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "STAGGER": 1, "CLUSTER": 1}, "e5m2"),
+    ("tc_fp8_blockscaled_tma", {"BN": 256, "STAGES": 4, "STAGGER": 1}, "e4m3"),
 ]
 
 
-@pytest.mark.parametrize(("kernel_id", "config", "dtype"), TURNS, ids=[f"{k}-{c}-{d}" for k, c, d in TURNS])
-def test_turns_and_two_pass_tiles_verify_on_awkward_shapes(kernel_id: str, config: dict, dtype: str) -> None:
-    """TURNS = 1: the two consumers issue their groups alternately (named
-    barriers 3 and 4); BN = 256: two passes of 128 columns a stage through one
+@pytest.mark.parametrize(("kernel_id", "config", "dtype"), STAGGER, ids=[f"{k}-{c}-{d}" for k, c, d in STAGGER])
+def test_stagger_and_two_pass_tiles_verify_on_awkward_shapes(kernel_id: str, config: dict, dtype: str) -> None:
+    """STAGGER = 1: slab 1 starts its first group once slab 0's has completed
+    (named barrier 3); BN = 256: two passes of 128 columns a stage through one
     partial slab, each with its own block of B's scales. The shapes include
     K = 48 (one group per tile), N ragged against 256 (a second pass wholly
     or partly past N), blocks walking several tiles, and a second slab with
-    no rows of its own, which must still take every turn (a missed turn
-    would hang, not mis-sum)."""
+    no rows of its own, which must still take part in the stagger (a missed
+    arrival would hang, not mis-sum)."""
     from gemmlab.measure.run import run
 
     if not _hopper():

@@ -152,8 +152,8 @@ def test_rungs_are_in_the_catalogue_and_tunable() -> None:
         ("tc_fp8_tma_store", {"BN": 192}, "BN must be 128 or 256: one or two passes"),
         ("tc_fp8_tma_store", {"BM": 192}, "BM must be 64 or 128"),
         ("tc_fp8_tma_store", {"CLUSTER": 4}, "CLUSTER must be 1 or 2"),
-        ("tc_fp8_tma_store", {"TURNS": 1, "BM": 64}, "TURNS=1 needs BM = 128"),
-        ("tc_fp8_blockscaled_tma", {"TURNS": 2}, "TURNS must be 0 or 1"),
+        ("tc_fp8_tma_store", {"STAGGER": 1, "BM": 64}, "STAGGER=1 needs BM = 128"),
+        ("tc_fp8_blockscaled_tma", {"STAGGER": 2}, "STAGGER must be 0 or 1"),
         ("tc_fp8_blockscaled_tma", {"C_BOXES": 0}, "C_BOXES must be at least 1"),
         ("tc_fp8_blockscaled_tma", {"STAGES": 8}, "bytes of dynamic shared memory, over"),
     ],
@@ -242,10 +242,9 @@ PERSISTENT_CONFIGS = [
     ("tc_fp8_tma_store", {"PROMOTE_K": 256}),
     ("tc_fp8_tma_store", {"PROMOTE_K": 256, "CLUSTER": 1}),
     ("tc_fp8_tma_store", {"PROMOTE_K": 256, "STAGES": 4, "C_BOXES": 4}),
-    *[(k, {"TURNS": 1, "CLUSTER": c}) for k in PERSISTENT_FP8 for c in (1, 2)],
-    ("tc_fp8_tma_store", {"TURNS": 1, "PROMOTE_K": 256}),
-    *[("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "TURNS": t, "CLUSTER": c}) for t in (0, 1) for c in (1, 2)],
-    ("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "TURNS": 1, "PROMOTE_K": 256}),
+    *[(k, {"STAGGER": 1, "CLUSTER": c}) for k in PERSISTENT_FP8 for c in (1, 2)],
+    ("tc_fp8_tma_store", {"STAGGER": 1, "PROMOTE_K": 256}),
+    *[("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "STAGGER": t, "CLUSTER": c}) for t in (0, 1) for c in (1, 2)],
 ]
 
 
@@ -314,10 +313,11 @@ def test_float32_c_pays_one_select_per_value_for_its_spread_writes() -> None:
 
 @NEEDS_CUOBJDUMP
 @pytest.mark.parametrize("kernel_id", PERSISTENT_FP8)
-def test_consumers_take_turns_only_when_asked(kernel_id: str) -> None:
-    """TURNS = 1 adds one arrival per group (BAR.ARV) and the waits on named
-    barriers 3 and 4; the default has no BAR.ARV at all."""
+def test_slab_one_starts_behind_only_when_asked(kernel_id: str) -> None:
+    """STAGGER = 1 adds one arrival (BAR.ARV, slab 0 after its first group)
+    and one wait on named barrier 3 (slab 1 before its first); the default
+    has neither."""
     ops = sass_opcodes(compile_kernel(catalogue.get(kernel_id), 0, "e4m3", "sm_90a").cubin)
-    turns = sass_opcodes(compile_kernel(catalogue.variant(kernel_id, {"TURNS": 1}), 0, "e4m3", "sm_90a").cubin)
-    assert ops["BAR.ARV"] == 0 and turns["BAR.ARV"] >= 1
-    assert total(turns, "BAR") >= total(ops, "BAR") + 3  # the arrival, the wait before a group, the last wait
+    staggered = sass_opcodes(compile_kernel(catalogue.variant(kernel_id, {"STAGGER": 1}), 0, "e4m3", "sm_90a").cubin)
+    assert ops["BAR.ARV"] == 0 and staggered["BAR.ARV"] >= 1
+    assert total(staggered, "BAR") >= total(ops, "BAR") + 2

@@ -43,6 +43,17 @@ def label(rung: str, config: dict) -> str:
     return rung + " " + " ".join(f"{k}={v}" for k, v in config.items())
 
 
+def median_or_none(ratios) -> float | None:
+    """The median share of the baseline, or None where no run had a baseline
+    (a scaling mode or type that the library has no call for)."""
+    known = [r for r in ratios if r is not None]
+    return statistics.median(known) if known else None
+
+
+def share(ratio: float | None) -> str:
+    return "   no baseline  " if ratio is None else f"{100 * ratio:6.1f}% of cuBLAS"
+
+
 def precompile(candidates: list, shape: Shape, dtypes: list[str], threads: int = 8) -> None:
     """Every candidate's cubin for every type, several at a time (NVRTC runs
     without the GIL), into the cache the runs then load from; the rounds then
@@ -109,7 +120,7 @@ def main() -> None:
     for (candidate, shape, dtype), samples in found.items():
         rows.append({"candidate": candidate, "shape": shape, "dtype": dtype,
                      "us": statistics.median(s[0] for s in samples),
-                     "ratio": statistics.median(s[1] for s in samples), "rounds": len(samples)})  # fmt: skip
+                     "ratio": median_or_none(s[1] for s in samples), "rounds": len(samples)})  # fmt: skip
     info = gpu.describe(0)
     args.out.write_text(json.dumps({"device": info.name, "rows": rows, "failures": failures}, indent=1, default=str))
     lines = [f"{args.rungs} on {info.name}, medians over {args.rounds} rounds"]
@@ -117,7 +128,7 @@ def main() -> None:
         for dtype in dtypes:
             mine = sorted((r for r in rows if r["shape"] == str(shape) and r["dtype"] == dtype), key=lambda r: r["us"])
             lines.append(f"{shape} {dtype}:")
-            lines += [f"    {r['us']:8.2f} us  {100 * r['ratio']:6.1f}% of cuBLAS  {r['candidate']}" for r in mine]
+            lines += [f"    {r['us']:8.2f} us  {share(r['ratio'])}  {r['candidate']}" for r in mine]
     lines += [f"not run: {f['candidate']} at {f['shape']} {f['dtype']}: {f['error']}" for f in failures]
     args.out.with_suffix(".txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

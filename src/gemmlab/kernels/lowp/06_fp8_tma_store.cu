@@ -22,12 +22,12 @@
 #include "fp8_persistent.cuh"
 
 template <typename T, int BM, int BN, int STAGES, int GROUP_M, int CLUSTER, int C_BOXES, int PROMOTE_K,
-          int TURNS, int PRODUCER_REGS, int CONSUMER_REGS, int C_BOX_ROWS>
+          int STAGGER, int PRODUCER_REGS, int CONSUMER_REGS, int C_BOX_ROWS>
 __global__ void __launch_bounds__((BM / 64 + 1) * 128, 1)
 tc_fp8_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                  const __grid_constant__ CUtensorMap c_map, const float* __restrict__ scale_a,
                  const float* __restrict__ scale_b, int m, int n, int k) {
     extern __shared__ __align__(1024) unsigned char smem[];
     fp8_persistent<T, SCALE_TENSOR, BM, BN, STAGES, GROUP_M, CLUSTER, C_BOXES, PRODUCER_REGS, CONSUMER_REGS,
-                   C_BOX_ROWS, PROMOTE_K, TURNS>(smem, &a_map, &b_map, &c_map, scale_a, scale_b, m, n, k);
+                   C_BOX_ROWS, PROMOTE_K, STAGGER>(smem, &a_map, &b_map, &c_map, scale_a, scale_b, m, n, k);
 }

@@ -16,7 +16,7 @@
 
 #include "fp8_persistent.cuh"
 
-template <typename T, int BM, int BN, int STAGES, int GROUP_M, int CLUSTER, int C_BOXES, int TURNS, int PRODUCER_REGS,
+template <typename T, int BM, int BN, int STAGES, int GROUP_M, int CLUSTER, int C_BOXES, int STAGGER, int PRODUCER_REGS,
           int CONSUMER_REGS, int C_BOX_ROWS>
 __global__ void __launch_bounds__((BM / 64 + 1) * 128, 1)
 tc_fp8_blockscaled_tma(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
@@ -24,5 +24,5 @@ tc_fp8_blockscaled_tma(const __grid_constant__ CUtensorMap a_map, const __grid_c
                        const float* __restrict__ scale_b, int m, int n, int k) {
     extern __shared__ __align__(1024) unsigned char smem[];
     fp8_persistent<T, SCALE_BLOCKS, BM, BN, STAGES, GROUP_M, CLUSTER, C_BOXES, PRODUCER_REGS, CONSUMER_REGS,
-                   C_BOX_ROWS, SCALE_BLOCK, TURNS>(smem, &a_map, &b_map, &c_map, scale_a, scale_b, m, n, k);
+                   C_BOX_ROWS, SCALE_BLOCK, STAGGER>(smem, &a_map, &b_map, &c_map, scale_a, scale_b, m, n, k);
 }

@@ -33,14 +33,15 @@
 // is issued, used after this one's wait: a slice and a promotion later), so per-tensor and block scaling cost the same: one
 // FADD or one FFMA per sum per K block.
 //
-// TURNS = 1 (two consumers): the consumers issue their groups in turn, slab
-// 0's group of a promotion, then slab 1's, then slab 0's next. Both still
-// read every stage; what changes is the order in which their wgmmas reach
-// the tensor cores. Without turns both consumers wait on the same full
-// barrier, issue together, share the tensor cores, finish together and
-// stall together for the gap G (wait, promotion, release); with turns, one
-// consumer's group queues behind the other's, so each pays G while the
-// other's group runs (docs/lowp-ladder.md, round 5).
+// STAGGER = 1 (two consumers): slab 1 issues its first group only once slab
+// 0's first group has completed, and from then on the two run half a group
+// apart. In phase, both wait on the same full barrier, issue together, share
+// the tensor cores, finish together and stall together for the gap G (wait,
+// promotion, release). The tensor cores share themselves between the two
+// (measured: making slab 1 issue after slab 0, group by group, changed
+// nothing), so a lag, once made, is kept: while the leader pays its G the
+// other has the tensor cores to itself, and catches up by exactly what the
+// leader lost (docs/lowp-ladder.md, round 5).
 //
 // Synchronisation: tc_tma_store's (kernels/tensor/08_tma_store.cu; the long
 // form is in docs/synchronisation.md), with CLUSTER = 1 the plain
@@ -48,18 +49,13 @@
 // completed the group that read it, once per use and in order, so the
 // producer's parity argument is unchanged. K = 0 runs no slice: the sums are
 // the zeros stored.
-// The turns (TURNS = 1) are named barriers 3 and 4, each of 256 threads:
-// slab 0 waits on 3 before each group but its first and arrives on 4 after
-// issuing it; slab 1 waits on 4 before each group and arrives on 3 after it.
-// So slab 1's group u follows slab 0's group u, and slab 0's group u + 1
-// follows slab 1's group u. Both slabs walk the same tiles and K tiles, so
-// each issues the same number of groups; slab 1's last arrival on 3 is
-// consumed by one last wait of slab 0 after its loop, leaving both barriers
-// idle at exit. No cycle: slab 0's wait for group u + 1 needs slab 1 to have
-// issued group u, which needs only slab 0's arrival after group u and group
-// u's stages, which slab 0 has already waited for; the producer refills a
-// stage once both slabs released it, and each releases stage use u before
-// it issues use u + 1 (STAGES >= 2).
+// STAGGER = 1 adds named barrier 3 (256 threads), used once per block:
+// slab 0 arrives after its first group's wait, slab 1 waits before its first
+// group. Both slabs walk the same tiles and K tiles, so either both issue a
+// first group or neither does (no tiles, or K = 0): one arrival and one wait
+// or none, and the barrier ends idle. Slab 0's first group needs only the
+// first stage, so the wait cannot deadlock; the ring's argument is untouched
+// (each slab still releases each use of a stage after its own wait).
 
 #include "wgmma8.cuh"
 
@@ -68,9 +64,9 @@ __device__ __forceinline__ void consumer_sync(int slab) {
     asm volatile("bar.sync %0, 128;\n" ::"r"(slab + 1) : "memory");
 }
 
-// TURNS: named barrier `id`, 256 threads, as a waiting warpgroup (sync) or a passing one (arrive).
-__device__ __forceinline__ void turn_wait(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
-__device__ __forceinline__ void turn_pass(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
+// STAGGER: named barrier 3 over both consumers (256 threads), as the waiting one or the arriving one.
+__device__ __forceinline__ void stagger_wait() { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
+__device__ __forceinline__ void stagger_arrive() { asm volatile("bar.arrive 3, 256;\n" ::: "memory"); }
 
 // Everyone's barriers exist before anyone uses them (CLUSTER > 1: in every block of the cluster).
 template <int CLUSTER>
@@ -83,7 +79,7 @@ __device__ __forceinline__ void ring_ready() {
 }
 
 template <typename T, int SCALING, int BM, int BN, int STAGES, int GROUP_M, int CLUSTER, int C_BOXES,
-          int PRODUCER_REGS, int CONSUMER_REGS, int C_BOX_ROWS, int PROMOTE_K, int TURNS>
+          int PRODUCER_REGS, int CONSUMER_REGS, int C_BOX_ROWS, int PROMOTE_K, int STAGGER>
 __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtensorMap* a_map,
                                                const CUtensorMap* b_map, const CUtensorMap* c_map,
                                                const float* scale_a, const float* scale_b, int m, int n, int k) {
@@ -105,7 +101,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two blocks along M");
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's share of B starts on a 1024-byte boundary");
     static_assert(C_BOX_ROWS == 64, "a box of C holds the 64 rows of one warpgroup's sums");
-    static_assert(TURNS == 0 || (TURNS == 1 && CONSUMERS == 2), "turns are taken by two consumers");
+    static_assert(STAGGER == 0 || (STAGGER == 1 && CONSUMERS == 2), "a stagger takes two consumers");
     // The ring, then each consumer's C boxes (1024-byte aligned: the swizzle's period), then the barriers.
     unsigned char* boxes = smem + STAGES * (A_BYTES + B_BYTES);
     unsigned long long* full = reinterpret_cast<unsigned long long*>(boxes + CONSUMERS * C_BOXES * C_BOX_BYTES);
@@ -158,7 +154,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             }
         };
         int use = 0, stored = 0;  // stored: boxes this warpgroup has handed to the copy engine
-        bool issued = false;      // TURNS: whether this consumer has issued a group yet
+        bool first = true;        // STAGGER: this consumer's first group is still to come
         for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
             int tm, tn;
             tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
@@ -207,8 +203,8 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                         mbar_wait(&full[u % STAGES], (u / STAGES) % 2);
                     }
                 }
-                if constexpr (TURNS) {
-                    if (slab == 1 || issued) turn_wait(3 + slab);
+                if constexpr (STAGGER) {
+                    if (slab == 1 && first) stagger_wait();
                 }
                 wgmma_fence();
 #pragma unroll
@@ -222,10 +218,6 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                     }
                 }
                 wgmma_commit();
-                if constexpr (TURNS) {
-                    turn_pass(4 - slab);
-                    issued = true;
-                }
             };
             // Pass p of the group of K tiles t .. has completed: its partial joins the FP32 sums
             // of its columns, and after the last pass the group's stages are free.
@@ -255,6 +247,10 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                 for (int p = 0; p < PASSES; ++p) {
                     issue(t, p);
                     wgmma_wait<0>();
+                    if constexpr (STAGGER) {
+                        if (slab == 0 && first) stagger_arrive();
+                        first = false;
+                    }
                     promote(t, p);
                 }
             }
@@ -280,10 +276,6 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                     bulk_commit();
                 }
             }
-        }
-        // Slab 1's arrival after its last group, waited for (both barriers left idle).
-        if constexpr (TURNS) {
-            if (slab == 0 && issued) turn_wait(3);
         }
         // Shared memory must outlive the copy engine's reads of it.
         if (thread == 0) bulk_wait_read<0>();

@@ -121,8 +121,8 @@ def _persistent_rules(c: Config) -> list[str]:
         + needs(c["CLUSTER"] in (1, 2), "CLUSTER must be 1 or 2 (blocks along M sharing B by multicast)")
         + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1")
         + needs(c.get("PROMOTE_K", SCALE_BLOCK) in (128, 256), "PROMOTE_K must be 128 or 256 (one or two K tiles)")
-        + needs(c["TURNS"] in (0, 1), "TURNS must be 0 or 1")
-        + needs(c["TURNS"] == 0 or c["BM"] == 128, "TURNS=1 needs BM = 128: two consumer warpgroups take turns")
+        + needs(c["STAGGER"] in (0, 1), "STAGGER must be 0 or 1")
+        + needs(c["STAGGER"] == 0 or c["BM"] == 128, "STAGGER=1 needs BM = 128: two consumer warpgroups, one started behind the other")
         + needs(
             (FP8_PRODUCER_REGS + FP8_CONSUMER_REGS * c["BM"] // 64) * WARPGROUP <= MAX_REGISTERS,
             f"{c['BM'] // 64} consumer warpgroups do not fit 64K registers",
@@ -212,7 +212,7 @@ RUNGS: tuple[Rung, ...] = (
         id="tc_fp8_tma_store",
         source="06_fp8_tma_store.cu",
         summary="sm_90a: persistent FP8 wgmma in clusters, promotion every 128 K, scaled C (float32/bf16) by TMA store",
-        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2, PROMOTE_K=128, TURNS=0),
+        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2, PROMOTE_K=128, STAGGER=0),
         search=(
             Config(CLUSTER=1),
             Config(STAGES=4, C_BOXES=4),
@@ -220,9 +220,11 @@ RUNGS: tuple[Rung, ...] = (
             Config(BM=64, STAGES=8),
             Config(PROMOTE_K=256),
             Config(PROMOTE_K=256, STAGES=4, C_BOXES=4),
-            Config(TURNS=1),
-            Config(TURNS=1, CLUSTER=1),
-            Config(TURNS=1, PROMOTE_K=256),
+            Config(STAGGER=1),
+            Config(BN=256, STAGES=4),
+            Config(BN=256, STAGES=4, STAGGER=1),
+            Config(BN=256, STAGES=4, CLUSTER=1),
+            Config(BN=256, STAGES=3, C_BOXES=4),
         ),
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
         **PERSISTENT,
@@ -232,9 +234,9 @@ RUNGS: tuple[Rung, ...] = (
         id="tc_fp8_blockscaled_tma",
         source="07_fp8_blockscaled_tma.cu",
         summary="sm_90a: tc_fp8_tma_store with 1 x 128 / 128 x 128 block scales applied at each promotion",
-        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2, TURNS=0),
-        search=(Config(CLUSTER=1), Config(STAGES=4, C_BOXES=4), Config(GROUP_M=16), Config(TURNS=1),
-                Config(TURNS=1, CLUSTER=1)),  # fmt: skip
+        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2, STAGGER=0),
+        search=(Config(CLUSTER=1), Config(STAGES=4, C_BOXES=4), Config(GROUP_M=16), Config(STAGGER=1),
+                Config(STAGGER=1, CLUSTER=1)),  # fmt: skip
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
         **PERSISTENT,
         **HOPPER,
