@@ -154,7 +154,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             }
         };
         int use = 0, stored = 0;  // stored: boxes this warpgroup has handed to the copy engine
-        bool first = true;        // STAGGER: this consumer's first group is still to come
+        bool opening = true;      // STAGGER: this consumer's first group is still to come
         for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
             int tm, tn;
             tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
@@ -204,7 +204,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                     }
                 }
                 if constexpr (STAGGER) {
-                    if (slab == 1 && first) stagger_wait();
+                    if (slab == 1 && opening) stagger_wait();
                 }
                 wgmma_fence();
 #pragma unroll
@@ -248,8 +248,8 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                     issue(t, p);
                     wgmma_wait<0>();
                     if constexpr (STAGGER) {
-                        if (slab == 0 && first) stagger_arrive();
-                        first = false;
+                        if (slab == 0 && opening) stagger_arrive();
+                        opening = false;
                     }
                     promote(t, p);
                 }
