@@ -214,12 +214,17 @@ def test_persistent_fp8_rungs_launch_in_clusters_and_store_c_by_tma(kernel_id: s
     spec = catalogue.get(kernel_id)
     assert spec.persistent and spec.cluster == (2, 1, 1)
     assert set(spec.dtypes) == {"e4m3", "e5m2", "e4m3-bf16"}
-    # 4096 / 256 cluster rows x 32 tile columns x 2 blocks: one block per 128 x 128 tile.
-    assert spec.grid(Shape.square(4096), 0) == (1024, 1, 1)
+    # 4096 / 256 cluster rows x 16 tile columns x 2 blocks: one block per 128 x 256 tile.
+    assert spec.grid(Shape.square(4096), 0) == (512, 1, 1)
     alone = catalogue.variant(kernel_id, {"CLUSTER": 1})
-    assert alone.cluster is None and alone.grid(Shape(300, 520, 64), 0) == (3 * 5, 1, 1)
-    # 6 stages of 32 KB, two consumers' two 8 KB boxes of C, 12 barriers.
-    assert spec.dynamic_smem_bytes(Shape.square(64), 0, "e4m3") == 6 * 256 * 128 + 2 * 2 * 64 * 128 + 8 * 12
+    assert alone.cluster is None and alone.grid(Shape(300, 520, 64), 0) == (3 * 3, 1, 1)
+    narrow = catalogue.variant(kernel_id, {"BN": 128, "STAGES": 5, "CLUSTER": 1})
+    assert narrow.grid(Shape(300, 520, 64), 0) == (3 * 5, 1, 1)
+    # 4 stages of 48 KB, two consumers' two 8 KB boxes of C, 8 barriers; block scales add
+    # each stage's 128 + 4 floats of scales.
+    scales = 4 * (128 + 4) * 4 if kernel_id == "tc_fp8_blockscaled_tma" else 0
+    assert spec.dynamic_smem_bytes(Shape.square(64), 0, "e4m3") == 4 * 384 * 128 + 2 * 2 * 64 * 128 + scales + 8 * 8
+    assert spec.dynamic_smem_bytes(Shape.square(64), 0, "e4m3") <= 227 * 1024
 
 
 def test_a_bfloat16_c_needs_rows_of_whole_16_byte_pieces() -> None:
@@ -238,13 +243,13 @@ def test_persistent_fp8_problems_know_their_scales_and_c() -> None:
 
 
 PERSISTENT_CONFIGS = [
-    *[(k, {"CLUSTER": c}) for k in PERSISTENT_FP8 for c in (1, 2)],
+    *[(k, {"CLUSTER": c, "STAGGER": t}) for k in PERSISTENT_FP8 for c in (1, 2) for t in (0, 1)],
+    *[(k, {"BN": 128, "STAGES": 5, "CLUSTER": c}) for k in PERSISTENT_FP8 for c in (1, 2)],
     ("tc_fp8_tma_store", {"PROMOTE_K": 256}),
-    ("tc_fp8_tma_store", {"PROMOTE_K": 256, "CLUSTER": 1}),
-    ("tc_fp8_tma_store", {"PROMOTE_K": 256, "STAGES": 4, "C_BOXES": 4}),
-    *[(k, {"STAGGER": 1, "CLUSTER": c}) for k in PERSISTENT_FP8 for c in (1, 2)],
-    ("tc_fp8_tma_store", {"STAGGER": 1, "PROMOTE_K": 256}),
-    *[("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "STAGGER": t, "CLUSTER": c}) for t in (0, 1) for c in (1, 2)],
+    ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256}),
+    ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256, "CLUSTER": 1}),
+    ("tc_fp8_tma_store", {"BN": 128, "PROMOTE_K": 256, "STAGES": 4, "C_BOXES": 4}),
+    ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "STAGGER": 1, "PROMOTE_K": 256}),
 ]
 
 
@@ -306,9 +311,10 @@ def test_float32_c_pays_one_select_per_value_for_its_spread_writes() -> None:
     spec = catalogue.get("tc_fp8_tma_store")
     f32 = sass_opcodes(compile_kernel(spec, 0, "e4m3", "sm_90a").cubin)
     bf16 = sass_opcodes(compile_kernel(spec, 0, "e4m3-bf16", "sm_90a").cubin)
-    # 64 sums a thread, stored as 32 pairs; the bfloat16 epilogue (already conflict-free) selects nothing.
-    assert total(f32, "STS") == 32 and total(f32, "FSEL") == 64
-    assert total(bf16, "STS") == 32 and total(bf16, "FSEL") == 0
+    # BN / 2 = 128 sums a thread, stored as 64 pairs; the bfloat16 epilogue (already conflict-free) selects nothing.
+    sums = catalogue.configs("tc_fp8_tma_store")[0]["BN"] // 2
+    assert total(f32, "STS") == sums // 2 and total(f32, "FSEL") == sums
+    assert total(bf16, "STS") == sums // 2 and total(bf16, "FSEL") == 0
 
 
 @NEEDS_CUOBJDUMP

@@ -130,6 +130,11 @@ def _persistent_rules(c: Config) -> list[str]:
     )
 
 
+def scale_stage_bytes(c: Config) -> int:
+    """fp8_persistent.cuh's STAGE_SCALES floats per stage: A's rows' scales and up to 4 of B's."""
+    return c["STAGES"] * (c["BM"] + 4) * 4
+
+
 # The mma.sync rungs: a cp.async ring without barriers.
 MMA = dict(dynamic_smem=True, k_bytes_multiple=ROWS_16, threads=warp_threads, smem_bytes=lambda c: ring_bytes(c, 0),
            cgma=reuse_cgma)  # fmt: skip
@@ -138,6 +143,13 @@ PERSISTENT = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
                   fixed=Config(PRODUCER_REGS=FP8_PRODUCER_REGS, CONSUMER_REGS=FP8_CONSUMER_REGS, C_BOX_ROWS=C_BOX_ROWS),
                   cgma=reuse_cgma, rules=_persistent_rules,
                   persistent=True, dtypes=FP8_WITH_BF16)  # fmt: skip
+# The block-scaled one adds each stage's scales: A's BM rows, then 4 floats for B's blocks (scale_stage_bytes).
+# Its producer warpgroup also runs the scale warp, which spills at 24 registers:
+# 32 + 2 x 240, all 64K of them.
+BLOCKSCALED_PERSISTENT = PERSISTENT | dict(
+    smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c) + scale_stage_bytes(c),
+    fixed=Config(PRODUCER_REGS=32, CONSUMER_REGS=FP8_CONSUMER_REGS, C_BOX_ROWS=C_BOX_ROWS),
+)
 SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: ring_bytes(c, 2),
                    fixed=REGISTER_SPLIT, cgma=reuse_cgma)  # fmt: skip
 
@@ -212,19 +224,18 @@ RUNGS: tuple[Rung, ...] = (
         id="tc_fp8_tma_store",
         source="06_fp8_tma_store.cu",
         summary="sm_90a: persistent FP8 wgmma in clusters, promotion every 128 K, scaled C (float32/bf16) by TMA store",
-        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2, PROMOTE_K=128, STAGGER=0),
+        default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, CLUSTER=2, C_BOXES=2, PROMOTE_K=128, STAGGER=0),
         search=(
-            Config(CLUSTER=1),
-            Config(STAGES=4, C_BOXES=4),
-            Config(GROUP_M=16),
-            Config(BM=64, STAGES=8),
-            Config(PROMOTE_K=256),
-            Config(PROMOTE_K=256, STAGES=4, C_BOXES=4),
             Config(STAGGER=1),
-            Config(BN=256, STAGES=4),
-            Config(BN=256, STAGES=4, STAGGER=1),
-            Config(BN=256, STAGES=4, CLUSTER=1),
-            Config(BN=256, STAGES=3, C_BOXES=4),
+            Config(CLUSTER=1),
+            Config(CLUSTER=1, STAGGER=1),
+            Config(GROUP_M=16),
+            Config(STAGES=3, C_BOXES=4),
+            Config(PROMOTE_K=256),
+            Config(BN=128, STAGES=6),
+            Config(BN=128, STAGES=6, PROMOTE_K=256),
+            Config(BN=128, STAGES=4, C_BOXES=4, PROMOTE_K=256),
+            Config(BM=64, BN=128, STAGES=8),
         ),
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
         **PERSISTENT,
@@ -234,11 +245,11 @@ RUNGS: tuple[Rung, ...] = (
         id="tc_fp8_blockscaled_tma",
         source="07_fp8_blockscaled_tma.cu",
         summary="sm_90a: tc_fp8_tma_store with 1 x 128 / 128 x 128 block scales applied at each promotion",
-        default=Config(BM=128, BN=128, STAGES=6, GROUP_M=8, CLUSTER=2, C_BOXES=2, STAGGER=0),
-        search=(Config(CLUSTER=1), Config(STAGES=4, C_BOXES=4), Config(GROUP_M=16), Config(STAGGER=1),
-                Config(STAGGER=1, CLUSTER=1)),  # fmt: skip
+        default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, CLUSTER=2, C_BOXES=2, STAGGER=0),
+        search=(Config(STAGGER=1), Config(CLUSTER=1), Config(GROUP_M=16), Config(BN=128, STAGES=5),
+                Config(BN=128, STAGES=4, C_BOXES=4)),  # fmt: skip
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
-        **PERSISTENT,
+        **BLOCKSCALED_PERSISTENT,
         **HOPPER,
     ),
 )
