@@ -148,7 +148,7 @@ def test_rungs_are_in_the_catalogue_and_tunable() -> None:
         ("tc_fp8_wgmma", {"BN": 256}, "PROMOTE=1 needs BN = 128"),
         ("tc_fp8_blockscaled", {"BN": 256}, "BN must be 128: one block of B's scales"),
         ("tc_int8_mma", {"STAGES": 1}, "STAGES must be at least 2"),
-        ("tc_int8_wgmma", {"BM": 256}, "4 consumer warpgroups do not fit 64K registers"),
+        ("tc_int8_wgmma", {"BM": 256}, "4 consumer warpgroups do not fit the registers a block holds"),
         ("tc_fp8_tma_store", {"BN": 192}, "BN must be 128 or 256: one or two passes"),
         ("tc_fp8_tma_store", {"BM": 192}, "BM must be 64 or 128"),
         ("tc_fp8_tma_store", {"CLUSTER": 4}, "CLUSTER must be 1 or 2"),

@@ -118,6 +118,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     // Whole promotions of K tiles: with SLICES = 2 and an odd count the last
     // tile lies wholly past K, which TMA fills with zeros (adding nothing).
     const int k_tiles = (k + PROMOTE_K - 1) / PROMOTE_K * SLICES;
+    const int b_blocks = (n + SCALE_BLOCK - 1) / SCALE_BLOCK;  // B's blocks of scales along N
     auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
 
     // Block scales: a stage is full once its bytes have landed and the scale warp's 32 lanes have arrived.
@@ -147,26 +148,24 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             }
         } else if (SCALING == SCALE_BLOCKS && tid / 32 == 1) {
             // The scale warp: for every use of a stage, this block's rows of A's scales and the
-            // tile's blocks of B's scales for that K block (0 past M or N), into the stage's
-            // scales, each lane then arriving on the stage's full barrier (release: its writes
-            // come before). It waits for the stage to be free as the producer does.
-            const int lane = tid % 32, b_blocks = (n + SCALE_BLOCK - 1) / SCALE_BLOCK;
+            // tile's blocks of B's for that K block (0 past M or N) into the stage's scales, then
+            // each lane arrives on the stage's full barrier (release: its writes come before).
+            // It waits for a stage to be free as the producer does.
+            const int lane = tid % 32;
             int use = 0;
             for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
                 int tm, tn;
                 tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
-                const int row0 = (CLUSTER * tm + rank) * BM;
-                for (int t = 0; t < k_tiles; ++t, ++use) {
+                const int row0 = (CLUSTER * tm + rank) * BM + lane, col = tn * BN + lane * SCALE_BLOCK;
+                const float* a_rows = scale_a + row0;              // K block 0's scales of this lane's rows
+                const float* b_block = scale_b + col / SCALE_BLOCK;  // and of its block of B's columns
+                for (int t = 0; t < k_tiles; ++t, ++use, a_rows += m, b_block += b_blocks) {
                     const int s = use % STAGES;
                     if (use >= STAGES) mbar_wait(&empty[s], (use / STAGES - 1) % 2);
-                    float* dst = scales + s * STAGE_SCALES;
-                    const float* a_block = scale_a + static_cast<long long>(t) * m;
+                    float* dst = scales + s * STAGE_SCALES + lane;
 #pragma unroll
-                    for (int i = lane; i < BM; i += 32) dst[i] = row0 + i < m ? a_block[row0 + i] : 0.f;
-                    if (lane < PASSES) {
-                        const int col = tn * BN + lane * SCALE_BLOCK;
-                        dst[BM + lane] = col < n ? scale_b[t * b_blocks + col / SCALE_BLOCK] : 0.f;
-                    }
+                    for (int i = 0; i < BM; i += 32) dst[i] = row0 + i < m ? a_rows[i] : 0.f;
+                    if (lane < PASSES) dst[BM] = col < n ? *b_block : 0.f;
                     mbar_arrive(&full[s]);
                 }
             }

@@ -31,7 +31,6 @@ from gemmlab.kernels.tensor.spec import (
     C_BOX_ROWS,
     CONSUMER_REGS,
     HOPPER,
-    MAX_REGISTERS,
     PRODUCER_REGS,
     REGISTER_SPLIT,
     ROWS_16,
@@ -40,6 +39,7 @@ from gemmlab.kernels.tensor.spec import (
     c_boxes_bytes,
     reuse_cgma,
     ring_bytes,
+    split_fits,
     warp_threads,
 )
 from gemmlab.problems.lowp import FP8, FP8_WITH_BF16, INT8, INT8_MAX_K, SCALE_BLOCK, SCALINGS, lowp_problem
@@ -83,8 +83,8 @@ def _wgmma_rules(c: Config) -> list[str]:
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
         # The tensor ladder's register split (hopper.cuh's RegisterSplit checks the same sum).
         + needs(
-            (PRODUCER_REGS + CONSUMER_REGS * consumers) * WARPGROUP <= MAX_REGISTERS,
-            f"{consumers} consumer warpgroups do not fit 64K registers",
+            split_fits(PRODUCER_REGS, CONSUMER_REGS, consumers),
+            f"{consumers} consumer warpgroups do not fit the registers a block holds",
         )
     )
 
@@ -124,8 +124,8 @@ def _persistent_rules(c: Config) -> list[str]:
         + needs(c["STAGGER"] in (0, 1), "STAGGER must be 0 or 1")
         + needs(c["STAGGER"] == 0 or c["BM"] == 128, "STAGGER=1 needs BM = 128: two consumer warpgroups, one started behind the other")
         + needs(
-            (FP8_PRODUCER_REGS + FP8_CONSUMER_REGS * c["BM"] // 64) * WARPGROUP <= MAX_REGISTERS,
-            f"{c['BM'] // 64} consumer warpgroups do not fit 64K registers",
+            split_fits(FP8_PRODUCER_REGS, FP8_CONSUMER_REGS, c["BM"] // 64),
+            f"{c['BM'] // 64} consumer warpgroups do not fit the registers a block holds",
         )
     )
 
@@ -144,12 +144,7 @@ PERSISTENT = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
                   cgma=reuse_cgma, rules=_persistent_rules,
                   persistent=True, dtypes=FP8_WITH_BF16)  # fmt: skip
 # The block-scaled one adds each stage's scales: A's BM rows, then 4 floats for B's blocks (scale_stage_bytes).
-# Its producer warpgroup also runs the scale warp, which spills at 24 registers:
-# 32 + 2 x 240, all 64K of them.
-BLOCKSCALED_PERSISTENT = PERSISTENT | dict(
-    smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c) + scale_stage_bytes(c),
-    fixed=Config(PRODUCER_REGS=32, CONSUMER_REGS=FP8_CONSUMER_REGS, C_BOX_ROWS=C_BOX_ROWS),
-)
+BLOCKSCALED_PERSISTENT = PERSISTENT | dict(smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c) + scale_stage_bytes(c))
 SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: ring_bytes(c, 2),
                    fixed=REGISTER_SPLIT, cgma=reuse_cgma)  # fmt: skip
 

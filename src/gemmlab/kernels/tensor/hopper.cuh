@@ -265,8 +265,12 @@ struct RegisterSplit {
     static_assert(PRODUCER_REGS % 8 == 0 && CONSUMER_REGS % 8 == 0, "setmaxnreg takes multiples of 8 registers");
     static_assert(24 <= PRODUCER_REGS && PRODUCER_REGS <= CONSUMER_REGS && CONSUMER_REGS <= 256,
                   "setmaxnreg takes 24 to 256 registers; the producer gives, the consumers take");
-    static_assert((PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) * 128 <= 65536,
-                  "a producer and CONSUMERS consumer warpgroups must fit the 64K registers of one block");
+    // setmaxnreg moves registers only within what the block holds from launch: 64K / threads a
+    // thread in steps of 8 (168 for three warpgroups, 64,512 in all); an increase past it waits for ever.
+    static constexpr int THREADS = 128 * (CONSUMERS + 1);
+    static constexpr int LAUNCH_REGS = (65536 / THREADS / 8 * 8 < 248 ? 65536 / THREADS / 8 * 8 : 248) * THREADS;
+    static_assert((PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) * 128 <= LAUNCH_REGS,
+                  "a producer and CONSUMERS consumer warpgroups must fit the registers the block holds from launch");
     __device__ __forceinline__ static void release() {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
     }

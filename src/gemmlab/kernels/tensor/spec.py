@@ -92,12 +92,26 @@ REGISTER_SPLIT = Config(PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS
 MAX_REGISTERS = sm_limits((9, 0)).max_regs_per_block
 
 
+def launch_registers(warpgroups: int) -> int:
+    """The registers a block of ``warpgroups`` warpgroups holds from its launch
+    (__launch_bounds__(threads, 1): 64K / threads a thread, in steps of 8, at
+    most 248). setmaxnreg only moves registers within them: a consumer's
+    setmaxnreg.inc that would need more waits for ever (a 32 + 2 x 240 split,
+    65,536 against the 64,512 of three warpgroups, hung on an H100)."""
+    threads = warpgroups * WARPGROUP
+    return min(MAX_REGISTERS // threads // 8 * 8, 248) * threads
+
+
+def split_fits(producer: int, consumer: int, consumers: int) -> bool:
+    return (producer + consumer * consumers) * WARPGROUP <= launch_registers(consumers + 1)
+
+
 def _specialised_rules(c: Config) -> list[str]:
     consumers = c["BM"] // 64
-    registers = (PRODUCER_REGS + CONSUMER_REGS * consumers) * WARPGROUP
     return (
         _wgmma_rules(c)
-        + needs(registers <= MAX_REGISTERS, f"{consumers} consumer warpgroups do not fit 64K registers")
+        + needs(split_fits(PRODUCER_REGS, CONSUMER_REGS, consumers),
+                f"{consumers} consumer warpgroups do not fit the registers a block holds")  # fmt: skip
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
     )
 
