@@ -199,19 +199,24 @@ def test_launch_facts_reach_the_kernels_as_template_arguments() -> None:
 
 
 def test_register_rule_is_the_split_over_the_consumers() -> None:
-    """Four consumer warpgroups (BM = 256) would need more than a block's registers."""
+    """Four consumer warpgroups (BM = 256) would need more than a block's registers; a
+    split that fits 64K can still exceed what three warpgroups hold from launch."""
     needed = (tensor.PRODUCER_REGS + 4 * tensor.CONSUMER_REGS) * tensor.WARPGROUP
     assert needed > tensor.MAX_REGISTERS == 65536
     with pytest.raises(ConstraintError, match="4 consumer warpgroups do not fit the registers a block holds"):
         catalogue.variant("tc_warpspecialized", {"BM": 256, "BN": 128})
     assert not tensor.LADDER.violations(tensor.LADDER.rung("tc_warpspecialized"), {"BM": 128, "BN": 256, "STAGES": 4})
+    assert tensor.launch_registers(3) == 168 * 384 and tensor.launch_registers(2) == 248 * 256
+    assert tensor.split_fits(24, 240, 2) and tensor.split_fits(40, 232, 2) and not tensor.split_fits(32, 240, 2)
 
 
 @pytest.mark.parametrize(
     ("kernel_id", "fixed", "message"),
     [
         ("tc_warpspecialized", (40, 236), "multiples of 8"),
-        ("tc_persistent", (40, 256), "fit the 64K registers"),
+        ("tc_persistent", (40, 256), "fit the registers the block holds from launch"),
+        # 32 + 2 x 240 fits 64K but not the 64,512 three warpgroups hold from launch (it hung on an H100).
+        ("tc_persistent", (32, 240), "fit the registers the block holds from launch"),
         ("tc_cluster", (16, 232), "24 to 256"),
         ("tc_tma_store", (40, 232, 32), "64 rows of one warpgroup"),
     ],
