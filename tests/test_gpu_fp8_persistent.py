@@ -112,7 +112,7 @@ STAGGER = [
     ("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "PROMOTE_K": 256}, "e4m3"),
     ("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "STAGGER": 1, "CLUSTER": 1}, "e5m2"),
     ("tc_fp8_blockscaled_tma", {"BN": 256, "STAGES": 4, "STAGGER": 1}, "e4m3"),
-    ("tc_fp8_blockscaled_tma", {"BN": 128, "STAGES": 6}, "e4m3-bf16"),
+    ("tc_fp8_blockscaled_tma", {"BN": 128, "STAGES": 5}, "e4m3-bf16"),
     ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256}, "e4m3"),
 ]
 

@@ -68,6 +68,17 @@ __device__ __forceinline__ void consumer_sync(int slab) {
 __device__ __forceinline__ void stagger_wait() { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
 __device__ __forceinline__ void stagger_arrive() { asm volatile("bar.arrive 3, 256;\n" ::: "memory"); }
 
+// Block scales: one float from global to shared memory by cp.async, zeros where `valid` is false
+// (then nothing is read), and the arrival on a stage's full barrier that lands once this thread's
+// copies have (.noinc: it is one of the arrivals the barrier counts).
+__device__ __forceinline__ void copy_scale(float* dst, const float* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(valid ? 4 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_arrive(unsigned long long* bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+
 // Everyone's barriers exist before anyone uses them (CLUSTER > 1: in every block of the cluster).
 template <int CLUSTER>
 __device__ __forceinline__ void ring_ready() {
@@ -102,9 +113,13 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's share of B starts on a 1024-byte boundary");
     static_assert(C_BOX_ROWS == 64, "a box of C holds the 64 rows of one warpgroup's sums");
     static_assert(STAGGER == 0 || (STAGGER == 1 && CONSUMERS == 2), "a stagger takes two consumers");
-    // The ring, then each consumer's C boxes (1024-byte aligned: the swizzle's period), then the barriers.
+    // The ring, then each consumer's C boxes (1024-byte aligned: the swizzle's period), then (block
+    // scales) each stage's scales, then the barriers.
+    constexpr int STAGE_SCALES = SCALING == SCALE_BLOCKS ? BM + 4 : 0;  // A's rows, then up to 4 of B's blocks
+    static_assert(PASSES <= 4, "a stage holds the scales of at most 4 blocks of B's columns");
     unsigned char* boxes = smem + STAGES * (A_BYTES + B_BYTES);
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(boxes + CONSUMERS * C_BOXES * C_BOX_BYTES);
+    float* scales = reinterpret_cast<float*>(boxes + CONSUMERS * C_BOXES * C_BOX_BYTES);
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(scales + STAGES * STAGE_SCALES);
     unsigned long long* empty = full + STAGES;
 
     const int tid = threadIdx.x, group = tid / 128;
@@ -114,9 +129,11 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     // Whole promotions of K tiles: with SLICES = 2 and an odd count the last
     // tile lies wholly past K, which TMA fills with zeros (adding nothing).
     const int k_tiles = (k + PROMOTE_K - 1) / PROMOTE_K * SLICES;
+    const int b_blocks = (n + SCALE_BLOCK - 1) / SCALE_BLOCK;  // B's blocks of scales along N
     auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
 
-    init_ring<STAGES>(full, empty, CLUSTER * CONSUMERS);
+    // Block scales: a stage is full once its bytes have landed and the scale warp's 32 lanes' copies have.
+    init_ring<STAGES>(full, empty, CLUSTER * CONSUMERS, SCALING == SCALE_BLOCKS ? 1 + 32 : 1);
     ring_ready<CLUSTER>();
 
     if (group == 0) {
@@ -137,6 +154,30 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                         tma_load_multicast(stage(s) + A_BYTES + rank * (B_BYTES / CLUSTER), b_map, &full[s],
                                            tn * BN + rank * (BN / CLUSTER), t * BK, (1 << CLUSTER) - 1);
                     }
+                }
+            }
+        } else if (SCALING == SCALE_BLOCKS && tid / 32 == 1) {
+            // The scale warp: for every use of a stage, cp.async copies of this block's rows of A's
+            // scales and the tile's blocks of B's for that K block (zeros past M or N) into the
+            // stage's scales; each lane's cp.async.mbarrier.arrive lands on the stage's full
+            // barrier when its copies have, so the warp never waits for L2. It waits for a stage
+            // to be free as the producer does.
+            const int lane = tid % 32;
+            int use = 0;
+            for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
+                int tm, tn;
+                tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
+                const int row = (CLUSTER * tm + rank) * BM + lane, col = tn * BN + lane * SCALE_BLOCK;
+                const float* a_rows = scale_a + row;                 // K block 0's scales of this lane's rows
+                const float* b_block = scale_b + col / SCALE_BLOCK;  // and of its block of B's columns
+                for (int t = 0; t < k_tiles; ++t, ++use, a_rows += m, b_block += b_blocks) {
+                    const int s = use % STAGES;
+                    if (use >= STAGES) mbar_wait(&empty[s], (use / STAGES - 1) % 2);
+                    float* dst = scales + s * STAGE_SCALES + lane;
+#pragma unroll
+                    for (int i = 0; i < BM; i += 32) copy_scale(dst + i, a_rows + i, row + i < m);
+                    if (lane < PASSES) copy_scale(dst + BM, b_block, col < n);
+                    cp_async_arrive(&full[s]);
                 }
             }
         }
@@ -164,27 +205,6 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
 #pragma unroll
             for (int i = 0; i < 64; ++i) part[i] = 0.f;
-            // The K block's factors of this thread's two rows (lo, hi) in each pass's block of
-            // columns: K block t + 1's are loaded once K block t's last pass has used t's, so that
-            // their L2 latency hides behind the next pass's group (one set of registers: with
-            // BN = 256 a second set spilled the bfloat16 epilogue).
-            float lo[PASSES], hi[PASSES];
-#pragma unroll
-            for (int p = 0; p < PASSES; ++p) lo[p] = hi[p] = 1.f;
-            auto fetch_scales = [&](int t) {
-                if constexpr (SCALING == SCALE_BLOCKS) {
-                    if (t < k_tiles) {
-#pragma unroll
-                        for (int p = 0; p < PASSES; ++p) {
-                            const int col = tn * BN + p * SCALE_BLOCK;
-                            lo[p] = block_scale(scale_a, scale_b, m, n, t, row + r, col);
-                            hi[p] = block_scale(scale_a, scale_b, m, n, t, row + r + 8, col);
-                        }
-                    }
-                }
-            };
-            fetch_scales(0);
-
             // Pass p (columns 128 p ..) of K tiles t .. t + SLICES - 1 into `part` (the first
             // step overwrites it), one group.
             auto issue = [&](int t, int p) {
@@ -217,6 +237,15 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             // of its columns, and after the last pass the group's stages are free.
             auto promote = [&](int t, int p) {
                 fence_registers(part);
+                // Block scales: this K block's factors of the thread's two rows in pass p's
+                // columns, read from the stage before it is released.
+                float lo = 1.f, hi = 1.f;
+                if constexpr (SCALING == SCALE_BLOCKS) {
+                    const float* stage_scales = scales + (use + t) % STAGES * STAGE_SCALES;
+                    const float b = stage_scales[BM + p];
+                    lo = stage_scales[slab * 64 + r] * b;
+                    hi = stage_scales[slab * 64 + r + 8] * b;
+                }
                 if (p == PASSES - 1) {
 #pragma unroll
                     for (int i = 0; i < SLICES; ++i) release((use + t + i) % STAGES);
@@ -225,10 +254,10 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                 if constexpr (SCALING == SCALE_BLOCKS) {
 #pragma unroll
                     for (int j = 0; j < 16; ++j) {
-                        sums[4 * j] = fmaf(lo[p], part[4 * j], sums[4 * j]);
-                        sums[4 * j + 1] = fmaf(lo[p], part[4 * j + 1], sums[4 * j + 1]);
-                        sums[4 * j + 2] = fmaf(hi[p], part[4 * j + 2], sums[4 * j + 2]);
-                        sums[4 * j + 3] = fmaf(hi[p], part[4 * j + 3], sums[4 * j + 3]);
+                        sums[4 * j] = fmaf(lo, part[4 * j], sums[4 * j]);
+                        sums[4 * j + 1] = fmaf(lo, part[4 * j + 1], sums[4 * j + 1]);
+                        sums[4 * j + 2] = fmaf(hi, part[4 * j + 2], sums[4 * j + 2]);
+                        sums[4 * j + 3] = fmaf(hi, part[4 * j + 3], sums[4 * j + 3]);
                     }
                 } else {
 #pragma unroll
@@ -247,7 +276,6 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                     }
                     promote(t, p);
                 }
-                fetch_scales(t + SLICES);
             }
             use += k_tiles;
             fence_registers(acc);

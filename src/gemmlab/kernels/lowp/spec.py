@@ -130,6 +130,11 @@ def _persistent_rules(c: Config) -> list[str]:
     )
 
 
+def scale_stage_bytes(c: Config) -> int:
+    """fp8_persistent.cuh's STAGE_SCALES floats per stage (block scales): A's rows' and up to 4 of B's."""
+    return c["STAGES"] * (c["BM"] + 4) * 4
+
+
 # The mma.sync rungs: a cp.async ring without barriers.
 MMA = dict(dynamic_smem=True, k_bytes_multiple=ROWS_16, threads=warp_threads, smem_bytes=lambda c: ring_bytes(c, 0),
            cgma=reuse_cgma)  # fmt: skip
@@ -138,6 +143,7 @@ PERSISTENT = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
                   fixed=Config(PRODUCER_REGS=FP8_PRODUCER_REGS, CONSUMER_REGS=FP8_CONSUMER_REGS, C_BOX_ROWS=C_BOX_ROWS),
                   cgma=reuse_cgma, rules=_persistent_rules,
                   persistent=True, dtypes=FP8_WITH_BF16)  # fmt: skip
+BLOCKSCALED_PERSISTENT = PERSISTENT | dict(smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c) + scale_stage_bytes(c))
 SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: ring_bytes(c, 2),
                    fixed=REGISTER_SPLIT, cgma=reuse_cgma)  # fmt: skip
 
@@ -234,10 +240,10 @@ RUNGS: tuple[Rung, ...] = (
         source="07_fp8_blockscaled_tma.cu",
         summary="sm_90a: tc_fp8_tma_store with 1 x 128 / 128 x 128 block scales applied at each promotion",
         default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, CLUSTER=2, C_BOXES=2, STAGGER=0),
-        search=(Config(CLUSTER=1), Config(GROUP_M=16), Config(BN=128, STAGES=6), Config(BN=128, STAGES=6, STAGGER=1),
+        search=(Config(CLUSTER=1), Config(GROUP_M=16), Config(BN=128, STAGES=5), Config(BN=128, STAGES=5, STAGGER=1),
                 Config(BN=128, STAGES=4, C_BOXES=4)),  # fmt: skip
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
-        **PERSISTENT,
+        **BLOCKSCALED_PERSISTENT,
         **HOPPER,
     ),
 )

@@ -83,11 +83,13 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, uns
 // bytes; empty[s] on `releases` arrivals (none: a ring without empty
 // barriers). The fence shows them to the copy engine and the cluster; the
 // caller then synchronises its block (or cluster) before anyone uses them.
+// A full barrier counts `fills` arrivals (1: the producer's, with the bytes it expects).
 template <int STAGES>
-__device__ __forceinline__ void init_ring(unsigned long long* full, unsigned long long* empty, unsigned releases) {
+__device__ __forceinline__ void init_ring(unsigned long long* full, unsigned long long* empty, unsigned releases,
+                                          unsigned fills = 1) {
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(&full[s], 1);
+            mbar_init(&full[s], fills);
             if (releases) mbar_init(&empty[s], releases);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
