@@ -245,7 +245,7 @@ def test_persistent_fp8_problems_know_their_scales_and_c() -> None:
 
 PERSISTENT_CONFIGS = [
     *[("tc_fp8_tma_store", {"CLUSTER": c, "STAGGER": t}) for c in (1, 2) for t in (0, 1)],
-    *[("tc_fp8_blockscaled_tma", {"CLUSTER": c}) for c in (1, 2)],
+    ("tc_fp8_blockscaled_tma", {"CLUSTER": 2}),
     ("tc_fp8_blockscaled_tma", {"BN": 128, "STAGES": 5, "STAGGER": 1}),
     *[(k, {"BN": 128, "STAGES": 5, "CLUSTER": c}) for k in PERSISTENT_FP8 for c in (1, 2)],
     ("tc_fp8_tma_store", {"PROMOTE_K": 256}),

@@ -7,20 +7,22 @@
 //
 // What changes against tc_fp8_wgmma is everything around the promotion,
 // not the promotion itself: each consumer still issues a 128-K slice into a
-// partial slab, waits for it (wgmma.wait_group 0) and adds it into its FP32
-// sums: a 64 x 128 partial slab, 64 registers. BN = 128 holds 64 x 128 sums
-// (64 more); BN = 256 holds 64 x 256 (128 more) and runs each stage in two
-// passes of 128 columns through the one partial slab (128 + 64 of the 232
-// registers it claims, where two 64 x 256 slabs would need 256). The second
-// pass reads A's rows of the stage again: a block loads 16 KB of A and 32 KB
-// of B per 8.4 MFLOP against 16 + 16 KB per 4.2 at BN = 128 (a quarter less
-// from L2), while its shared-memory traffic (TMA writes and wgmma reads)
-// falls only from 160 to 144 KB per 8.4 MFLOP (docs/lowp-ladder.md, round 5). The slice's first wgmma overwrites the
-// slab (scale-d 0), so the slab is never zeroed in the loop. A tried alternative, two partial slabs
-// per consumer promoting slice t while slice t + 1 runs, makes ptxas
-// serialise every wgmma (C7518, "WG.DP in divergent path"; CPU tests check
-// that this kernel compiles without that message): the overlap comes from
-// the other consumer warpgroup instead, as in DeepGEMM.
+// partial slab (64 x 128, 64 registers), waits for it (wgmma.wait_group 0)
+// and adds it into its FP32 sums. BN = 128 holds 64 x 128 sums (64 more);
+// BN = 256 holds 64 x 256 (128 more) and runs each stage in two passes of
+// 128 columns through the one partial slab (192 of the 240 registers it
+// claims, where two 64 x 256 slabs would need 256). The second pass reads
+// A's rows of the stage again: a block loads 16 KB of A and 32 KB of B per
+// 8.4 MFLOP against 16 + 16 KB per 4.2 at BN = 128 (a quarter less from
+// L2), while its shared-memory traffic (TMA writes and wgmma reads) falls
+// only from 160 to 144 KB per 8.4 MFLOP. Measured, BN = 256 was the round's
+// gain: 8192 from 930 to 832-856 us on an H100 (docs/lowp-ladder.md, round
+// 5). The slice's first wgmma overwrites the slab (scale-d 0), so the slab
+// is never zeroed in the loop. A tried alternative, two partial slabs per
+// consumer promoting slice t while slice t + 1 runs, makes ptxas serialise
+// every wgmma (C7518, "WG.DP in divergent path"; CPU tests check that this
+// kernel compiles without that message): the overlap comes from the other
+// consumer warpgroup instead, as in DeepGEMM.
 //
 // PROMOTE_K (256: per-tensor scales only) sums two K tiles in the tensor
 // cores per promotion, one wait and one add per 256 K: half the consumer's
@@ -28,20 +30,26 @@
 // tolerance grows with it; docs/lowp-ladder.md, round 3).
 //
 // SCALING: SCALE_TENSOR multiplies the sums by scale_a[0] x scale_b[0] in the
-// epilogue; SCALE_BLOCKS multiplies each promoted partial by its K block's
-// scale_a[kb][row] x scale_b[kb][tile column] (read when the slice before
-// is issued, used after this one's wait: a slice and a promotion later), so per-tensor and block scaling cost the same: one
-// FADD or one FFMA per sum per K block.
+// epilogue; SCALE_BLOCKS multiplies each pass's promoted partial by its K
+// block's scale_a[kb][row] x scale_b[kb][pass's column block]: one FFMA per
+// sum where per-tensor scales take one FADD. The factors come from shared
+// memory: warp 1 of the producer warpgroup (the scale warp) copies, for
+// every use of a stage, this block's BM rows of A's scales and the tile's
+// blocks of B's for that K block into the stage (STAGE_SCALES floats) by
+// cp.async, and each lane's cp.async.mbarrier.arrive counts on the stage's
+// full barrier once its copies have landed, so neither the scale warp nor a
+// consumer waits on L2 for a scale. With the consumers loading them from
+// global memory the rung ran at 73% of the per-tensor rate (4096 and 8192,
+// H100); staged, at 87-90% (docs/lowp-ladder.md, round 5).
 //
 // STAGGER = 1 (two consumers): slab 1 issues its first group only once slab
-// 0's first group has completed, and from then on the two run half a group
-// apart. In phase, both wait on the same full barrier, issue together, share
-// the tensor cores, finish together and stall together for the gap G (wait,
-// promotion, release). The tensor cores share themselves between the two
-// (measured: making slab 1 issue after slab 0, group by group, changed
-// nothing), so a lag, once made, is kept: while the leader pays its G the
-// other has the tensor cores to itself, and catches up by exactly what the
-// leader lost (docs/lowp-ladder.md, round 5).
+// 0's first group has completed. In phase, both consumers wait on the same
+// full barrier, issue together, share the tensor cores, finish together and
+// stall together for the gap G (wait, promotion, release); the tensor cores
+// share themselves between the two (making slab 1 issue after slab 0, group
+// by group, changed nothing), so a lag, once made, should be kept, each
+// paying its G while the other has the tensor cores. Measured: 3-7% faster
+// with a bfloat16 C, 1-2% slower with a float32 C, on both GPUs.
 //
 // Synchronisation: tc_tma_store's (kernels/tensor/08_tma_store.cu; the long
 // form is in docs/synchronisation.md), with CLUSTER = 1 the plain
@@ -49,6 +57,15 @@
 // completed the group that read it, once per use and in order, so the
 // producer's parity argument is unchanged. K = 0 runs no slice: the sums are
 // the zeros stored.
+// Block scales: each full barrier counts 1 + 32 arrivals, the producer's
+// (with its bytes) and one per scale-warp lane, which cp.async makes once
+// that lane's copies into the stage are complete and visible to threads that
+// then observe the phase; the consumers read a stage's scales after waiting
+// on its full barrier and before releasing it. The scale warp waits on the
+// stage's empty barrier exactly as the producer does (same parity), so it
+// never overwrites scales a consumer may still read, and its arrivals for a
+// stage's next use come only after that wait, when the phase they belong to
+// is the open one.
 // STAGGER = 1 adds named barrier 3 (256 threads), used once per block:
 // slab 0 arrives after its first group's wait, slab 1 waits before its first
 // group. Both slabs walk the same tiles and K tiles, so either both issue a

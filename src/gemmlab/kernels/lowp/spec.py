@@ -240,7 +240,8 @@ RUNGS: tuple[Rung, ...] = (
         source="07_fp8_blockscaled_tma.cu",
         summary="sm_90a: tc_fp8_tma_store with 1 x 128 / 128 x 128 block scales applied at each promotion",
         default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, CLUSTER=2, C_BOXES=2, STAGGER=0),
-        search=(Config(CLUSTER=1), Config(GROUP_M=16), Config(BN=128, STAGES=5), Config(BN=128, STAGES=5, STAGGER=1),
+        # CLUSTER=1 and STAGGER=1 at BN = 256 spill 20 bytes in one C type or the other: left out.
+        search=(Config(GROUP_M=16), Config(BN=128, STAGES=5), Config(BN=128, STAGES=5, STAGGER=1),
                 Config(BN=128, STAGES=4, C_BOXES=4)),  # fmt: skip
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
         **BLOCKSCALED_PERSISTENT,
