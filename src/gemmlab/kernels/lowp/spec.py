@@ -122,7 +122,10 @@ def _persistent_rules(c: Config) -> list[str]:
         + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1")
         + needs(c.get("PROMOTE_K", SCALE_BLOCK) in (128, 256), "PROMOTE_K must be 128 or 256 (one or two K tiles)")
         + needs(c["STAGGER"] in (0, 1), "STAGGER must be 0 or 1")
-        + needs(c["STAGGER"] == 0 or c["BM"] == 128, "STAGGER=1 needs BM = 128: two consumer warpgroups, one started behind the other")
+        + needs(
+            c["STAGGER"] == 0 or c["BM"] == 128,
+            "STAGGER=1 needs BM = 128: two consumer warpgroups, one started behind the other",
+        )
         + needs(
             split_fits(FP8_PRODUCER_REGS, FP8_CONSUMER_REGS, c["BM"] // 64),
             f"{c['BM'] // 64} consumer warpgroups do not fit the registers a block holds",
@@ -143,7 +146,9 @@ PERSISTENT = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
                   fixed=Config(PRODUCER_REGS=FP8_PRODUCER_REGS, CONSUMER_REGS=FP8_CONSUMER_REGS, C_BOX_ROWS=C_BOX_ROWS),
                   cgma=reuse_cgma, rules=_persistent_rules,
                   persistent=True, dtypes=FP8_WITH_BF16)  # fmt: skip
-BLOCKSCALED_PERSISTENT = PERSISTENT | dict(smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c) + scale_stage_bytes(c))
+BLOCKSCALED_PERSISTENT = PERSISTENT | dict(
+    smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c) + scale_stage_bytes(c),
+)
 SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: ring_bytes(c, 2),
                    fixed=REGISTER_SPLIT, cgma=reuse_cgma)  # fmt: skip
 
@@ -241,8 +246,12 @@ RUNGS: tuple[Rung, ...] = (
         summary="sm_90a: tc_fp8_tma_store with 1 x 128 / 128 x 128 block scales applied at each promotion",
         default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, CLUSTER=2, C_BOXES=2, STAGGER=0),
         # CLUSTER=1 and STAGGER=1 at BN = 256 spill 20 bytes in one C type or the other: left out.
-        search=(Config(GROUP_M=16), Config(BN=128, STAGES=5), Config(BN=128, STAGES=5, STAGGER=1),
-                Config(BN=128, STAGES=4, C_BOXES=4)),  # fmt: skip
+        search=(
+            Config(GROUP_M=16),
+            Config(BN=128, STAGES=5),
+            Config(BN=128, STAGES=5, STAGGER=1),
+            Config(BN=128, STAGES=4, C_BOXES=4),
+        ),
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
         **BLOCKSCALED_PERSISTENT,
         **HOPPER,

@@ -110,8 +110,10 @@ def _specialised_rules(c: Config) -> list[str]:
     consumers = c["BM"] // 64
     return (
         _wgmma_rules(c)
-        + needs(split_fits(PRODUCER_REGS, CONSUMER_REGS, consumers),
-                f"{consumers} consumer warpgroups do not fit the registers a block holds")  # fmt: skip
+        + needs(
+            split_fits(PRODUCER_REGS, CONSUMER_REGS, consumers),
+            f"{consumers} consumer warpgroups do not fit the registers a block holds",
+        )
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
     )
 
