@@ -112,7 +112,7 @@ FP8_PRODUCER_REGS, FP8_CONSUMER_REGS = 24, 240
 
 
 def _persistent_rules(c: Config) -> list[str]:
-    # A consumer holds 64 x BN FP32 sums and one 64 x 128 partial slab: 128 or 192 registers of its 232.
+    # A consumer holds 64 x BN FP32 sums and one 64 x 128 partial slab: 128 or 192 registers of the 240 it claims.
     return (
         needs(c["BM"] in (64, 128), "BM must be 64 or 128 (one or two consumer warpgroups of 64 rows)")
         + needs(c["BN"] in (128, 256), "BN must be 128 or 256: one or two passes of 128 columns a stage")
