@@ -134,3 +134,35 @@ def test_stagger_and_two_pass_tiles_verify_on_awkward_shapes(kernel_id: str, con
     for shape in SHAPES:
         result = run(kernel_id, shape, dtype=dtype, reps=2, warmup=1, baseline=False, spec=spec)
         assert 0 <= result.error <= result.tolerance, (shape, result.error, result.tolerance)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed (the torch extra)")
+@pytest.mark.parametrize("dtype", ["e4m3", "e4m3-bf16"])
+def test_block_scaled_baseline_computes_the_same_product(dtype: str) -> None:
+    """torch._scaled_mm with the block scales laid out as problems/lowp.py
+    hands them over gives the float64 reference within the rung's own
+    tolerance (a wrong layout was off by 30% on an H100), and the runner
+    times it beside the rung."""
+    import cupy as cp
+    import torch
+
+    from gemmlab.measure.run import run
+    from gemmlab.problems import lowp
+
+    if not _hopper():
+        pytest.skip("tc_fp8_blockscaled_tma needs sm_90a")
+    point = catalogue.point("tc_fp8_blockscaled_tma", Shape(256, 384, 512), dtype=dtype)
+    prepared = point.spec.problem.prepare(cp, point, cp.random.default_rng(4))
+    arrays = prepared.arrays
+    sa, sb = lowp.torch_block_scales(torch, arrays["scale_a"], arrays["scale_b"])
+    fp8 = torch.float8_e4m3fn
+    a = torch.from_dlpack(arrays["A"]).view(fp8)
+    b = torch.from_dlpack(arrays["B"]).view(fp8)
+    out = torch.bfloat16 if dtype == "e4m3-bf16" else torch.float32
+    c = torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=out).double()
+    ref = torch.from_dlpack(prepared.buffers[5])  # the float64 reference (problems/lowp.py's buffer order)
+    error = float((c - ref).norm() / ref.norm())
+    assert error <= lowp.fp8_tolerance(128, bf16_c=dtype == "e4m3-bf16"), error
+    result = run("tc_fp8_blockscaled_tma", Shape.square(1024), dtype=dtype, reps=3)
+    assert result.error <= result.tolerance
+    assert "block scales" in result.baseline_name and result.baseline_gflops > 0

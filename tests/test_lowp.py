@@ -133,6 +133,23 @@ def test_the_baseline_without_pytorch_names_the_extra(monkeypatch: pytest.Monkey
     assert problem.baseline_for(None, point, "tensor", None, None, None) == (None, None)
 
 
+def test_block_scales_get_the_library_baseline_only_where_it_was_tried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch._scaled_mm takes DeepGEMM's block scales for e4m3 with every size a
+    multiple of 128 (the case checked on an H100); elsewhere the run has no baseline."""
+    monkeypatch.setattr(problem, "torch_baseline", lambda *args: args[-1])  # the scaling the call would use
+
+    def baseline(shape: Shape, dtype: str = "e4m3") -> tuple:
+        point = catalogue.point("tc_fp8_blockscaled_tma", shape, dtype=dtype)
+        return problem.baseline_for(None, point, "block", None, None, None)
+
+    call, name = baseline(Shape.square(256))
+    assert call == "block" and "block scales" in name and "float32 C" in name
+    assert "bfloat16 C" in baseline(Shape.square(256), "e4m3-bf16")[1]
+    assert baseline(Shape(256, 256, 144)) == (None, None)  # K not whole blocks
+    assert baseline(Shape(256, 200, 256)) == (None, None)
+    assert baseline(Shape.square(256), "e5m2") == (None, None)
+
+
 def test_rungs_are_in_the_catalogue_and_tunable() -> None:
     ids = catalogue.kernel_ids()
     assert [i for i in ids if catalogue.get(i).source.startswith("lowp/")] == IDS

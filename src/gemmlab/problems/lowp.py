@@ -230,10 +230,27 @@ def fp8_input(dtype: str) -> str:
 TORCH_PURPOSE = "The FP8 and INT8 baselines (torch._scaled_mm, torch._int_mm)"
 
 
-def torch_baseline(cp: Any, point: Point, a: Any, b: Any, scales: tuple[Any, Any] | None) -> Callable[[], None]:
+def torch_block_scales(torch: Any, scale_a: Any, scale_b: Any) -> tuple[Any, Any]:
+    """Stored block scales (scale_a[kb][m], scale_b[kb][nb]) as torch._scaled_mm
+    takes them: A's an M x K/128 view, M-major (no copy); B's K/128 x N/128,
+    K-major (a copy)."""
+    return torch.from_dlpack(scale_a).t(), torch.from_dlpack(scale_b).t().contiguous().t()
+
+
+def torch_baseline(
+    cp: Any, point: Point, a: Any, b: Any, scales: tuple[Any, Any] | None, scaling: str = "tensor"
+) -> Callable[[], None]:
     """C = A . B^T by PyTorch on the current CuPy stream: torch._int_mm for
-    int8 (int32 C), torch._scaled_mm for e4m3 with per-tensor scales (C
-    float32, or bfloat16 for e4m3-bf16). MissingExtra naming the ``torch`` extra when PyTorch is not installed."""
+    int8 (int32 C), torch._scaled_mm for e4m3 with per-tensor scales or
+    DeepGEMM's blocks (C float32, or bfloat16 for e4m3-bf16). MissingExtra
+    naming the ``torch`` extra when PyTorch is not installed.
+
+    Block scales as cuBLASLt takes them (found on an H100 with PyTorch 2.11,
+    checked against the float64 reference, 2026-11-24): A's as an M x K/128
+    view that is M-major, which is how they are stored (scale_a[kb][m]); B's
+    as a K/128 x N/128 view that is K-major, a copy of the stored
+    scale_b[kb][nb] made once here (so a redraw of the inputs leaves the
+    baseline's B scales as they were: its time, not its result, is used)."""
     torch = require("torch", "torch", TORCH_PURPOSE)
     ta = torch.from_dlpack(a)
     tb = torch.from_dlpack(b).t()  # K x N, column-major: the layout both routines want for their second operand
@@ -244,7 +261,10 @@ def torch_baseline(cp: Any, point: Point, a: Any, b: Any, scales: tuple[Any, Any
     else:
         fp8 = torch.float8_e4m3fn
         ta, tb = ta.view(fp8), tb.view(fp8)
-        sa, sb = (torch.from_dlpack(s).reshape(()) for s in scales)
+        if scaling == "block":
+            sa, sb = torch_block_scales(torch, *scales)
+        else:
+            sa, sb = (torch.from_dlpack(s).reshape(()) for s in scales)
         out = torch.bfloat16 if point.dtype == E4M3_BF16 else torch.float32
 
         def product() -> Any:
@@ -261,19 +281,22 @@ def baseline_for(cp: Any, point: Point, scaling: str, a: Any, b: Any, scales: An
     """The library routine for the same work and its name, or (None, None):
     PyTorch not installed, or no routine in these types, scaling and shape
     (torch._int_mm: M > 16, K and N multiples of 8; torch._scaled_mm: e4m3,
-    per-tensor scales, every size a multiple of 16)."""
+    per-tensor scales with every size a multiple of 16, or block scales with
+    every size a multiple of 128, the one case tried)."""
     s = point.shape
     if point.dtype == INT8:
         fits, name = s.m > 16 and s.k % 8 == 0 and s.n % 8 == 0, "PyTorch torch._int_mm (cuBLASLt), int32 C"
     else:
-        fits = fp8_input(point.dtype) == "e4m3" and scaling == "tensor" and s.m % 16 == 0 and s.n % 16 == 0
-        fits = fits and s.k % 16 == 0
+        step = {"tensor": 16, "block": SCALE_BLOCK}.get(scaling)
+        fits = fp8_input(point.dtype) == "e4m3" and step is not None
+        fits = fits and s.m % (step or 1) == 0 and s.n % (step or 1) == 0 and s.k % (step or 1) == 0
         c_type = "bfloat16" if point.dtype == E4M3_BF16 else "float32"
-        name = f"PyTorch torch._scaled_mm (cuBLASLt) e4m3, per-tensor scales, {c_type} C"
+        kind = "1 x 128 / 128 x 128 block scales" if scaling == "block" else "per-tensor scales"
+        name = f"PyTorch torch._scaled_mm (cuBLASLt) e4m3, {kind}, {c_type} C"
     if not fits:
         return None, None
     try:
-        return torch_baseline(cp, point, a, b, scales), name
+        return torch_baseline(cp, point, a, b, scales, scaling), name
     except MissingExtra:
         return None, None
 
