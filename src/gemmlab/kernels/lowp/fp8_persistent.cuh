@@ -76,11 +76,6 @@
 
 #include "wgmma8.cuh"
 
-// Warpgroup `slab` of the consumers (named barrier slab + 1; 0 is __syncthreads') waits for its 128 threads.
-__device__ __forceinline__ void consumer_sync(int slab) {
-    asm volatile("bar.sync %0, 128;\n" ::"r"(slab + 1) : "memory");
-}
-
 // STAGGER: named barrier 3 over both consumers (256 threads), as the waiting one or the arriving one.
 __device__ __forceinline__ void stagger_wait() { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
 __device__ __forceinline__ void stagger_arrive() { asm volatile("bar.arrive 3, 256;\n" ::: "memory"); }
@@ -306,11 +301,11 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                 unsigned char* out = my_boxes + (stored % C_BOXES) * C_BOX_BYTES;
                 // The store that last read this box, C_BOXES stores ago, must be done reading it.
                 if (thread == 0) bulk_wait_read<C_BOXES - 1>();
-                consumer_sync(slab);
+                warpgroup_sync(slab);
                 write_box_spread<BN, C>(acc, out, box, thread);
                 // Show the threads' writes to the copy engine before it reads them.
                 fence_proxy_async_shared();
-                consumer_sync(slab);
+                warpgroup_sync(slab);
                 if (thread == 0) {
                     tma_store(c_map, out, row, tn * BN + box * BOX_COLS);
                     bulk_commit();

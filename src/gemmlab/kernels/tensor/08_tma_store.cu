@@ -33,11 +33,6 @@
 
 constexpr int CLUSTER = 2;
 
-// The warpgroup `slab` (ids 1, 2, ...; 0 is __syncthreads') waits for its 128 threads.
-__device__ __forceinline__ void warpgroup_sync(int slab) {
-    asm volatile("bar.sync %0, 128;\n" ::"r"(slab + 1) : "memory");
-}
-
 template <typename T, int BM, int BN, int STAGES, int GROUP_M, int C_BOXES, int PRODUCER_REGS, int CONSUMER_REGS,
           int C_BOX_ROWS>
 __global__ void __launch_bounds__((BM / 64 + 1) * 128, 1)

@@ -137,6 +137,14 @@ __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
 }
 
+// Consumer warpgroup `slab` alone waits for its 128 threads, on named barrier
+// slab + 1 (the C-box epilogues of tc_tma_store and the persistent FP8 rungs,
+// where each warpgroup stores its own boxes). Not to be mixed, in one kernel,
+// with consumers_sync, which also takes barrier 1.
+__device__ __forceinline__ void warpgroup_sync(int slab) {
+    asm volatile("bar.sync %0, 128;\n" ::"r"(slab + 1) : "memory");
+}
+
 // The copy engine reads shared memory through the "async proxy": writes that
 // threads made to it must be fenced before a TMA store may see them. Each
 // writing thread fences its own writes; a barrier then orders the fences before
