@@ -54,30 +54,22 @@ def share(ratio: float | None) -> str:
     return "   no baseline  " if ratio is None else f"{100 * ratio:6.1f}% of cuBLAS"
 
 
-def precompile(candidates: list, shape: Shape, dtypes: list[str], threads: int = 8) -> None:
-    """Every candidate's cubin for every type, several at a time (NVRTC runs
-    without the GIL), into the cache the runs then load from; the rounds then
-    time kernels, not compiles. A candidate that does not compile is left for
+def precompile(candidates: list, shape: Shape, dtypes: list[str]) -> None:
+    """Every candidate's cubin for every type, compiled ahead by the
+    dispatcher's compile_candidates (several at a time), so that the rounds
+    time kernels, not compiles. A configuration the rung refuses is left for
     its run, which reports why."""
-    from concurrent.futures import ThreadPoolExecutor
+    from gemmlab.studies.dispatch import Candidate, compile_candidates
 
-    from gemmlab.backends.nvrtc import compile_kernel
-
-    arch = gpu.describe(0).arch
-
-    def build(job: tuple[str, dict, str]) -> None:
-        rung, config, dtype = job
+    found = []
+    for rung, config in candidates:
         try:
-            point = catalogue.point(rung, shape, dtype=dtype, spec=catalogue.variant(rung, config))
-            compile_kernel(point.spec, point.block_edge, point.dtype, point.spec.compile_arch(arch))
+            found.append(Candidate(rung, config, catalogue.variant(rung, config)))
         except GemmlabError:
             pass
-
-    jobs = [(rung, config, dtype) for rung, config in candidates for dtype in dtypes]
-    if jobs:
-        build(jobs[0])  # the compiler's modules imported once, before the threads
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(build, jobs[1:]))
+    arch = gpu.describe(0).arch
+    for dtype in dtypes:
+        compile_candidates(found, shape, dtype, arch)
 
 
 def main() -> None:

@@ -288,8 +288,7 @@ def baseline_for(cp: Any, point: Point, scaling: str, a: Any, b: Any, scales: An
         fits, name = s.m > 16 and s.k % 8 == 0 and s.n % 8 == 0, "PyTorch torch._int_mm (cuBLASLt), int32 C"
     else:
         step = {"tensor": 16, "block": SCALE_BLOCK}.get(scaling)
-        fits = fp8_input(point.dtype) == "e4m3" and step is not None
-        fits = fits and s.m % (step or 1) == 0 and s.n % (step or 1) == 0 and s.k % (step or 1) == 0
+        fits = fp8_input(point.dtype) == "e4m3" and step is not None and all(d % step == 0 for d in (s.m, s.n, s.k))
         c_type = "bfloat16" if point.dtype == E4M3_BF16 else "float32"
         kind = "1 x 128 / 128 x 128 block scales" if scaling == "block" else "per-tensor scales"
         name = f"PyTorch torch._scaled_mm (cuBLASLt) e4m3, {kind}, {c_type} C"
