@@ -102,7 +102,7 @@ def test_promotion_every_256_k_stays_inside_its_derived_bound_at_large_k() -> No
     assert 0 <= result.error <= result.tolerance, (result.error, result.tolerance)
 
 
-STAGGER = [
+SCHEDULES = [
     ("tc_fp8_tma_store", {"STAGGER": 1}, "e4m3"),
     ("tc_fp8_tma_store", {"STAGGER": 1, "CLUSTER": 1}, "e4m3-bf16"),
     ("tc_fp8_tma_store", {"STAGGER": 1, "PROMOTE_K": 256}, "e4m3"),
@@ -117,7 +117,7 @@ STAGGER = [
 ]
 
 
-@pytest.mark.parametrize(("kernel_id", "config", "dtype"), STAGGER, ids=[f"{k}-{c}-{d}" for k, c, d in STAGGER])
+@pytest.mark.parametrize(("kernel_id", "config", "dtype"), SCHEDULES, ids=[f"{k}-{c}-{d}" for k, c, d in SCHEDULES])
 def test_stagger_and_two_pass_tiles_verify_on_awkward_shapes(kernel_id: str, config: dict, dtype: str) -> None:
     """STAGGER = 1: slab 1 starts its first group once slab 0's has completed
     (named barrier 3); BN = 256: two passes of 128 columns a stage through one
