@@ -38,10 +38,13 @@ SHAPES = {
         Shape(128, 4096, 4096),  # the suite's few-tile shape
         Shape(1024, 1024, 16384),  # the suite's K-heavy shape
     ],
+    # Cluster tiles of 256 x 256 on an H100's 66 clusters (an H200's too):
     "tc_split_tail": [
-        Shape(1, 8, 8),  # one tile: one block, nothing split
-        Shape(3000, 3000, 200),  # 288 tiles: two full waves, 24 tiles in 4 slices (all 4 k-tiles)
-        Shape(2100, 1900, 1000),  # 136 tiles: a wave and 4 tiles in 8 slices, ragged edges
+        Shape(1, 8, 8),  # one cluster tile, its second block row past M: nothing split
+        Shape(3000, 3000, 200),  # 144 cluster tiles: two full waves, 12 tiles in 4 pieces of one k-tile
+        Shape(2100, 1900, 1000),  # 72: a wave, then 6 tiles in 8 pieces; the last block row past M
+        Shape(1536, 1536, 1536),  # 36, all in the tail: 66 shares of 13 or 14 k-tiles, most over two tiles
+        Shape(1100, 1536, 1000),  # 30 in the tail, shares over two tiles, a block row past M
     ],
     "tc_gemv": [
         Shape(1, 1, 8),
@@ -123,8 +126,10 @@ REPEATS = [
     # multicasts its half of B and stores nothing; then 4 k-tiles in 8 slices.
     ("tc_split_k", {"SPLITS": 2, "CLUSTER": 2}, Shape(300, 390, 1000)),
     ("tc_split_k", {"SPLITS": 8, "CLUSTER": 2, "STAGES": 6}, Shape(129, 257, 200)),
-    # A last wave split: 136 tiles of 128 x 256 on an H100's 132 blocks.
+    # A last wave split: 72 cluster tiles on an H100's 66 clusters; then
+    # shares of K that end in one tile and start in the next.
     ("tc_split_tail", {}, Shape(2100, 1900, 1000)),
+    ("tc_split_tail", {}, Shape(1100, 1536, 1000)),
 ]
 
 

@@ -124,12 +124,16 @@ def test_split_k_cluster_of_two_shares_b_along_m() -> None:
     assert any("65535" in v for v in spec.violations(wide, 0, "bfloat16"))
 
 
-def test_split_tail_is_persistent_with_a_slot_per_block() -> None:
-    """tc_split_tail: a block per tile up to the GPU's resident blocks (the
-    runner caps the grid), and a workspace of a counter and a BM x BN float32
-    partial per launched block."""
+def test_split_tail_is_persistent_in_clusters_with_two_slots_per_block() -> None:
+    """tc_split_tail: clusters of two along M (a block per tile, the tile rows
+    rounded up to whole clusters) up to the GPU's resident blocks (the runner
+    caps the grid), the B box halved for multicast, and a workspace of a
+    counter and two BM x BN float32 partials per launched block."""
     spec = catalogue.variant("tc_split_tail", {})
-    assert spec.persistent and spec.grid(Shape.square(3000), 0) == (24 * 12, 1, 1)
-    assert spec.workspace_bytes(Shape.square(3000), 132) == 528 + 132 * 128 * 256 * 4
+    assert spec.persistent and spec.cluster == (2, 1, 1)
+    assert spec.grid(Shape.square(3000), 0) == (12 * 12 * 2, 1, 1)
+    assert spec.grid(Shape(2100, 1900, 64), 0) == (9 * 8 * 2, 1, 1)
+    assert spec.problem.prepare.keywords["boxes"] == (128, 128)
+    assert spec.workspace_bytes(Shape.square(3000), 132) == 528 + 2 * 132 * 128 * 256 * 4
     with pytest.raises(ConstraintError, match="MAX_SLICES must be at least 1"):
         catalogue.variant("tc_split_tail", {"MAX_SLICES": 0})

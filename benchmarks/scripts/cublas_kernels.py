@@ -15,7 +15,8 @@ shared memory and duration under the profiler (each launch alone, caches
 flushed: longer than in a timed run).
 Shapes are M x N x K; types float32 (cublasGemmEx, FP32 compute, the FP32
 ladder's alpha and beta), bfloat16 and bfloat16-out (bf16 inputs, float32 or
-bfloat16 C).
+bfloat16 C). `--shapes bfloat16:1536x1536x1536,float32:3000x3000x3000` in
+place of no argument calls those type:shape pairs instead of SHAPES.
 """
 
 from __future__ import annotations
@@ -85,7 +86,13 @@ def main() -> int:
         return table(sys.argv[2], sys.argv[3])
     import cupy as cp
 
-    for dtype, shapes in SHAPES.items():
+    shapes_by_type = SHAPES
+    if sys.argv[1:2] == ["--shapes"]:
+        shapes_by_type = {}
+        for pair in sys.argv[2].split(","):
+            dtype, _, shape = pair.partition(":")
+            shapes_by_type.setdefault(dtype, []).append(shape)
+    for dtype, shapes in shapes_by_type.items():
         for shape in shapes:
             m, n, k = (int(x) for x in shape.split("x"))
             gemm = call(dtype, m, n, k)

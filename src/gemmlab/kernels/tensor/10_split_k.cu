@@ -166,6 +166,7 @@ tc_split_k(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CU
     unsigned* arrivals = static_cast<unsigned*>(workspace);
     const int tiles = gridDim.x * gridDim.y;
     float4* partials = reinterpret_cast<float4*>(static_cast<char*>(workspace) + (tiles * 4 + 15) / 16 * 16);
-    if (!add_slices<BM, BN, CONSUMERS>(acc, partials, &arrivals[tile], last_arrival, tile, slice, SPLITS, me)) return;
+    const long long first = static_cast<long long>(tile) * SPLITS;  // the tile's slots
+    if (!add_slices<BM, BN, CONSUMERS>(acc, partials, first, &arrivals[tile], last_arrival, slice, SPLITS, me)) return;
     store_wgmma_tile<BN>(acc, c, m, n, row0 + slab * 64, col0, thread);
 }

@@ -1,70 +1,105 @@
-// tc_split_tail: tc_persistent's blocks over whole tiles for as many full
-// waves as the tiles make, then the last, partial wave's tiles cut along K so
-// that every block has a share of them; the slices' float32 partials are added
-// in slice order by the last block of a tile to finish (tc_split_k's fix-up).
-// Source: not from the documents; the wave-quantisation half of stream-K
-// (Osama et al., 2023), in its simplest form: whole tiles first, split-K for
-// the remainder.
-// Launch: as many blocks of (BM / 64 + 1) x 128 threads as the GPU holds at
-// once (G, one per SM), at most one per tile. With T tiles, block b computes
-// tiles b, b + G, ... below W = (T / G) x G whole, then, of the R = T - W
-// tiles left, slice b % S of tile W + b / S if b < R x S, where S = min(G / R,
-// MAX_SLICES, the 64-deep k-tiles). A last argument, the workspace: G counters
-// (zero before the first launch; the kernel leaves them zero), then, from the
-// next multiple of 16 bytes, G partial tiles of BM x BN floats (R x S <= G).
-// Idea: at 3000 cubed in 128 x 256 tiles, T = 288 on 132 SMs is two full
-// waves and 24 tiles: a third wave 18% full that costs a whole tile's time.
-// Cut into 5 slices each, those 24 tiles keep 120 SMs busy for a fifth of it.
-// Predicted (written before measuring; docs/tensor-ladder.md, sixth round):
-// 3000 from 73-75% of cuBLAS to 90-100%; 5120 (800 tiles, 6 waves and 8)
-// from 90% to 95-100%; no change where T is a multiple of G or below it.
-// Synchronisation (docs/synchronisation.md): inside the block, tc_persistent's
-// ring, `use` counted on across work items on both sides, every use released
-// exactly once (the last of an item after wgmma.wait_group<0>). Across blocks,
-// tc_split_k's argument for each split tile: each consumer thread's __stcg
-// stores of its share of the partial, bar.sync 1 over the consumers, one
-// thread's __threadfence and relaxed atomicAdd on the tile's counter (release,
-// cumulative over the stores the barrier ordered before it); the block whose
-// add returns S - 1 fences again (acquire), publishes the verdict in shared
-// memory, and bar.sync 1 passes it and the ordering to the consumers' __ldcg
-// reads. A block has at most one slice of a split tile, its last item, so the
-// verdict's shared word is written once per launch. Counters: each split
-// tile's reaches S once per launch; the last arriver's plain zero races with
-// no increment of this launch, and the next launch sees it through the kernel
-// boundary. Slots: slice z of split tile r writes only slot r x S + z, once
-// per launch. Progress: no block waits for another; a block that is not last
-// exits.
+// tc_split_tail: tc_cluster's clusters of two blocks sharing B over the full
+// waves of tiles, then the last, partial wave's tiles cut along K so that
+// every cluster has an equal share of their k-tiles (a share may end in one
+// tile and start in the next); the float32 partials of a tile are added in K
+// order by the last block of the tile to finish (tc_split_k's fix-up).
+// Source: not from the documents; the "data-parallel waves, then stream-K"
+// hybrid of Osama et al. (2023, Stream-K), in its simplest form.
+// Launch: clusters of (2, 1, 1), as many as the GPU holds at once (G of them,
+// the runner asks the driver), at most one per cluster tile (2 BM x BN: the
+// two blocks take vertically adjacent tiles with the same B, as in
+// tc_cluster); (BM / 64 + 1) x 128 threads; the B tensor map's box BN / 2 rows.
+// With U cluster tiles of T k-tiles each, cluster j computes tiles j, j + G,
+// ... below W = (U / G) x G whole. The R = U - W tiles left make R x T
+// k-tiles, which P = min(G, R x min(MAX_SLICES, T)) clusters share: worker w
+// takes k-tiles floor(w R T / P) .. floor((w + 1) R T / P) - 1 of them,
+// counted tile after tile, at most T of them (P >= R), so a piece of at most
+// two tiles. A tile held by one worker alone is stored as a whole tile; the
+// others go through the fix-up. MAX_SLICES = 1 is tc_cluster's schedule.
+// A last argument, the workspace: G x 2 counters (zero before the first
+// launch; the kernel leaves them zero), then, from the next multiple of 16
+// bytes, 2 x G x 2 partial tiles of BM x BN floats: block `rank` of worker w
+// writes its piece of split tile r to slot rank x 2G + w + r (w + r grows by
+// at least one from one piece to the next, in K order, and stays below
+// P + R - 1 < 2G).
+// Idea (round 7 of issue 21): round 6 cut the tail of tc_persistent's tiles
+// into equal slices: it lost at 3000 (288 tiles) in the whole waves, which
+// without B multicast run 30% slower than tc_cluster's, and it split nothing
+// where the tiles were fewer than the blocks (1536: 72 tiles of 128 x 256 on
+// 132 SMs, half the GPU idle). Here the waves are tc_cluster's, and the tail
+// is shared whatever its size: 1536's 36 cluster tiles of 24 k-tiles become
+// 66 pieces of 13.
+// Synchronisation (docs/synchronisation.md has the long form):
+// - Inside a cluster: tc_cluster's (07_cluster.cu). Both blocks of a cluster
+//   walk the same items (whole tiles, then the same pieces of K), so every
+//   stage is filled and released by both in the same order, and `use` counts
+//   on across items on both sides; every use is released exactly once, the
+//   last of an item after wgmma.wait_group<0>. The final barrier.cluster,
+//   reached by every thread of both blocks, keeps a block's shared memory
+//   alive until the neighbour's multicasts and arrivals into it are done.
+// - Across clusters, only the split tiles: tc_split_k's argument per tile
+//   and block row (counter r x 2 + rank, `pieces` arrivals): each consumer
+//   thread's __stcg stores of its share of the partial, bar.sync 1 over the
+//   consumers, then one thread's __threadfence and relaxed atomicAdd (a
+//   release pattern); the block whose add returns pieces - 1 fences again
+//   (acquire), publishes the verdict in shared memory, and bar.sync 1 passes
+//   it and the ordering to the consumers' __ldcg reads, which add the pieces
+//   from zero in K order (the same bits whoever is last).
+// - A block has at most two pieces of split tiles, so its verdict word is
+//   written at most twice: the second write, by one thread after the first
+//   bar.sync 1 of the second fix-up, follows every consumer's read of the
+//   first verdict (each read it before reaching that barrier).
+// - A block whose rows all lie past M takes no part: every block of that
+//   rank sharing the tile does the same, so the counter sees none of them.
+// - Counters: each reaches `pieces` once per launch; the last arriver's plain
+//   zero races with no increment of this launch, and the next launch sees it
+//   through the kernel boundary. Slots: each written once per launch.
+// - Progress: no block waits for a block of another cluster; a block that is
+//   not last moves on.
 
 #include "hopper.cuh"
 #include "slices.cuh"
 
-// What block `b` of `blocks` computes as its item `i` (0, 1, ...): a tile and
-// its k-tiles [t_begin, t_end), and in how many slices that tile was cut (1:
-// whole). False when the block has no item `i`.
+constexpr int CLUSTER = 2;
+
+// The schedule, the same in every thread of a cluster: what cluster `j` of
+// `clusters` computes as its item `i` (0, 1, ...): a tile and its k-tiles
+// [t_begin, t_end), and, for a tile of the tail, its number r among them.
 struct TailPlan {
-    int whole, rest, slices, k_tiles;
+    int units, waves, rest, workers, k_tiles, plan_tiles;
+    long long work;  // the tail's k-tiles, tile after tile
 
-    __device__ TailPlan(int tiles, int blocks, int k_tiles_, int max_slices) : k_tiles(k_tiles_) {
-        whole = tiles / blocks * blocks;
-        rest = tiles - whole;
-        slices = rest == 0 ? 1 : min(min(blocks / rest, max_slices), k_tiles);
-        if (slices < 1) slices = 1;
+    __device__ TailPlan(int units_, int clusters, int k_tiles_, int max_slices) : units(units_), k_tiles(k_tiles_) {
+        waves = units / clusters;
+        rest = units - waves * clusters;
+        plan_tiles = max(k_tiles, 1);  // K = 0: one empty piece a tile, each stored whole (zeros)
+        workers = min(clusters, rest * min(max_slices, plan_tiles));
+        work = static_cast<long long>(rest) * plan_tiles;
     }
+    // The first of worker w's k-tiles of the tail (w = workers: the end).
+    __device__ long long start(int w) const { return w * work / workers; }
+    // The worker whose share holds the tail's k-tile x.
+    __device__ int owner(long long x) const { return static_cast<int>(((x + 1) * workers + work - 1) / work - 1); }
 
-    __device__ bool item(int b, int blocks, int i, int& tile, int& t_begin, int& t_end, int& slice) const {
-        const int waves = whole / blocks;
+    __device__ bool item(int j, int clusters, int i, int& tile, int& t_begin, int& t_end, int& r) const {
         if (i < waves) {
-            tile = b + i * blocks;
-            slice = 0;
+            tile = j + i * clusters;
             t_begin = 0;
             t_end = k_tiles;
+            r = -1;
             return true;
         }
-        if (i > waves || b >= rest * slices) return false;
-        tile = whole + b / slices;
-        slice = b % slices;
-        t_begin = static_cast<int>(static_cast<long long>(slice) * k_tiles / slices);
-        t_end = static_cast<int>(static_cast<long long>(slice + 1) * k_tiles / slices);
+        if (j >= workers) return false;
+        const long long lo = start(j), hi = start(j + 1);
+        const int piece = i - waves;  // 0: where the share starts; 1: the next tile, if it reaches it
+        r = static_cast<int>(lo / plan_tiles) + piece;
+        const long long tile_lo = static_cast<long long>(r) * plan_tiles;
+        if (piece > 1 || tile_lo >= hi) return false;
+        tile = waves * clusters + r;
+        t_begin = static_cast<int>(max(lo, tile_lo) - tile_lo);
+        t_end = static_cast<int>(min(hi, tile_lo + plan_tiles) - tile_lo);
+        t_end = min(t_end, k_tiles);  // K = 0: an empty range
+        t_begin = min(t_begin, t_end);
         return true;
     }
 };
@@ -80,6 +115,7 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     constexpr int CONSUMERS = BM / 64;
     using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
+    static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's half of B starts on a 1024-byte boundary");
     static_assert(MAX_SLICES >= 1, "at least one slice");
     extern __shared__ __align__(1024) unsigned char smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
@@ -87,79 +123,77 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     __shared__ int last_arrival;
 
     const int tid = threadIdx.x, group = tid / 128;
-    const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN;
-    const int blocks = gridDim.x, b = blockIdx.x;
-    const TailPlan plan(tiles_m * tiles_n, blocks, (k + BK - 1) / BK, MAX_SLICES);
+    const unsigned rank = cluster_rank();
+    const int tiles_m = (m + CLUSTER * BM - 1) / (CLUSTER * BM), tiles_n = (n + BN - 1) / BN;
+    const int j = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+    const TailPlan plan(tiles_m * tiles_n, clusters, (k + BK - 1) / BK, MAX_SLICES);
     auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
 
-    init_ring<STAGES>(full, empty, CONSUMERS);
-    __syncthreads();
+    init_ring<STAGES>(full, empty, CLUSTER * CONSUMERS);
+    cluster_sync();  // the neighbour's barriers exist before anything is multicast or arrived on them
 
     if (group == 0) {
         Registers::release();
         if (tid == 0) {
-            int use = 0, tile, t_begin, t_end, slice;
-            for (int i = 0; plan.item(b, blocks, i, tile, t_begin, t_end, slice); ++i) {
+            int use = 0, tile, t_begin, t_end, r;
+            for (int i = 0; plan.item(j, clusters, i, tile, t_begin, t_end, r); ++i) {
                 int tm, tn;
                 tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
                 for (int t = t_begin; t < t_end; ++t, ++use) {
                     const int s = use % STAGES;
                     if (use >= STAGES) mbar_wait(&empty[s], (use / STAGES - 1) % 2);
                     mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
-                    tma_load(stage(s), &a_map, &full[s], tm * BM, t * BK);
-                    tma_load(stage(s) + A_BYTES, &b_map, &full[s], tn * BN, t * BK);
+                    tma_load(stage(s), &a_map, &full[s], (CLUSTER * tm + rank) * BM, t * BK);
+                    tma_load_multicast(stage(s) + A_BYTES + rank * (B_BYTES / CLUSTER), &b_map, &full[s],
+                                       tn * BN + rank * (BN / CLUSTER), t * BK, (1 << CLUSTER) - 1);
                 }
             }
         }
-        return;  // the fix-ups are the consumers' alone (bar.sync 1 counts only them)
-    }
-    Registers::claim();
-    const int slab = group - 1, thread = tid % 128;
-    const int me = tid - 128;  // 0 .. CONSUMERS x 128 - 1
-    int use = 0;
-    // Tiles tm, tn's k-tiles [t_begin, t_end) into acc, every use of the ring released.
-    auto mainloop = [&](float (&acc)[BN / 2], int tm, int tn, int t_begin, int t_end) {
+    } else {
+        Registers::claim();
+        const int slab = group - 1, thread = tid % 128;
+        const int me = tid - 128;  // 0 .. CONSUMERS x 128 - 1
+        auto release = [&](int s) {
+            if (thread < CLUSTER) mbar_arrive_cluster(&empty[s], thread);
+        };
+        unsigned* arrivals = static_cast<unsigned*>(workspace);
+        float4* partials =
+            reinterpret_cast<float4*>(static_cast<char*>(workspace) + (gridDim.x * 4 + 15) / 16 * 16);
+        int use = 0, tile, t_begin, t_end, r;
+        for (int i = 0; plan.item(j, clusters, i, tile, t_begin, t_end, r); ++i) {
+            int tm, tn;
+            tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
+            float acc[BN / 2];
 #pragma unroll
-        for (int j = 0; j < BN / 2; ++j) acc[j] = 0.f;
-        for (int t = t_begin; t < t_end; ++t, ++use) {
-            const int s = use % STAGES;
-            mbar_wait(&full[s], (use / STAGES) % 2);
-            wgmma_fence();
-            wgmma_slice<typename T::inputs, BN>(acc, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
-            wgmma_commit();
-            wgmma_wait<1>();
-            if (t > t_begin && thread == 0) mbar_arrive(&empty[(use - 1) % STAGES]);
+            for (int x = 0; x < BN / 2; ++x) acc[x] = 0.f;
+            for (int t = t_begin; t < t_end; ++t, ++use) {
+                const int s = use % STAGES;
+                mbar_wait(&full[s], (use / STAGES) % 2);
+                wgmma_fence();
+                wgmma_slice<typename T::inputs, BN>(acc, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
+                wgmma_commit();
+                wgmma_wait<1>();
+                if (t > t_begin) release((use - 1) % STAGES);
+            }
+            wgmma_wait<0>();
+            if (t_end > t_begin) release((use - 1) % STAGES);
+            fence_registers(acc);
+            const int block_row = (CLUSTER * tm + rank) * BM;
+            if (r >= 0) {
+                // A tile of the tail: held whole by this worker, or one piece of it.
+                const long long tile_lo = static_cast<long long>(r) * plan.plan_tiles;
+                const int first = plan.owner(tile_lo), pieces = plan.owner(tile_lo + plan.plan_tiles - 1) - first + 1;
+                if (pieces > 1) {
+                    if (block_row >= m) continue;  // rows past M: this rank's pieces of the tile all skip
+                    const long long slots = static_cast<long long>(rank) * gridDim.x + first + r;
+                    if (!add_slices<BM, BN, CONSUMERS>(acc, partials, slots, &arrivals[r * CLUSTER + rank],
+                                                       last_arrival, j - first, pieces, me))
+                        continue;
+                }
+            }
+            store_wgmma_tile<BN>(acc, c, m, n, block_row + slab * 64, tn * BN, thread);
         }
-        wgmma_wait<0>();
-        if (t_end > t_begin && thread == 0) mbar_arrive(&empty[(use - 1) % STAGES]);
-        fence_registers(acc);
-    };
-    // The full waves: whole tiles, stored as they finish.
-    const int waves = plan.whole / blocks;
-#pragma unroll 1
-    for (int i = 0; i < waves; ++i) {
-        int tm, tn;
-        tile_coords<GROUP_M>(b + i * blocks, tiles_m, tiles_n, tm, tn);
-        float acc[BN / 2];
-        mainloop(acc, tm, tn, 0, plan.k_tiles);
-        store_wgmma_tile<BN>(acc, c, m, n, tm * BM + slab * 64, tn * BN, thread);
     }
-    // The last wave's tiles: this block's slice of one of them, if any.
-    int tile, t_begin, t_end, slice;
-    if (!plan.item(b, blocks, waves, tile, t_begin, t_end, slice)) return;
-    int tm, tn;
-    tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
-    float acc[BN / 2];
-    mainloop(acc, tm, tn, t_begin, t_end);
-    const int row0 = tm * BM + slab * 64, col0 = tn * BN;
-    if (plan.slices == 1) {
-        store_wgmma_tile<BN>(acc, c, m, n, row0, col0, thread);
-        return;
-    }
-    // A slice of a split tile: its partial through L2, then the last to arrive adds them.
-    const int r = tile - plan.whole;
-    unsigned* arrivals = static_cast<unsigned*>(workspace);
-    float4* partials = reinterpret_cast<float4*>(static_cast<char*>(workspace) + (blocks * 4 + 15) / 16 * 16);
-    if (!add_slices<BM, BN, CONSUMERS>(acc, partials, &arrivals[r], last_arrival, r, slice, plan.slices, me)) return;
-    store_wgmma_tile<BN>(acc, c, m, n, row0, col0, thread);
+    // Stay until the neighbour is done: its last multicasts and arrivals land in this block's shared memory.
+    cluster_sync();
 }

@@ -5,20 +5,21 @@
 #define GEMMLAB_TENSOR_SLICES_CUH
 
 // Called by every consumer thread (`me`: 0 .. CONSUMERS x 128 - 1) with its
-// share of slice `slice` of tile `tile`'s BM x BN float32 sum in `acc`: stores
-// it through L2 to its slot of `partials` (slices slots per tile), then one
-// thread arrives on the tile's counter. The last of the tile's `slices` to
-// arrive zeroes the counter, replaces acc by the sum of every slot in slice
-// order from zero, and returns true; the others return false. `verdict` is a
-// word of the block's shared memory, written once per call.
+// share of slice `slice` of a tile's BM x BN float32 sum in `acc`: stores it
+// through L2 to slot first + slice of `partials` (a workspace of BM x BN
+// float32 tiles; the tile's slices take slots first .. first + slices - 1),
+// then one thread arrives on the tile's counter. The last of the tile's `slices` to arrive zeroes the counter,
+// replaces acc by the sum of every slot in slice order from zero, and returns
+// true; the others return false. `verdict` is a word of the block's shared
+// memory, written once per call.
 template <int BM, int BN, int CONSUMERS>
-__device__ __forceinline__ bool add_slices(float (&acc)[BN / 2], float4* partials, unsigned* counter, int& verdict,
-                                           int tile, int slice, int slices, int me) {
+__device__ __forceinline__ bool add_slices(float (&acc)[BN / 2], float4* partials, long long first, unsigned* counter,
+                                           int& verdict, int slice, int slices, int me) {
     constexpr int VECS = BN / 8;  // float4s of accumulators per consumer thread
     constexpr int TILE_VECS = BM * BN / 4;
     // Each thread's float4s side by side with its neighbours' (a warp stores
     // whole 512-byte runs), through L2 only.
-    float4* mine = partials + (static_cast<long long>(tile) * slices + slice) * TILE_VECS;
+    float4* mine = partials + (first + slice) * TILE_VECS;
 #pragma unroll
     for (int v = 0; v < VECS; ++v)
         __stcg(mine + v * (CONSUMERS * 128) + me, make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
@@ -38,7 +39,7 @@ __device__ __forceinline__ bool add_slices(float (&acc)[BN / 2], float4* partial
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
 #pragma unroll 1
     for (int z = 0; z < slices; ++z) {
-        const float4* theirs = partials + (static_cast<long long>(tile) * slices + z) * TILE_VECS;
+        const float4* theirs = partials + (first + z) * TILE_VECS;
 #pragma unroll
         for (int v = 0; v < VECS; ++v) {
             const float4 p = __ldcg(theirs + v * (CONSUMERS * 128) + me);

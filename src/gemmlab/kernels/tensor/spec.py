@@ -316,10 +316,11 @@ def split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
 
 
 def split_tail_workspace(c: Config) -> Callable[[Shape, int], int]:
-    """tc_split_tail's workspace for a grid of ``blocks``: a 4-byte counter per
-    block, padded to 16 bytes, then a BM x BN float32 partial per block (the
-    split tiles times their slices never exceed the blocks; 13_split_tail.cu)."""
-    return lambda s, blocks: cdiv(4 * blocks, 16) * 16 + blocks * c["BM"] * c["BN"] * 4
+    """tc_split_tail's workspace for a grid of ``blocks`` (clusters of two): a
+    4-byte counter per block, padded to 16 bytes, then two BM x BN float32
+    partials per block (each block row of a cluster numbers the pieces of the
+    split tiles below twice the clusters; 13_split_tail.cu)."""
+    return lambda s, blocks: cdiv(4 * blocks, 16) * 16 + 2 * blocks * c["BM"] * c["BN"] * 4
 
 
 def _split_k_rules(c: Config) -> list[str]:
@@ -520,8 +521,8 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
     Rung(
         id="tc_split_tail",
         source="13_split_tail.cu",
-        summary="sm_90a: tc_persistent over the full waves of tiles, then the last wave's tiles cut along K "
-        "across every block, the slices added in slice order",
+        summary="sm_90a: tc_cluster over the full waves of tiles, then the last wave's k-tiles shared out "
+        "equally across every cluster (stream-K), each tile's pieces added in K order",
         dtypes=(*DTYPES, BF16_OUT),
         default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, MAX_SLICES=8),
         search=(
@@ -535,6 +536,7 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         sass=("HGMMA", "UTMALDG", "USETMAXREG"),
         rules=lambda c: _persistent_rules(c) + needs(c["MAX_SLICES"] >= 1, "MAX_SLICES must be at least 1"),
         persistent=True,
+        cluster=2,
         cgma=reuse_cgma,
         fixed=REGISTER_SPLIT,
         workspace=split_tail_workspace,
