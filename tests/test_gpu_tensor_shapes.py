@@ -42,7 +42,7 @@ SHAPES = {
     "tc_split_tail": [
         Shape(1, 8, 8),  # one cluster tile, its second block row past M: nothing split
         Shape(3000, 3000, 200),  # 144 cluster tiles: two full waves, 12 tiles in 4 pieces of one k-tile
-        Shape(2100, 1900, 1000),  # 72: a wave, then 6 tiles in 8 pieces; the last block row past M
+        Shape(2100, 1904, 1000),  # 72: a wave, then 6 tiles in 8 pieces; the last block row past M
         Shape(1536, 1536, 1536),  # 36, all in the tail: 66 shares of 13 or 14 k-tiles, most over two tiles
         Shape(1100, 1536, 1000),  # 30 in the tail, shares over two tiles, a block row past M
     ],
@@ -128,7 +128,7 @@ REPEATS = [
     ("tc_split_k", {"SPLITS": 8, "CLUSTER": 2, "STAGES": 6}, Shape(129, 257, 200)),
     # A last wave split: 72 cluster tiles on an H100's 66 clusters; then
     # shares of K that end in one tile and start in the next.
-    ("tc_split_tail", {}, Shape(2100, 1900, 1000)),
+    ("tc_split_tail", {}, Shape(2100, 1904, 1000)),
     ("tc_split_tail", {}, Shape(1100, 1536, 1000)),
 ]
 

@@ -37,10 +37,17 @@ def test_every_configuration_compiles_without_spills(kernel_id: str) -> None:
                 assert res.registers > 0
 
 
-def test_bfloat16_c_goes_through_a_pointer_at_any_n() -> None:
+def test_bfloat16_c_goes_through_a_pointer_at_any_n_or_by_tma_in_whole_pieces() -> None:
+    """Every candidate takes a bfloat16 C. tc_split_tail stores C by TMA, as
+    tc_tma_store does, so its rows must be whole 16-byte pieces; the others
+    store through a pointer at any N."""
     for kid in IDS:
         spec = catalogue.variant(kid, {})
-        assert "bfloat16-out" in spec.dtypes and spec.n_bytes_multiple == 0
+        assert "bfloat16-out" in spec.dtypes
+        assert spec.n_bytes_multiple == (16 if kid == "tc_split_tail" else 0), kid
+    split_tail = catalogue.variant("tc_split_tail", {})
+    assert not split_tail.violations(Shape(3000, 3000, 3000), 0, "bfloat16-out")
+    assert split_tail.violations(Shape(3000, 2999, 3000), 0, "bfloat16-out")
 
 
 def test_any_k_takes_odd_sizes_the_other_rungs_refuse() -> None:
@@ -125,15 +132,20 @@ def test_split_k_cluster_of_two_shares_b_along_m() -> None:
 
 
 def test_split_tail_is_persistent_in_clusters_with_two_slots_per_block() -> None:
-    """tc_split_tail: clusters of two along M (a block per tile, the tile rows
-    rounded up to whole clusters) up to the GPU's resident blocks (the runner
-    caps the grid), the B box halved for multicast, and a workspace of a
-    counter and two BM x BN float32 partials per launched block."""
-    spec = catalogue.variant("tc_split_tail", {})
+    """tc_split_tail: clusters of two along M (MAX_SLICES blocks per tile, the
+    tile rows rounded up to whole clusters) up to the GPU's resident blocks
+    (the runner caps the grid), the B box halved for multicast, C a tensor
+    map, and a workspace of a counter and two BM x BN float32 partials per
+    launched block."""
+    spec = catalogue.variant("tc_split_tail", {"MAX_SLICES": 1})
     assert spec.persistent and spec.cluster == (2, 1, 1)
     assert spec.grid(Shape.square(3000), 0) == (12 * 12 * 2, 1, 1)
-    assert spec.grid(Shape(2100, 1900, 64), 0) == (9 * 8 * 2, 1, 1)
+    assert spec.grid(Shape(2100, 1904, 64), 0) == (9 * 8 * 2, 1, 1)
+    # MAX_SLICES clusters a cluster tile: 1536's 36 may take every cluster of a GPU.
+    spec = catalogue.variant("tc_split_tail", {})
+    assert spec.grid(Shape.square(1536), 0) == (6 * 6 * 2 * 8, 1, 1)
     assert spec.problem.prepare.keywords["boxes"] == (128, 128)
+    assert spec.problem.prepare.keywords["c_box_rows"] == 64
     assert spec.workspace_bytes(Shape.square(3000), 132) == 528 + 2 * 132 * 128 * 256 * 4
     with pytest.raises(ConstraintError, match="MAX_SLICES must be at least 1"):
         catalogue.variant("tc_split_tail", {"MAX_SLICES": 0})

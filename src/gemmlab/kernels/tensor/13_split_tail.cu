@@ -1,21 +1,25 @@
-// tc_split_tail: tc_cluster's clusters of two blocks sharing B over the full
-// waves of tiles, then the last, partial wave's tiles cut along K so that
-// every cluster has an equal share of their k-tiles (a share may end in one
-// tile and start in the next); the float32 partials of a tile are added in K
-// order by the last block of the tile to finish (tc_split_k's fix-up).
+// tc_split_tail: tc_tma_store's clusters of two blocks sharing B (and its
+// TMA-stored C) over the full waves of tiles, then the last, partial wave's
+// tiles cut along K so that every cluster has an equal share of their
+// k-tiles (a share may end in one tile and start in the next); the float32
+// partials of a tile are added in K order by the last block of the tile to
+// finish (tc_split_k's fix-up).
 // Source: not from the documents; the "data-parallel waves, then stream-K"
 // hybrid of Osama et al. (2023, Stream-K), in its simplest form.
 // Launch: clusters of (2, 1, 1), as many as the GPU holds at once (G of them,
-// the runner asks the driver), at most one per cluster tile (2 BM x BN: the
-// two blocks take vertically adjacent tiles with the same B, as in
-// tc_cluster); (BM / 64 + 1) x 128 threads; the B tensor map's box BN / 2 rows.
+// the runner asks the driver), at most MAX_SLICES per cluster tile (2 BM x BN:
+// the two blocks take vertically adjacent tiles with the same B, as in
+// tc_cluster); (BM / 64 + 1) x 128 threads; the B tensor map's box BN / 2
+// rows. C arrives as a tensor map and leaves as tc_tma_store's does: each
+// consumer writes its 64 x BN sums box by box (64 rows x 128 bytes) into
+// C_BOXES swizzled boxes of shared memory, each box stored by TMA.
 // With U cluster tiles of T k-tiles each, cluster j computes tiles j, j + G,
 // ... below W = (U / G) x G whole. The R = U - W tiles left make R x T
 // k-tiles, which P = min(G, R x min(MAX_SLICES, T)) clusters share: worker w
 // takes k-tiles floor(w R T / P) .. floor((w + 1) R T / P) - 1 of them,
 // counted tile after tile, at most T of them (P >= R), so a piece of at most
 // two tiles. A tile held by one worker alone is stored as a whole tile; the
-// others go through the fix-up. MAX_SLICES = 1 is tc_cluster's schedule.
+// others go through the fix-up. MAX_SLICES = 1 is tc_tma_store's schedule.
 // A last argument, the workspace: G x 2 counters (zero before the first
 // launch; the kernel leaves them zero), then, from the next multiple of 16
 // bytes, 2 x G x 2 partial tiles of BM x BN floats: block `rank` of worker w
@@ -26,11 +30,14 @@
 // into equal slices: it lost at 3000 (288 tiles) in the whole waves, which
 // without B multicast run 30% slower than tc_cluster's, and it split nothing
 // where the tiles were fewer than the blocks (1536: 72 tiles of 128 x 256 on
-// 132 SMs, half the GPU idle). Here the waves are tc_cluster's, and the tail
+// 132 SMs, half the GPU idle). Here the waves are tc_tma_store's, and the tail
 // is shared whatever its size: 1536's 36 cluster tiles of 24 k-tiles become
 // 66 pieces of 13.
 // Synchronisation (docs/synchronisation.md has the long form):
-// - Inside a cluster: tc_cluster's (07_cluster.cu). Both blocks of a cluster
+// - Inside a cluster: tc_cluster's (07_cluster.cu), and tc_tma_store's for
+//   the boxes of C (08_tma_store.cu: a box is rewritten only once the store
+//   that last read it is done reading; each writer's fence.proxy.async and a
+//   warpgroup barrier come before the store). Both blocks of a cluster
 //   walk the same items (whole tiles, then the same pieces of K), so every
 //   stage is filled and released by both in the same order, and `use` counts
 //   on across items on both sides; every use is released exactly once, the
@@ -39,15 +46,16 @@
 //   alive until the neighbour's multicasts and arrivals into it are done.
 // - Across clusters, only the split tiles: tc_split_k's argument per tile
 //   and block row (counter r x 2 + rank, `pieces` arrivals): each consumer
-//   thread's __stcg stores of its share of the partial, bar.sync 1 over the
-//   consumers, then one thread's __threadfence and relaxed atomicAdd (a
-//   release pattern); the block whose add returns pieces - 1 fences again
-//   (acquire), publishes the verdict in shared memory, and bar.sync 1 passes
-//   it and the ordering to the consumers' __ldcg reads, which add the pieces
-//   from zero in K order (the same bits whoever is last).
+//   thread's __stcg stores of its share of the partial, bar.sync 5 over the
+//   consumers (1 and 2 are the warpgroups' own, for the boxes), then one
+//   thread's __threadfence and relaxed atomicAdd (a release pattern); the
+//   block whose add returns pieces - 1 fences again (acquire), publishes the
+//   verdict in shared memory, and bar.sync 5 passes it and the ordering to
+//   the consumers' __ldcg reads, which add the pieces from zero in K order
+//   (the same bits whoever is last).
 // - A block has at most two pieces of split tiles, so its verdict word is
 //   written at most twice: the second write, by one thread after the first
-//   bar.sync 1 of the second fix-up, follows every consumer's read of the
+//   bar.sync 5 of the second fix-up, follows every consumer's read of the
 //   first verdict (each read it before reaching that barrier).
 // - A block whose rows all lie past M takes no part: every block of that
 //   rank sharing the tile does the same, so the counter sees none of them.
@@ -104,12 +112,13 @@ struct TailPlan {
     }
 };
 
-template <typename T, int BM, int BN, int STAGES, int GROUP_M, int MAX_SLICES, int PRODUCER_REGS,
-          int CONSUMER_REGS>
+template <typename T, int BM, int BN, int STAGES, int GROUP_M, int MAX_SLICES, int C_BOXES, int PRODUCER_REGS,
+          int CONSUMER_REGS, int C_BOX_ROWS>
 __global__ void __launch_bounds__((BM / 64 + 1) * 128, 1)
 tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-              typename T::c_storage* __restrict__ c, int m, int n, int k, void* workspace) {
+              const __grid_constant__ CUtensorMap c_map, int m, int n, int k, void* workspace) {
     using S = typename T::storage;
+    using C = typename T::c_storage;
     constexpr int BK = TMA_ROW_BYTES / sizeof(S);
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
     constexpr int CONSUMERS = BM / 64;
@@ -117,8 +126,14 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's half of B starts on a 1024-byte boundary");
     static_assert(MAX_SLICES >= 1, "at least one slice");
+    static_assert(C_BOX_ROWS == 64, "a box of C holds the 64 rows of one warpgroup's sums");
+    constexpr int BOX_COLS = TMA_ROW_BYTES / sizeof(C), BOXES = BN / BOX_COLS;
+    constexpr int C_BOX_BYTES = C_BOX_ROWS * TMA_ROW_BYTES;
+    constexpr int FIXUP_BARRIER = 5;  // all consumers; 1 and 2 are the warpgroups' own (warpgroup_sync)
     extern __shared__ __align__(1024) unsigned char smem[];
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
+    // The ring, then each consumer's C boxes (1024-byte aligned: the swizzle's period), then the barriers.
+    unsigned char* boxes = smem + STAGES * (A_BYTES + B_BYTES);
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(boxes + CONSUMERS * C_BOXES * C_BOX_BYTES);
     unsigned long long* empty = full + STAGES;
     __shared__ int last_arrival;
 
@@ -153,8 +168,28 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
         Registers::claim();
         const int slab = group - 1, thread = tid % 128;
         const int me = tid - 128;  // 0 .. CONSUMERS x 128 - 1
+        unsigned char* my_boxes = boxes + slab * C_BOXES * C_BOX_BYTES;
         auto release = [&](int s) {
             if (thread < CLUSTER) mbar_arrive_cluster(&empty[s], thread);
+        };
+        int stored = 0;  // boxes this warpgroup has handed to the copy engine
+        // This warpgroup's 64 x BN sums to C at (row, col), box by box, as tc_tma_store stores them.
+        auto store_tile = [&](const float (&acc)[BN / 2], int row, int col) {
+            if (row >= m) return;  // a cluster's tile row past M: nothing to store
+#pragma unroll
+            for (int box = 0; box < BOXES; ++box, ++stored) {
+                unsigned char* out = my_boxes + (stored % C_BOXES) * C_BOX_BYTES;
+                // The store that last read this box, C_BOXES stores ago, must be done reading it.
+                if (thread == 0) bulk_wait_read<C_BOXES - 1>();
+                warpgroup_sync(slab);
+                write_wgmma_box<BN, C>(acc, out, box, thread);
+                fence_proxy_async_shared();  // the threads' writes, shown to the copy engine
+                warpgroup_sync(slab);
+                if (thread == 0) {
+                    tma_store(&c_map, out, row, col + box * BOX_COLS);
+                    bulk_commit();
+                }
+            }
         };
         unsigned* arrivals = static_cast<unsigned*>(workspace);
         float4* partials =
@@ -186,13 +221,16 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
                 if (pieces > 1) {
                     if (block_row >= m) continue;  // rows past M: this rank's pieces of the tile all skip
                     const long long slots = static_cast<long long>(rank) * gridDim.x + first + r;
-                    if (!add_slices<BM, BN, CONSUMERS>(acc, partials, slots, &arrivals[r * CLUSTER + rank],
-                                                       last_arrival, j - first, pieces, me))
+                    if (!add_slices<BM, BN, CONSUMERS, FIXUP_BARRIER>(acc, partials, slots,
+                                                                      &arrivals[r * CLUSTER + rank], last_arrival,
+                                                                      j - first, pieces, me))
                         continue;
                 }
             }
-            store_wgmma_tile<BN>(acc, c, m, n, block_row + slab * 64, tn * BN, thread);
+            store_tile(acc, block_row + slab * 64, tn * BN);
         }
+        // Shared memory must outlive the copy engine's reads of it.
+        if (thread == 0) bulk_wait_read<0>();
     }
     // Stay until the neighbour is done: its last multicasts and arrivals land in this block's shared memory.
     cluster_sync();

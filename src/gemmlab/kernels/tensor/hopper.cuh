@@ -129,18 +129,19 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const CUtensorMap*
 
 // --- TMA stores: shared memory -> a box of a tensor in global memory -------------
 
-// Named barrier 1 over a block's THREADS consumer threads (0 is
-// __syncthreads'): the specialised rungs' consumers meet on it without the
-// producer, which may have left.
-template <int THREADS>
+// Named barrier ID (1 unless told; 0 is __syncthreads') over a block's
+// THREADS consumer threads: the specialised rungs' consumers meet on it
+// without the producer, which may have left.
+template <int THREADS, int ID = 1>
 __device__ __forceinline__ void consumers_sync() {
-    asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
+    asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
 }
 
 // Consumer warpgroup `slab` alone waits for its 128 threads, on named barrier
-// slab + 1 (the C-box epilogues of tc_tma_store and the persistent FP8 rungs,
-// where each warpgroup stores its own boxes). Not to be mixed, in one kernel,
-// with consumers_sync, which also takes barrier 1.
+// slab + 1 (the C-box epilogues of tc_tma_store, tc_split_tail and the
+// persistent FP8 rungs, where each warpgroup stores its own boxes). A kernel
+// that also meets all its consumers takes another ID for that
+// (consumers_sync<THREADS, 5> in tc_split_tail).
 __device__ __forceinline__ void warpgroup_sync(int slab) {
     asm volatile("bar.sync %0, 128;\n" ::"r"(slab + 1) : "memory");
 }

@@ -11,8 +11,8 @@
 // then one thread arrives on the tile's counter. The last of the tile's `slices` to arrive zeroes the counter,
 // replaces acc by the sum of every slot in slice order from zero, and returns
 // true; the others return false. `verdict` is a word of the block's shared
-// memory, written once per call.
-template <int BM, int BN, int CONSUMERS>
+// memory, written once per call. The consumers meet on named barrier BARRIER.
+template <int BM, int BN, int CONSUMERS, int BARRIER = 1>
 __device__ __forceinline__ bool add_slices(float (&acc)[BN / 2], float4* partials, long long first, unsigned* counter,
                                            int& verdict, int slice, int slices, int me) {
     constexpr int VECS = BN / 8;  // float4s of accumulators per consumer thread
@@ -23,7 +23,7 @@ __device__ __forceinline__ bool add_slices(float (&acc)[BN / 2], float4* partial
 #pragma unroll
     for (int v = 0; v < VECS; ++v)
         __stcg(mine + v * (CONSUMERS * 128) + me, make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
-    consumers_sync<CONSUMERS * 128>();  // every consumer's share of the partial is stored
+    consumers_sync<CONSUMERS * 128, BARRIER>();  // every consumer's share of the partial is stored
     if (me == 0) {
         __threadfence();  // release: cumulative over the stores the barrier showed this thread
         const bool last = atomicAdd(counter, 1u) == static_cast<unsigned>(slices - 1);
@@ -33,7 +33,7 @@ __device__ __forceinline__ bool add_slices(float (&acc)[BN / 2], float4* partial
         }
         verdict = last;
     }
-    consumers_sync<CONSUMERS * 128>();  // hands the verdict, and the acquire, to every consumer
+    consumers_sync<CONSUMERS * 128, BARRIER>();  // hands the verdict, and the acquire, to every consumer
     if (!verdict) return false;
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;

@@ -315,6 +315,13 @@ def split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
     return size
 
 
+def _split_tail_grid(c: Config) -> Callable[[Shape, int], Dim3]:
+    """Clusters of two along M, MAX_SLICES per cluster tile of 2 BM x BN: as
+    many as can share the k-tiles of the fewest tiles (the runner launches no
+    more than the GPU holds at once)."""
+    return lambda s, b: (cdiv(s.m, 2 * c["BM"]) * cdiv(s.n, c["BN"]) * 2 * c["MAX_SLICES"], 1, 1)
+
+
 def split_tail_workspace(c: Config) -> Callable[[Shape, int], int]:
     """tc_split_tail's workspace for a grid of ``blocks`` (clusters of two): a
     4-byte counter per block, padded to 16 bytes, then two BM x BN float32
@@ -521,24 +528,30 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
     Rung(
         id="tc_split_tail",
         source="13_split_tail.cu",
-        summary="sm_90a: tc_cluster over the full waves of tiles, then the last wave's k-tiles shared out "
+        summary="sm_90a: tc_tma_store over the full waves of tiles, then the last wave's k-tiles shared out "
         "equally across every cluster (stream-K), each tile's pieces added in K order",
         dtypes=(*DTYPES, BF16_OUT),
-        default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, MAX_SLICES=8),
+        default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, MAX_SLICES=8, C_BOXES=2),
         search=(
+            Config(MAX_SLICES=2),
             Config(MAX_SLICES=4),
             Config(MAX_SLICES=16),
             Config(BN=128, STAGES=6),
             Config(BN=128, STAGES=6, MAX_SLICES=16),
         ),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
-        smem_bytes=lambda c: ring_bytes(c, 2),
-        sass=("HGMMA", "UTMALDG", "USETMAXREG"),
-        rules=lambda c: _persistent_rules(c) + needs(c["MAX_SLICES"] >= 1, "MAX_SLICES must be at least 1"),
+        smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c),
+        sass=("HGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
+        rules=lambda c: (
+            _persistent_rules(c)
+            + needs(c["MAX_SLICES"] >= 1, "MAX_SLICES must be at least 1")
+            + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1")
+        ),
         persistent=True,
         cluster=2,
+        grid=_split_tail_grid,
         cgma=reuse_cgma,
-        fixed=REGISTER_SPLIT,
+        fixed=REGISTER_SPLIT | Config(C_BOX_ROWS=C_BOX_ROWS),  # tc_tma_store's split and boxes of C
         workspace=split_tail_workspace,
         **HOPPER,
     ),
