@@ -79,7 +79,8 @@ RAGGED = {
     "tc_any_k": Shape(200, 300, 333),
     "tc_split_k": Shape(200, 300, 1000),
     "tc_gemv": Shape(7, 300, 1000),
-    "tc_split_tail": Shape(2100, 1900, 1000),  # 136 tiles of 128 x 256, 255 of 128 x 128: both leave a part wave
+    # 72 cluster tiles of 256 x 256, 135 of 256 x 128: both leave a part wave (on an H100's 66 clusters)
+    "tc_split_tail": Shape(2100, 1904, 1000),
 }
 CONFIGS = [(kid, c, s) for kid, s in RAGGED.items() for c in catalogue.configs(kid)]
 
@@ -93,6 +94,24 @@ def test_every_configuration_verifies(kernel_id: str, config: dict, shape: Shape
         result = run(kernel_id, shape, dtype=dtype, reps=1, warmup=1, baseline=False,
                      spec=catalogue.variant(kernel_id, config))  # fmt: skip
         assert 0 <= result.error <= result.tolerance, dtype
+
+
+# Tiles 192 wide (m64n192 wgmma, B multicast in halves of 96 rows, C in six
+# float32 or three bfloat16 boxes a warpgroup), in every input type: N ragged
+# against 192 and M against a cluster's 256 rows; 3000 also splits a tail.
+WIDE = [("tc_tma_store", {"BN": 192}), ("tc_split_tail", {"BN": 192, "MAX_SLICES": 4})]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "tf32", "bfloat16-out"])
+@pytest.mark.parametrize(("kernel_id", "config"), WIDE, ids=[k for k, _ in WIDE])
+def test_tiles_192_wide_verify(kernel_id: str, config: dict, dtype: str) -> None:
+    from gemmlab.measure.run import run
+
+    _on_hopper(kernel_id)
+    spec = catalogue.variant(kernel_id, config)
+    for shape in (Shape(3000, 3000, 200), Shape(700, 1000, 136)):
+        result = run(kernel_id, shape, dtype=dtype, reps=1, warmup=1, baseline=False, spec=spec)
+        assert 0 <= result.error <= result.tolerance, shape
 
 
 class _Launch:

@@ -45,7 +45,7 @@ tc_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ 
     constexpr int CONSUMERS = BM / 64;
     using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     constexpr int BOX_COLS = TMA_ROW_BYTES / sizeof(C), BOXES = BN / BOX_COLS;
-    static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
+    static_assert(BM % 64 == 0 && (BN == 128 || BN == 192 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's half of B starts on a 1024-byte boundary");
     // C_BOX_ROWS (spec.py's, also the box of C's tensor map): a box takes one warpgroup's 64 rows.
     static_assert(C_BOX_ROWS == 64, "a box of C holds the 64 rows of one warpgroup's accumulators");

@@ -123,7 +123,7 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
     constexpr int CONSUMERS = BM / 64;
     using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
-    static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
+    static_assert(BM % 64 == 0 && (BN == 128 || BN == 192 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's half of B starts on a 1024-byte boundary");
     static_assert(MAX_SLICES >= 1, "at least one slice");
     static_assert(C_BOX_ROWS == 64, "a box of C holds the 64 rows of one warpgroup's sums");

@@ -372,9 +372,10 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
 #define GL_TEXT_64 GL_TEXT_32 ", " \
     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define GL_TEXT_128 GL_TEXT_64 ", " \
+#define GL_TEXT_96 GL_TEXT_64 ", " \
     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
-    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define GL_TEXT_128 GL_TEXT_96 ", " \
     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 #define GL_OUT_32(d) \
@@ -387,11 +388,12 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
     "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-#define GL_OUT_128(d) GL_OUT_64(d), \
+#define GL_OUT_96(d) GL_OUT_64(d), \
     "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
     "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
     "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
-    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+#define GL_OUT_128(d) GL_OUT_96(d), \
     "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
     "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
     "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
@@ -414,6 +416,8 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
     GL_WGMMA(TAG, 64, GL_TEXT_32, GL_OUT_32, "%32", "%33", "%34", INSTRUCTION, IMMEDIATES)
 #define GL_WGMMA_128(TAG, INSTRUCTION, IMMEDIATES) \
     GL_WGMMA(TAG, 128, GL_TEXT_64, GL_OUT_64, "%64", "%65", "%66", INSTRUCTION, IMMEDIATES)
+#define GL_WGMMA_192(TAG, INSTRUCTION, IMMEDIATES) \
+    GL_WGMMA(TAG, 192, GL_TEXT_96, GL_OUT_96, "%96", "%97", "%98", INSTRUCTION, IMMEDIATES)
 #define GL_WGMMA_256(TAG, INSTRUCTION, IMMEDIATES) \
     GL_WGMMA(TAG, 256, GL_TEXT_128, GL_OUT_128, "%128", "%129", "%130", INSTRUCTION, IMMEDIATES)
 
@@ -427,3 +431,7 @@ GL_WGMMA_128(gl_fp16, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "1,
 GL_WGMMA_256(gl_fp16, "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", "1, 1, 0, 0")
 GL_WGMMA_128(gl_tf32, "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32", "1, 1")
 GL_WGMMA_256(gl_tf32, "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "1, 1")
+// N = 192: tiles of 128 x 192 (3000 cubed: 384 tiles, 2.9 waves of 132, where 128 x 256 makes 2.2).
+GL_WGMMA_192(gl_bf16, "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16", "1, 1, 0, 0")
+GL_WGMMA_192(gl_fp16, "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16", "1, 1, 0, 0")
+GL_WGMMA_192(gl_tf32, "wgmma.mma_async.sync.aligned.m64n192k8.f32.tf32.tf32", "1, 1")

@@ -75,9 +75,17 @@ def _warp_rules(c: Config) -> list[str]:
     )
 
 
-def _wgmma_rules(c: Config) -> list[str]:
+# The N of one wgmma that a rung's tiles take: 128 or 256, and 192 where the
+# rung was built for it (tc_tma_store, tc_split_tail: 128 x 192 tiles fill
+# 132 SMs in 2.9 waves at 3000 cubed, where 128 x 256 makes 2.2).
+WIDTHS = (128, 256)
+WIDE = (128, 192, 256)
+
+
+def _wgmma_rules(c: Config, widths: tuple[int, ...] = WIDTHS) -> list[str]:
+    names = ", ".join(str(w) for w in widths[:-1]) + f" or {widths[-1]}"
     return needs(c["BM"] % 64 == 0 and c["BM"] <= 256, "BM must be 64, 128, 192 or 256 (64-row warpgroup slabs)") + (
-        needs(c["BN"] in (128, 256), "BN must be 128 or 256 (the N of one wgmma)")
+        needs(c["BN"] in widths, f"BN must be {names} (the N of one wgmma)")
     )
 
 
@@ -106,10 +114,10 @@ def split_fits(producer: int, consumer: int, consumers: int) -> bool:
     return (producer + consumer * consumers) * WARPGROUP <= launch_registers(consumers + 1)
 
 
-def _specialised_rules(c: Config) -> list[str]:
+def _specialised_rules(c: Config, widths: tuple[int, ...] = WIDTHS) -> list[str]:
     consumers = c["BM"] // 64
     return (
-        _wgmma_rules(c)
+        _wgmma_rules(c, widths)
         + needs(
             split_fits(PRODUCER_REGS, CONSUMER_REGS, consumers),
             f"{consumers} consumer warpgroups do not fit the registers a block holds",
@@ -118,8 +126,8 @@ def _specialised_rules(c: Config) -> list[str]:
     )
 
 
-def _persistent_rules(c: Config) -> list[str]:
-    return _specialised_rules(c) + needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
+def _persistent_rules(c: Config, widths: tuple[int, ...] = WIDTHS) -> list[str]:
+    return _specialised_rules(c, widths) + needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
 
 
 def ring_bytes(c: Config, extra_barriers: int) -> int:
@@ -260,11 +268,11 @@ RUNGS: tuple[Rung, ...] = (
         summary="sm_90a: tc_cluster storing C (float32, or bfloat16) from swizzled shared boxes by TMA",
         dtypes=(*DTYPES, BF16_OUT),
         default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, C_BOXES=2),
-        search=(Config(C_BOXES=1), Config(STAGES=3, C_BOXES=4), Config(GROUP_M=16)),
+        search=(Config(C_BOXES=1), Config(STAGES=3, C_BOXES=4), Config(GROUP_M=16), Config(BN=192)),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c),
         sass=("HGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
-        rules=lambda c: _persistent_rules(c) + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1"),
+        rules=lambda c: _persistent_rules(c, WIDE) + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1"),
         persistent=True,
         cluster=2,
         fixed=REGISTER_SPLIT | Config(C_BOX_ROWS=C_BOX_ROWS),  # tc_cluster's split, then its own boxes of C
@@ -538,12 +546,13 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
             Config(MAX_SLICES=16),
             Config(BN=128, STAGES=6),
             Config(BN=128, STAGES=6, MAX_SLICES=16),
+            Config(BN=192, MAX_SLICES=4),
         ),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c),
         sass=("HGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
         rules=lambda c: (
-            _persistent_rules(c)
+            _persistent_rules(c, WIDE)
             + needs(c["MAX_SLICES"] >= 1, "MAX_SLICES must be at least 1")
             + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1")
         ),
