@@ -164,6 +164,19 @@ def test_fill_score_counts_waves_of_resident_blocks_and_wasted_rows() -> None:
     assert dispatch.fill_score(split, Shape(1024, 1024, 16384), 132) == pytest.approx(
         128 / (132 * dispatch.resident_blocks(split))
     )
+    # A persistent rung walks whole tiles in waves of its resident blocks: at
+    # 3000, 288 tiles of 128 x 256 fill 73% of three waves of 132, 384 of
+    # 128 x 192 97%; tc_split_tail shares the last wave out.
+    wide_tiles, narrow_tiles = _candidate("tc_tma_store"), _candidate("tc_tma_store", BN=192)
+    square = Shape.square(3000)
+    used = 3000 * 3000 / (3072 * 3072)
+    assert dispatch.fill_score(wide_tiles, square, 132) == pytest.approx(used * 288 / 396)
+    assert dispatch.fill_score(narrow_tiles, square, 132) == pytest.approx(used * 384 / 396)
+    assert dispatch.fill_score(_candidate("tc_split_tail"), square, 132) == pytest.approx(used)
+    # So the 192-wide tiles are tc_tma_store's second candidate there, after its default.
+    found, _ = dispatch.candidates(square, "bfloat16", sms=132)
+    ours = [c.config for c in found if c.kernel == "tc_tma_store"]
+    assert ours[0]["BN"] == 256 and ours[1]["BN"] == 192
 
 
 @pytest.mark.parametrize(

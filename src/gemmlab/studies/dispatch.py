@@ -15,7 +15,8 @@ the search by existing. Of each rung, the configurations its ladder gives
 a model of how they use the GPU (:func:`fill_score`: the share of the block
 slots of its waves the launch fills, with as many blocks per SM as the rung's
 threads, shared memory and registers allow, times the share of the computed
-tile that is C: split-K's slices count as blocks) and the first ``per_rung``
+tile that is C: split-K's slices count as blocks, and a persistent rung's
+tiles as the blocks of its waves) and the first ``per_rung``
 are kept, the rung's default first when it accepts the shape. The rungs made
 for a class (:data:`EVERY_CONFIG`: the skinny rungs and the cluster split-K, cheap to
 time) try every configuration on the shapes of that class, first. The other
@@ -203,18 +204,31 @@ def resident_blocks(candidate: Candidate) -> int:
     return max(1, min(fits))
 
 
+# Persistent rungs that share out the k-iterations of the last tiles, so that
+# their blocks finish together: their waves are full by construction. The
+# other persistent rungs walk whole tiles, and a last wave part full is as
+# idle as a part-full wave of blocks (3000 cubed: 288 tiles of 128 x 256 on
+# 132 SMs take three waves' time, 384 of 128 x 192 the same three).
+SHARED_WORK = frozenset({"sgemm_stream_k", "tc_split_tail"})
+
+
 def fill_score(candidate: Candidate, shape: Shape, sms: int) -> float:
     """How much of the GPU the launch keeps doing useful work, from 0 to 1: the
     share of its waves' block slots (SMs x resident blocks) it fills, times the
     share of its tiles' outputs that are C (a 16-row tile at M = 1 computes 15
-    rows of nothing). A persistent kernel fills its slots by construction."""
+    rows of nothing). A persistent kernel's waves are of tiles (its blocks walk
+    them), unless it shares the work out evenly (SHARED_WORK)."""
     spec = candidate.spec
     rows, cols = _tile(candidate)
     used = shape.m * shape.n / (cdiv(shape.m, rows) * rows * cdiv(shape.n, cols) * cols)
-    if spec.persistent:
+    if spec.persistent and candidate.kernel in SHARED_WORK:
         return used
-    x, y, z = spec.grid(shape, 0)
-    blocks, slots = x * y * z, sms * resident_blocks(candidate)
+    if spec.persistent:
+        blocks = cdiv(shape.m, rows) * cdiv(shape.n, cols)
+    else:
+        x, y, z = spec.grid(shape, 0)
+        blocks = x * y * z
+    slots = sms * resident_blocks(candidate)
     return used * blocks / (math.ceil(blocks / slots) * slots)
 
 
