@@ -38,11 +38,11 @@ SHAPES = {
         Shape(128, 4096, 4096),  # the suite's few-tile shape
         Shape(1024, 1024, 16384),  # the suite's K-heavy shape
     ],
-    # Cluster tiles of 256 x 256 on an H100's 66 clusters (an H200's too):
+    # Cluster tiles of 256 x 256 on an H100's 66 clusters (an H200's too), MAX_SLICES = 4:
     "tc_split_tail": [
         Shape(1, 8, 8),  # one cluster tile, its second block row past M: nothing split
         Shape(3000, 3000, 200),  # 144 cluster tiles: two full waves, 12 tiles in 4 pieces of one k-tile
-        Shape(2100, 1904, 1000),  # 72: a wave, then 6 tiles in 8 pieces; the last block row past M
+        Shape(2100, 1904, 1000),  # 72: a wave, then 6 tiles in 4 pieces; the last block row past M
         Shape(1536, 1536, 1536),  # 36, all in the tail: 66 shares of 13 or 14 k-tiles, most over two tiles
         Shape(1100, 1536, 1000),  # 30 in the tail, shares over two tiles, a block row past M
     ],

@@ -143,7 +143,7 @@ def test_split_tail_is_persistent_in_clusters_with_two_slots_per_block() -> None
     assert spec.grid(Shape(2100, 1904, 64), 0) == (9 * 8 * 2, 1, 1)
     # MAX_SLICES clusters a cluster tile: 1536's 36 may take every cluster of a GPU.
     spec = catalogue.variant("tc_split_tail", {})
-    assert spec.grid(Shape.square(1536), 0) == (6 * 6 * 2 * 8, 1, 1)
+    assert spec.grid(Shape.square(1536), 0) == (6 * 6 * 2 * 4, 1, 1)
     assert spec.problem.prepare.keywords["boxes"] == (128, 128)
     assert spec.problem.prepare.keywords["c_box_rows"] == 64
     assert spec.workspace_bytes(Shape.square(3000), 132) == 528 + 2 * 132 * 128 * 256 * 4

@@ -80,10 +80,8 @@ __device__ __forceinline__ void shared_b_mainloop(float (&acc)[BN / 2], unsigned
             for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
                 const int s = u % STAGES;
                 if (u >= STAGES) mbar_wait(&empty[s], (u / STAGES - 1) % 2);
-                mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);  // own A, both halves of B
-                tma_load(stage(s), a_map, &full[s], row0, t * BK);
-                tma_load_multicast(stage(s) + A_BYTES + rank * (B_BYTES / CLUSTER), b_map, &full[s],
-                                   col0 + rank * (BN / CLUSTER), t * BK, (1 << CLUSTER) - 1);
+                // Own A, both halves of B.
+                fill_stage<A_BYTES, B_BYTES, BN, CLUSTER>(stage(s), &full[s], a_map, b_map, row0, col0, t * BK, rank);
             }
         }
     } else {

@@ -157,10 +157,8 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
                 for (int t = t_begin; t < t_end; ++t, ++use) {
                     const int s = use % STAGES;
                     if (use >= STAGES) mbar_wait(&empty[s], (use / STAGES - 1) % 2);
-                    mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
-                    tma_load(stage(s), &a_map, &full[s], (CLUSTER * tm + rank) * BM, t * BK);
-                    tma_load_multicast(stage(s) + A_BYTES + rank * (B_BYTES / CLUSTER), &b_map, &full[s],
-                                       tn * BN + rank * (BN / CLUSTER), t * BK, (1 << CLUSTER) - 1);
+                    fill_stage<A_BYTES, B_BYTES, BN, CLUSTER>(stage(s), &full[s], &a_map, &b_map,
+                                                              (CLUSTER * tm + rank) * BM, tn * BN, t * BK, rank);
                 }
             }
         }

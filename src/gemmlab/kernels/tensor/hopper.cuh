@@ -127,6 +127,24 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const CUtensorMap*
                  ::"r"(smem_u32(dst)), "l"(map), "r"(col), "r"(row), "r"(smem_u32(bar)), "h"(mask) : "memory");
 }
 
+// One use of a stage: the k-tile at column k_col of K, this block's rows of A
+// from a_row and B's BN rows from b_col, all counted on `full` (A_BYTES +
+// B_BYTES). In a cluster of CLUSTER blocks sharing B, each loads its 1 /
+// CLUSTER of B's rows and multicasts it to the same offset of every block's
+// stage, so the other shares arrive from the neighbours.
+template <int A_BYTES, int B_BYTES, int BN, int CLUSTER>
+__device__ __forceinline__ void fill_stage(unsigned char* stage, unsigned long long* full, const CUtensorMap* a_map,
+                                           const CUtensorMap* b_map, int a_row, int b_col, int k_col, unsigned rank) {
+    mbar_expect_bytes(full, A_BYTES + B_BYTES);
+    tma_load(stage, a_map, full, a_row, k_col);
+    if constexpr (CLUSTER == 1) {
+        tma_load(stage + A_BYTES, b_map, full, b_col, k_col);
+    } else {
+        tma_load_multicast(stage + A_BYTES + rank * (B_BYTES / CLUSTER), b_map, full, b_col + rank * (BN / CLUSTER),
+                           k_col, (1 << CLUSTER) - 1);
+    }
+}
+
 // --- TMA stores: shared memory -> a box of a tensor in global memory -------------
 
 // Named barrier ID (1 unless told; 0 is __syncthreads') over a block's

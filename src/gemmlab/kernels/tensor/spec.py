@@ -539,10 +539,12 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         summary="sm_90a: tc_tma_store over the full waves of tiles, then the last wave's k-tiles shared out "
         "equally across every cluster (stream-K), each tile's pieces added in K order",
         dtypes=(*DTYPES, BF16_OUT),
-        default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, MAX_SLICES=8, C_BOXES=2),
+        # MAX_SLICES = 4: the fastest split at 3000, 3072 and 5120 on an H100 and an
+        # H200 (docs/tensor-ladder.md, round 7). MAX_SLICES = 1 would be tc_tma_store.
+        default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, MAX_SLICES=4, C_BOXES=2),
         search=(
             Config(MAX_SLICES=2),
-            Config(MAX_SLICES=4),
+            Config(MAX_SLICES=8),
             Config(MAX_SLICES=16),
             Config(BN=128, STAGES=6),
             Config(BN=128, STAGES=6, MAX_SLICES=16),
