@@ -21,6 +21,10 @@
 #     run(command="bash benchmarks/scripts/gpu_tiers.sh shard 1/3 $OUT", timeout_s=300)   (then 2/3, 3/3)
 # Three shards, not two: on an H100 on 2026-11-23 two shards took 190 to 325 s
 # each (benchmarks/results/2026-11-23_h100_gpu-tiers.txt), the slower over five minutes.
+# The shard that draws test_gpu_kernels.py::test_memcheck_clean_on_every_kernel
+# (shard 3 of 3 on 2026-11-24) runs longest: that test alone took 361 s on an
+# H100 started cold, and the shard 424 s with WORKERS=8
+# (benchmarks/results/2026-11-24n_gpu-tiers.txt): give it timeout_s=600.
 #     run(command="bash benchmarks/scripts/gpu_tiers.sh whole $OUT", timeout_s=300)
 # The tiers share one compile cache ($GEMMLAB_TEST_CACHE, by default under
 # /tmp), so on a machine kept warm between calls a kernel compiles once for
