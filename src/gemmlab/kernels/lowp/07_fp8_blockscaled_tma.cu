@@ -6,8 +6,9 @@
 // The scales reach shared memory with each stage, copied by a scale warp
 // with cp.async (fp8_persistent.cuh).
 // Source: not from the documents; the scaling of DeepSeek-V3 and DeepGEMM.
-// Launch: as tc_fp8_tma_store; scale_a holds ceil(K / 128) x M floats and
-// scale_b ceil(K / 128) x ceil(N / 128), K block first (problems/lowp.py).
+// Launch: as tc_fp8_tma_store, with STAGES x (BM + 4) floats of scales more
+// shared memory; scale_a holds ceil(K / 128) x M floats and scale_b
+// ceil(K / 128) x ceil(N / 128), K block first (problems/lowp.py).
 // Should teach: once partial sums are promoted anyway, block scales cost one
 // FFMA where the per-tensor rung has one FADD: nothing the tensor cores see.
 // Predicted: within 3% of tc_fp8_tma_store (docs/lowp-ladder.md, rung 7).
@@ -16,7 +17,6 @@
 // scale warp, 974-997 us at 8192 (1103-1128 TFLOP/s) and 134-137 us at
 // 4096, 87-89% of tc_fp8_tma_store timed beside it, and 90-91% of
 // cuBLASLt's block-scaled product (torch._scaled_mm) on both GPUs.
-// Launch: STAGES x (BM + 4) floats of scales more than tc_fp8_tma_store.
 // Synchronisation: tc_fp8_tma_store's, and the scale warp's arrivals on each
 // full barrier (argued in fp8_persistent.cuh).
 

@@ -74,10 +74,10 @@ constexpr int CLUSTER = 2;
 // `clusters` computes as its item `i` (0, 1, ...): a tile and its k-tiles
 // [t_begin, t_end), and, for a tile of the tail, its number r among them.
 struct TailPlan {
-    int units, waves, rest, workers, k_tiles, plan_tiles;
+    int waves, rest, workers, k_tiles, plan_tiles;
     long long work;  // the tail's k-tiles, tile after tile
 
-    __device__ TailPlan(int units_, int clusters, int k_tiles_, int max_slices) : units(units_), k_tiles(k_tiles_) {
+    __device__ TailPlan(int units, int clusters, int k_tiles_, int max_slices) : k_tiles(k_tiles_) {
         waves = units / clusters;
         rest = units - waves * clusters;
         plan_tiles = max(k_tiles, 1);  // K = 0: one empty piece a tile, each stored whole (zeros)

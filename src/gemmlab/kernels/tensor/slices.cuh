@@ -8,10 +8,11 @@
 // share of slice `slice` of a tile's BM x BN float32 sum in `acc`: stores it
 // through L2 to slot first + slice of `partials` (a workspace of BM x BN
 // float32 tiles; the tile's slices take slots first .. first + slices - 1),
-// then one thread arrives on the tile's counter. The last of the tile's `slices` to arrive zeroes the counter,
-// replaces acc by the sum of every slot in slice order from zero, and returns
-// true; the others return false. `verdict` is a word of the block's shared
-// memory, written once per call. The consumers meet on named barrier BARRIER.
+// then one thread arrives on the tile's counter. The last of the tile's
+// `slices` to arrive zeroes the counter, replaces acc by the sum of every
+// slot in slice order from zero, and returns true; the others return false.
+// `verdict` is a word of the block's shared memory, written once per call.
+// The consumers meet on named barrier BARRIER.
 template <int BM, int BN, int CONSUMERS, int BARRIER = 1>
 __device__ __forceinline__ bool add_slices(float (&acc)[BN / 2], float4* partials, long long first, unsigned* counter,
                                            int& verdict, int slice, int slices, int me) {
