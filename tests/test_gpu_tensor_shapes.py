@@ -97,14 +97,21 @@ def test_every_configuration_verifies(kernel_id: str, config: dict, shape: Shape
 
 
 # Tiles 192 wide (m64n192 wgmma, B multicast in halves of 96 rows, C in six
-# float32 or three bfloat16 boxes a warpgroup), in every input type: N ragged
-# against 192 and M against a cluster's 256 rows; 3000 also splits a tail.
-WIDE = [("tc_tma_store", {"BN": 192}), ("tc_split_tail", {"BN": 192, "MAX_SLICES": 4})]
+# float32 or three bfloat16 boxes a warpgroup) and 144 wide (halves of 72
+# rows; C in 4.5 float32 or 2.25 bfloat16 boxes, the last box overlapping the
+# one before), in every input type: N ragged against the width (3000 leaves
+# 120 of 144, 1000 leaves 136) and M against a cluster's 256 rows; 3000 also
+# splits a tail.
+WIDE = [
+    ("tc_tma_store", {"BN": 192}),
+    ("tc_split_tail", {"BN": 192, "MAX_SLICES": 4}),
+    ("tc_tma_store", {"BN": 144}),
+]
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "tf32", "bfloat16-out"])
-@pytest.mark.parametrize(("kernel_id", "config"), WIDE, ids=[k for k, _ in WIDE])
-def test_tiles_192_wide_verify(kernel_id: str, config: dict, dtype: str) -> None:
+@pytest.mark.parametrize(("kernel_id", "config"), WIDE, ids=[f"{k}-{c['BN']}" for k, c in WIDE])
+def test_wide_tiles_verify(kernel_id: str, config: dict, dtype: str) -> None:
     from gemmlab.measure.run import run
 
     _on_hopper(kernel_id)

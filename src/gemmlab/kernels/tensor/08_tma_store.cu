@@ -2,7 +2,9 @@
 // Each consumer warpgroup writes its 64 x BN accumulators into shared memory,
 // box by box (64 rows x 128 bytes: 32 float32 or 64 bfloat16 columns), in the
 // same 128-byte swizzle the loads use, and one thread issues a TMA store of
-// the box; C_BOXES boxes per warpgroup take turns.
+// the box; C_BOXES boxes per warpgroup take turns. Where BN is not a whole
+// number of boxes (BN = 144), the last box ends at BN and overlaps the one
+// before it: the columns they share are stored twice, with the same values.
 // Source: not from the documents. Launch: as tc_cluster; C arrives as a TMA
 // tensor map (boxes of C_BOX_ROWS = 64 rows x 128 bytes, the last template
 // argument, set in kernels/tensor/spec.py) instead of a pointer. The element
@@ -44,8 +46,9 @@ tc_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ 
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
     constexpr int CONSUMERS = BM / 64;
     using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
-    constexpr int BOX_COLS = TMA_ROW_BYTES / sizeof(C), BOXES = BN / BOX_COLS;
-    static_assert(BM % 64 == 0 && (BN == 128 || BN == 192 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
+    constexpr int BOXES = wgmma_boxes<BN, C>();
+    static_assert(BM % 64 == 0 && (BN == 128 || BN == 144 || BN == 192 || BN == 256),
+                  "64-row warpgroup slabs; N of one wgmma");
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's half of B starts on a 1024-byte boundary");
     // C_BOX_ROWS (spec.py's, also the box of C's tensor map): a box takes one warpgroup's 64 rows.
     static_assert(C_BOX_ROWS == 64, "a box of C holds the 64 rows of one warpgroup's accumulators");
@@ -120,7 +123,7 @@ tc_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ 
                 fence_proxy_async_shared();
                 warpgroup_sync(slab);
                 if (thread == 0) {
-                    tma_store(&c_map, out, row, tn * BN + box * BOX_COLS);
+                    tma_store(&c_map, out, row, tn * BN + box_first_col<BN, C>(box));
                     bulk_commit();
                 }
             }

@@ -202,8 +202,27 @@ __device__ __forceinline__ void put_pair_swizzled(unsigned char* box, int row, i
     }
 }
 
-// Box `box` of a warpgroup's 64 x N accumulators (columns 128 / sizeof(C)
-// box .. , laid out as for store_wgmma_tile) into a 64 x 128-byte box of
+// The first column of box `box` of a warpgroup's 64 x N accumulators, boxes
+// of 128 bytes of C (BOX_COLS columns): box x BOX_COLS, except that where N is
+// not a whole number of boxes (N = 144) the last box ends at N and overlaps
+// the one before it. The overlap's columns are written twice, with the same
+// values by the same warpgroup, and a TMA store writes nothing outside its box.
+template <int N, typename C>
+__device__ __forceinline__ constexpr int box_first_col(int box) {
+    constexpr int BOX_COLS = TMA_ROW_BYTES / sizeof(C);
+    static_assert(N >= BOX_COLS && N % 8 == 0, "a box inside the tile, whole 8-column groups");
+    return box * BOX_COLS < N - BOX_COLS ? box * BOX_COLS : N - BOX_COLS;
+}
+
+// Boxes of C per warpgroup: N / BOX_COLS, one more where the last overlaps.
+template <int N, typename C>
+__device__ constexpr int wgmma_boxes() {
+    constexpr int BOX_COLS = TMA_ROW_BYTES / sizeof(C);
+    return (N + BOX_COLS - 1) / BOX_COLS;
+}
+
+// Box `box` of a warpgroup's 64 x N accumulators (columns box_first_col(box)
+// .. , laid out as for store_wgmma_tile) into a 64 x 128-byte box of
 // shared memory, in the swizzle a tensor map with SWIZZLE_128B reads. A warp
 // writes 8 rows x 32 bytes per instruction; the swizzle puts row pairs on
 // distinct banks, so that is two wavefronts, the fewest for 256 bytes.
@@ -212,9 +231,10 @@ __device__ __forceinline__ void write_wgmma_box(const float (&d)[N / 2], unsigne
                                                 int thread) {
     constexpr int GROUPS = TMA_ROW_BYTES / sizeof(C) / 8;  // 8-column groups of a box
     const int r = 16 * (thread / 32) + (thread % 32) / 4;
+    const int first = box_first_col<N, C>(box) / 8;
 #pragma unroll
     for (int g = 0; g < GROUPS; ++g) {
-        const int j = box * GROUPS + g;
+        const int j = first + g;
         const int byte = (8 * g + 2 * (thread % 4)) * static_cast<int>(sizeof(C));
         put_pair_swizzled<C>(box_mem, r, byte, d[4 * j], d[4 * j + 1]);
         put_pair_swizzled<C>(box_mem, r + 8, byte, d[4 * j + 2], d[4 * j + 3]);
@@ -383,13 +403,14 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
 
 // Inline PTX takes no arrays, so the accumulators are listed operand by
 // operand: the text "%0, ..., %31" and the constraints "+f"(d[0]) ... "+f"(d[31]),
-// then the same for the next 32, and for the next 64. Written once here, used by every wrapper below.
+// then longer lists of 64, 72, 96 and 128 (N = 128, 144, 192, 256). Written once here, used by every wrapper below.
 #define GL_TEXT_32 \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define GL_TEXT_64 GL_TEXT_32 ", " \
     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define GL_TEXT_72 GL_TEXT_64 ", %64, %65, %66, %67, %68, %69, %70, %71"
 #define GL_TEXT_96 GL_TEXT_64 ", " \
     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
@@ -406,6 +427,8 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
     "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define GL_OUT_72(d) GL_OUT_64(d), \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
 #define GL_OUT_96(d) GL_OUT_64(d), \
     "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
     "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
@@ -434,6 +457,8 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
     GL_WGMMA(TAG, 64, GL_TEXT_32, GL_OUT_32, "%32", "%33", "%34", INSTRUCTION, IMMEDIATES)
 #define GL_WGMMA_128(TAG, INSTRUCTION, IMMEDIATES) \
     GL_WGMMA(TAG, 128, GL_TEXT_64, GL_OUT_64, "%64", "%65", "%66", INSTRUCTION, IMMEDIATES)
+#define GL_WGMMA_144(TAG, INSTRUCTION, IMMEDIATES) \
+    GL_WGMMA(TAG, 144, GL_TEXT_72, GL_OUT_72, "%72", "%73", "%74", INSTRUCTION, IMMEDIATES)
 #define GL_WGMMA_192(TAG, INSTRUCTION, IMMEDIATES) \
     GL_WGMMA(TAG, 192, GL_TEXT_96, GL_OUT_96, "%96", "%97", "%98", INSTRUCTION, IMMEDIATES)
 #define GL_WGMMA_256(TAG, INSTRUCTION, IMMEDIATES) \
@@ -453,3 +478,7 @@ GL_WGMMA_256(gl_tf32, "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "1
 GL_WGMMA_192(gl_bf16, "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16", "1, 1, 0, 0")
 GL_WGMMA_192(gl_fp16, "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16", "1, 1, 0, 0")
 GL_WGMMA_192(gl_tf32, "wgmma.mma_async.sync.aligned.m64n192k8.f32.tf32.tf32", "1, 1")
+// N = 144: tiles of 128 x 144 (1536 cubed: 6 x 11 clusters of two, the 132 SMs once, where 128 x 192 fills 96).
+GL_WGMMA_144(gl_bf16, "wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16", "1, 1, 0, 0")
+GL_WGMMA_144(gl_fp16, "wgmma.mma_async.sync.aligned.m64n144k16.f32.f16.f16", "1, 1, 0, 0")
+GL_WGMMA_144(gl_tf32, "wgmma.mma_async.sync.aligned.m64n144k8.f32.tf32.tf32", "1, 1")

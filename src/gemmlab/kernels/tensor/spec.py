@@ -80,6 +80,9 @@ def _warp_rules(c: Config) -> list[str]:
 # 132 SMs in 2.9 waves at 3000 cubed, where 128 x 256 makes 2.2).
 WIDTHS = (128, 256)
 WIDE = (128, 192, 256)
+# tc_tma_store also takes 144: 128 x 144 tiles make 6 x 11 clusters of two at
+# 1536 cubed, the 132 SMs once, where 128 x 192 fills 96 of them.
+WIDEST_CHOICE = (128, 144, 192, 256)
 
 
 def _wgmma_rules(c: Config, widths: tuple[int, ...] = WIDTHS) -> list[str]:
@@ -268,11 +271,17 @@ RUNGS: tuple[Rung, ...] = (
         summary="sm_90a: tc_cluster storing C (float32, or bfloat16) from swizzled shared boxes by TMA",
         dtypes=(*DTYPES, BF16_OUT),
         default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, C_BOXES=2),
-        search=(Config(C_BOXES=1), Config(STAGES=3, C_BOXES=4), Config(GROUP_M=16), Config(BN=192)),
+        search=(
+            Config(C_BOXES=1),
+            Config(STAGES=3, C_BOXES=4),
+            Config(GROUP_M=16),
+            Config(BN=192),
+            Config(BN=144),
+        ),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c),
         sass=("HGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
-        rules=lambda c: _persistent_rules(c, WIDE) + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1"),
+        rules=lambda c: _persistent_rules(c, WIDEST_CHOICE) + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1"),
         persistent=True,
         cluster=2,
         fixed=REGISTER_SPLIT | Config(C_BOX_ROWS=C_BOX_ROWS),  # tc_cluster's split, then its own boxes of C
