@@ -26,7 +26,9 @@ None of it runs inside the timed loop.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -451,6 +453,31 @@ def checked_launches(
                 error = max(error, _checked(cp, prepared, tolerance, point, f"launch {i + 1} of {launches}"))
     cp.get_default_memory_pool().free_all_blocks()
     return error
+
+
+@contextlib.contextmanager
+def bound(
+    kernel_id: str, shape: Shape, dtype: str | None = None, *, spec: KernelSpec | None = None, device_index: int = 0
+) -> Iterator[tuple[Any, Any | None, Any]]:
+    """``kernel_id`` bound to one set of inputs on its own stream and checked
+    once, for a tool that drives the launches itself (a sustained load whose
+    clocks are watched: benchmarks/scripts/clock_watch.py). Yields (launch,
+    the library's call on the same inputs or None, the stream); the buffers
+    die on leaving. Raises as :func:`run` does, VerificationError included."""
+    backend, point, cp, info, compiled = _ready(kernel_id, shape, None, dtype, spec, device_index)
+    try:
+        with cp.cuda.Device(device_index):
+            cp_stream = cp.cuda.Stream(non_blocking=True)
+            with cp_stream:
+                prepared, launch, _grid = backend.bind(cp, point, compiled, info, device_index, cp_stream, None)
+                tolerance = prepared.tolerance if prepared.tolerance is not None else TOLERANCE[point.dtype]
+                prepared.poison()
+                launch()
+                cp_stream.synchronize()
+                _checked(cp, prepared, tolerance, point, "first launch")
+                yield launch, prepared.baseline, cp_stream
+    finally:
+        cp.get_default_memory_pool().free_all_blocks()
 
 
 def timing_warnings(timing: Timing, clock_events: list[str] | None = None) -> list[str]:
