@@ -106,11 +106,12 @@ WIDE = [
     ("tc_tma_store", {"BN": 192}),
     ("tc_split_tail", {"BN": 192, "MAX_SLICES": 4}),
     ("tc_tma_store", {"BN": 144}),
+    ("tc_tma_store", {"BM": 192, "BN": 192, "STAGES": 3}),  # three consumers: a cluster's 384 rows
 ]
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "tf32", "bfloat16-out"])
-@pytest.mark.parametrize(("kernel_id", "config"), WIDE, ids=[f"{k}-{c['BN']}" for k, c in WIDE])
+@pytest.mark.parametrize(("kernel_id", "config"), WIDE, ids=[f"{k}-{c.get('BM', 128)}x{c['BN']}" for k, c in WIDE])
 def test_wide_tiles_verify(kernel_id: str, config: dict, dtype: str) -> None:
     from gemmlab.measure.run import run
 

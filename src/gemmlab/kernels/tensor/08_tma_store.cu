@@ -5,6 +5,9 @@
 // the box; C_BOXES boxes per warpgroup take turns. Where BN is not a whole
 // number of boxes (BN = 144), the last box ends at BN and overlaps the one
 // before it: the columns they share are stored twice, with the same values.
+// BM = 192 gives a block three consumer warpgroups (192 x 192 tiles, cuBLAS's
+// at 3000 cubed), with the register split of kernels/tensor/spec.py's
+// THREE_CONSUMER_SPLIT (32 + 3 x 160) in PRODUCER_REGS and CONSUMER_REGS.
 // Source: not from the documents. Launch: as tc_cluster; C arrives as a TMA
 // tensor map (boxes of C_BOX_ROWS = 64 rows x 128 bytes, the last template
 // argument, set in kernels/tensor/spec.py) instead of a pointer. The element

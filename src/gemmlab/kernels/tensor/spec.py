@@ -117,20 +117,36 @@ def split_fits(producer: int, consumer: int, consumers: int) -> bool:
     return (producer + consumer * consumers) * WARPGROUP <= launch_registers(consumers + 1)
 
 
-def _specialised_rules(c: Config, widths: tuple[int, ...] = WIDTHS) -> list[str]:
+# Three consumer warpgroups (BM = 192; tc_tma_store, built for them) share the
+# 65,536 registers of four warpgroups: 32 for the producer and 160 for each
+# consumer, room for 64 x 192 float32 sums (96 a thread) and their addresses,
+# not for 64 x 256 (128 a thread). 192 x 192 tiles are cuBLAS's at 3000 cubed.
+THREE_CONSUMER_SPLIT = Config(PRODUCER_REGS=32, CONSUMER_REGS=160)
+THREE_CONSUMERS = ("tc_tma_store",)
+
+
+def register_split(rung_id: str, consumers: int) -> Config:
+    """The setmaxnreg split of a rung's block of ``consumers`` consumer warpgroups."""
+    return THREE_CONSUMER_SPLIT if consumers == 3 and rung_id in THREE_CONSUMERS else REGISTER_SPLIT
+
+
+def _specialised_rules(c: Config, widths: tuple[int, ...] = WIDTHS, rung_id: str = "") -> list[str]:
     consumers = c["BM"] // 64
+    split = register_split(rung_id, consumers)
+    wide = consumers == 3 and rung_id in THREE_CONSUMERS and c["BN"] > 192
     return (
         _wgmma_rules(c, widths)
         + needs(
-            split_fits(PRODUCER_REGS, CONSUMER_REGS, consumers),
+            split_fits(split["PRODUCER_REGS"], split["CONSUMER_REGS"], consumers),
             f"{consumers} consumer warpgroups do not fit the registers a block holds",
         )
+        + needs(not wide, "three consumers (BM = 192) hold 64 x 192 sums at most in their 160 registers: BN <= 192")
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
     )
 
 
-def _persistent_rules(c: Config, widths: tuple[int, ...] = WIDTHS) -> list[str]:
-    return _specialised_rules(c, widths) + needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
+def _persistent_rules(c: Config, widths: tuple[int, ...] = WIDTHS, rung_id: str = "") -> list[str]:
+    return _specialised_rules(c, widths, rung_id) + needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
 
 
 def ring_bytes(c: Config, extra_barriers: int) -> int:
@@ -277,11 +293,15 @@ RUNGS: tuple[Rung, ...] = (
             Config(GROUP_M=16),
             Config(BN=192),
             Config(BN=144),
+            Config(BM=192, BN=192, STAGES=3),
+            Config(BM=192, BN=192, C_BOXES=1),
         ),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c),
         sass=("HGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
-        rules=lambda c: _persistent_rules(c, WIDEST_CHOICE) + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1"),
+        rules=lambda c: (
+            _persistent_rules(c, WIDEST_CHOICE, "tc_tma_store") + needs(c["C_BOXES"] >= 1, "C_BOXES must be at least 1")
+        ),
         persistent=True,
         cluster=2,
         fixed=REGISTER_SPLIT | Config(C_BOX_ROWS=C_BOX_ROWS),  # tc_cluster's split, then its own boxes of C
@@ -590,6 +610,11 @@ def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:
     return lambda s, b: (cdiv(s.m, bm * rung.cluster) * cdiv(s.n, bn) * rung.cluster, 1, 1)
 
 
+def _fixed(rung: Rung, consumers: int) -> Config:
+    """The rung's launch facts, its register split the one for ``consumers`` (THREE_CONSUMERS)."""
+    return rung.fixed | register_split(rung.id, consumers) if "CONSUMER_REGS" in rung.fixed else rung.fixed
+
+
 def _spec(rung: Rung, c: Config) -> KernelSpec:
     threads = rung.threads(c)
     bm, bn = rung.tile(c)
@@ -630,7 +655,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         templated_on_edge=False,
         template_extra=tuple(c.values()),
         template_params=tuple(c),
-        template_fixed=tuple(rung.fixed.values()),
+        template_fixed=tuple(_fixed(rung, bm // 64).values()),
         archs=rung.archs,
         min_cc=rung.min_cc,
         cluster=(clustered, 1, 1) if clustered > 1 else None,
