@@ -106,7 +106,7 @@ WIDE = [
     ("tc_tma_store", {"BN": 192}),
     ("tc_split_tail", {"BN": 192, "MAX_SLICES": 4}),
     ("tc_tma_store", {"BN": 144}),
-    ("tc_tma_store", {"BM": 192, "BN": 192, "STAGES": 3}),  # three consumers: a cluster's 384 rows
+    ("tc_tma_store", {"BM": 192, "BN": 192, "C_BOXES": 1}),  # three consumers: a cluster's 384 rows
 ]
 
 
