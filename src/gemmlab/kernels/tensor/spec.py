@@ -414,10 +414,8 @@ SMALL_SPLITS = (1, 2, 4, 8)  # a portable cluster holds at most 8 blocks
 
 
 def _small_grid(c: Config) -> Callable[[Shape, int], Dim3]:
-    """x: the tile rows, each as SPLITS blocks in a row, PAIR tile rows to a
-    cluster (a pair's second row may lie past M); y: the tile columns."""
-    pair = c["PAIR"]
-    return lambda s, b: (cdiv(cdiv(s.m, c["BM"]), pair) * pair * c["SPLITS"], cdiv(s.n, c["BN"]), 1)
+    """x: the tile rows, each as SPLITS blocks in a row (one cluster); y: the tile columns."""
+    return lambda s, b: (cdiv(s.m, c["BM"]) * c["SPLITS"], cdiv(s.n, c["BN"]), 1)
 
 
 def _small_rules(c: Config) -> list[str]:
@@ -430,8 +428,6 @@ def _small_rules(c: Config) -> list[str]:
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
         + needs(c["SPLITS"] in SMALL_SPLITS, splits)
         + needs(c["SPLITS"] == 1 or c["BM"] * c["BN"] * 4 <= ring, partial)
-        + needs(c["PAIR"] in (1, 2), "PAIR must be 1 or 2 (row tiles sharing B by multicast)")
-        + needs(c["PAIR"] * c["SPLITS"] <= 8, "PAIR x SPLITS must be at most 8 (the blocks of a portable cluster)")
     )
 
 
@@ -532,7 +528,7 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         summary="sm_90a: 64- or 128-wide tiles on a short TMA ring fed by one producer warp; SPLITS slices of K "
         "per tile in a cluster, added in slice order through distributed shared memory",
         dtypes=(*DTYPES, BF16_OUT),
-        default=Config(BM=64, BN=128, STAGES=4, SPLITS=1, PAIR=1),
+        default=Config(BM=64, BN=128, STAGES=4, SPLITS=1),
         search=(
             Config(BN=64),
             Config(BN=64, SPLITS=2),
@@ -556,12 +552,6 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
             # 4096 x 128 x 4096 from 77.0% to 83.9% on an H100 (2026-11-24k).
             Config(BN=64, SPLITS=2, STAGES=8),
             Config(BN=128, SPLITS=2, STAGES=8),
-            # Pairs of row tiles sharing B by multicast (round 10): half the
-            # bytes of B from L2 where every row tile reads all of it.
-            Config(BN=128, SPLITS=2, STAGES=8, PAIR=2),
-            Config(BN=64, SPLITS=2, STAGES=8, PAIR=2),
-            Config(BM=128, BN=64, STAGES=8, PAIR=2),
-            Config(BM=128, PAIR=2),
         ),
         threads=lambda c: c["BM"] // 64 * WARPGROUP + 32,
         smem_bytes=lambda c: ring_bytes(c, 2),
@@ -570,8 +560,7 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         cgma=reuse_cgma,
         grid=_small_grid,
         shape_rules=lambda c: (grid_y_fits(_small_grid(c)),),
-        cluster_size=lambda c: c["SPLITS"] * c["PAIR"],
-        multicast=lambda c: c["PAIR"],
+        cluster_size=lambda c: c["SPLITS"],
         **HOPPER,
     ),
     Rung(
