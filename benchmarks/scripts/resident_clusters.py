@@ -1,0 +1,56 @@
+"""How many blocks of a configuration the GPU runs at once, as the driver's
+occupancy calculator counts them, against the blocks its grid asks for: a
+clustered kernel needs all the blocks of a cluster on SMs of one GPC, so
+clusters of 4 or 8 may fit fewer blocks than the GPU has SMs, and a grid
+larger than that runs in more than one wave. Usage, on a GPU machine:
+
+    PYTHONPATH=src python3 benchmarks/scripts/resident_clusters.py RUNG '{"SPLITS": 2}' 4096x128x4096 [bfloat16]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from gemmlab.backends.nvrtc import compile_kernel, launch_config, load_kernel
+from gemmlab.core import gpu
+from gemmlab.core.shapes import Shape
+from gemmlab.kernels import catalogue
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (3, 4):
+        print(__doc__, file=sys.stderr)
+        return 2
+    rung, config, shape_text = argv[:3]
+    dtype = argv[3] if len(argv) == 4 else "bfloat16"
+    shape = Shape(*(int(s) for s in shape_text.lower().split("x")))
+    spec = catalogue.variant(rung, json.loads(config))
+    point = catalogue.point(spec.id, shape, None, dtype, spec=spec)
+    info = gpu.describe(0)
+    from cuda.core import Device
+
+    device = Device(0)
+    device.set_current()
+    compiled = compile_kernel(spec, 0, dtype, spec.archs[0] if spec.archs else info.arch)
+    kernel = load_kernel(point, compiled)
+    threads = spec.threads_per_block(shape, point.block_edge)
+    grid_blocks = point.grid[0] * point.grid[1] * point.grid[2]
+    if spec.cluster is None:
+        per_sm = kernel.occupancy.max_active_blocks_per_multiprocessor(threads, point.dynamic_smem)
+        resident = per_sm * info.sm_count
+        what = f"{per_sm} blocks per SM"
+    else:
+        stream = device.create_stream()
+        clusters = kernel.occupancy.max_active_clusters(launch_config(point, point.grid), stream=stream)
+        size = spec.cluster[0] * spec.cluster[1] * spec.cluster[2]
+        resident = clusters * size
+        what = f"{clusters} clusters of {size}"
+    waves = grid_blocks / resident if resident else float("inf")
+    print(f"{rung} {config} {shape_text} {dtype} on {info.name}: grid {point.grid} = {grid_blocks} blocks; "
+          f"resident at once: {resident} ({what}); {waves:.2f} waves")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
