@@ -92,7 +92,7 @@ EVERY_CONFIG = {
     "sgemm_gemv_split": ("skinny-m",),
     "sgemm_skinny": ("skinny-m",),
     "sgemm_skinny_n": ("skinny-n",),
-    # 14 configurations, whose speed depends on how many clusters the GPU holds at
+    # 18 configurations, whose speed depends on how many clusters the GPU holds at
     # once, which the fill score does not model. (sgemm_split_k, before it at
     # K-heavy shapes, now gives its three best-filling of 22.)
     "sgemm_cluster_split_k": ("few-tiles", "k-heavy"),

@@ -511,7 +511,7 @@ def _split_k_workspace(c: Config) -> Callable[[Shape, int], int]:
 CLUSTER_SPLIT_K_DEFAULT = Config(BM=128, BN=256, BK=16, WM=64, WN=64, STAGES=4, SPLITS=8, GROUPS=1)
 MAX_CLUSTER = 8  # the most blocks a portable cluster holds
 
-# Its search (14 in all). A cluster's blocks must all find room in one GPC,
+# Its search (18 in all). A cluster's blocks must all find room in one GPC,
 # and the GPU holds fewer clusters than its SMs / SPLITS: an H100 or H200
 # holds 15 clusters of 8, 17 of 6, 30 of 4, 39 of 3 and 66 of 2 (one block
 # per SM; benchmarks/results/2026-11-24g_h100_cluster-occupancy.txt), so 16
@@ -531,6 +531,14 @@ CLUSTER_SPLIT_K_SEARCH = (
     # waited on instruction fetches (benchmarks/results/2026-11-24h_cluster-split-k-profiles.txt).
     Config(BN=128, WN=32, SPLITS=2, GROUPS=2, BK=8),
     Config(BN=128, WN=32, SPLITS=2, BK=8),
+    # 64 x 128 and 128 x 64 tiles (8 warps of 32 x 32) for 64 rows or columns
+    # against 4096 x 4096: 128 or 256 blocks in clusters of 2. On an H100
+    # (2026-11-24o_h100_fp32-skinny.txt) 64 x 4096 x 4096 went from 70.7%
+    # of cuBLAS (sgemm_split_k) to 85.8-87.4%, 4096 x 64 x 4096 from 76.8% to 87%.
+    Config(BM=64, WM=32, BN=128, WN=32, SPLITS=2, GROUPS=2),
+    Config(BM=64, WM=32, BN=128, WN=32, SPLITS=2, GROUPS=4),
+    Config(BM=128, BN=64, WM=32, WN=32, SPLITS=2, GROUPS=2),
+    Config(BM=128, BN=64, WM=32, WN=32, SPLITS=2, GROUPS=4),
 )
 
 
