@@ -271,10 +271,25 @@ def interleaved(lists: Sequence[Sequence[Candidate]]) -> list[Candidate]:
     return [c for rank in itertools.zip_longest(*lists) for c in rank if c is not None]
 
 
+def _fill_rank(candidate: Candidate, shape: Shape, sms: int) -> tuple[int, float]:
+    """The fill score to 0.05 (closer than that the model cannot tell). Below
+    0.05 no configuration fills a twentieth of the GPU (128 cubed in FP32: 4
+    tiles of 64 x 64 or 16 of 32 x 32), and the score only says how many
+    blocks an SM could hold (fewer makes it look fuller); there the useful
+    blocks per SM rank them, more first: a problem that small is served by
+    more blocks, not by more reuse of each operand."""
+    score = 20 * fill_score(candidate, shape, sms)
+    if score >= 1:
+        return 1, round(score)
+    rows, cols = _tile(candidate)
+    x, y, z = candidate.spec.grid(shape, 0)
+    used = shape.m * shape.n / (cdiv(shape.m, rows) * rows * cdiv(shape.n, cols) * cols)
+    return 0, used * x * y * z / sms
+
+
 def _ranked(kernel: str, shape: Shape, dtype: str, sms: int, arch: str | None) -> list[Candidate]:
     """The rung's configurations that accept the shape: its default first, then
-    by fill score (to 0.05: closer than that the model cannot tell), then
-    tile area (more reuse of each operand)."""
+    by fill score (_fill_rank), then tile area (more reuse of each operand)."""
     taken = []
     for config in catalogue.configs(kernel):
         spec = catalogue.variant(kernel, config)
@@ -283,7 +298,7 @@ def _ranked(kernel: str, shape: Shape, dtype: str, sms: int, arch: str | None) -
     default = catalogue.ladder(kernel).rung(kernel).config()
     first = [c for c in taken if c.config == default]
     rest = [c for c in taken if c.config != default]
-    rest.sort(key=lambda c: (-round(fill_score(c, shape, sms) * 20), -math.prod(_tile(c))))
+    rest.sort(key=lambda c: (*(-v for v in _fill_rank(c, shape, sms)), -math.prod(_tile(c))))
     return first + rest
 
 
