@@ -102,3 +102,16 @@ def test_the_runner_refuses_a_host_kernel_before_touching_the_gpu() -> None:
 
     with pytest.raises(UnknownName, match="runs on the host"):
         run("cpu_naive", Shape.square(64))
+
+
+def test_a_bound_kernel_refuses_as_the_runner_does_before_any_allocation() -> None:
+    """measure.run.bound (clock_watch.py's binding) checks the point as run()
+    does: a host kernel is refused by name, and a shape the kernel cannot take
+    by its rule, both before the GPU is touched."""
+    from gemmlab.core.errors import ConstraintError
+    from gemmlab.measure.run import bound
+
+    with pytest.raises(UnknownName, match="runs on the host"), bound("cpu_naive", Shape.square(64)):
+        pass
+    with pytest.raises(ConstraintError, match="multiple of 8"), bound("tc_tma_store", Shape(64, 64, 60), "bfloat16"):
+        pass
