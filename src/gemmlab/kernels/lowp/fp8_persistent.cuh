@@ -112,7 +112,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
     constexpr int CONSUMERS = BM / 64;
     using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
-    constexpr int BOX_COLS = TMA_ROW_BYTES / sizeof(C), BOXES = BN / BOX_COLS;
+    constexpr int BOXES = wgmma_boxes<BN, C>();
     constexpr int C_BOX_BYTES = C_BOX_ROWS * TMA_ROW_BYTES;
     constexpr int SLICES = PROMOTE_K / BK;  // K tiles summed in the tensor cores per promotion
     static_assert(PROMOTE_K == BK || PROMOTE_K == 2 * BK, "promotion every 128 or 256 K");
@@ -301,7 +301,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                 fence_proxy_async_shared();
                 warpgroup_sync(slab);
                 if (thread == 0) {
-                    tma_store(c_map, out, row, tn * BN + box * BOX_COLS);
+                    tma_store(c_map, out, row, tn * BN + box_first_col<BN, C>(box));
                     bulk_commit();
                 }
             }

@@ -127,7 +127,7 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's half of B starts on a 1024-byte boundary");
     static_assert(MAX_SLICES >= 1, "at least one slice");
     static_assert(C_BOX_ROWS == 64, "a box of C holds the 64 rows of one warpgroup's sums");
-    constexpr int BOX_COLS = TMA_ROW_BYTES / sizeof(C), BOXES = BN / BOX_COLS;
+    constexpr int BOXES = wgmma_boxes<BN, C>();
     constexpr int C_BOX_BYTES = C_BOX_ROWS * TMA_ROW_BYTES;
     constexpr int FIXUP_BARRIER = 5;  // all consumers; 1 and 2 are the warpgroups' own (warpgroup_sync)
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -184,7 +184,7 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
                 fence_proxy_async_shared();  // the threads' writes, shown to the copy engine
                 warpgroup_sync(slab);
                 if (thread == 0) {
-                    tma_store(&c_map, out, row, col + box * BOX_COLS);
+                    tma_store(&c_map, out, row, col + box_first_col<BN, C>(box));
                     bulk_commit();
                 }
             }
