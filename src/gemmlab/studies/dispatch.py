@@ -219,17 +219,27 @@ def fill_score(candidate: Candidate, shape: Shape, sms: int) -> float:
     rows of nothing). A persistent kernel's waves are of tiles (its blocks walk
     them), unless it shares the work out evenly (SHARED_WORK)."""
     spec = candidate.spec
-    rows, cols = _tile(candidate)
-    used = shape.m * shape.n / (cdiv(shape.m, rows) * rows * cdiv(shape.n, cols) * cols)
+    used = _used(candidate, shape)
     if spec.persistent and candidate.kernel in SHARED_WORK:
         return used
     if spec.persistent:
+        rows, cols = _tile(candidate)
         blocks = cdiv(shape.m, rows) * cdiv(shape.n, cols)
     else:
-        x, y, z = spec.grid(shape, 0)
-        blocks = x * y * z
+        blocks = _grid_blocks(candidate, shape)
     slots = sms * resident_blocks(candidate)
     return used * blocks / (math.ceil(blocks / slots) * slots)
+
+
+def _used(candidate: Candidate, shape: Shape) -> float:
+    """The share of the candidate's tiles' outputs that are C."""
+    rows, cols = _tile(candidate)
+    return shape.m * shape.n / (cdiv(shape.m, rows) * rows * cdiv(shape.n, cols) * cols)
+
+
+def _grid_blocks(candidate: Candidate, shape: Shape) -> int:
+    x, y, z = candidate.spec.grid(shape, 0)
+    return x * y * z
 
 
 def candidates(
@@ -281,10 +291,7 @@ def _fill_rank(candidate: Candidate, shape: Shape, sms: int) -> tuple[int, float
     score = 20 * fill_score(candidate, shape, sms)
     if score >= 1:
         return 1, round(score)
-    rows, cols = _tile(candidate)
-    x, y, z = candidate.spec.grid(shape, 0)
-    used = shape.m * shape.n / (cdiv(shape.m, rows) * rows * cdiv(shape.n, cols) * cols)
-    return 0, used * x * y * z / sms
+    return 0, _used(candidate, shape) * _grid_blocks(candidate, shape) / sms
 
 
 def _ranked(kernel: str, shape: Shape, dtype: str, sms: int, arch: str | None) -> list[Candidate]:
@@ -298,7 +305,7 @@ def _ranked(kernel: str, shape: Shape, dtype: str, sms: int, arch: str | None) -
     default = catalogue.ladder(kernel).rung(kernel).config()
     first = [c for c in taken if c.config == default]
     rest = [c for c in taken if c.config != default]
-    rest.sort(key=lambda c: (*(-v for v in _fill_rank(c, shape, sms)), -math.prod(_tile(c))))
+    rest.sort(key=lambda c: (_fill_rank(c, shape, sms), math.prod(_tile(c))), reverse=True)
     return first + rest
 
 
