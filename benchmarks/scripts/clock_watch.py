@@ -28,18 +28,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from config_ab import parse_shape
+
 from gemmlab.core import gpu
-from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.measure.run import bound
 
 QUERY = "timestamp,clocks.sm,power.draw,clocks_event_reasons.active"
 SETTLE_S = 0.5  # the start of each window, left out: the clock moves to the new load
-
-
-def parse_shape(text: str) -> Shape:
-    sizes = [int(part) for part in text.lower().split("x")]
-    return Shape(*sizes) if len(sizes) == 3 else Shape(sizes[0], sizes[0], sizes[0])
 
 
 def hold(cp, stream, call, seconds: float) -> tuple[float, float, float]:

@@ -10,8 +10,8 @@ Usage, on a GPU machine:
 from __future__ import annotations
 
 from cuda.core import Device
+from resident_clusters import resident
 
-from gemmlab.backends.nvrtc import compile_kernel, launch_config, load_kernel
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 
@@ -20,14 +20,10 @@ RUNG = "sgemm_cluster_split_k"
 
 def main() -> None:
     device = Device(0)
-    device.set_current()
-    stream = device.create_stream()
-    arch = f"sm_{device.compute_capability.major}{device.compute_capability.minor}"
     print(device.name, device.properties.multiprocessor_count)
     for c in catalogue.configs(RUNG):
-        point = catalogue.point(RUNG, Shape(128, 4096, 4096), spec=catalogue.variant(RUNG, c))
-        kernel = load_kernel(point, compile_kernel(point.spec, 0, "float32", arch))
-        n = kernel.occupancy.max_active_clusters(launch_config(point, point.grid), stream=stream)
+        point, blocks, size = resident(RUNG, c, Shape(128, 4096, 4096), "float32")
+        n = blocks // size
         print(f"{c['BM']}x{c['BN']} BK={c['BK']} SPLITS={c['SPLITS']} GROUPS={c['GROUPS']} smem={point.dynamic_smem}: "
               f"{n} clusters at once = {n * c['SPLITS']} blocks", flush=True)  # fmt: skip
 

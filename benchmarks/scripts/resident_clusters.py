@@ -12,10 +12,33 @@ from __future__ import annotations
 import json
 import sys
 
+from config_ab import parse_shape
+from cuda.core import Device
+
 from gemmlab.backends.nvrtc import compile_kernel, launch_config, load_kernel
 from gemmlab.core import gpu
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
+from gemmlab.kernels.spec import Point
+
+
+def resident(rung: str, config: dict, shape: Shape, dtype: str) -> tuple[Point, int, int]:
+    """The point, how many of its blocks the GPU holds at once (whole
+    clusters for a clustered kernel), and its blocks per cluster (1: none)."""
+    spec = catalogue.variant(rung, config)
+    point = catalogue.point(spec.id, shape, None, dtype, spec=spec)
+    device = Device(0)
+    device.set_current()
+    compiled = compile_kernel(spec, 0, dtype, spec.archs[0] if spec.archs else gpu.describe(0).arch)
+    kernel = load_kernel(point, compiled)
+    if spec.cluster is None:
+        threads = spec.threads_per_block(shape, point.block_edge)
+        per_sm = kernel.occupancy.max_active_blocks_per_multiprocessor(threads, point.dynamic_smem)
+        return point, per_sm * device.properties.multiprocessor_count, 1
+    size = spec.cluster[0] * spec.cluster[1] * spec.cluster[2]
+    stream = device.create_stream()
+    clusters = kernel.occupancy.max_active_clusters(launch_config(point, point.grid), stream=stream)
+    return point, clusters * size, size
 
 
 def main(argv: list[str]) -> int:
@@ -24,31 +47,12 @@ def main(argv: list[str]) -> int:
         return 2
     rung, config, shape_text = argv[:3]
     dtype = argv[3] if len(argv) == 4 else "bfloat16"
-    shape = Shape(*(int(s) for s in shape_text.lower().split("x")))
-    spec = catalogue.variant(rung, json.loads(config))
-    point = catalogue.point(spec.id, shape, None, dtype, spec=spec)
-    info = gpu.describe(0)
-    from cuda.core import Device
-
-    device = Device(0)
-    device.set_current()
-    compiled = compile_kernel(spec, 0, dtype, spec.archs[0] if spec.archs else info.arch)
-    kernel = load_kernel(point, compiled)
-    threads = spec.threads_per_block(shape, point.block_edge)
+    point, blocks, size = resident(rung, json.loads(config), parse_shape(shape_text), dtype)
+    what = f"{blocks // size} clusters of {size}" if size > 1 else f"{blocks // gpu.describe(0).sm_count} blocks per SM"
     grid_blocks = point.grid[0] * point.grid[1] * point.grid[2]
-    if spec.cluster is None:
-        per_sm = kernel.occupancy.max_active_blocks_per_multiprocessor(threads, point.dynamic_smem)
-        resident = per_sm * info.sm_count
-        what = f"{per_sm} blocks per SM"
-    else:
-        stream = device.create_stream()
-        clusters = kernel.occupancy.max_active_clusters(launch_config(point, point.grid), stream=stream)
-        size = spec.cluster[0] * spec.cluster[1] * spec.cluster[2]
-        resident = clusters * size
-        what = f"{clusters} clusters of {size}"
-    waves = grid_blocks / resident if resident else float("inf")
-    print(f"{rung} {config} {shape_text} {dtype} on {info.name}: grid {point.grid} = {grid_blocks} blocks; "
-          f"resident at once: {resident} ({what}); {waves:.2f} waves")  # fmt: skip
+    waves = grid_blocks / blocks if blocks else float("inf")
+    print(f"{rung} {config} {shape_text} {dtype} on {gpu.describe(0).name}: grid {point.grid} = {grid_blocks} blocks; "
+          f"resident at once: {blocks} ({what}); {waves:.2f} waves")  # fmt: skip
     return 0
 
 

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import argparse
 
+from config_ab import parse_shape
+
 from gemmlab.api.matmul import dispatch
 from gemmlab.core.shapes import Shape
 from gemmlab.measure.run import run
-
-
-def parse(text: str) -> Shape:
-    return Shape(*(int(s) for s in text.lower().split("x")))
 
 
 def one(db: str, shape: Shape, dtype: str, tag: str) -> None:
@@ -40,7 +38,7 @@ def main() -> int:
     parser.add_argument("--dtypes", default="bfloat16,bfloat16-out")
     parser.add_argument("--alone", type=int, default=3)
     args = parser.parse_args()
-    shape, order = parse(args.shape), [parse(s) for s in args.order.split(",")]
+    shape, order = parse_shape(args.shape), [parse_shape(s) for s in args.order.split(",")]
     for _ in range(args.alone):
         one(args.db, shape, args.dtype, "alone")
     for dtype in args.dtypes.split(","):
