@@ -19,6 +19,19 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
+// cluster_sync in its two halves, for work that may go between them: the
+// arrive orders this thread's earlier accesses (as cluster_sync's does), the
+// wait returns once every thread of the cluster has arrived. What a thread does
+// between them is not ordered before the others' waits: an epilogue's global
+// stores there are not waited for by the arrive's fence.
+__device__ __forceinline__ void cluster_arrive() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void cluster_wait() {
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
 // The 16 bytes at `local`'s offset in the shared memory of cluster block `rank`.
 __device__ __forceinline__ float4 load_cluster_float4(const void* local, unsigned rank) {
     float4 v;
