@@ -42,6 +42,12 @@ AWKWARD = [
     ({"BN": 64, "SPLITS": 2}, Shape.square(512)),  # the suite's small square
     ({"BM": 128, "BN": 64, "SPLITS": 4}, Shape(128, 4096, 4096)),  # the suite's few-tile shape
     ({}, Shape(1000, 1003, 1000)),  # odd N: C's rows not whole 8 bytes
+    # Pairs of row tiles sharing B by multicast (PAIR = 2):
+    ({"BN": 128, "SPLITS": 2, "STAGES": 8, "PAIR": 2}, Shape(4096, 128, 4096)),  # the suite's shape, 32 pairs
+    ({"BN": 64, "SPLITS": 2, "PAIR": 2}, Shape(64, 300, 1000)),  # one row tile: its partner lies past M
+    ({"BM": 128, "BN": 64, "STAGES": 8, "PAIR": 2}, Shape(300, 200, 520)),  # three row tiles: two pairs
+    ({"BM": 128, "PAIR": 2}, Shape(1, 8, 8)),  # one k-tile, one row
+    ({"BN": 64, "SPLITS": 4, "PAIR": 2}, Shape(129, 257, 200)),  # clusters of 8: 2 rows x 4 slices
 ]
 CASES = [(c, s, d) for c, s in AWKWARD for d in DTYPES]
 
@@ -54,7 +60,9 @@ def test_small_awkward_shapes(config: dict, shape: Shape, dtype: str) -> None:
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("config", "shape"), [({"BN": 64, "SPLITS": 4}, Shape(300, 200, 1000)),
-                                               ({"BM": 128, "SPLITS": 2}, Shape(260, 390, 520))], ids=str)  # fmt: skip
+                                               ({"BM": 128, "SPLITS": 2}, Shape(260, 390, 520)),
+                                               ({"BN": 64, "SPLITS": 2, "PAIR": 2}, Shape(300, 200, 1000))],
+                         ids=str)  # fmt: skip
 def test_small_split_sums_are_the_same_bits_every_launch(config: dict, shape: Shape, dtype: str) -> None:
     """Whichever block of a cluster finishes first, each adds its share of
     the partials in slice order: C must not change from launch to launch."""

@@ -35,12 +35,26 @@ def test_small_tiles_clusters_and_boxes() -> None:
     assert whole.workspace_bytes is None and whole.archs == ("sm_90a",)
 
 
+def test_small_pairs_share_b_in_clusters() -> None:
+    """PAIR = 2: two row tiles to a cluster (times SPLITS), each block loading half of B's rows."""
+    pair = catalogue.variant("tc_small", {"BN": 128, "SPLITS": 2, "STAGES": 8, "PAIR": 2})
+    # 4096 x 128: 64 row tiles of 64 in 32 pairs, each tile as 2 slices: 128 blocks in clusters of 4.
+    assert pair.grid(Shape(4096, 128, 4096), 0) == (128, 1, 1)
+    assert pair.cluster == (4, 1, 1)
+    assert pair.problem.prepare.keywords["boxes"] == (64, 64)  # B's box: half of its 128 rows
+    # Three row tiles make two pairs: the last block row lies past M and still loads its half of B.
+    whole = catalogue.variant("tc_small", {"BM": 128, "PAIR": 2})
+    assert whole.grid(Shape(300, 200, 520), 0) == (4, 2, 1) and whole.cluster == (2, 1, 1)
+
+
 def test_small_refusals_name_the_rule() -> None:
     for changes, words in [
         ({"BN": 256}, "BN must be 64 or 128"),
         ({"BM": 192}, "BM must be 64 or 128"),
         ({"SPLITS": 3}, "SPLITS must be 1, 2, 4 or 8"),
         ({"STAGES": 1, "SPLITS": 2}, "partial tile must fit the ring"),
+        ({"PAIR": 3}, "PAIR must be 1 or 2"),
+        ({"BN": 64, "SPLITS": 8, "PAIR": 2}, "PAIR x SPLITS must be at most 8"),
     ]:
         with pytest.raises(ConstraintError, match=words):
             catalogue.variant("tc_small", changes)
@@ -51,7 +65,7 @@ def test_small_refusals_name_the_rule() -> None:
 
 
 @needs_cuobjdump
-@pytest.mark.parametrize("config", [{}, {"BN": 64, "SPLITS": 4}, {"BM": 128, "SPLITS": 2}])
+@pytest.mark.parametrize("config", [{}, {"BN": 64, "SPLITS": 4}, {"BM": 128, "SPLITS": 2}, {"BM": 128, "PAIR": 2}])
 @pytest.mark.parametrize("dtype", ["bfloat16", "bfloat16-out"])
 def test_small_sass_runs_wgmma_from_tma_and_clusters_only_when_split(config: dict, dtype: str) -> None:
     spec = catalogue.variant("tc_small", config)
@@ -59,7 +73,8 @@ def test_small_sass_runs_wgmma_from_tma_and_clusters_only_when_split(config: dic
     assert "serialized" not in compiled.log  # ptxas's C7518: every wgmma waited for, one by one
     ops = sass_opcodes(compiled.cubin)
     assert total(ops, "HGMMA") > 0 and total(ops, "UTMALDG") > 0
-    assert (total(ops, "UCGABAR_WAIT") > 0) == (spec.config["SPLITS"] > 1)
+    clustered = spec.config["SPLITS"] * spec.config["PAIR"] > 1
+    assert (total(ops, "UCGABAR_WAIT") > 0) == clustered
 
 
 @needs_cuobjdump

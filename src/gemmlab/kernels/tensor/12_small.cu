@@ -4,12 +4,13 @@
 // one or two wgmma consumer warpgroups; BN = 64 or 128: the N of one wgmma)
 // over one of SPLITS slices of K, fed by one producer warp through a short
 // ring of TMA stages (full/empty barriers, as tc_warpspecialized).
-// Source: not from the documents. Launch: grid (ceil(M / BM) x SPLITS,
-// ceil(N / BN)); BM / 64 x 128 + 32 threads; dynamic shared memory: STAGES x
-// (BM + BN) x 128 bytes + the barriers; with SPLITS > 1, clusters of SPLITS
-// blocks along x: the slices of one tile. The blocks of a tile's column run
-// next to each other (x before y), so a slab of B meets its tile rows while
-// it is in L2. A and B are TMA tensor maps; C a pointer of its type (float32,
+// Source: not from the documents. Launch: grid (ceil(ceil(M / BM) / PAIR) x
+// PAIR x SPLITS, ceil(N / BN)); BM / 64 x 128 + 32 threads; dynamic shared
+// memory: STAGES x (BM + BN) x 128 bytes + the barriers; with PAIR x SPLITS >
+// 1, clusters of PAIR x SPLITS blocks along x: the slices of one tile (and of
+// the pair's second tile); the B tensor map's box BN / PAIR rows. The blocks
+// of a tile's column run next to each other (x before y), so a slab of B meets
+// its tile rows while it is in L2. A and B are TMA tensor maps; C a pointer of its type (float32,
 // or bfloat16 rounded to nearest even). Any M and N; K x element size a
 // multiple of 16 bytes.
 // Idea: at 512 x 512 x 512 the 128 x 128 tiles of tc_wgmma are 16 blocks on
@@ -24,9 +25,47 @@
 // Predicted (docs/tensor-ladder.md): 512: about 2.5 us, 135-155% of cuBLAS;
 // 1024: 3.5-4 us, 160-180%; 128 x 4096 x 4096 (bound by its bytes): about
 // 11-13 us, 110-130%.
+// PAIR = 2 (round 10 of issue 21): two vertically adjacent row tiles share
+// their B (the same columns, the same slice of K) as tc_cluster's blocks do:
+// a cluster holds PAIR x SPLITS blocks, rank p x SPLITS + slice for row tile
+// p of the pair, and each block's producer loads half of B's BN rows and
+// multicasts it to both blocks of its slice. At 4096 x 128 x 4096 the 64 row
+// tiles each read all of B (1 MB) from L2; pairs halve that. Measured in round
+// 10, pairs lost everywhere, and were taken out. Round 12 (2026-11-24) found
+// where their time went (Nsight Compute, 1024, 128 x 64 tiles): the cluster
+// barriers at the start and end, whose release fences waited for memory
+// operations (ERRBAR, MEMBAR.ALL.GPU), held 16% of the warp samples. With the
+// relaxed barriers below, a pair of 128 x 128 tiles is the fastest
+// configuration at 1000 (8.94 us, 96% of cuBLAS on an H100, against 9.60 us
+// unpaired); at 1024 pairs still lose (7.27 us against 6.55).
 // Synchronisation (docs/synchronisation.md):
 // - the ring: tc_warpspecialized's argument, with the producer a single
 //   thread of the last warp and CONSUMERS arrivals on each empty barrier.
+// - PAIR = 2: tc_cluster's argument (07_cluster.cu) for the pair. Start:
+//   init_ring's fence.mbarrier_init.release.cluster, then a relaxed
+//   barrier.cluster arrive and a wait, before anything is multicast or
+//   arrived on a barrier: the fence is what makes the inits visible to the
+//   other block, the barrier only says that both got there. full[s] counts
+//   A_BYTES + B_BYTES, the partner's half landing with complete_tx on this
+//   block's barrier (possibly before this producer's expect_tx: the phase
+//   still waits for its arrival); empty[s] counts 2 x CONSUMERS, each
+//   consumer warpgroup of both blocks arriving on both after
+//   wgmma.wait_group; both producers issue the same n uses (the same slice
+//   of K), so neither block's barrier runs a phase ahead. A producer waits
+//   on empty[s] only to refill it, so the releases of the last STAGES uses
+//   (use v with v + STAGES >= n) are never waited for, and are not sent.
+//   Once a block's consumers have waited for every use, nothing from the
+//   partner is pending into its shared memory: each use's bytes, both
+//   halves, were counted on its full barrier, and each of the partner's
+//   arrivals it sent was waited for by this block's producer before the
+//   refill that this block's consumers then waited for. That is what the
+//   partials and the bfloat16 staging below need. End: a relaxed arrive
+//   after the loop, and a wait before leaving, so that no block leaves
+//   while its partner's consumers still wait for a multicast it issued
+//   (those have landed once the partner's consumers arrive). No memory
+//   ordering is asked of either barrier, so both are relaxed.
+//   A pair's second row tile may lie past M: its block still loads (zeros
+//   for A) and multicasts its half of B, and stores nothing.
 // - the partials (SPLITS > 1): the producer issued exactly the tiles the
 //   consumers waited for, so no TMA write into the ring is pending once every
 //   consumer has left its loop; each consumer's wgmma.wait_group<0> finishes
@@ -94,16 +133,18 @@ __device__ __forceinline__ void store_bf16_staged(const float (&acc)[BN / 2], un
 // The SPLITS partials of this block's share of the tile (float4 columns
 // slice x VECS / SPLITS onwards of every consumer thread's accumulators),
 // added in slice order into `sums`. `partial`: this block's partial, the same
-// offset in every block of the cluster.
+// offset in every block of the cluster; the tile's slices are ranks
+// first_rank .. first_rank + SPLITS - 1 of the cluster.
 template <int CONSUMER_THREADS, int VECS, int SPLITS>
-__device__ __forceinline__ void add_slices(const float4* partial, float4 (&sums)[VECS / SPLITS], int slice, int me) {
+__device__ __forceinline__ void add_slices(const float4* partial, float4 (&sums)[VECS / SPLITS], int slice, int me,
+                                           unsigned first_rank) {
 #pragma unroll
     for (int i = 0; i < VECS / SPLITS; ++i) {
         const int v = slice * (VECS / SPLITS) + i;
         sums[i] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
         for (int z = 0; z < SPLITS; ++z) {
-            const float4 p = load_cluster_float4(partial + v * CONSUMER_THREADS + me, z);
+            const float4 p = load_cluster_float4(partial + v * CONSUMER_THREADS + me, first_rank + z);
             sums[i].x += p.x;
             sums[i].y += p.y;
             sums[i].z += p.z;
@@ -127,7 +168,51 @@ __device__ __forceinline__ void store_slices(const float4 (&sums)[VECS / SPLITS]
     }
 }
 
-template <typename T, int BM, int BN, int STAGES, int SPLITS>
+// PAIR = 2: produce_k_slice with B shared by the two blocks of a pair: this
+// block loads its A and half `half` of B's BN rows, multicast to the same
+// offset of the stage in both blocks (cluster ranks in `pair_mask`). A stage is
+// refilled once the consumers of both blocks released it (empty counts both).
+template <int STAGES, int A_BYTES, int B_BYTES, int BN, int BK>
+__device__ __forceinline__ void produce_pair_slice(unsigned char* smem, unsigned long long* full,
+                                                   unsigned long long* empty, const CUtensorMap* a_map,
+                                                   const CUtensorMap* b_map, int row0, int col0, int t_begin,
+                                                   int t_end, int half, unsigned short pair_mask) {
+    for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
+        const int s = u % STAGES;
+        unsigned char* stage = smem + s * (A_BYTES + B_BYTES);
+        if (u >= STAGES) mbar_wait(&empty[s], (u / STAGES - 1) % 2);
+        mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
+        tma_load(stage, a_map, &full[s], row0, t * BK);
+        tma_load_multicast(stage + A_BYTES + half * (B_BYTES / 2), b_map, &full[s], col0 + half * (BN / 2), t * BK,
+                           pair_mask);
+    }
+}
+
+// PAIR = 2: consume_k_slice releasing each stage in both blocks of the pair
+// (cluster ranks first and second), after wgmma.wait_group<1> completed the
+// wgmma that read it; only the uses that will be refilled are released.
+template <typename Inputs, int BN, int STAGES, int A_BYTES, int B_BYTES>
+__device__ __forceinline__ void consume_pair_slice(float (&acc)[BN / 2], unsigned char* smem,
+                                                   unsigned long long* full, unsigned long long* empty, int slab,
+                                                   int thread, int t_begin, int t_end, unsigned first,
+                                                   unsigned second) {
+    auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
+    for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
+        const int s = u % STAGES;
+        mbar_wait(&full[s], (u / STAGES) % 2);
+        wgmma_fence();
+        wgmma_slice<Inputs, BN>(acc, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
+        wgmma_commit();
+        wgmma_wait<1>();
+        // Use u - 1 is refilled only if a use STAGES later exists: later releases go unheard.
+        if (u > 0 && u - 1 < t_end - t_begin - STAGES && thread < 2)
+            mbar_arrive_cluster(&empty[(u - 1) % STAGES], thread == 0 ? first : second);
+    }
+    wgmma_wait<0>();
+    fence_registers(acc);
+}
+
+template <typename T, int BM, int BN, int STAGES, int SPLITS, int PAIR>
 __global__ void __launch_bounds__(BM / 64 * 128 + 32)
 tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
          typename T::c_storage* __restrict__ c, int m, int n, int k) {
@@ -141,6 +226,8 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
     static_assert(SPLITS >= 1 && SPLITS <= 8 && VECS % SPLITS == 0,
                   "a cluster of at most 8 slices, each adding an equal share of the float4 columns");
     static_assert(SPLITS == 1 || BM * BN * 4 <= STAGES * (A_BYTES + B_BYTES), "the partial tile fits the ring");
+    static_assert((PAIR == 1 || PAIR == 2) && PAIR * SPLITS <= 8, "a pair at most, in a cluster of at most 8");
+    static_assert(PAIR == 1 || (B_BYTES / 2) % 1024 == 0, "each half of B starts on a 1024-byte boundary");
     extern __shared__ __align__(1024) unsigned char smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
     unsigned long long* empty = full + STAGES;
@@ -152,21 +239,44 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
     const int t_begin = static_cast<int>(static_cast<long long>(slice) * k_tiles / SPLITS);
     const int t_end = static_cast<int>(static_cast<long long>(slice + 1) * k_tiles / SPLITS);
 
-    init_ring<STAGES>(full, empty, CONSUMERS);
-    __syncthreads();
+    // PAIR = 2: row tile `half` of its pair, whose blocks of this slice are ranks slice and SPLITS + slice.
+    const int half = blockIdx.x / SPLITS % PAIR;
+    const unsigned first = slice, second = SPLITS + slice;
+    init_ring<STAGES>(full, empty, PAIR * CONSUMERS);
+    if constexpr (PAIR == 1) {
+        __syncthreads();
+    } else {
+        // init_ring's fence.mbarrier_init orders the inits before this arrive.
+        cluster_arrive_relaxed();
+        cluster_wait();  // the partner's barriers exist before anything is multicast or arrived on them
+    }
 
     float acc[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
     if (tid >= CONSUMER_THREADS) {
-        if (tid == CONSUMER_THREADS)  // the producer: one thread of the last warp
-            produce_k_slice<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, t_begin,
-                                                          t_end);
+        if (tid == CONSUMER_THREADS) {  // the producer: one thread of the last warp
+            if constexpr (PAIR == 1) {
+                produce_k_slice<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, t_begin,
+                                                              t_end);
+            } else {
+                const unsigned short mask = (1u << first) | (1u << second);
+                produce_pair_slice<STAGES, A_BYTES, B_BYTES, BN, BK>(smem, full, empty, &a_map, &b_map, row0, col0,
+                                                                     t_begin, t_end, half, mask);
+            }
+        }
         __syncwarp();  // the whole warp meets the cluster barriers below
+        if constexpr (PAIR == 2 && SPLITS == 1) cluster_arrive_relaxed();
     } else {
         const int slab = tid / 128, thread = tid % 128;
-        consume_k_slice<typename T::inputs, BN, STAGES, A_BYTES, B_BYTES>(acc, smem, full, empty, slab, thread, t_begin,
-                                                                          t_end);
+        if constexpr (PAIR == 1) {
+            consume_k_slice<typename T::inputs, BN, STAGES, A_BYTES, B_BYTES>(acc, smem, full, empty, slab, thread,
+                                                                              t_begin, t_end);
+        } else {
+            consume_pair_slice<typename T::inputs, BN, STAGES, A_BYTES, B_BYTES>(acc, smem, full, empty, slab, thread,
+                                                                                 t_begin, t_end, first, second);
+        }
+        if constexpr (PAIR == 2 && SPLITS == 1) cluster_arrive_relaxed();
         if constexpr (SPLITS == 1 && sizeof(typename T::c_storage) == 2) {
             // The ring is idle: every TMA copy the producer issued was waited for.
             fence_proxy_async_shared();  // this thread's async-proxy accesses of the ring before its writes
@@ -188,12 +298,14 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
         }
         cluster_sync();  // every slice's partial written, and visible across the cluster
         float4 sums[VECS / SPLITS];
-        if (tid < CONSUMER_THREADS) add_slices<CONSUMER_THREADS, VECS, SPLITS>(partial, sums, slice, tid);
+        if (tid < CONSUMER_THREADS) add_slices<CONSUMER_THREADS, VECS, SPLITS>(partial, sums, slice, tid, half * SPLITS);
         // The arrive's fence waits for this thread's reads of the other blocks'
         // partials, not for the stores after it.
         cluster_arrive();
         if (tid < CONSUMER_THREADS)
             store_slices<VECS, SPLITS>(sums, c, m, n, row0 + tid / 128 * 64, col0, slice, tid);
         cluster_wait();  // no block leaves while another reads its shared memory
+    } else if constexpr (PAIR == 2) {
+        cluster_wait();  // no block leaves while its partner may still arrive on its barriers
     }
 }

@@ -414,8 +414,10 @@ SMALL_SPLITS = (1, 2, 4, 8)  # a portable cluster holds at most 8 blocks
 
 
 def _small_grid(c: Config) -> Callable[[Shape, int], Dim3]:
-    """x: the tile rows, each as SPLITS blocks in a row (one cluster); y: the tile columns."""
-    return lambda s, b: (cdiv(s.m, c["BM"]) * c["SPLITS"], cdiv(s.n, c["BN"]), 1)
+    """x: the tile rows, each as SPLITS blocks in a row, PAIR tile rows to a
+    cluster (a pair's second row may lie past M); y: the tile columns."""
+    pair = c["PAIR"]
+    return lambda s, b: (cdiv(cdiv(s.m, c["BM"]), pair) * pair * c["SPLITS"], cdiv(s.n, c["BN"]), 1)
 
 
 def _small_rules(c: Config) -> list[str]:
@@ -428,6 +430,8 @@ def _small_rules(c: Config) -> list[str]:
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
         + needs(c["SPLITS"] in SMALL_SPLITS, splits)
         + needs(c["SPLITS"] == 1 or c["BM"] * c["BN"] * 4 <= ring, partial)
+        + needs(c["PAIR"] in (1, 2), "PAIR must be 1 or 2 (row tiles sharing B by multicast)")
+        + needs(c["PAIR"] * c["SPLITS"] <= 8, "PAIR x SPLITS must be at most 8 (the blocks of a portable cluster)")
     )
 
 
@@ -528,7 +532,7 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         summary="sm_90a: 64- or 128-wide tiles on a short TMA ring fed by one producer warp; SPLITS slices of K "
         "per tile in a cluster, added in slice order through distributed shared memory",
         dtypes=(*DTYPES, BF16_OUT),
-        default=Config(BM=64, BN=128, STAGES=4, SPLITS=1),
+        default=Config(BM=64, BN=128, STAGES=4, SPLITS=1, PAIR=1),
         search=(
             Config(BN=64),
             Config(BN=64, SPLITS=2),
@@ -552,6 +556,12 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
             # 4096 x 128 x 4096 from 77.0% to 83.9% on an H100 (2026-11-24k).
             Config(BN=64, SPLITS=2, STAGES=8),
             Config(BN=128, SPLITS=2, STAGES=8),
+            # Pairs of row tiles sharing B by multicast (rounds 10 and 12): the
+            # 128 x 128 pair measured 8.94 us at 1000 against 9.60 unpaired (H100,
+            # 2026-11-24p_h100_tc-small-pairs-relaxed.txt). With SPLITS > 1 a pair
+            # is a cluster of 4, of which an H100 holds 30: not searched.
+            Config(BM=128, PAIR=2),
+            Config(BM=128, BN=64, STAGES=8, PAIR=2),
         ),
         threads=lambda c: c["BM"] // 64 * WARPGROUP + 32,
         smem_bytes=lambda c: ring_bytes(c, 2),
@@ -560,7 +570,8 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         cgma=reuse_cgma,
         grid=_small_grid,
         shape_rules=lambda c: (grid_y_fits(_small_grid(c)),),
-        cluster_size=lambda c: c["SPLITS"],
+        cluster_size=lambda c: c["SPLITS"] * c["PAIR"],
+        multicast=lambda c: c["PAIR"],
         **HOPPER,
     ),
     Rung(
