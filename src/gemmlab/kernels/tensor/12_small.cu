@@ -168,50 +168,6 @@ __device__ __forceinline__ void store_slices(const float4 (&sums)[VECS / SPLITS]
     }
 }
 
-// PAIR = 2: produce_k_slice with B shared by the two blocks of a pair: this
-// block loads its A and half `half` of B's BN rows, multicast to the same
-// offset of the stage in both blocks (cluster ranks in `pair_mask`). A stage is
-// refilled once the consumers of both blocks released it (empty counts both).
-template <int STAGES, int A_BYTES, int B_BYTES, int BN, int BK>
-__device__ __forceinline__ void produce_pair_slice(unsigned char* smem, unsigned long long* full,
-                                                   unsigned long long* empty, const CUtensorMap* a_map,
-                                                   const CUtensorMap* b_map, int row0, int col0, int t_begin,
-                                                   int t_end, int half, unsigned short pair_mask) {
-    for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
-        const int s = u % STAGES;
-        unsigned char* stage = smem + s * (A_BYTES + B_BYTES);
-        if (u >= STAGES) mbar_wait(&empty[s], (u / STAGES - 1) % 2);
-        mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
-        tma_load(stage, a_map, &full[s], row0, t * BK);
-        tma_load_multicast(stage + A_BYTES + half * (B_BYTES / 2), b_map, &full[s], col0 + half * (BN / 2), t * BK,
-                           pair_mask);
-    }
-}
-
-// PAIR = 2: consume_k_slice releasing each stage in both blocks of the pair
-// (cluster ranks first and second), after wgmma.wait_group<1> completed the
-// wgmma that read it; only the uses that will be refilled are released.
-template <typename Inputs, int BN, int STAGES, int A_BYTES, int B_BYTES>
-__device__ __forceinline__ void consume_pair_slice(float (&acc)[BN / 2], unsigned char* smem,
-                                                   unsigned long long* full, unsigned long long* empty, int slab,
-                                                   int thread, int t_begin, int t_end, unsigned first,
-                                                   unsigned second) {
-    auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
-    for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
-        const int s = u % STAGES;
-        mbar_wait(&full[s], (u / STAGES) % 2);
-        wgmma_fence();
-        wgmma_slice<Inputs, BN>(acc, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
-        wgmma_commit();
-        wgmma_wait<1>();
-        // Use u - 1 is refilled only if a use STAGES later exists: later releases go unheard.
-        if (u > 0 && u - 1 < t_end - t_begin - STAGES && thread < 2)
-            mbar_arrive_cluster(&empty[(u - 1) % STAGES], thread == 0 ? first : second);
-    }
-    wgmma_wait<0>();
-    fence_registers(acc);
-}
-
 template <typename T, int BM, int BN, int STAGES, int SPLITS, int PAIR>
 __global__ void __launch_bounds__(BM / 64 * 128 + 32)
 tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
@@ -260,9 +216,16 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
                 produce_k_slice<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, t_begin,
                                                               t_end);
             } else {
+                // This block's A, and half `half` of B's BN rows multicast to the
+                // same offset of the stage in both blocks of the pair. A stage is
+                // refilled once the consumers of both blocks released it.
                 const unsigned short mask = (1u << first) | (1u << second);
-                produce_pair_slice<STAGES, A_BYTES, B_BYTES, BN, BK>(smem, full, empty, &a_map, &b_map, row0, col0,
-                                                                     t_begin, t_end, half, mask);
+                produce_k_slice_with<STAGES, A_BYTES, B_BYTES>(
+                    smem, full, empty, t_begin, t_end, [&](unsigned char* stage, unsigned long long* bar, int t) {
+                        tma_load(stage, &a_map, bar, row0, t * BK);
+                        tma_load_multicast(stage + A_BYTES + half * (B_BYTES / 2), &b_map, bar,
+                                           col0 + half * (BN / 2), t * BK, mask);
+                    });
             }
         }
         __syncwarp();  // the whole warp meets the cluster barriers below
@@ -273,8 +236,15 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
             consume_k_slice<typename T::inputs, BN, STAGES, A_BYTES, B_BYTES>(acc, smem, full, empty, slab, thread,
                                                                               t_begin, t_end);
         } else {
-            consume_pair_slice<typename T::inputs, BN, STAGES, A_BYTES, B_BYTES>(acc, smem, full, empty, slab, thread,
-                                                                                 t_begin, t_end, first, second);
+            // Each use released in both blocks of the pair (ranks first and
+            // second), and only if a use STAGES later refills it: the later
+            // releases would go unheard.
+            const int uses = t_end - t_begin;
+            consume_k_slice_with<typename T::inputs, BN, STAGES, A_BYTES, B_BYTES>(
+                acc, smem, full, slab, t_begin, t_end, [&](int v) {
+                    if (v < uses - STAGES && thread < 2)
+                        mbar_arrive_cluster(&empty[v % STAGES], thread == 0 ? first : second);
+                });
         }
         if constexpr (PAIR == 2 && SPLITS == 1) cluster_arrive_relaxed();
         if constexpr (SPLITS == 1 && sizeof(typename T::c_storage) == 2) {

@@ -350,30 +350,40 @@ __device__ __forceinline__ void produce_k_tiles(unsigned char* smem, unsigned lo
 // t_begin .. t_end - 1, use u = t - t_begin of stage u % STAGES. Why not one
 // helper: each loop is the one its rungs were written and measured with, and
 // either loop in the other's place compiles to other SASS.
-template <int STAGES, int A_BYTES, int B_BYTES, int BK>
-__device__ __forceinline__ void produce_k_slice(unsigned char* smem, unsigned long long* full,
-                                                unsigned long long* empty, const CUtensorMap* a_map,
-                                                const CUtensorMap* b_map, int row0, int col0, int t_begin,
-                                                int t_end) {
+template <int STAGES, int A_BYTES, int B_BYTES, typename Load>
+__device__ __forceinline__ void produce_k_slice_with(unsigned char* smem, unsigned long long* full,
+                                                     unsigned long long* empty, int t_begin, int t_end, Load load) {
     for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
         const int s = u % STAGES;
         unsigned char* stage = smem + s * (A_BYTES + B_BYTES);
         if (u >= STAGES) mbar_wait(&empty[s], (u / STAGES - 1) % 2);
         mbar_expect_bytes(&full[s], A_BYTES + B_BYTES);
-        tma_load(stage, a_map, &full[s], row0, t * BK);
-        tma_load(stage + A_BYTES, b_map, &full[s], col0, t * BK);
+        load(stage, &full[s], t);  // the copies of k-tile t, A_BYTES + B_BYTES into this block's stage
     }
 }
 
-// A consumer warpgroup's side of produce_k_slice's ring: wgmma of its 64-row
-// slab of each stage into acc, one group kept in flight, each stage released
-// once wgmma.wait_group<1> says the wgmma that read it has completed. Returns
-// with every group complete and acc fenced; the last stage is not released
-// (a one-tile block is done with the ring).
-template <typename Inputs, int BN, int STAGES, int A_BYTES, int B_BYTES>
-__device__ __forceinline__ void consume_k_slice(float (&acc)[BN / 2], unsigned char* smem, unsigned long long* full,
-                                                unsigned long long* empty, int slab, int thread, int t_begin,
+template <int STAGES, int A_BYTES, int B_BYTES, int BK>
+__device__ __forceinline__ void produce_k_slice(unsigned char* smem, unsigned long long* full,
+                                                unsigned long long* empty, const CUtensorMap* a_map,
+                                                const CUtensorMap* b_map, int row0, int col0, int t_begin,
                                                 int t_end) {
+    produce_k_slice_with<STAGES, A_BYTES, B_BYTES>(
+        smem, full, empty, t_begin, t_end, [&](unsigned char* stage, unsigned long long* bar, int t) {
+            tma_load(stage, a_map, bar, row0, t * BK);
+            tma_load(stage + A_BYTES, b_map, bar, col0, t * BK);
+        });
+}
+
+// A consumer warpgroup's side of produce_k_slice's ring: wgmma of its 64-row
+// slab of each stage into acc, one group kept in flight, and release(v) called
+// by every thread of the warpgroup once wgmma.wait_group<1> says the wgmma
+// that read use v (counted from t_begin) has completed. Returns with every
+// group complete and acc fenced; the last use is not released (a one-tile
+// block is done with the ring).
+template <typename Inputs, int BN, int STAGES, int A_BYTES, int B_BYTES, typename Release>
+__device__ __forceinline__ void consume_k_slice_with(float (&acc)[BN / 2], unsigned char* smem,
+                                                     unsigned long long* full, int slab, int t_begin, int t_end,
+                                                     Release release) {
     auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
     for (int t = t_begin, u = 0; t < t_end; ++t, ++u) {
         const int s = u % STAGES;
@@ -382,10 +392,21 @@ __device__ __forceinline__ void consume_k_slice(float (&acc)[BN / 2], unsigned c
         wgmma_slice<Inputs, BN>(acc, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
         wgmma_commit();
         wgmma_wait<1>();
-        if (u > 0 && thread == 0) mbar_arrive(&empty[(u - 1) % STAGES]);
+        if (u > 0) release(u - 1);
     }
     wgmma_wait<0>();
     fence_registers(acc);
+}
+
+// consume_k_slice_with releasing each use on this block's empty barrier (one
+// arrival per warpgroup, by its thread 0).
+template <typename Inputs, int BN, int STAGES, int A_BYTES, int B_BYTES>
+__device__ __forceinline__ void consume_k_slice(float (&acc)[BN / 2], unsigned char* smem, unsigned long long* full,
+                                                unsigned long long* empty, int slab, int thread, int t_begin,
+                                                int t_end) {
+    consume_k_slice_with<Inputs, BN, STAGES, A_BYTES, B_BYTES>(acc, smem, full, slab, t_begin, t_end, [&](int v) {
+        if (thread == 0) mbar_arrive(&empty[v % STAGES]);
+    });
 }
 
 // Persistent rungs: tile number -> (tile row, tile column), numbered GROUP_M
