@@ -48,6 +48,11 @@ AWKWARD = [
     ({"BM": 128, "BN": 64, "STAGES": 8, "PAIR": 2}, Shape(300, 200, 520)),  # three row tiles: two pairs
     ({"BM": 128, "PAIR": 2}, Shape(1, 8, 8)),  # one k-tile, one row
     ({"BN": 64, "SPLITS": 4, "PAIR": 2}, Shape(129, 257, 200)),  # clusters of 8: 2 rows x 4 slices
+    # Pairs of column tiles sharing A by multicast (PAIR_COLS = 2):
+    ({"BM": 128, "BN": 64, "STAGES": 8, "PAIR_COLS": 2}, Shape(1000, 1000, 1000)),  # the suite's misaligned square
+    ({"BM": 128, "PAIR_COLS": 2}, Shape(300, 200, 520)),  # two column tiles: one pair, the second crossing N
+    ({"BN": 128, "STAGES": 8, "PAIR_COLS": 2}, Shape(70, 129, 72)),  # three column tiles: the last pair's second past N
+    ({"BM": 128, "BN": 64, "PAIR_COLS": 2}, Shape(8, 1, 8)),  # one k-tile, one column
 ]
 CASES = [(c, s, d) for c, s in AWKWARD for d in DTYPES]
 

@@ -47,6 +47,18 @@ def test_small_pairs_share_b_in_clusters() -> None:
     assert whole.grid(Shape(300, 200, 520), 0) == (4, 2, 1) and whole.cluster == (2, 1, 1)
 
 
+def test_small_column_pairs_share_a_in_clusters() -> None:
+    """PAIR_COLS = 2: two column tiles to a cluster along x, each block loading half of A's rows."""
+    pair = catalogue.variant("tc_small", {"BM": 128, "BN": 64, "STAGES": 8, "PAIR_COLS": 2})
+    # 1000 x 1000: 16 column tiles of 64 in 8 pairs along x, 8 row tiles of 128 along y.
+    assert pair.grid(Shape(1000, 1000, 1000), 0) == (16, 8, 1)
+    assert pair.cluster == (2, 1, 1)
+    assert pair.problem.prepare.keywords["boxes"] == (64, 64)  # A's box: half of its 128 rows
+    # Three column tiles make two pairs: the last block column lies past N.
+    odd = catalogue.variant("tc_small", {"BN": 128, "STAGES": 8, "PAIR_COLS": 2})
+    assert odd.grid(Shape(70, 300, 72), 0) == (4, 2, 1) and odd.problem.prepare.keywords["boxes"] == (32, 128)
+
+
 def test_small_refusals_name_the_rule() -> None:
     for changes, words in [
         ({"BN": 256}, "BN must be 64 or 128"),
@@ -55,6 +67,9 @@ def test_small_refusals_name_the_rule() -> None:
         ({"STAGES": 1, "SPLITS": 2}, "partial tile must fit the ring"),
         ({"PAIR": 3}, "PAIR must be 1 or 2"),
         ({"BN": 64, "SPLITS": 8, "PAIR": 2}, "PAIR x SPLITS must be at most 8"),
+        ({"PAIR_COLS": 3}, "PAIR_COLS must be 1 or 2"),
+        ({"PAIR_COLS": 2, "PAIR": 2}, "PAIR_COLS = 2 takes PAIR = 1 and SPLITS = 1"),
+        ({"PAIR_COLS": 2, "SPLITS": 2}, "PAIR_COLS = 2 takes PAIR = 1 and SPLITS = 1"),
     ]:
         with pytest.raises(ConstraintError, match=words):
             catalogue.variant("tc_small", changes)
@@ -65,7 +80,10 @@ def test_small_refusals_name_the_rule() -> None:
 
 
 @needs_cuobjdump
-@pytest.mark.parametrize("config", [{}, {"BN": 64, "SPLITS": 4}, {"BM": 128, "SPLITS": 2}, {"BM": 128, "PAIR": 2}])
+@pytest.mark.parametrize(
+    "config",
+    [{}, {"BN": 64, "SPLITS": 4}, {"BM": 128, "SPLITS": 2}, {"BM": 128, "PAIR": 2}, {"BM": 128, "PAIR_COLS": 2}],
+)
 @pytest.mark.parametrize("dtype", ["bfloat16", "bfloat16-out"])
 def test_small_sass_runs_wgmma_from_tma_and_clusters_only_when_split(config: dict, dtype: str) -> None:
     spec = catalogue.variant("tc_small", config)
@@ -73,7 +91,7 @@ def test_small_sass_runs_wgmma_from_tma_and_clusters_only_when_split(config: dic
     assert "serialized" not in compiled.log  # ptxas's C7518: every wgmma waited for, one by one
     ops = sass_opcodes(compiled.cubin)
     assert total(ops, "HGMMA") > 0 and total(ops, "UTMALDG") > 0
-    clustered = spec.config["SPLITS"] * spec.config["PAIR"] > 1
+    clustered = spec.config["SPLITS"] * spec.config["PAIR"] * spec.config["PAIR_COLS"] > 1
     assert (total(ops, "UCGABAR_WAIT") > 0) == clustered
 
 

@@ -82,6 +82,9 @@ class Rung:
     # Blocks of a cluster that share B by TMA multicast, each loading BN / multicast
     # of its rows (tc_split_k's CLUSTER); None: ``cluster``.
     multicast: Callable[[Config], int] | None = None
+    # Blocks of a cluster that share A the same way, each loading BM / multicast_a
+    # of its rows (tc_small's PAIR_COLS); None: none do.
+    multicast_a: Callable[[Config], int] | None = None
 
     @property
     def params(self) -> tuple[str, ...]:

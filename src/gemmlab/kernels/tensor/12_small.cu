@@ -10,7 +10,9 @@
 // 1, clusters of PAIR x SPLITS blocks along x: the slices of one tile (and of
 // the pair's second tile); the B tensor map's box BN / PAIR rows. The blocks
 // of a tile's column run next to each other (x before y), so a slab of B meets
-// its tile rows while it is in L2. A and B are TMA tensor maps; C a pointer of its type (float32,
+// its tile rows while it is in L2. PAIR_COLS = 2 (SPLITS = PAIR = 1): grid
+// (ceil(ceil(N / BN) / 2) x 2, ceil(M / BM)), clusters of the 2 column tiles
+// along x, the A tensor map's box BM / 2 rows. A and B are TMA tensor maps; C a pointer of its type (float32,
 // or bfloat16 rounded to nearest even). Any M and N; K x element size a
 // multiple of 16 bytes.
 // Idea: at 512 x 512 x 512 the 128 x 128 tiles of tc_wgmma are 16 blocks on
@@ -38,6 +40,10 @@
 // relaxed barriers below, a pair of 128 x 128 tiles is the fastest
 // configuration at 1000 (8.94 us, 96% of cuBLAS on an H100, against 9.60 us
 // unpaired); at 1024 pairs still lose (7.27 us against 6.55).
+// PAIR_COLS = 2 (round 13): the same for two horizontally adjacent column
+// tiles sharing A (cuBLAS's clusters at 1000 and 1024): each producer loads
+// half of A's BM rows, multicast to both, and its own B. The synchronisation
+// below is the pair's with A in B's place.
 // Synchronisation (docs/synchronisation.md):
 // - the ring: tc_warpspecialized's argument, with the producer a single
 //   thread of the last warp and CONSUMERS arrivals on each empty barrier.
@@ -168,7 +174,7 @@ __device__ __forceinline__ void store_slices(const float4 (&sums)[VECS / SPLITS]
     }
 }
 
-template <typename T, int BM, int BN, int STAGES, int SPLITS, int PAIR>
+template <typename T, int BM, int BN, int STAGES, int SPLITS, int PAIR, int PAIR_COLS>
 __global__ void __launch_bounds__(BM / 64 * 128 + 32)
 tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
          typename T::c_storage* __restrict__ c, int m, int n, int k) {
@@ -184,22 +190,27 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
     static_assert(SPLITS == 1 || BM * BN * 4 <= STAGES * (A_BYTES + B_BYTES), "the partial tile fits the ring");
     static_assert((PAIR == 1 || PAIR == 2) && PAIR * SPLITS <= 8, "a pair at most, in a cluster of at most 8");
     static_assert(PAIR == 1 || (B_BYTES / 2) % 1024 == 0, "each half of B starts on a 1024-byte boundary");
+    static_assert(PAIR_COLS == 1 || (PAIR_COLS == 2 && PAIR == 1 && SPLITS == 1 && (A_BYTES / 2) % 1024 == 0),
+                  "column pairs alone (no row pairs, no slices), each half of A on a 1024-byte boundary");
+    constexpr bool PAIRED = PAIR * PAIR_COLS == 2;  // two blocks sharing an operand by multicast
     extern __shared__ __align__(1024) unsigned char smem[];
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
     unsigned long long* empty = full + STAGES;
 
     const int tid = threadIdx.x;
     const int slice = blockIdx.x % SPLITS;  // with SPLITS > 1, also the block's rank in its cluster
-    const int row0 = blockIdx.x / SPLITS * BM, col0 = blockIdx.y * BN;
+    // Column pairs run along x (the pair adjacent column tiles), the others along y.
+    const int row0 = (PAIR_COLS == 1 ? blockIdx.x / SPLITS : blockIdx.y) * BM;
+    const int col0 = (PAIR_COLS == 1 ? blockIdx.y : blockIdx.x) * BN;
     const int k_tiles = (k + BK - 1) / BK;
     const int t_begin = static_cast<int>(static_cast<long long>(slice) * k_tiles / SPLITS);
     const int t_end = static_cast<int>(static_cast<long long>(slice + 1) * k_tiles / SPLITS);
 
-    // PAIR = 2: row tile `half` of its pair, whose blocks of this slice are ranks slice and SPLITS + slice.
-    const int half = blockIdx.x / SPLITS % PAIR;
+    // A pair's tile `half`, whose blocks of this slice are ranks slice and SPLITS + slice.
+    const int half = PAIR_COLS == 1 ? blockIdx.x / SPLITS % PAIR : blockIdx.x % 2;
     const unsigned first = slice, second = SPLITS + slice;
-    init_ring<STAGES>(full, empty, PAIR * CONSUMERS);
-    if constexpr (PAIR == 1) {
+    init_ring<STAGES>(full, empty, PAIR * PAIR_COLS * CONSUMERS);
+    if constexpr (!PAIRED) {
         __syncthreads();
     } else {
         // init_ring's fence.mbarrier_init orders the inits before this arrive.
@@ -212,9 +223,18 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
     if (tid >= CONSUMER_THREADS) {
         if (tid == CONSUMER_THREADS) {  // the producer: one thread of the last warp
-            if constexpr (PAIR == 1) {
+            if constexpr (!PAIRED) {
                 produce_k_slice<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, t_begin,
                                                               t_end);
+            } else if constexpr (PAIR_COLS == 2) {
+                // Half `half` of A's BM rows multicast to the same offset of the
+                // stage in both blocks of the column pair, and this block's B.
+                produce_k_slice_with<STAGES, A_BYTES, B_BYTES>(
+                    smem, full, empty, t_begin, t_end, [&](unsigned char* stage, unsigned long long* bar, int t) {
+                        tma_load_multicast(stage + half * (A_BYTES / 2), &a_map, bar, row0 + half * (BM / 2), t * BK,
+                                           0b11);
+                        tma_load(stage + A_BYTES, &b_map, bar, col0, t * BK);
+                    });
             } else {
                 // This block's A, and half `half` of B's BN rows multicast to the
                 // same offset of the stage in both blocks of the pair. A stage is
@@ -229,10 +249,10 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
             }
         }
         __syncwarp();  // the whole warp meets the cluster barriers below
-        if constexpr (PAIR == 2 && SPLITS == 1) cluster_arrive_relaxed();
+        if constexpr (PAIRED && SPLITS == 1) cluster_arrive_relaxed();
     } else {
         const int slab = tid / 128, thread = tid % 128;
-        if constexpr (PAIR == 1) {
+        if constexpr (!PAIRED) {
             consume_k_slice<typename T::inputs, BN, STAGES, A_BYTES, B_BYTES>(acc, smem, full, empty, slab, thread,
                                                                               t_begin, t_end);
         } else {
@@ -246,7 +266,7 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
                         mbar_arrive_cluster(&empty[v % STAGES], thread == 0 ? first : second);
                 });
         }
-        if constexpr (PAIR == 2 && SPLITS == 1) cluster_arrive_relaxed();
+        if constexpr (PAIRED && SPLITS == 1) cluster_arrive_relaxed();
         if constexpr (SPLITS == 1 && sizeof(typename T::c_storage) == 2) {
             // The ring is idle: every TMA copy the producer issued was waited for.
             fence_proxy_async_shared();  // this thread's async-proxy accesses of the ring before its writes
@@ -275,7 +295,7 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
         if (tid < CONSUMER_THREADS)
             store_slices<VECS, SPLITS>(sums, c, m, n, row0 + tid / 128 * 64, col0, slice, tid);
         cluster_wait();  // no block leaves while another reads its shared memory
-    } else if constexpr (PAIR == 2) {
+    } else if constexpr (PAIRED) {
         cluster_wait();  // no block leaves while its partner may still arrive on its barriers
     }
 }

@@ -415,8 +415,12 @@ SMALL_SPLITS = (1, 2, 4, 8)  # a portable cluster holds at most 8 blocks
 
 def _small_grid(c: Config) -> Callable[[Shape, int], Dim3]:
     """x: the tile rows, each as SPLITS blocks in a row, PAIR tile rows to a
-    cluster (a pair's second row may lie past M); y: the tile columns."""
+    cluster (a pair's second row may lie past M); y: the tile columns. With
+    PAIR_COLS = 2, x: the tile columns, two to a cluster (the second may lie
+    past N); y: the tile rows."""
     pair = c["PAIR"]
+    if c["PAIR_COLS"] == 2:
+        return lambda s, b: (cdiv(cdiv(s.n, c["BN"]), 2) * 2, cdiv(s.m, c["BM"]), 1)
     return lambda s, b: (cdiv(cdiv(s.m, c["BM"]), pair) * pair * c["SPLITS"], cdiv(s.n, c["BN"]), 1)
 
 
@@ -432,6 +436,11 @@ def _small_rules(c: Config) -> list[str]:
         + needs(c["SPLITS"] == 1 or c["BM"] * c["BN"] * 4 <= ring, partial)
         + needs(c["PAIR"] in (1, 2), "PAIR must be 1 or 2 (row tiles sharing B by multicast)")
         + needs(c["PAIR"] * c["SPLITS"] <= 8, "PAIR x SPLITS must be at most 8 (the blocks of a portable cluster)")
+        + needs(c["PAIR_COLS"] in (1, 2), "PAIR_COLS must be 1 or 2 (column tiles sharing A by multicast)")
+        + needs(
+            c["PAIR_COLS"] == 1 or (c["PAIR"] == 1 and c["SPLITS"] == 1),
+            "PAIR_COLS = 2 takes PAIR = 1 and SPLITS = 1 (a cluster of the two column tiles only)",
+        )
     )
 
 
@@ -532,7 +541,7 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         summary="sm_90a: 64- or 128-wide tiles on a short TMA ring fed by one producer warp; SPLITS slices of K "
         "per tile in a cluster, added in slice order through distributed shared memory",
         dtypes=(*DTYPES, BF16_OUT),
-        default=Config(BM=64, BN=128, STAGES=4, SPLITS=1, PAIR=1),
+        default=Config(BM=64, BN=128, STAGES=4, SPLITS=1, PAIR=1, PAIR_COLS=1),
         search=(
             Config(BN=64),
             Config(BN=64, SPLITS=2),
@@ -562,6 +571,11 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
             # is a cluster of 4, of which an H100 holds 30: not searched.
             Config(BM=128, PAIR=2),
             Config(BM=128, BN=64, STAGES=8, PAIR=2),
+            # Pairs of column tiles sharing A (round 13): cuBLAS's clusters at
+            # 1000 and 1024 (128 x 64 tiles, 1 x 2).
+            Config(BM=128, BN=64, STAGES=8, PAIR_COLS=2),
+            Config(BM=128, PAIR_COLS=2),
+            Config(BN=128, STAGES=8, PAIR_COLS=2),
         ),
         threads=lambda c: c["BM"] // 64 * WARPGROUP + 32,
         smem_bytes=lambda c: ring_bytes(c, 2),
@@ -570,8 +584,9 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         cgma=reuse_cgma,
         grid=_small_grid,
         shape_rules=lambda c: (grid_y_fits(_small_grid(c)),),
-        cluster_size=lambda c: c["SPLITS"] * c["PAIR"],
+        cluster_size=lambda c: c["SPLITS"] * c["PAIR"] * c["PAIR_COLS"],
         multicast=lambda c: c["PAIR"],
+        multicast_a=lambda c: c["PAIR_COLS"],
         **HOPPER,
     ),
     Rung(
@@ -639,9 +654,10 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
     clustered = rung.cluster_size(c) if rung.cluster_size else rung.cluster
     c_box_rows = rung.fixed.get("C_BOX_ROWS", 0)  # C is a tensor map with boxes of these rows (0: a pointer)
     if rung.tma:
-        # TMA boxes: BM rows of A; BN rows of B, split between the blocks that multicast it.
+        # TMA boxes: BM rows of A and BN rows of B, each split between the blocks that multicast it.
         sharing = rung.multicast(c) if rung.multicast else rung.cluster
-        boxes = {"boxes": (bm, bn // sharing), "c_box_rows": c_box_rows}
+        sharing_a = rung.multicast_a(c) if rung.multicast_a else 1
+        boxes = {"boxes": (bm // sharing_a, bn // sharing), "c_box_rows": c_box_rows}
         problem = Problem("tensor", partial(prepare_tensor, **boxes), tensor_device_bytes,
                           operands=partial(tensor_operands, **boxes))  # fmt: skip
     return KernelSpec(
