@@ -565,16 +565,13 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
             # 4096 x 128 x 4096 from 77.0% to 83.9% on an H100 (2026-11-24k).
             Config(BN=64, SPLITS=2, STAGES=8),
             Config(BN=128, SPLITS=2, STAGES=8),
-            # Pairs of row tiles sharing B by multicast (rounds 10 and 12): the
-            # 128 x 128 pair measured 8.94 us at 1000 against 9.60 unpaired (H100,
-            # 2026-11-24p_h100_tc-small-pairs-relaxed.txt). With SPLITS > 1 a pair
-            # is a cluster of 4, of which an H100 holds 30: not searched.
-            Config(BM=128, PAIR=2),
-            Config(BM=128, BN=64, STAGES=8, PAIR=2),
-            # Pairs of column tiles sharing A (round 13): cuBLAS's clusters at
-            # 1000 and 1024 (128 x 64 tiles, 1 x 2).
+            # Pairs of column tiles sharing A by multicast (round 13; cuBLAS's
+            # clusters at 1000 and 1024, 128 x 64 tiles, 1 x 2): at 1000 the
+            # 128 x 64 pair took 8.33 us, 101% of cuBLAS, against 9.35 for the
+            # same tiles in row pairs (PAIR = 2, round 12) and 9.60 for the best
+            # without pairs (H100, 2026-11-25a_h100_tc-small-column-pairs.txt).
+            # Row pairs lost to column pairs wherever both were timed: not searched.
             Config(BM=128, BN=64, STAGES=8, PAIR_COLS=2),
-            Config(BM=128, PAIR_COLS=2),
             Config(BN=128, STAGES=8, PAIR_COLS=2),
         ),
         threads=lambda c: c["BM"] // 64 * WARPGROUP + 32,
