@@ -12,8 +12,8 @@
 // of a tile's column run next to each other (x before y), so a slab of B meets
 // its tile rows while it is in L2. PAIR_COLS = 2 (SPLITS = PAIR = 1): grid
 // (ceil(ceil(N / BN) / 2) x 2, ceil(M / BM)), clusters of the 2 column tiles
-// along x, the A tensor map's box BM / 2 rows. A and B are TMA tensor maps; C a pointer of its type (float32,
-// or bfloat16 rounded to nearest even). Any M and N; K x element size a
+// along x, the A tensor map's box BM / 2 rows. A and B are TMA tensor maps; C
+// a pointer of its type (float32, or bfloat16 rounded to nearest even). Any M and N; K x element size a
 // multiple of 16 bytes.
 // Idea: at 512 x 512 x 512 the 128 x 128 tiles of tc_wgmma are 16 blocks on
 // 132 SMs, each walking all 8 k-tiles in turn; cuBLAS's kernel is in the same
@@ -37,13 +37,16 @@
 // where their time went (Nsight Compute, 1024, 128 x 64 tiles): the cluster
 // barriers at the start and end, whose release fences waited for memory
 // operations (ERRBAR, MEMBAR.ALL.GPU), held 16% of the warp samples. With the
-// relaxed barriers below, a pair of 128 x 128 tiles is the fastest
-// configuration at 1000 (8.94 us, 96% of cuBLAS on an H100, against 9.60 us
-// unpaired); at 1024 pairs still lose (7.27 us against 6.55).
+// relaxed barriers below, row pairs of 128 x 64 tiles beat the best
+// unpaired configuration at 1000 (9.4 against 9.5-9.6 us on an H100, 8.6
+// against 9.4 on an H200); at 1024 pairs still lose (7.27 us against 6.55).
+// Column pairs (below) did better wherever both were timed, and row pairs
+// left the tuner's search.
 // PAIR_COLS = 2 (round 13): the same for two horizontally adjacent column
 // tiles sharing A (cuBLAS's clusters at 1000 and 1024): each producer loads
-// half of A's BM rows, multicast to both, and its own B. The synchronisation
-// below is the pair's with A in B's place.
+// half of A's BM rows, multicast to both, and its own B. At 1000 the 128 x 64
+// column pair is at cuBLAS's speed on both GPUs (8.33 us on an H100, 7.68 on
+// an H200). The synchronisation below is the pair's with A in B's place.
 // Synchronisation (docs/synchronisation.md):
 // - the ring: tc_warpspecialized's argument, with the producer a single
 //   thread of the last warp and CONSUMERS arrivals on each empty barrier.
@@ -71,7 +74,8 @@
 //   (those have landed once the partner's consumers arrive). No memory
 //   ordering is asked of either barrier, so both are relaxed.
 //   A pair's second row tile may lie past M: its block still loads (zeros
-//   for A) and multicasts its half of B, and stores nothing.
+//   for A) and multicasts its half of B, and stores nothing (a column pair's
+//   second tile past N: zeros for B, its half of A).
 // - the partials (SPLITS > 1): the producer issued exactly the tiles the
 //   consumers waited for, so no TMA write into the ring is pending once every
 //   consumer has left its loop; each consumer's wgmma.wait_group<0> finishes
@@ -296,6 +300,6 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
             store_slices<VECS, SPLITS>(sums, c, m, n, row0 + tid / 128 * 64, col0, slice, tid);
         cluster_wait();  // no block leaves while another reads its shared memory
     } else if constexpr (PAIRED) {
-        cluster_wait();  // no block leaves while its partner may still arrive on its barriers
+        cluster_wait();  // no block leaves while its partner still waits for a multicast it issued
     }
 }
