@@ -115,3 +115,49 @@ def test_a_bound_kernel_refuses_as_the_runner_does_before_any_allocation() -> No
         pass
     with pytest.raises(ConstraintError, match="multiple of 8"), bound("tc_tma_store", Shape(64, 64, 60), "bfloat16"):
         pass
+
+
+class _Occupancy:
+    """The driver's occupancy answers, as a loaded kernel gives them (stubbed: no GPU)."""
+
+    def __init__(self, per_sm: int, clusters: int) -> None:
+        self.per_sm, self.clusters, self.asked = per_sm, clusters, []
+
+    def max_active_blocks_per_multiprocessor(self, threads: int, smem: int) -> int:
+        self.asked.append(("blocks", threads, smem))
+        return self.per_sm
+
+    def max_active_clusters(self, config: object, stream: object) -> int:
+        self.asked.append(("clusters", config, stream))
+        return self.clusters
+
+
+def test_blocks_at_once_counts_whole_clusters_and_resident_grid_caps_at_it(monkeypatch) -> None:
+    """blocks_at_once: SMs x blocks per SM without clusters, resident clusters x
+    their size with them; resident_grid launches no more than that and refuses
+    a point of which not one block fits."""
+    from types import SimpleNamespace
+
+    from gemmlab.core.errors import DeviceLimitError
+
+    monkeypatch.setattr(nvrtc, "launch_config", lambda point, grid: ("config", grid))
+    info = SimpleNamespace(sm_count=132, name="a stubbed GPU")
+    plain = catalogue.point("tc_persistent", Shape.square(4096), None, "bfloat16")
+    kernel = SimpleNamespace(occupancy=_Occupancy(per_sm=1, clusters=0))
+    assert nvrtc.blocks_at_once(kernel, plain, info, "stream") == 132
+    assert kernel.occupancy.asked[0][0] == "blocks"
+    assert nvrtc.resident_grid(kernel, plain, info, "stream") == (132, *plain.grid[1:])
+
+    spec = catalogue.variant("tc_small", {"BN": 64, "SPLITS": 4})
+    split = catalogue.point(spec.id, Shape(128, 4096, 4096), None, "bfloat16", spec=spec)
+    kernel = SimpleNamespace(occupancy=_Occupancy(per_sm=2, clusters=30))
+    assert spec.cluster == (4, 1, 1)
+    assert nvrtc.blocks_at_once(kernel, split, info, "stream") == 120
+    assert kernel.occupancy.asked == [("clusters", ("config", split.grid), "stream")]
+
+    none_fit = SimpleNamespace(occupancy=_Occupancy(per_sm=0, clusters=0))
+    assert nvrtc.blocks_at_once(none_fit, plain, info, "stream") == 0
+    with pytest.raises(DeviceLimitError, match="fits no blocks on a stubbed GPU"):
+        nvrtc.resident_grid(none_fit, plain, info, "stream")
+    with pytest.raises(DeviceLimitError, match="fits no clustered blocks"):
+        nvrtc.resident_grid(none_fit, split, info, "stream")

@@ -10,12 +10,13 @@ larger than that runs in more than one wave. Usage, on a GPU machine:
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 from config_ab import parse_shape
 from cuda.core import Device
 
-from gemmlab.backends.nvrtc import compile_kernel, launch_config, load_kernel
+from gemmlab.backends.nvrtc import blocks_at_once, compile_kernel, load_kernel
 from gemmlab.core import gpu
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
@@ -29,16 +30,10 @@ def resident(rung: str, config: dict, shape: Shape, dtype: str) -> tuple[Point, 
     point = catalogue.point(spec.id, shape, None, dtype, spec=spec)
     device = Device(0)
     device.set_current()
-    compiled = compile_kernel(spec, 0, dtype, spec.archs[0] if spec.archs else gpu.describe(0).arch)
-    kernel = load_kernel(point, compiled)
-    if spec.cluster is None:
-        threads = spec.threads_per_block(shape, point.block_edge)
-        per_sm = kernel.occupancy.max_active_blocks_per_multiprocessor(threads, point.dynamic_smem)
-        return point, per_sm * device.properties.multiprocessor_count, 1
-    size = spec.cluster[0] * spec.cluster[1] * spec.cluster[2]
-    stream = device.create_stream()
-    clusters = kernel.occupancy.max_active_clusters(launch_config(point, point.grid), stream=stream)
-    return point, clusters * size, size
+    info = gpu.describe(0)
+    kernel = load_kernel(point, compile_kernel(spec, 0, dtype, spec.archs[0] if spec.archs else info.arch))
+    size = math.prod(spec.cluster) if spec.cluster else 1
+    return point, blocks_at_once(kernel, point, info, device.create_stream()), size
 
 
 def main(argv: list[str]) -> int:

@@ -505,20 +505,26 @@ def launch_config(point: Point, grid: tuple[int, int, int]) -> Any:
     return LaunchConfig(grid=clusters, cluster=cluster, block=point.block, shmem_size=point.dynamic_smem)
 
 
-def resident_grid(kernel: Any, point: Point, info: gpu.DeviceInfo, stream: Any) -> tuple[int, int, int]:
-    """A persistent kernel's grid: its work units (point.grid's x), but no
-    more blocks than the GPU runs at once, as the driver's occupancy
-    calculator counts them (whole clusters for a clustered kernel: a cluster
-    needs its blocks on SMs of one GPC, so fewer may fit than SMs / size)."""
-    threads = point.spec.threads_per_block(point.shape, point.block_edge)
+def blocks_at_once(kernel: Any, point: Point, info: gpu.DeviceInfo, stream: Any) -> int:
+    """How many blocks of ``point`` the GPU runs at once, as the driver's
+    occupancy calculator counts them: whole clusters for a clustered kernel (a
+    cluster needs its blocks on SMs of one GPC, so fewer may fit than SMs /
+    size). 0 when not one fits."""
     cluster = point.spec.cluster
     if cluster is None:
-        per_sm = kernel.occupancy.max_active_blocks_per_multiprocessor(threads, point.dynamic_smem)
-        resident, what = per_sm * info.sm_count, "blocks"
-    else:
-        clusters = kernel.occupancy.max_active_clusters(launch_config(point, point.grid), stream=stream)
-        resident, what = clusters * cluster[0] * cluster[1] * cluster[2], "clustered blocks"
+        threads = point.spec.threads_per_block(point.shape, point.block_edge)
+        return kernel.occupancy.max_active_blocks_per_multiprocessor(threads, point.dynamic_smem) * info.sm_count
+    clusters = kernel.occupancy.max_active_clusters(launch_config(point, point.grid), stream=stream)
+    return clusters * cluster[0] * cluster[1] * cluster[2]
+
+
+def resident_grid(kernel: Any, point: Point, info: gpu.DeviceInfo, stream: Any) -> tuple[int, int, int]:
+    """A persistent kernel's grid: its work units (point.grid's x), but no
+    more blocks than the GPU runs at once (:func:`blocks_at_once`)."""
+    resident = blocks_at_once(kernel, point, info, stream)
     if resident < 1:
+        threads = point.spec.threads_per_block(point.shape, point.block_edge)
+        what = "blocks" if point.spec.cluster is None else "clustered blocks"
         raise DeviceLimitError(
             f"{point.spec.id} fits no {what} on {info.name}: {threads} threads and "
             f"{point.dynamic_smem} bytes of shared memory per block.",
