@@ -10,22 +10,20 @@ __device__ __forceinline__ unsigned cluster_rank() {
     return r;
 }
 
-// Every thread of every block of the cluster arrives, then waits for all.
+// The cluster barrier in its two halves, for work that may go between them.
 // arrive.release / wait.acquire: everything a thread of the cluster did before
 // its arrive (remote mbarrier arrivals included) happens before everything any
-// thread of the cluster does after its wait. .aligned: every thread of a warp
-// executes it, so it sits only where a whole warp arrives (not inside `if (tid == 0)`).
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-// cluster_sync in its two halves, for work that may go between them: the
-// arrive orders this thread's earlier accesses (as cluster_sync's does), the
-// wait returns once every thread of the cluster has arrived. What a thread does
-// between them is not ordered before the others' waits: an epilogue's global
-// stores there are not waited for by the arrive's fence.
+// thread of the cluster does after its wait. What a thread does between its
+// arrive and its wait is not ordered before the others' waits: an epilogue's
+// global stores there are not waited for by the arrive's fence. .aligned: every
+// thread of a warp executes them, so they sit only where a whole warp arrives
+// (not inside `if (tid == 0)`).
 __device__ __forceinline__ void cluster_arrive() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void cluster_wait() {
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
 // An arrive that orders nothing: for a barrier whose waiters need only know
@@ -34,8 +32,10 @@ __device__ __forceinline__ void cluster_arrive_relaxed() {
     asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 }
 
-__device__ __forceinline__ void cluster_wait() {
-    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+// Every thread of every block of the cluster arrives, then waits for all.
+__device__ __forceinline__ void cluster_sync() {
+    cluster_arrive();
+    cluster_wait();
 }
 
 // The 16 bytes at `local`'s offset in the shared memory of cluster block `rank`.
