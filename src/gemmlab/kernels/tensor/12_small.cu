@@ -230,25 +230,24 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
             if constexpr (!PAIRED) {
                 produce_k_slice<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, t_begin,
                                                               t_end);
-            } else if constexpr (PAIR_COLS == 2) {
-                // Half `half` of A's BM rows multicast to the same offset of the
-                // stage in both blocks of the column pair, and this block's B.
-                produce_k_slice_with<STAGES, A_BYTES, B_BYTES>(
-                    smem, full, empty, t_begin, t_end, [&](unsigned char* stage, unsigned long long* bar, int t) {
-                        tma_load_multicast(stage + half * (A_BYTES / 2), &a_map, bar, row0 + half * (BM / 2), t * BK,
-                                           0b11);
-                        tma_load(stage + A_BYTES, &b_map, bar, col0, t * BK);
-                    });
             } else {
-                // This block's A, and half `half` of B's BN rows multicast to the
-                // same offset of the stage in both blocks of the pair. A stage is
-                // refilled once the consumers of both blocks released it.
+                // The shared operand (A for column pairs, B for row pairs): half
+                // `half` of its rows, multicast to the same offset of the stage in
+                // both blocks of the pair; the other operand this block's own. A
+                // stage is refilled once the consumers of both blocks released it.
                 const unsigned short mask = (1u << first) | (1u << second);
                 produce_k_slice_with<STAGES, A_BYTES, B_BYTES>(
                     smem, full, empty, t_begin, t_end, [&](unsigned char* stage, unsigned long long* bar, int t) {
-                        tma_load(stage, &a_map, bar, row0, t * BK);
-                        tma_load_multicast(stage + A_BYTES + half * (B_BYTES / 2), &b_map, bar,
-                                           col0 + half * (BN / 2), t * BK, mask);
+                        if constexpr (PAIR_COLS == 2)
+                            tma_load_multicast(stage + half * (A_BYTES / 2), &a_map, bar, row0 + half * (BM / 2),
+                                               t * BK, mask);
+                        else
+                            tma_load(stage, &a_map, bar, row0, t * BK);
+                        if constexpr (PAIR == 2)
+                            tma_load_multicast(stage + A_BYTES + half * (B_BYTES / 2), &b_map, bar,
+                                               col0 + half * (BN / 2), t * BK, mask);
+                        else
+                            tma_load(stage + A_BYTES, &b_map, bar, col0, t * BK);
                     });
             }
         }
