@@ -82,7 +82,7 @@ def test_promotion_every_256_k_verifies_on_awkward_shapes(dtype: str, cluster: i
 
     if not _hopper():
         pytest.skip("tc_fp8_tma_store needs sm_90a")
-    spec = catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 256, "CLUSTER": cluster})
+    spec = catalogue.variant("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256, "CLUSTER": cluster})
     for shape in SHAPES:
         result = run("tc_fp8_tma_store", shape, dtype=dtype, reps=1, warmup=1, baseline=False, spec=spec)
         assert 0 <= result.error <= result.tolerance, (shape, result.error, result.tolerance)
@@ -96,7 +96,7 @@ def test_promotion_every_256_k_stays_inside_its_derived_bound_at_large_k() -> No
     if not _hopper():
         pytest.skip("tc_fp8_tma_store needs sm_90a")
     shape = Shape(256, 256, 8192)
-    spec = catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 256})
+    spec = catalogue.variant("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256})
     result = run("tc_fp8_tma_store", shape, dtype="e4m3", reps=1, warmup=1, baseline=False, spec=spec, seed=3)
     assert result.tolerance == pytest.approx(1e-4 + 8 * 2.0**-13)
     assert 0 <= result.error <= result.tolerance, (result.error, result.tolerance)
@@ -105,11 +105,11 @@ def test_promotion_every_256_k_stays_inside_its_derived_bound_at_large_k() -> No
 SCHEDULES = [
     ("tc_fp8_tma_store", {"STAGGER": 1}, "e4m3"),
     ("tc_fp8_tma_store", {"STAGGER": 1, "CLUSTER": 1}, "e4m3-bf16"),
-    ("tc_fp8_tma_store", {"STAGGER": 1, "PROMOTE_K": 256}, "e4m3"),
+    ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "STAGGER": 1, "PROMOTE_K": 256}, "e4m3"),
     ("tc_fp8_blockscaled_tma", {"STAGGER": 1}, "e4m3"),
     ("tc_fp8_blockscaled_tma", {"STAGGER": 1, "CLUSTER": 1}, "e5m2"),
     ("tc_fp8_tma_store", {"BN": 256, "STAGES": 4}, "e4m3-bf16"),
-    ("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "PROMOTE_K": 256}, "e4m3"),
+    ("tc_fp8_tma_store", {"BN": 256, "STAGES": 3, "C_BOXES": 4}, "e4m3"),
     ("tc_fp8_tma_store", {"BN": 256, "STAGES": 4, "STAGGER": 1, "CLUSTER": 1}, "e5m2"),
     ("tc_fp8_blockscaled_tma", {"BN": 256, "STAGES": 4, "STAGGER": 1}, "e4m3"),
     ("tc_fp8_blockscaled_tma", {"BN": 128, "STAGES": 5}, "e4m3-bf16"),

@@ -265,7 +265,6 @@ PERSISTENT_CONFIGS = [
     ("tc_fp8_blockscaled_tma", {"CLUSTER": 2}),
     ("tc_fp8_blockscaled_tma", {"BN": 128, "STAGES": 5, "STAGGER": 1}),
     *[(k, {"BN": 128, "STAGES": 5, "CLUSTER": c}) for k in PERSISTENT_FP8 for c in (1, 2)],
-    ("tc_fp8_tma_store", {"PROMOTE_K": 256}),
     ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256}),
     ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256, "CLUSTER": 1}),
     ("tc_fp8_tma_store", {"BN": 128, "PROMOTE_K": 256, "STAGES": 4, "C_BOXES": 4}),
@@ -288,13 +287,16 @@ def test_persistent_fp8_rungs_compile_without_serialised_wgmma(kernel_id: str, c
 def test_promotion_every_256_k_doubles_the_chain_and_its_tolerance() -> None:
     rung = lowp.LADDER.rung("tc_fp8_tma_store")
     assert lowp._chain(rung, rung.config({})) == 128
-    assert lowp._chain(rung, rung.config({"PROMOTE_K": 256})) == 256
+    assert lowp._chain(rung, rung.config({"BN": 128, "PROMOTE_K": 256})) == 256
     # 8 k = 32 steps in the tensor cores between promotions instead of 4: the bound's linear term doubles.
     assert problem.fp8_tolerance(256) == pytest.approx(1e-4 + 8 * 2.0**-13)
-    longer = catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 256})
+    longer = catalogue.variant("tc_fp8_tma_store", {"BN": 128, "PROMOTE_K": 256})
     assert longer.problem is not catalogue.get("tc_fp8_tma_store").problem
     with pytest.raises(ConstraintError, match="PROMOTE_K must be 128 or 256"):
         catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 384})
+    # Two K tiles a group do not fit a consumer's registers beside 64 x 256 sums.
+    with pytest.raises(ConstraintError, match="PROMOTE_K=256 needs BN = 128"):
+        catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 256})
     # Block scales change every 128 K: the block-scaled rung has no such parameter.
     with pytest.raises(GemmlabError, match="PROMOTE_K"):
         catalogue.variant("tc_fp8_blockscaled_tma", {"PROMOTE_K": 256})

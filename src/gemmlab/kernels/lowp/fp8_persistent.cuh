@@ -24,6 +24,18 @@
 // kernel compiles without that message): the overlap comes from the other
 // consumer warpgroup instead, as in DeepGEMM.
 //
+// The gap: between a group's completion and the next group's issue the
+// tensor cores have nothing of this consumer's, so (per-tensor scales, one
+// K tile a group: EARLY) only the promotion's adds run there. The next
+// group's descriptors are made, and its stages asked for with one
+// test_wait each, while the tensor cores still run the current group; the
+// wait loop, when the answer was no, comes after the adds (a loop between a
+// wgmma and its wait_group makes ptxas serialise them). cuBLASLt's FP8
+// kernel does the same (its try-wait comes before the group's wait). Before,
+// 25 integer instructions and a blocking try_wait sat in the gap. Measured
+// (H100, docs/lowp-ladder.md round 6): bfloat16 C 2-5% faster, float32 C
+// unchanged. With block scales the answer's registers made ptxas spill.
+//
 // PROMOTE_K (256: per-tensor scales only) sums two K tiles in the tensor
 // cores per promotion, one wait and one add per 256 K: half the consumer's
 // stalls, at twice the chain of unpromoted steps (problems/lowp.py's
@@ -56,7 +68,10 @@
 // tc_persistent ring. A stage is released once wgmma.wait_group 0 has
 // completed the group that read it, once per use and in order, so the
 // producer's parity argument is unchanged. K = 0 runs no slice: the sums are
-// the zeros stored.
+// the zeros stored. EARLY's test_wait acquires, as try_wait does, when it
+// answers yes (the phase has completed: the stage's bytes are visible); a no
+// leads to the usual wait before the group is issued, so no group is issued
+// on a stage whose phase this thread has not seen complete.
 // Block scales: each full barrier counts 1 + 32 arrivals, the producer's
 // (with its bytes) and one per scale-warp lane, which cp.async makes once
 // that lane's copies into the stage are complete and visible to threads that
@@ -129,9 +144,10 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     // scales) each stage's scales, then the barriers.
     constexpr int STAGE_SCALES = SCALING == SCALE_BLOCKS ? BM + 4 : 0;  // A's rows, then up to 4 of B's blocks
     static_assert(PASSES <= 4, "a stage holds the scales of at most 4 blocks of B's columns");
+    constexpr int FULL_OFFSET = STAGES * (A_BYTES + B_BYTES) + CONSUMERS * C_BOXES * C_BOX_BYTES + STAGES * STAGE_SCALES * 4;
     unsigned char* boxes = smem + STAGES * (A_BYTES + B_BYTES);
     float* scales = reinterpret_cast<float*>(boxes + CONSUMERS * C_BOXES * C_BOX_BYTES);
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(scales + STAGES * STAGE_SCALES);
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + FULL_OFFSET);
     unsigned long long* empty = full + STAGES;
 
     const int tid = threadIdx.x, group = tid / 128;
@@ -193,15 +209,42 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
         const int r = 16 * (thread / 32) + (thread % 32) / 4;  // this thread's rows of a slab: r and r + 8
         unsigned char* my_boxes = boxes + slab * C_BOXES * C_BOX_BYTES;
         const float tensor_scale = SCALING == SCALE_TENSOR ? scale_a[0] * scale_b[0] : 1.f;
+        // The ring as shared-window addresses and descriptors, made once: stage
+        // s's barriers lie 8 s bytes on, its operands STAGE_DESC s descriptor
+        // units on. (Converting a generic pointer reads the block's place in its
+        // cluster; in the loop that was 25 integer instructions a stage between
+        // a group's completion and the next group's issue.)
+        const unsigned ring = smem_u32(smem), full_at = ring + FULL_OFFSET, empty_at = full_at + 8 * STAGES;
+        const unsigned a_desc = wgmma_desc_low(ring) + slab * 64 * TMA_ROW_BYTES / 16;
+        const unsigned b_desc = wgmma_desc_low(ring) + A_BYTES / 16;
+        constexpr unsigned STAGE_DESC = (A_BYTES + B_BYTES) / 16, PASS_DESC = SCALE_BLOCK * TMA_ROW_BYTES / 16;
         auto release = [&](int s) {
             if constexpr (CLUSTER == 1) {
-                if (thread == 0) mbar_arrive(&empty[s]);
+                if (thread == 0) mbar_arrive(empty_at + 8 * s);
             } else {
-                if (thread < CLUSTER) mbar_arrive_cluster(&empty[s], thread);
+                if (thread < CLUSTER) mbar_arrive_cluster(empty_at + 8 * s, thread);
             }
         };
-        int use = 0, stored = 0;  // stored: boxes this warpgroup has handed to the copy engine
-        bool opening = true;      // STAGGER: this consumer's first group is still to come
+        // The uses u .. u + SLICES - 1 of the ring (a group; use u is stage u %
+        // STAGES in phase u / STAGES) are full: without waiting (ready), or waiting (wait).
+        auto group_ready = [&](unsigned u) {
+            bool ready = true;
+#pragma unroll
+            for (int i = 0; i < SLICES; ++i) ready &= mbar_ready(full_at + 8 * ((u + i) % STAGES), (u + i) / STAGES % 2);
+            return ready;
+        };
+        auto group_wait = [&](unsigned u) {
+#pragma unroll
+            for (int i = 0; i < SLICES; ++i) mbar_wait(full_at + 8 * ((u + i) % STAGES), (u + i) / STAGES % 2);
+        };
+        unsigned use = 0;     // this consumer's next K tile, counted over all of its tiles
+        // Whether the next group's stages are asked for early (below). Not with
+        // block scales, where the answer's registers made ptxas spill at
+        // BN = 256, nor with two K tiles a group, where ptxas serialised the
+        // wgmmas (C7518) at BN = 256.
+        constexpr bool EARLY = SCALING == SCALE_TENSOR && SLICES == 1;
+        int stored = 0;       // boxes this warpgroup has handed to the copy engine
+        bool opening = true;  // STAGGER: this consumer's first group is still to come
         for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
             int tm, tn;
             tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
@@ -211,50 +254,50 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
 #pragma unroll
             for (int i = 0; i < 64; ++i) part[i] = 0.f;
-            // Pass p (columns 128 p ..) of K tiles t .. t + SLICES - 1 into `part` (the first
-            // step overwrites it), one group.
-            auto issue = [&](int t, int p) {
-                if (p == 0) {
-                    // Every tile of the group is in before its first wgmma: a barrier wait (a
-                    // loop) between wgmmas on the same registers makes ptxas serialise them (C7518).
-#pragma unroll
-                    for (int i = 0; i < SLICES; ++i) {
-                        const int u = use + t + i;
-                        mbar_wait(&full[u % STAGES], (u / STAGES) % 2);
-                    }
-                }
+            // Pass p (columns 128 p ..) of the group at `use` into `part` (the
+            // first step overwrites it). Its stages are full: a barrier wait (a
+            // loop) between wgmmas on the same registers makes ptxas serialise
+            // them (C7518), so the waits come before, never between.
+            // a, b: the descriptors' low words of the group's first K tile
+            // for pass p, made (descriptors below) before the wait that
+            // precedes this issue, so that between a group's completion and
+            // the next one's issue there are only the promotion's adds.
+            auto issue = [&](int p, unsigned a, unsigned b) {
                 if constexpr (STAGGER) {
                     if (slab == 1 && opening) stagger_wait();
                 }
                 wgmma_fence();
+                wgmma_fp8_fresh_slice<In, true>(part, a, b);
 #pragma unroll
-                for (int i = 0; i < SLICES; ++i) {
-                    unsigned char* rows = stage((use + t + i) % STAGES);
-                    unsigned char* b_rows = rows + A_BYTES + p * SCALE_BLOCK * TMA_ROW_BYTES;
-                    if (i == 0) {
-                        wgmma_fp8_fresh_slice<In, true>(part, rows + slab * 64 * TMA_ROW_BYTES, b_rows);
-                    } else {
-                        wgmma_fp8_fresh_slice<In, false>(part, rows + slab * 64 * TMA_ROW_BYTES, b_rows);
-                    }
+                for (int i = 1; i < SLICES; ++i) {
+                    const unsigned at = STAGE_DESC * ((use + i) % STAGES);
+                    wgmma_fp8_fresh_slice<In, false>(part, a_desc + at, b_desc + at + p * PASS_DESC);
                 }
                 wgmma_commit();
             };
-            // Pass p of the group of K tiles t .. has completed: its partial joins the FP32 sums
-            // of its columns, and after the last pass the group's stages are free.
-            auto promote = [&](int t, int p) {
+            auto descriptors = [&](unsigned u, int p, unsigned& a, unsigned& b) {
+                const unsigned at = STAGE_DESC * (u % STAGES);
+                a = a_desc + at;
+                b = b_desc + at + p * PASS_DESC;
+                if constexpr (EARLY) asm volatile("" : "+r"(a), "+r"(b));  // here, not past the next wait
+            };
+            // Pass p of the group at `use` has completed: its partial joins the
+            // FP32 sums of its columns, and after the last pass the group's
+            // stages are free.
+            auto promote = [&](int p) {
                 fence_registers(part);
                 // Block scales: this K block's factors of the thread's two rows in pass p's
                 // columns, read from the stage before it is released.
                 float lo = 1.f, hi = 1.f;
                 if constexpr (SCALING == SCALE_BLOCKS) {
-                    const float* stage_scales = scales + (use + t) % STAGES * STAGE_SCALES;
+                    const float* stage_scales = scales + use % STAGES * STAGE_SCALES;
                     const float b = stage_scales[BM + p];
                     lo = stage_scales[slab * 64 + r] * b;
                     hi = stage_scales[slab * 64 + r + 8] * b;
                 }
                 if (p == PASSES - 1) {
 #pragma unroll
-                    for (int i = 0; i < SLICES; ++i) release((use + t + i) % STAGES);
+                    for (int i = 0; i < SLICES; ++i) release((use + i) % STAGES);
                 }
                 float* sums = acc + 64 * p;
                 if constexpr (SCALING == SCALE_BLOCKS) {
@@ -271,19 +314,39 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                 }
             };
 
+            // The next group's stages are asked after, while the tensor cores
+            // run the last pass, with one test_wait each; a wait, if one is
+            // still needed, comes once that pass has completed and been added.
+            if (k_tiles > 0) group_wait(use);
+            unsigned a_next, b_next;
+            if constexpr (EARLY) descriptors(use, 0, a_next, b_next);
             for (int t = 0; t < k_tiles; t += SLICES) {
+                const bool more = t + SLICES < k_tiles;
+                bool ready = true;
 #pragma unroll
                 for (int p = 0; p < PASSES; ++p) {
-                    issue(t, p);
+                    if constexpr (EARLY) {
+                        issue(p, a_next, b_next);
+                        if (p + 1 < PASSES) {
+                            descriptors(use, p + 1, a_next, b_next);
+                        } else if (more) {
+                            descriptors(use + SLICES, 0, a_next, b_next);
+                            ready = group_ready(use + SLICES);
+                        }
+                    } else {
+                        descriptors(use, p, a_next, b_next);
+                        issue(p, a_next, b_next);
+                    }
                     wgmma_wait<0>();
                     if constexpr (STAGGER) {
                         if (slab == 0 && opening) stagger_arrive();
                         opening = false;
                     }
-                    promote(t, p);
+                    promote(p);
                 }
+                use += SLICES;
+                if (more && (!EARLY || !ready)) group_wait(use);
             }
-            use += k_tiles;
             fence_registers(acc);
             if constexpr (SCALING == SCALE_TENSOR) {
 #pragma unroll

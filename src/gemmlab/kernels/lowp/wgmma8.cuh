@@ -41,13 +41,15 @@ GL_WGMMA_FP8_INTO(gl_e4m3, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m
 GL_WGMMA_FP8_INTO(gl_e5m2, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2")
 
 // One 128-K slice into a partial slab: 4 steps of k = 32, all adding to it,
-// except (FRESH) the first, which overwrites it.
+// except (FRESH) the first, which overwrites it. The operands come as the
+// low words of their first rows' descriptors (wgmma_desc_low), which a loop
+// over stages steps by a stage's size in 32 bits instead of rebuilding them.
 template <typename T, bool FRESH = true>
-__device__ __forceinline__ void wgmma_fp8_fresh_slice(float (&d)[64], const void* a_rows, const void* b_rows) {
-    const unsigned long long da = wgmma_desc(a_rows), db = wgmma_desc(b_rows);
+__device__ __forceinline__ void wgmma_fp8_fresh_slice(float (&d)[64], unsigned a_low, unsigned b_low) {
 #pragma unroll
     for (int step = 0; step < TMA_ROW_BYTES / 32; ++step) {
-        wgmma_fp8_into<T>(d, da + 2 * step, db + 2 * step, FRESH ? step : 1);
+        wgmma_fp8_into<T>(d, WGMMA_DESC_HIGH | (a_low + 2 * step), WGMMA_DESC_HIGH | (b_low + 2 * step),
+                          FRESH ? step : 1);
     }
 }
 

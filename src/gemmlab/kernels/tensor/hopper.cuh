@@ -60,9 +60,14 @@ __device__ __forceinline__ void mbar_expect_bytes(unsigned long long* bar, unsig
                  : "memory");
 }
 
-__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+// Each barrier operation also takes the barrier's shared-window address (a
+// u32, as smem_u32 gives it), for loops that compute it once: the conversion
+// from a generic pointer reads the block's place in its cluster, which ptxas
+// does not hoist out of a loop.
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) { mbar_arrive(smem_u32(bar)); }
 
 // Arrive on the barrier at the same offset in the shared memory of block
 // `rank` of this cluster (which may be this block). The default semantics
@@ -71,11 +76,14 @@ __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
 // thread's earlier memory operations, the last tile's C stores included, to
 // become visible cluster-wide; tc_cluster ran at half speed with it (see
 // docs/tensor-ladder.md).
-__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
     asm volatile("{\n.reg .b32 remote;\n"
                  "mapa.shared::cluster.u32 remote, %0, %1;\n"
                  "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
-                 ::"r"(smem_u32(bar)), "r"(rank) : "memory");
+                 ::"r"(bar), "r"(rank) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
+    mbar_arrive_cluster(smem_u32(bar), rank);
 }
 
 // Thread 0 sets up the barriers of a ring of STAGES stages: full[s] completes
@@ -97,14 +105,29 @@ __device__ __forceinline__ void init_ring(unsigned long long* full, unsigned lon
 }
 
 // Wait until the phase with this parity (0 for the 1st, 3rd, ... completion) has completed.
-__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
     unsigned done = 0;
     while (!done) {
         asm volatile("{\n.reg .pred p;\n"
                      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
                      "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     }
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) { mbar_wait(smem_u32(bar), parity); }
+
+// Whether the phase with this parity has completed, without waiting: one
+// test_wait, which acquires as try_wait does when it answers yes. A consumer
+// asks while its tensor cores still run a group, so that a later wait (a
+// loop, which ptxas will not put between a wgmma and its wait_group) only
+// runs when the answer was no.
+__device__ __forceinline__ bool mbar_ready(unsigned bar, unsigned parity) {
+    unsigned done;
+    asm volatile("{\n.reg .pred p;\n"
+                 "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done != 0;
 }
 
 // --- TMA: one instruction copies a whole box of a tensor into shared memory ------
@@ -251,6 +274,12 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const void* tile) {
     const unsigned long long address = smem_u32(tile);
     return ((address & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
 }
+// The same descriptor in two words: the high one is the same for every tile,
+// and the low one of a tile `bytes` further on is the low one plus bytes /
+// 16, which lets a loop over stages keep one 32-bit word and add to it.
+// WGMMA_DESC_HIGH | wgmma_desc_low(smem_u32(tile)) == wgmma_desc(tile).
+constexpr unsigned long long WGMMA_DESC_HIGH = ((1024ull >> 4) << 32) | (1ull << 62);
+__device__ __forceinline__ unsigned wgmma_desc_low(unsigned address) { return ((address & 0x3FFFF) >> 4) | (1u << 16); }
 
 // Order this warpgroup's register accesses before the wgmma that follows.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
