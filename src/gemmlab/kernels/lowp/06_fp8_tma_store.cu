@@ -21,6 +21,8 @@
 // with 128 x 128 tiles and PROMOTE_K = 256; with the default 128 x 256 tiles
 // in two passes, 829-856 us (1285-1326 TFLOP/s), 95-96% of cuBLASLt's
 // _scaled_mm timed beside it, and 117-121 us (1136-1175) at 4096, 96-97%.
+// Round 6 (only the promotion's adds between groups): float32 C unchanged,
+// bfloat16 C 2-5% faster, 806-823 us at 8192 (95%), on the H100 and H200.
 // Synchronisation: tc_tma_store's; see fp8_persistent.cuh.
 
 #include "fp8_persistent.cuh"

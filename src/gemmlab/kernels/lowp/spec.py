@@ -123,8 +123,9 @@ def _persistent_rules(c: Config) -> list[str]:
         + needs(c.get("PROMOTE_K", SCALE_BLOCK) in (128, 256), "PROMOTE_K must be 128 or 256 (one or two K tiles)")
         + needs(
             c.get("PROMOTE_K", SCALE_BLOCK) == SCALE_BLOCK or c["BN"] == 128,
-            "PROMOTE_K=256 needs BN = 128: at BN = 256 a consumer's registers do not also hold a second K "
-            "tile's addresses (ptxas spills with a bfloat16 C), and it ran no faster there (docs/lowp-ladder.md, round 5)",
+            "PROMOTE_K=256 needs BN = 128: at BN = 256 a consumer's registers do not also hold a second "
+            "K tile's addresses (ptxas spills with a bfloat16 C), and it ran no faster there "
+            "(docs/lowp-ladder.md, round 5)",
         )
         + needs(c["STAGGER"] in (0, 1), "STAGGER must be 0 or 1")
         + needs(
