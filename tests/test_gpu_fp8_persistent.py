@@ -114,6 +114,8 @@ SCHEDULES = [
     ("tc_fp8_blockscaled_tma", {"BN": 256, "STAGES": 4, "STAGGER": 1}, "e4m3"),
     ("tc_fp8_blockscaled_tma", {"BN": 128, "STAGES": 5}, "e4m3-bf16"),
     ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256}, "e4m3"),
+    ("tc_fp8_tma_store", {"BN": 192}, "e4m3-bf16"),
+    ("tc_fp8_tma_store", {"BN": 192, "CLUSTER": 1, "STAGGER": 1}, "e4m3"),
 ]
 
 

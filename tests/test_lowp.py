@@ -166,7 +166,7 @@ def test_rungs_are_in_the_catalogue_and_tunable() -> None:
         ("tc_fp8_blockscaled", {"BN": 256}, "BN must be 128: one block of B's scales"),
         ("tc_int8_mma", {"STAGES": 1}, "STAGES must be at least 2"),
         ("tc_int8_wgmma", {"BM": 256}, "4 consumer warpgroups do not fit the registers a block holds"),
-        ("tc_fp8_tma_store", {"BN": 192}, "BN must be 128 or 256: one or two passes"),
+        ("tc_fp8_tma_store", {"BN": 160}, "BN must be 128, 192 or 256: one or two passes"),
         ("tc_fp8_tma_store", {"BM": 192}, "BM must be 64 or 128"),
         ("tc_fp8_tma_store", {"CLUSTER": 4}, "CLUSTER must be 1 or 2"),
         ("tc_fp8_tma_store", {"STAGGER": 1, "BM": 64}, "STAGGER=1 needs BM = 128"),
@@ -266,6 +266,8 @@ PERSISTENT_CONFIGS = [
     ("tc_fp8_blockscaled_tma", {"BN": 128, "STAGES": 5, "STAGGER": 1}),
     *[(k, {"BN": 128, "STAGES": 5, "CLUSTER": c}) for k in PERSISTENT_FP8 for c in (1, 2)],
     ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256}),
+    ("tc_fp8_tma_store", {"BN": 192}),
+    ("tc_fp8_tma_store", {"BN": 192, "CLUSTER": 1, "STAGGER": 1}),
     ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256, "CLUSTER": 1}),
     ("tc_fp8_tma_store", {"BN": 128, "PROMOTE_K": 256, "STAGES": 4, "C_BOXES": 4}),
     ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "STAGGER": 1, "PROMOTE_K": 256}),
@@ -297,6 +299,10 @@ def test_promotion_every_256_k_doubles_the_chain_and_its_tolerance() -> None:
     # Two K tiles a group do not fit a consumer's registers beside 64 x 256 sums.
     with pytest.raises(ConstraintError, match="PROMOTE_K=256 needs BN = 128"):
         catalogue.variant("tc_fp8_tma_store", {"PROMOTE_K": 256})
+    # One pass of 192 columns: per-tensor scales only (a block of B's scales is 128 columns).
+    assert catalogue.variant("tc_fp8_tma_store", {"BN": 192}).problem is not None
+    with pytest.raises(ConstraintError, match="BN=192 takes per-tensor scales only"):
+        catalogue.variant("tc_fp8_blockscaled_tma", {"BN": 192})
     # Block scales change every 128 K: the block-scaled rung has no such parameter.
     with pytest.raises(GemmlabError, match="PROMOTE_K"):
         catalogue.variant("tc_fp8_blockscaled_tma", {"PROMOTE_K": 256})

@@ -17,7 +17,10 @@
 // L2), while its shared-memory traffic (TMA writes and wgmma reads) falls
 // only from 160 to 144 KB per 8.4 MFLOP. Measured, BN = 256 was the round's
 // gain: 8192 from 930 to 832-856 us on an H100 (docs/lowp-ladder.md, round
-// 5). The slice's first wgmma overwrites the slab (scale-d 0), so the slab
+// 5). BN = 192 (per-tensor scales) runs one pass of m64n192k32 into a 64 x
+// 192 slab, 96 + 96 registers: a third fewer gaps per FLOP than BN = 256
+// and whole waves at 8192; 1-2.5% faster there with a bfloat16 C, slower at
+// 4096 (round 6). The slice's first wgmma overwrites the slab (scale-d 0), so the slab
 // is never zeroed in the loop. A tried alternative, two partial slabs per
 // consumer promoting slice t while slice t + 1 runs, makes ptxas serialise
 // every wgmma (C7518, "WG.DP in divergent path"; CPU tests check that this
@@ -132,9 +135,13 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     constexpr int SLICES = PROMOTE_K / BK;  // K tiles summed in the tensor cores per promotion
     static_assert(PROMOTE_K == BK || PROMOTE_K == 2 * BK, "promotion every 128 or 256 K");
     static_assert(SLICES == 1 || SCALING == SCALE_TENSOR, "block scales change every 128 K: promote every 128");
-    constexpr int PASSES = BN / SCALE_BLOCK;  // 128-column passes over a stage, each into the one partial slab
-    static_assert((BM == 64 || BM == 128) && (BN == 128 || BN == 256), "64 x BN sums and a 64 x 128 partial slab per warpgroup");
-    static_assert(BK == SCALE_BLOCK && PASSES * SCALE_BLOCK == BN, "a pass is one block of the scales along K and N");
+    // Passes over a stage, each into the one partial slab: of 128 columns
+    // (BN = 128 or 256), or one of 192 (BN = 192, per-tensor scales).
+    constexpr int PASS_N = BN == 192 ? 192 : SCALE_BLOCK, PASSES = BN / PASS_N, PART = PASS_N / 2;
+    static_assert((BM == 64 || BM == 128) && (BN == 128 || BN == 192 || BN == 256),
+                  "64 x BN sums and a 64 x 128 (BN = 192: 64 x 192) partial slab per warpgroup");
+    static_assert(BK == SCALE_BLOCK && PASSES * PASS_N == BN, "a stage is whole passes");
+    static_assert(SCALING == SCALE_TENSOR || PASS_N == SCALE_BLOCK, "with block scales a pass is one block of them along N");
     static_assert(SCALING == SCALE_TENSOR || SCALING == SCALE_BLOCKS, "per-tensor or block scales");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two blocks along M");
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's share of B starts on a 1024-byte boundary");
@@ -217,7 +224,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
         const unsigned ring = smem_u32(smem), full_at = ring + FULL_OFFSET, empty_at = full_at + 8 * STAGES;
         const unsigned a_desc = wgmma_desc_low(ring) + slab * 64 * TMA_ROW_BYTES / 16;
         const unsigned b_desc = wgmma_desc_low(ring) + A_BYTES / 16;
-        constexpr unsigned STAGE_DESC = (A_BYTES + B_BYTES) / 16, PASS_DESC = SCALE_BLOCK * TMA_ROW_BYTES / 16;
+        constexpr unsigned STAGE_DESC = (A_BYTES + B_BYTES) / 16, PASS_DESC = PASS_N * TMA_ROW_BYTES / 16;
         auto release = [&](int s) {
             if constexpr (CLUSTER == 1) {
                 if (thread == 0) mbar_arrive(empty_at + 8 * s);
@@ -249,11 +256,11 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             int tm, tn;
             tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
             const int row = (CLUSTER * tm + rank) * BM + slab * 64;  // this warpgroup's first row of C
-            float acc[BN / 2], part[64];
+            float acc[BN / 2], part[PART];
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
 #pragma unroll
-            for (int i = 0; i < 64; ++i) part[i] = 0.f;
+            for (int i = 0; i < PART; ++i) part[i] = 0.f;
             // Pass p (columns 128 p ..) of the group at `use` into `part` (the
             // first step overwrites it). Its stages are full: a barrier wait (a
             // loop) between wgmmas on the same registers makes ptxas serialise
@@ -267,11 +274,11 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                     if (slab == 1 && opening) stagger_wait();
                 }
                 wgmma_fence();
-                wgmma_fp8_fresh_slice<In, true>(part, a, b);
+                wgmma_fp8_fresh_slice<In, true, PASS_N>(part, a, b);
 #pragma unroll
                 for (int i = 1; i < SLICES; ++i) {
                     const unsigned at = STAGE_DESC * ((use + i) % STAGES);
-                    wgmma_fp8_fresh_slice<In, false>(part, a_desc + at, b_desc + at + p * PASS_DESC);
+                    wgmma_fp8_fresh_slice<In, false, PASS_N>(part, a_desc + at, b_desc + at + p * PASS_DESC);
                 }
                 wgmma_commit();
             };
@@ -299,7 +306,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
 #pragma unroll
                     for (int i = 0; i < SLICES; ++i) release((use + i) % STAGES);
                 }
-                float* sums = acc + 64 * p;
+                float* sums = acc + PART * p;
                 if constexpr (SCALING == SCALE_BLOCKS) {
 #pragma unroll
                     for (int j = 0; j < 16; ++j) {
@@ -310,7 +317,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                     }
                 } else {
 #pragma unroll
-                    for (int i = 0; i < 64; ++i) sums[i] += part[i];
+                    for (int i = 0; i < PART; ++i) sums[i] += part[i];
                 }
             };
 

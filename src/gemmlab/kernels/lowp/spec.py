@@ -112,10 +112,14 @@ FP8_PRODUCER_REGS, FP8_CONSUMER_REGS = 24, 240
 
 
 def _persistent_rules(c: Config) -> list[str]:
-    # A consumer holds 64 x BN FP32 sums and one 64 x 128 partial slab: 128 or 192 registers of the 240 it claims.
+    # A consumer holds 64 x BN FP32 sums and one 64 x 128 partial slab (BN = 192: 64 x 192):
+    # 128 or 192 registers of the 240 it claims.
     return (
         needs(c["BM"] in (64, 128), "BM must be 64 or 128 (one or two consumer warpgroups of 64 rows)")
-        + needs(c["BN"] in (128, 256), "BN must be 128 or 256: one or two passes of 128 columns a stage")
+        + needs(
+            c["BN"] in (128, 192, 256),
+            "BN must be 128, 192 or 256: one or two passes of 128 columns a stage, or one of 192",
+        )
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
         + needs(c["GROUP_M"] >= 1, "GROUP_M must be at least 1")
         + needs(c["CLUSTER"] in (1, 2), "CLUSTER must be 1 or 2 (blocks along M sharing B by multicast)")
@@ -154,6 +158,10 @@ PERSISTENT = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
                   persistent=True, dtypes=FP8_WITH_BF16)  # fmt: skip
 BLOCKSCALED_PERSISTENT = PERSISTENT | dict(
     smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c) + scale_stage_bytes(c),
+    rules=lambda c: (
+        _persistent_rules(c)
+        + needs(c["BN"] != 192, "BN=192 takes per-tensor scales only: with block scales a pass is one 128-column block")
+    ),
 )
 SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: ring_bytes(c, 2),
                    fixed=REGISTER_SPLIT, cgma=reuse_cgma)  # fmt: skip
@@ -236,6 +244,8 @@ RUNGS: tuple[Rung, ...] = (
             Config(CLUSTER=1, STAGGER=1),
             Config(GROUP_M=16),
             Config(STAGES=3, C_BOXES=4),
+            Config(BN=192),
+            Config(BN=192, CLUSTER=1),
             Config(BN=128, STAGES=6),
             Config(BN=128, STAGES=6, PROMOTE_K=256),
             Config(BN=128, STAGES=4, C_BOXES=4, PROMOTE_K=256),

@@ -23,33 +23,40 @@ GL_WGMMA_256(gl_e5m2, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2", "
 // The same FP8 wgmma with the scale-d flag as an operand: `accumulate` 0
 // writes D = A . B, 1 adds to D. A slice that starts a fresh partial sum
 // passes 0 on its first step, so the partial slab needs no zeroing (64 moves
-// a slice saved). Only N = 128: the promoting rungs hold an FP32 slab and two
-// partial slabs of 64 x 128, 192 registers a thread.
-template <typename T>
-__device__ __forceinline__ void wgmma_fp8_into(float (&d)[64], unsigned long long da, unsigned long long db,
+// a slice saved). N = 128 (a pass of a 128- or 256-column tile) or 192 (a
+// 192-column tile in one pass): with its FP32 sums a consumer holds 192
+// registers either way.
+template <typename T, int N>
+__device__ __forceinline__ void wgmma_fp8_into(float (&d)[N / 2], unsigned long long da, unsigned long long db,
                                                int accumulate);
-#define GL_WGMMA_FP8_INTO(TAG, INSTRUCTION)                                                                  \
+#define GL_WGMMA_FP8_INTO(TAG, N, TEXT, OUT, DESC_A, DESC_B, FLAG, INSTRUCTION)                             \
     template <>                                                                                             \
-    __device__ __forceinline__ void wgmma_fp8_into<TAG>(float (&d)[64], unsigned long long da,             \
-                                                        unsigned long long db, int accumulate) {          \
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" INSTRUCTION " {" GL_TEXT_64             \
-                     "}, %64, %65, p, 1, 1;\n}\n"                                                            \
-                     : GL_OUT_64(d)                                                                         \
+    __device__ __forceinline__ void wgmma_fp8_into<TAG, N>(float (&d)[N / 2], unsigned long long da,       \
+                                                           unsigned long long db, int accumulate) {       \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " FLAG ", 0;\n" INSTRUCTION " {" TEXT "}, " DESC_A    \
+                     ", " DESC_B ", p, 1, 1;\n}\n"                                                          \
+                     : OUT(d)                                                                               \
                      : "l"(da), "l"(db), "r"(accumulate));                                                  \
     }
-GL_WGMMA_FP8_INTO(gl_e4m3, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3")
-GL_WGMMA_FP8_INTO(gl_e5m2, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2")
+GL_WGMMA_FP8_INTO(gl_e4m3, 128, GL_TEXT_64, GL_OUT_64, "%64", "%65", "%66",
+                  "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3")
+GL_WGMMA_FP8_INTO(gl_e5m2, 128, GL_TEXT_64, GL_OUT_64, "%64", "%65", "%66",
+                  "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2")
+GL_WGMMA_FP8_INTO(gl_e4m3, 192, GL_TEXT_96, GL_OUT_96, "%96", "%97", "%98",
+                  "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3")
+GL_WGMMA_FP8_INTO(gl_e5m2, 192, GL_TEXT_96, GL_OUT_96, "%96", "%97", "%98",
+                  "wgmma.mma_async.sync.aligned.m64n192k32.f32.e5m2.e5m2")
 
 // One 128-K slice into a partial slab: 4 steps of k = 32, all adding to it,
 // except (FRESH) the first, which overwrites it. The operands come as the
 // low words of their first rows' descriptors (wgmma_desc_low), which a loop
 // over stages steps by a stage's size in 32 bits instead of rebuilding them.
-template <typename T, bool FRESH = true>
-__device__ __forceinline__ void wgmma_fp8_fresh_slice(float (&d)[64], unsigned a_low, unsigned b_low) {
+template <typename T, bool FRESH, int N>
+__device__ __forceinline__ void wgmma_fp8_fresh_slice(float (&d)[N / 2], unsigned a_low, unsigned b_low) {
 #pragma unroll
     for (int step = 0; step < TMA_ROW_BYTES / 32; ++step) {
-        wgmma_fp8_into<T>(d, WGMMA_DESC_HIGH | (a_low + 2 * step), WGMMA_DESC_HIGH | (b_low + 2 * step),
-                          FRESH ? step : 1);
+        wgmma_fp8_into<T, N>(d, WGMMA_DESC_HIGH | (a_low + 2 * step), WGMMA_DESC_HIGH | (b_low + 2 * step),
+                             FRESH ? step : 1);
     }
 }
 
