@@ -6,8 +6,8 @@
 // The scales reach shared memory with each stage, copied by a scale warp
 // with cp.async (fp8_persistent.cuh).
 // Source: not from the documents; the scaling of DeepSeek-V3 and DeepGEMM.
-// Launch: as tc_fp8_tma_store, with STAGES x (BM + 4) floats of scales more
-// shared memory; scale_a holds ceil(K / 128) x M floats and scale_b
+// Launch: as tc_fp8_tma_store, with STAGES x (BM + 4) floats of scales and
+// STAGES more barriers (scales_free) of shared memory; scale_a holds ceil(K / 128) x M floats and scale_b
 // ceil(K / 128) x ceil(N / 128), K block first (problems/lowp.py).
 // Should teach: once partial sums are promoted anyway, block scales cost one
 // FFMA where the per-tensor rung has one FADD: nothing the tensor cores see.
@@ -16,9 +16,13 @@
 // consumers from global memory, 73% of the per-tensor rate; staged by the
 // scale warp, 974-997 us at 8192 (1103-1128 TFLOP/s) and 134-137 us at
 // 4096, 87-89% of tc_fp8_tma_store timed beside it, and 90-91% of
-// cuBLASLt's block-scaled product (torch._scaled_mm) on both GPUs.
-// Synchronisation: tc_fp8_tma_store's, and the scale warp's arrivals on each
-// full barrier (argued in fp8_persistent.cuh).
+// cuBLASLt's block-scaled product (torch._scaled_mm) on both GPUs. Round 6
+// (the next group prepared during the current one): 897-898 us at 8192 and
+// 126-128 us at 4096, 93% of the per-tensor rung and 95-98% of cuBLASLt's
+// block-scaled product (float32 C, H100 and H200).
+// Synchronisation: tc_fp8_tma_store's, the scale warp's arrivals on each
+// full barrier, and the consumer warps' on scales_free before the scale
+// warp overwrites a stage's scales (argued in fp8_persistent.cuh).
 
 #include "fp8_persistent.cuh"
 

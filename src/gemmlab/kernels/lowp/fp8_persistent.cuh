@@ -28,16 +28,16 @@
 // consumer warpgroup instead, as in DeepGEMM.
 //
 // The gap: between a group's completion and the next group's issue the
-// tensor cores have nothing of this consumer's, so (per-tensor scales, one
-// K tile a group: EARLY) only the promotion's adds run there. The next
+// tensor cores have nothing of this consumer's, so (one K tile a group, and
+// no stagger with block scales: EARLY) only the promotion runs there. The next
 // group's descriptors are made, and its stages asked for with one
 // test_wait each, while the tensor cores still run the current group; the
 // wait loop, when the answer was no, comes after the adds (a loop between a
 // wgmma and its wait_group makes ptxas serialise them). cuBLASLt's FP8
 // kernel does the same (its try-wait comes before the group's wait). Before,
 // 25 integer instructions and a blocking try_wait sat in the gap. Measured
-// (H100, docs/lowp-ladder.md round 6): bfloat16 C 2-5% faster, float32 C
-// unchanged. With block scales the answer's registers made ptxas spill.
+// (H100 and H200, docs/lowp-ladder.md round 6): per-tensor scales, bfloat16
+// C 2-5% faster, float32 C unchanged; block scales 4-6.5% faster.
 //
 // PROMOTE_K (256: per-tensor scales only) sums two K tiles in the tensor
 // cores per promotion, one wait and one add per 256 K: half the consumer's
@@ -79,11 +79,17 @@
 // (with its bytes) and one per scale-warp lane, which cp.async makes once
 // that lane's copies into the stage are complete and visible to threads that
 // then observe the phase; the consumers read a stage's scales after waiting
-// on its full barrier and before releasing it. The scale warp waits on the
-// stage's empty barrier exactly as the producer does (same parity), so it
-// never overwrites scales a consumer may still read, and its arrivals for a
-// stage's next use come only after that wait, when the phase they belong to
-// is the open one.
+// on its full barrier. Overwriting them is guarded by a third barrier per
+// stage, scales_free[s] (this block's CONSUMERS x 4 warps): once a warp's
+// lanes have read the stage's scales for its last pass, __syncwarp orders
+// their reads before lane 0's arrive (release) on scales_free[s], and the
+// scale warp waits on it (acquire) with the parity the producer uses on
+// empty[s] before its copies for the stage's next use. (Until round 6 the
+// scale warp waited on empty[s], which one lane of warp 0 releases: the
+// reads of the warpgroup's other lanes were not ordered before it.) Its
+// arrivals on full[s] for the next use come after that wait, which follows
+// every local consumer's observation of the current phase, so the phase
+// they belong to is the open one.
 // STAGGER = 1 adds named barrier 3 (256 threads), used once per block:
 // slab 0 arrives after its first group's wait, slab 1 waits before its first
 // group. Both slabs walk the same tiles and K tiles, so either both issue a
@@ -156,6 +162,10 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     float* scales = reinterpret_cast<float*>(boxes + CONSUMERS * C_BOXES * C_BOX_BYTES);
     unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + FULL_OFFSET);
     unsigned long long* empty = full + STAGES;
+    // Block scales: scales_free[s] completes when this block's consumer warps
+    // have all read the stage's scales (one arrival a warp); the scale warp
+    // waits on it, not on empty[s], before copying the next use's scales in.
+    unsigned long long* scales_free = empty + STAGES;
 
     const int tid = threadIdx.x, group = tid / 128;
     const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
@@ -168,6 +178,9 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
 
     // Block scales: a stage is full once its bytes have landed and the scale warp's 32 lanes' copies have.
+    if (SCALING == SCALE_BLOCKS && tid == 0) {
+        for (int s = 0; s < STAGES; ++s) mbar_init(&scales_free[s], CONSUMERS * 4);  // init_ring's fence covers these
+    }
     init_ring<STAGES>(full, empty, CLUSTER * CONSUMERS, SCALING == SCALE_BLOCKS ? 1 + 32 : 1);
     ring_ready<CLUSTER>();
 
@@ -201,7 +214,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                 const float* b_block = scale_b + col / SCALE_BLOCK;  // and of its block of B's columns
                 for (int t = 0; t < k_tiles; ++t, ++use, a_rows += m, b_block += b_blocks) {
                     const int s = use % STAGES;
-                    if (use >= STAGES) mbar_wait(&empty[s], (use / STAGES - 1) % 2);
+                    if (use >= STAGES) mbar_wait(&scales_free[s], (use / STAGES - 1) % 2);
                     float* dst = scales + s * STAGE_SCALES + lane;
 #pragma unroll
                     for (int i = 0; i < BM; i += 32) copy_scale(dst + i, a_rows + i, row + i < m);
@@ -245,11 +258,10 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             for (int i = 0; i < SLICES; ++i) mbar_wait(full_at + 8 * ((u + i) % STAGES), (u + i) / STAGES % 2);
         };
         unsigned use = 0;     // this consumer's next K tile, counted over all of its tiles
-        // Whether the next group's stages are asked for early (below). Not with
-        // block scales, where the answer's registers made ptxas spill at
-        // BN = 256, nor with two K tiles a group, where ptxas serialised the
-        // wgmmas (C7518) at BN = 256.
-        constexpr bool EARLY = SCALING == SCALE_TENSOR && SLICES == 1;
+        // Whether the next group is prepared early (below): not with two K tiles
+        // a group, nor with block scales and a stagger, where the registers ran
+        // out (ptxas spilled 52 bytes at BN = 256).
+        constexpr bool EARLY = SLICES == 1 && !(SCALING == SCALE_BLOCKS && STAGGER == 1);
         int stored = 0;       // boxes this warpgroup has handed to the copy engine
         bool opening = true;  // STAGGER: this consumer's first group is still to come
         for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
@@ -314,6 +326,13 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                         sums[4 * j + 1] = fmaf(lo, part[4 * j + 1], sums[4 * j + 1]);
                         sums[4 * j + 2] = fmaf(hi, part[4 * j + 2], sums[4 * j + 2]);
                         sums[4 * j + 3] = fmaf(hi, part[4 * j + 3], sums[4 * j + 3]);
+                    }
+                    // Each warp tells the scale warp that its lanes' reads of
+                    // the stage's scales are done (__syncwarp orders them before
+                    // lane 0's arrival).
+                    if (p == PASSES - 1) {
+                        __syncwarp();
+                        if (thread % 32 == 0) mbar_arrive(empty_at + 8 * STAGES + 8 * (use % STAGES));
                     }
                 } else {
 #pragma unroll

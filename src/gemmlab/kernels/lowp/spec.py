@@ -157,7 +157,8 @@ PERSISTENT = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
                   cgma=reuse_cgma, rules=_persistent_rules,
                   persistent=True, dtypes=FP8_WITH_BF16)  # fmt: skip
 BLOCKSCALED_PERSISTENT = PERSISTENT | dict(
-    smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c) + scale_stage_bytes(c),
+    # a third barrier per stage: scales_free, the consumers' word that the stage's scales are read
+    smem_bytes=lambda c: ring_bytes(c, 3) + c_boxes_bytes(c) + scale_stage_bytes(c),
     rules=lambda c: (
         _persistent_rules(c)
         + needs(c["BN"] != 192, "BN=192 takes per-tensor scales only: with block scales a pass is one 128-column block")
