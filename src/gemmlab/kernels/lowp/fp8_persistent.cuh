@@ -273,14 +273,14 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
 #pragma unroll
             for (int i = 0; i < PART; ++i) part[i] = 0.f;
-            // Pass p (columns 128 p ..) of the group at `use` into `part` (the
-            // first step overwrites it). Its stages are full: a barrier wait (a
-            // loop) between wgmmas on the same registers makes ptxas serialise
-            // them (C7518), so the waits come before, never between.
-            // a, b: the descriptors' low words of the group's first K tile
-            // for pass p, made (descriptors below) before the wait that
-            // precedes this issue, so that between a group's completion and
-            // the next one's issue there are only the promotion's adds.
+            // Pass p (columns PASS_N p ..) of the group at `use` into `part`
+            // (the first step overwrites it). Its stages are full: a barrier
+            // wait (a loop) between wgmmas on the same registers makes ptxas
+            // serialise them (C7518), so the waits come before, never between.
+            // a, b: the low words of the descriptors of the group's first K
+            // tile for pass p; with EARLY made (`descriptors`) before the wait
+            // that precedes this issue, so that between a group's completion
+            // and the next one's issue only the promotion runs.
             auto issue = [&](int p, unsigned a, unsigned b) {
                 if constexpr (STAGGER) {
                     if (slab == 1 && opening) stagger_wait();
@@ -306,7 +306,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             auto promote = [&](int p) {
                 fence_registers(part);
                 // Block scales: this K block's factors of the thread's two rows in pass p's
-                // columns, read from the stage before it is released.
+                // columns, read from the stage before this warp's arrival on scales_free.
                 float lo = 1.f, hi = 1.f;
                 if constexpr (SCALING == SCALE_BLOCKS) {
                     const float* stage_scales = scales + use % STAGES * STAGE_SCALES;
@@ -340,9 +340,9 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                 }
             };
 
-            // The next group's stages are asked after, while the tensor cores
-            // run the last pass, with one test_wait each; a wait, if one is
-            // still needed, comes once that pass has completed and been added.
+            // With EARLY the next group's stages are asked for while the tensor
+            // cores run the last pass, with one test_wait each; a wait, if one
+            // is still needed, comes once that pass has completed and been added.
             if (k_tiles > 0) group_wait(use);
             unsigned a_next, b_next;
             if constexpr (EARLY) descriptors(use, 0, a_next, b_next);
