@@ -235,6 +235,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
         // cluster; in the loop that was 25 integer instructions a stage between
         // a group's completion and the next group's issue.)
         const unsigned ring = smem_u32(smem), full_at = ring + FULL_OFFSET, empty_at = full_at + 8 * STAGES;
+        const unsigned scales_free_at = empty_at + 8 * STAGES;  // block scales only
         const unsigned a_desc = wgmma_desc_low(ring) + slab * 64 * TMA_ROW_BYTES / 16;
         const unsigned b_desc = wgmma_desc_low(ring) + A_BYTES / 16;
         constexpr unsigned STAGE_DESC = (A_BYTES + B_BYTES) / 16, PASS_DESC = PASS_N * TMA_ROW_BYTES / 16;
@@ -332,7 +333,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                     // lane 0's arrival).
                     if (p == PASSES - 1) {
                         __syncwarp();
-                        if (thread % 32 == 0) mbar_arrive(empty_at + 8 * STAGES + 8 * (use % STAGES));
+                        if (thread % 32 == 0) mbar_arrive(scales_free_at + 8 * (use % STAGES));
                     }
                 } else {
 #pragma unroll

@@ -270,15 +270,15 @@ __device__ __forceinline__ void write_wgmma_box(const float (&d)[N / 2], unsigne
 // start address (bits 0-13, in 16-byte units), leading-byte offset (unused
 // with a swizzle, set to 1), stride-byte offset between 8-row groups (bits
 // 32-45: 1024 bytes), swizzle mode in bits 62-63 (1: 128 bytes).
+// The high word (stride-byte offset and swizzle) is the same for every tile.
+constexpr unsigned long long WGMMA_DESC_HIGH = ((1024ull >> 4) << 32) | (1ull << 62);
 __device__ __forceinline__ unsigned long long wgmma_desc(const void* tile) {
     const unsigned long long address = smem_u32(tile);
-    return ((address & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+    return ((address & 0x3FFFF) >> 4) | (1ull << 16) | WGMMA_DESC_HIGH;
 }
-// The same descriptor in two words: the high one is the same for every tile,
-// and the low one of a tile `bytes` further on is the low one plus bytes /
+// The low word alone: that of a tile `bytes` further on is this plus bytes /
 // 16, which lets a loop over stages keep one 32-bit word and add to it.
 // WGMMA_DESC_HIGH | wgmma_desc_low(smem_u32(tile)) == wgmma_desc(tile).
-constexpr unsigned long long WGMMA_DESC_HIGH = ((1024ull >> 4) << 32) | (1ull << 62);
 __device__ __forceinline__ unsigned wgmma_desc_low(unsigned address) { return ((address & 0x3FFFF) >> 4) | (1u << 16); }
 
 // Order this warpgroup's register accesses before the wgmma that follows.
