@@ -116,6 +116,9 @@ SCHEDULES = [
     ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256}, "e4m3"),
     ("tc_fp8_tma_store", {"BN": 192}, "e4m3-bf16"),
     ("tc_fp8_tma_store", {"BN": 192, "CLUSTER": 1, "STAGGER": 1}, "e4m3"),
+    # 144 columns: C's last box overlaps the one before it (both C types).
+    ("tc_fp8_tma_store", {"BN": 144, "STAGES": 6, "C_BOXES": 1}, "e4m3"),
+    ("tc_fp8_tma_store", {"BN": 144, "STAGES": 5, "CLUSTER": 1}, "e4m3-bf16"),
 ]
 
 

@@ -166,7 +166,7 @@ def test_rungs_are_in_the_catalogue_and_tunable() -> None:
         ("tc_fp8_blockscaled", {"BN": 256}, "BN must be 128: one block of B's scales"),
         ("tc_int8_mma", {"STAGES": 1}, "STAGES must be at least 2"),
         ("tc_int8_wgmma", {"BM": 256}, "4 consumer warpgroups do not fit the registers a block holds"),
-        ("tc_fp8_tma_store", {"BN": 160}, "BN must be 128, 192 or 256: one or two passes"),
+        ("tc_fp8_tma_store", {"BN": 160}, "BN must be 128, 144, 192 or 256: one or two passes"),
         ("tc_fp8_tma_store", {"BM": 192}, "BM must be 64 or 128"),
         ("tc_fp8_tma_store", {"CLUSTER": 4}, "CLUSTER must be 1 or 2"),
         ("tc_fp8_tma_store", {"STAGGER": 1, "BM": 64}, "STAGGER=1 needs BM = 128"),
@@ -267,6 +267,8 @@ PERSISTENT_CONFIGS = [
     *[(k, {"BN": 128, "STAGES": 5, "CLUSTER": c}) for k in PERSISTENT_FP8 for c in (1, 2)],
     ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256}),
     ("tc_fp8_tma_store", {"BN": 192}),
+    ("tc_fp8_tma_store", {"BN": 144, "STAGES": 6, "C_BOXES": 1}),
+    ("tc_fp8_tma_store", {"BN": 144, "STAGES": 5, "CLUSTER": 1}),
     ("tc_fp8_tma_store", {"BN": 192, "CLUSTER": 1, "STAGGER": 1}),
     ("tc_fp8_tma_store", {"BN": 128, "STAGES": 6, "PROMOTE_K": 256, "CLUSTER": 1}),
     ("tc_fp8_tma_store", {"BN": 128, "PROMOTE_K": 256, "STAGES": 4, "C_BOXES": 4}),
@@ -303,6 +305,10 @@ def test_promotion_every_256_k_doubles_the_chain_and_its_tolerance() -> None:
     assert catalogue.variant("tc_fp8_tma_store", {"BN": 192}).problem is not None
     with pytest.raises(ConstraintError, match="BN=192 takes per-tensor scales only"):
         catalogue.variant("tc_fp8_blockscaled_tma", {"BN": 192})
+    # 144 columns (cuBLASLt's tile at 8192) likewise.
+    assert catalogue.variant("tc_fp8_tma_store", {"BN": 144, "STAGES": 5}).problem is not None
+    with pytest.raises(ConstraintError, match="BN=144 takes per-tensor scales only"):
+        catalogue.variant("tc_fp8_blockscaled_tma", {"BN": 144, "STAGES": 5})
     # Block scales change every 128 K: the block-scaled rung has no such parameter.
     with pytest.raises(GemmlabError, match="PROMOTE_K"):
         catalogue.variant("tc_fp8_blockscaled_tma", {"PROMOTE_K": 256})

@@ -9,7 +9,7 @@
 // "fast accumulation off". Launch: as tc_tma_store (resident blocks, whole
 // clusters); A, B and C as TMA tensor maps, then scale_a[1], scale_b[1], M,
 // N, K; STAGES x (BM + BN) x 128 + BM / 64 x C_BOXES x 8 KB of dynamic shared
-// memory and 2 barriers per stage. BN 128, 192 (one pass) or 256 (two 128-column passes).
+// memory and 2 barriers per stage. BN 128, 144 or 192 (one pass) or 256 (two 128-column passes).
 // K a multiple of 16; N a multiple of 4 (float32 C) or 8 (bfloat16 C), the
 // C tensor map's 16-byte rows.
 // Should teach: what held tc_fp8_wgmma at 962 TFLOP/s at 8192 was not the

@@ -20,7 +20,9 @@
 // 5). BN = 192 (per-tensor scales) runs one pass of m64n192k32 into a 64 x
 // 192 slab, 96 + 96 registers: a third fewer gaps per FLOP than BN = 256
 // and whole waves at 8192; 1-2.5% faster there with a bfloat16 C, slower at
-// 4096 (round 6). The slice's first wgmma overwrites the slab (scale-d 0), so the slab
+// 4096 (round 6). BN = 144 (cuBLASLt's tile at 8192) is the same in 144
+// columns; it measured 72-87% of cuBLASLt (round 7) and stays out of the
+// search. The slice's first wgmma overwrites the slab (scale-d 0), so the slab
 // is never zeroed in the loop. A tried alternative, two partial slabs per
 // consumer promoting slice t while slice t + 1 runs, makes ptxas serialise
 // every wgmma (C7518, "WG.DP in divergent path"; CPU tests check that this
@@ -142,10 +144,10 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     static_assert(PROMOTE_K == BK || PROMOTE_K == 2 * BK, "promotion every 128 or 256 K");
     static_assert(SLICES == 1 || SCALING == SCALE_TENSOR, "block scales change every 128 K: promote every 128");
     // Passes over a stage, each into the one partial slab: of 128 columns
-    // (BN = 128 or 256), or one of 192 (BN = 192, per-tensor scales).
-    constexpr int PASS_N = BN == 192 ? 192 : SCALE_BLOCK, PASSES = BN / PASS_N, PART = PASS_N / 2;
-    static_assert((BM == 64 || BM == 128) && (BN == 128 || BN == 192 || BN == 256),
-                  "64 x BN sums and a 64 x 128 (BN = 192: 64 x 192) partial slab per warpgroup");
+    // (BN = 128 or 256), or one of BN (BN = 144 or 192, per-tensor scales).
+    constexpr int PASS_N = BN == 144 || BN == 192 ? BN : SCALE_BLOCK, PASSES = BN / PASS_N, PART = PASS_N / 2;
+    static_assert((BM == 64 || BM == 128) && (BN == 128 || BN == 144 || BN == 192 || BN == 256),
+                  "64 x BN sums and a 64 x 128 (BN = 144, 192: 64 x BN) partial slab per warpgroup");
     static_assert(BK == SCALE_BLOCK && PASSES * PASS_N == BN, "a stage is whole passes");
     static_assert(SCALING == SCALE_TENSOR || PASS_N == SCALE_BLOCK, "with block scales a pass is one block of them along N");
     static_assert(SCALING == SCALE_TENSOR || SCALING == SCALE_BLOCKS, "per-tensor or block scales");

@@ -23,9 +23,9 @@ GL_WGMMA_256(gl_e5m2, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2", "
 // The same FP8 wgmma with the scale-d flag as an operand: `accumulate` 0
 // writes D = A . B, 1 adds to D. A slice that starts a fresh partial sum
 // passes 0 on its first step, so the partial slab needs no zeroing (64 moves
-// a slice saved). N = 128 (a pass of a 128- or 256-column tile) or 192 (a
-// 192-column tile in one pass): with its FP32 sums a consumer holds 192
-// registers either way.
+// a slice saved). N = 128 (a pass of a 128- or 256-column tile), 144 or 192
+// (a 144- or 192-column tile in one pass): with its FP32 sums a consumer
+// holds 144 to 192 registers.
 template <typename T, int N>
 __device__ __forceinline__ void wgmma_fp8_into(float (&d)[N / 2], unsigned long long da, unsigned long long db,
                                                int accumulate);
@@ -42,6 +42,10 @@ GL_WGMMA_FP8_INTO(gl_e4m3, 128, GL_TEXT_64, GL_OUT_64, "%64", "%65", "%66",
                   "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3")
 GL_WGMMA_FP8_INTO(gl_e5m2, 128, GL_TEXT_64, GL_OUT_64, "%64", "%65", "%66",
                   "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2")
+GL_WGMMA_FP8_INTO(gl_e4m3, 144, GL_TEXT_72, GL_OUT_72, "%72", "%73", "%74",
+                  "wgmma.mma_async.sync.aligned.m64n144k32.f32.e4m3.e4m3")
+GL_WGMMA_FP8_INTO(gl_e5m2, 144, GL_TEXT_72, GL_OUT_72, "%72", "%73", "%74",
+                  "wgmma.mma_async.sync.aligned.m64n144k32.f32.e5m2.e5m2")
 GL_WGMMA_FP8_INTO(gl_e4m3, 192, GL_TEXT_96, GL_OUT_96, "%96", "%97", "%98",
                   "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3")
 GL_WGMMA_FP8_INTO(gl_e5m2, 192, GL_TEXT_96, GL_OUT_96, "%96", "%97", "%98",
@@ -92,9 +96,10 @@ __device__ __forceinline__ void write_box_spread(const float (&d)[N / 2], unsign
         static_assert(GROUPS == 4, "the swap pairs group g with g ^ 2 of four");
         const int r = 16 * (thread / 32) + (thread % 32) / 4;
         const bool odd = r % 2;
+        const int first = box_first_col<N, C>(box) / 8;  // the box's first 8-column group (N = 144: the last overlaps)
 #pragma unroll
         for (int g = 0; g < GROUPS; ++g) {
-            const int j = 4 * (box * GROUPS + g), k = 4 * (box * GROUPS + (g ^ 2));  // even rows: j, odd: k
+            const int j = 4 * (first + g), k = 4 * (first + (g ^ 2));  // even rows: j, odd: k
             const int byte = (8 * (odd ? g ^ 2 : g) + 2 * (thread % 4)) * static_cast<int>(sizeof(float));
             put_pair_swizzled<C>(box_mem, r, byte, odd ? d[k] : d[j], odd ? d[k + 1] : d[j + 1]);
             put_pair_swizzled<C>(box_mem, r + 8, byte, odd ? d[k + 2] : d[j + 2], odd ? d[k + 3] : d[j + 3]);
