@@ -254,9 +254,9 @@ RUNGS: tuple[Rung, ...] = (
             Config(BN=128, STAGES=6, PROMOTE_K=256),
             Config(BN=128, STAGES=4, C_BOXES=4, PROMOTE_K=256),
             Config(BM=64, BN=128, STAGES=8),
-            # BN = 144 (cuBLASLt's tile at 8192) is left out: 72-87% of cuBLASLt at 4096 and 8192 on an
-            # H100 whatever its stages and cluster, where the default measured 95.6-97.2% in the same
-            # runs (benchmarks/results/2026-11-25g_h100_fp8-bn144.txt).
+            # BN = 144 (cuBLASLt's tile at 8192) is left out: 72-87.5% of cuBLASLt at 4096 and 8192 on an
+            # H100 and an H200 whatever its stages and cluster, where the default measured 94.6-97.7% in
+            # the same runs (benchmarks/results/2026-11-25g_h100_fp8-bn144.txt, 2026-11-25h_h200_fp8-bn144.txt).
         ),
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
         **PERSISTENT,
