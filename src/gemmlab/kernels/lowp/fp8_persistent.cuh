@@ -170,9 +170,20 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     unsigned long long* scales_free = empty + STAGES;
 
     const int tid = threadIdx.x, group = tid / 128;
-    const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
-    const int tiles_m = (m + CLUSTER * BM - 1) / (CLUSTER * BM), tiles_n = (n + BN - 1) / BN;
-    const int first = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+    // Blocks walk the tiles in pairs of M-adjacent tiles: a cluster's two
+    // blocks, or, with per-tensor scales, a float32 C, CLUSTER = 1 and an even
+    // number of BM-row tiles, blocks 2i and 2i + 1 of the grid. Measured with
+    // CLUSTER = 1 against one tile a block in GROUP_M order (docs/lowp-ladder.md,
+    // round 7): float32 C 0-5.4% faster on an H100 and an H200 (BN = 192 at
+    // 8192: 827-828 us, 98.4% of cuBLASLt); bfloat16 C within 1.4% either way,
+    // so not there. Not with block scales: the extra registers made ptxas spill.
+    constexpr bool PAIRS = CLUSTER == 1 && SCALING == SCALE_TENSOR && sizeof(C) == 4;
+    const int pair = CLUSTER > 1 ? CLUSTER : PAIRS && (m + BM - 1) / BM % 2 == 0 ? 2 : 1;
+    const unsigned rank = CLUSTER > 1 ? cluster_rank() : PAIRS ? blockIdx.x % pair : 0;
+    const int tiles_m = (m + pair * BM - 1) / (pair * BM), tiles_n = (n + BN - 1) / BN;
+    const int clusters = gridDim.x / pair;  // pairs (clusters) walking the tiles
+    // An odd grid's last block has no partner (CLUSTER = 1 only): it takes no tiles.
+    const int first = !PAIRS || blockIdx.x < clusters * pair ? blockIdx.x / pair : tiles_m * tiles_n;
     // Whole promotions of K tiles: with SLICES = 2 and an odd count the last
     // tile lies wholly past K, which TMA fills with zeros (adding nothing).
     const int k_tiles = (k + PROMOTE_K - 1) / PROMOTE_K * SLICES;
@@ -197,7 +208,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                     const int s = use % STAGES;
                     if (use >= STAGES) mbar_wait(&empty[s], (use / STAGES - 1) % 2);
                     fill_stage<A_BYTES, B_BYTES, BN, CLUSTER>(stage(s), &full[s], a_map, b_map,
-                                                              (CLUSTER * tm + rank) * BM, tn * BN, t * BK, rank);
+                                                              (pair * tm + rank) * BM, tn * BN, t * BK, rank);
                 }
             }
         } else if (SCALING == SCALE_BLOCKS && tid / 32 == 1) {
@@ -211,7 +222,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
                 int tm, tn;
                 tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
-                const int row = (CLUSTER * tm + rank) * BM + lane, col = tn * BN + lane * SCALE_BLOCK;
+                const int row = (pair * tm + rank) * BM + lane, col = tn * BN + lane * SCALE_BLOCK;
                 const float* a_rows = scale_a + row;                 // K block 0's scales of this lane's rows
                 const float* b_block = scale_b + col / SCALE_BLOCK;  // and of its block of B's columns
                 for (int t = 0; t < k_tiles; ++t, ++use, a_rows += m, b_block += b_blocks) {
@@ -270,7 +281,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
         for (int tile = first; tile < tiles_m * tiles_n; tile += clusters) {
             int tm, tn;
             tile_coords<GROUP_M>(tile, tiles_m, tiles_n, tm, tn);
-            const int row = (CLUSTER * tm + rank) * BM + slab * 64;  // this warpgroup's first row of C
+            const int row = (pair * tm + rank) * BM + slab * 64;  // this warpgroup's first row of C
             float acc[BN / 2], part[PART];
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
