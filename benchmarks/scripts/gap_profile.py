@@ -9,8 +9,9 @@ library launches for it (a split-K GEMM and its reduction alike) and ours.
 A marker kernel named after the case opens each range, so the rows of ncu's
 CSV are split by case and side without guessing from kernel names.
 
-The counters (clocks left alone; ncu's default cache control flushes L2
-before each kernel, on both sides alike): duration, SM clock, how much of
+The counters (clocks left alone, and caches too: --cache-control none, so
+that each side meets L2 as its warm-up calls left it, as in the timed runs
+of the dispatcher, which do not flush it): duration, SM clock, how much of
 the elapsed time the average and the busiest SM were active, issue slots
 busy, warp instructions, cycles between a warp's issues and every stall
 reason's share of them, achieved occupancy, the FMA and tensor pipes' busy
@@ -321,12 +322,12 @@ def report(cases: list[Case], ours: dict[int, list], lib: dict[int, list], stall
         if not o and not b:
             out.append("not profiled (see the driver's messages)")
             continue
-        out.append(f"ours:    {o.get('name', '-')[:110]}")
-        out.append(f"library: {b.get('name', '-')[:110]}")
+        out.append(f"ours:    {o.get('name', '-')[:150]}")
+        out.append(f"library: {b.get('name', '-')[:150]}")
         for name, us in b.get("others", []):
-            out.append(f"         + {name[:90]} ({us:.1f} us)")
+            out.append(f"         + {name[:150]} ({us:.1f} us)")
         for name, us in o.get("others", []):
-            out.append(f"  ours also ran {name[:90]} ({us:.1f} us)")
+            out.append(f"  ours also ran {name[:150]} ({us:.1f} us)")
         out.append(f"{'':36s} {'ours':>12s} {'library':>12s}")
         for label, key, fmt, *scale in ROWS:
             out.append(f"{label:36s} {cell(o, key, fmt, *scale):>12s} {cell(b, key, fmt, *scale):>12s}")
@@ -343,7 +344,8 @@ def report(cases: list[Case], ours: dict[int, list], lib: dict[int, list], stall
 
 
 def profile(ncu: str, cases_path: Path, side: str, metrics: list[str]) -> tuple[str, str]:
-    command = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--metrics", ",".join(metrics),
+    command = [ncu, "--clock-control", "none", "--cache-control", "none", "--profile-from-start", "off",
+               "--metrics", ",".join(metrics),
                "--csv", "--page", "raw", "--print-units", "base",
                sys.executable, __file__, "--drive", side, "--cases-file", str(cases_path)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=os.environ | {"PYTHONPATH": str(ROOT / "src")})
@@ -392,7 +394,8 @@ def main(argv: list[str]) -> int:
         sides[side] = split_by_case(parse_csv(stdout))
     device = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
-    header = (f"# gap_profile.py: the dispatcher's picks against cuBLAS under Nsight Compute (--clock-control none), "
+    header = (f"# gap_profile.py: the dispatcher's picks against cuBLAS under Nsight Compute "
+              f"(--clock-control none --cache-control none), "
               f"{device}, tree {os.environ.get('GEMMLAB_GIT_REVISION', '?')}")  # fmt: skip
     text = report(cases, sides["ours"], sides["library"], stalls, header)
     Path(a.out).write_text(text)

@@ -146,10 +146,8 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     // Passes over a stage, each into the one partial slab: of 128 columns
     // (BN = 128 or 256), or one of BN (BN = 144 or 192, per-tensor scales).
     constexpr int PASS_N = BN == 144 || BN == 192 ? BN : SCALE_BLOCK, PASSES = BN / PASS_N, PART = PASS_N / 2;
-    static_assert((BM == 64 || BM == 128 || (BM == 192 && BN == 128)) &&
-                      (BN == 128 || BN == 144 || BN == 192 || BN == 256),
-                  "64 x BN sums and a 64 x 128 (BN = 144, 192: 64 x BN) partial slab per warpgroup; three "
-                  "consumers (BM = 192) hold 64 x 128 sums and a 64 x 128 slab in their 160 registers");
+    static_assert((BM == 64 || BM == 128) && (BN == 128 || BN == 144 || BN == 192 || BN == 256),
+                  "64 x BN sums and a 64 x 128 (BN = 144, 192: 64 x BN) partial slab per warpgroup");
     static_assert(BK == SCALE_BLOCK && PASSES * PASS_N == BN, "a stage is whole passes");
     static_assert(SCALING == SCALE_TENSOR || PASS_N == SCALE_BLOCK, "with block scales a pass is one block of them along N");
     static_assert(SCALING == SCALE_TENSOR || SCALING == SCALE_BLOCKS, "per-tensor or block scales");

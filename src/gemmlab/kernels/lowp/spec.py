@@ -109,26 +109,13 @@ def _blockscaled_rules(c: Config) -> list[str]:
 # 24: with BN = 256 a consumer holds 128 sums and a 64-register partial slab,
 # and at the tensor ladder's 232 the bfloat16 epilogue spilled.
 FP8_PRODUCER_REGS, FP8_CONSUMER_REGS = 24, 240
-# Three consumers (BM = 192, per-tensor scales, BN = 128) share four warpgroups'
-# 65,536 registers: 160 each (64 sums and a 64-register slab), 24 for the producer.
-FP8_THREE_CONSUMER_REGS = 160
-
-
-def fp8_register_split(c: Config) -> tuple[int, int]:
-    """(producer, consumer) registers of a persistent FP8 block of BM / 64 consumers."""
-    return FP8_PRODUCER_REGS, FP8_THREE_CONSUMER_REGS if c["BM"] == 192 else FP8_CONSUMER_REGS
 
 
 def _persistent_rules(c: Config) -> list[str]:
     # A consumer holds 64 x BN FP32 sums and one 64 x 128 partial slab (BN = 144 or 192: 64 x BN):
     # 128 to 192 registers of the 240 it claims.
     return (
-        needs(c["BM"] in (64, 128, 192), "BM must be 64, 128 or 192 (one to three consumer warpgroups of 64 rows)")
-        + needs(
-            c["BM"] != 192 or (c["BN"] == 128 and c.get("PROMOTE_K", SCALE_BLOCK) == SCALE_BLOCK),
-            "BM=192 needs BN = 128 and PROMOTE_K = 128: three consumers' 160 registers hold 64 x 128 sums and one "
-            "64 x 128 slab",
-        )
+        needs(c["BM"] in (64, 128), "BM must be 64 or 128 (one or two consumer warpgroups of 64 rows)")
         + needs(
             c["BN"] in (128, 144, 192, 256),
             "BN must be 128, 144, 192 or 256: one or two passes of 128 columns a stage, or one of 144 or 192",
@@ -150,7 +137,7 @@ def _persistent_rules(c: Config) -> list[str]:
             "STAGGER=1 needs BM = 128: two consumer warpgroups, one started behind the other",
         )
         + needs(
-            split_fits(*fp8_register_split(c), c["BM"] // 64),
+            split_fits(FP8_PRODUCER_REGS, FP8_CONSUMER_REGS, c["BM"] // 64),
             f"{c['BM'] // 64} consumer warpgroups do not fit the registers a block holds",
         )
     )
@@ -178,7 +165,6 @@ BLOCKSCALED_PERSISTENT = PERSISTENT | dict(
             c["BN"] not in (144, 192),
             f"BN={c['BN']} takes per-tensor scales only: with block scales a pass is one 128-column block",
         )
-        + needs(c["BM"] != 192, "BM=192 (three consumers) takes per-tensor scales only: not built with block scales")
     ),
 )
 SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: ring_bytes(c, 2),
@@ -319,14 +305,6 @@ def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:
     return lambda s, b: (cdiv(s.m, bm * cluster) * cdiv(s.n, bn) * cluster, 1, 1)
 
 
-def _fixed(rung: Rung, c: Config) -> Config:
-    """The rung's launch facts, with the register split of its consumers (three at BM = 192)."""
-    if "CONSUMER_REGS" not in rung.fixed or not rung.persistent:
-        return rung.fixed
-    producer, consumer = fp8_register_split(c)
-    return rung.fixed | Config(PRODUCER_REGS=producer, CONSUMER_REGS=consumer)
-
-
 def _spec(rung: Rung, c: Config) -> KernelSpec:
     threads = rung.threads(c)
     smem = rung.smem_bytes(c)
@@ -357,7 +335,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         templated_on_edge=False,
         template_extra=tuple(c.values()),
         template_params=tuple(c),
-        template_fixed=tuple(_fixed(rung, c).values()),
+        template_fixed=tuple(rung.fixed.values()),
         archs=rung.archs,
         min_cc=rung.min_cc,
         cluster=(cluster, 1, 1) if cluster > 1 else None,
