@@ -1,0 +1,110 @@
+"""Does launch overlap explain the small BF16 shapes' gap? A probe.
+
+docs/dispatch.md (2026-11-28) found that at the skinny BF16 shapes one call
+of ours alone takes as long as cuBLAS's, while in the suite's CUDA graphs of
+back-to-back calls ours measures 84-94% of it: the time goes between
+launches. This probe times the same picks through gemmlab's runner (verified;
+both sides from CUDA graphs, in alternation) twice in each round: launched
+as usual, and launched with programmatic stream serialization (PDL), which
+lets the GPU start a launch's blocks while the launch before it in the
+stream drains.
+
+It is a probe, not a feature: the kernels carry no `griddepcontrol.wait`, so
+under PDL a launch may write C while the one before it still writes the
+same C. That is harmless here, where every launch of a series computes the
+same product from the same inputs and the result is checked on a launch of
+its own, and wrong anywhere else. Only rungs that keep no state in global
+memory between launches are probed (no split-K counters): tc_small,
+tc_gemv and tc_tma_store. Usage, on a GPU machine with cuda.core 0.4 or
+newer (LaunchConfig's programmatic_stream_serialization):
+
+    PYTHONPATH=src python3 benchmarks/scripts/pdl_probe.py OUT.txt [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+CASES = (
+    ("bfloat16-out", (4096, 128, 4096), "tc_small", {"BM": 64, "BN": 128, "STAGES": 8, "SPLITS": 2}),
+    ("bfloat16", (4096, 128, 4096), "tc_small", {"BM": 64, "BN": 128, "STAGES": 8, "SPLITS": 2}),
+    ("bfloat16-out", (4096, 64, 4096), "tc_small", {"BM": 64, "BN": 64, "STAGES": 8, "SPLITS": 2}),
+    ("bfloat16", (64, 4096, 4096), "tc_small", {"BM": 64, "BN": 64, "STAGES": 8, "SPLITS": 2}),
+    ("bfloat16-out", (16, 4096, 4096), "tc_gemv", {"MAX_M": 16, "WARPS": 16, "UNROLL": 2}),
+    ("bfloat16", (8, 4096, 4096), "tc_gemv", {"MAX_M": 8, "WARPS": 8, "UNROLL": 4}),
+    ("bfloat16", (1536, 1536, 1536), "tc_tma_store", {"BM": 128, "BN": 144, "STAGES": 4, "C_BOXES": 2}),
+    ("bfloat16", (2048, 2048, 2048), "tc_tma_store", {"BM": 128, "BN": 256, "STAGES": 4, "C_BOXES": 1}),
+)
+
+
+def patched(pdl: bool):
+    """Make gemmlab's launch configuration ask for PDL (or not)."""
+    from cuda.core import LaunchConfig
+
+    from gemmlab.backends import nvrtc
+
+    original = nvrtc.__dict__.setdefault("_unpatched_launch_config", nvrtc.launch_config)
+    if not pdl:
+        nvrtc.launch_config = original
+        return
+
+    def with_pdl(point, grid):
+        cluster = point.spec.cluster
+        kwargs = dict(block=point.block, shmem_size=point.dynamic_smem, programmatic_stream_serialization=True)
+        if cluster is None:
+            return LaunchConfig(grid=grid, **kwargs)
+        clusters = tuple(g // c for g, c in zip(grid, cluster, strict=True))
+        return LaunchConfig(grid=clusters, cluster=cluster, **kwargs)
+
+    nvrtc.launch_config = with_pdl
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("out")
+    p.add_argument("--rounds", type=int, default=3)
+    a = p.parse_args(argv)
+    from gemmlab.core.shapes import Shape
+    from gemmlab.kernels import catalogue
+    from gemmlab.measure.run import run
+
+    shares: dict[tuple, list[float]] = {}
+    times: dict[tuple, list[float]] = {}
+    for rnd in range(a.rounds):
+        for dtype, (m, n, k), rung, config in CASES:
+            spec = catalogue.variant(rung, config)
+            order = (False, True) if rnd % 2 == 0 else (True, False)
+            for pdl in order:
+                patched(pdl)
+                try:
+                    r = run(spec.id, Shape(m, n, k), dtype=dtype, spec=spec, reps=20)
+                except Exception as exc:  # a case that fails is reported, the others go on
+                    print(f"{dtype} {m}x{n}x{k} {rung} pdl={pdl}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                    continue
+                key = (dtype, m, n, k, rung, json.dumps(config), pdl)
+                shares.setdefault(key, []).append(100 * r.ratio_to_baseline)
+                times.setdefault(key, []).append(1e3 * r.timing.median_ms)
+                us, share = 1e3 * r.timing.median_ms, 100 * r.ratio_to_baseline
+                print(f"round {rnd}: {key} {us:.2f} us, {share:.1f}%", file=sys.stderr, flush=True)
+    patched(False)
+    lines = [f"medians over {a.rounds} rounds; share = cuBLAS's time / ours, both from CUDA graphs, in alternation"]
+    for dtype, (m, n, k), rung, config in CASES:
+        row = []
+        for pdl in (False, True):
+            key = (dtype, m, n, k, rung, json.dumps(config), pdl)
+            if key in shares:
+                row.append(f"{'PDL' if pdl else 'plain'} {statistics.median(times[key]):7.2f} us "
+                           f"{statistics.median(shares[key]):6.1f}%")  # fmt: skip
+        lines.append(f"{dtype:13s} {m}x{n}x{k:<6d} {rung:13s} " + "   ".join(row))
+    text = "\n".join(lines) + "\n"
+    Path(a.out).write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
