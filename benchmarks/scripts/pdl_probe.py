@@ -1,22 +1,16 @@
-"""Does launch overlap explain the small BF16 shapes' gap? A probe.
+"""Programmatic dependent launch (PDL) on and off, for the rungs that wait
+for the launch before them (KernelSpec.dependent_launch: tc_small, tc_gemv).
 
 docs/dispatch.md (2026-11-28) found that at the skinny BF16 shapes one call
 of ours alone takes as long as cuBLAS's, while in the suite's CUDA graphs of
-back-to-back calls ours measures 84-94% of it: the time goes between
-launches. This probe times the same picks through gemmlab's runner (verified;
-both sides from CUDA graphs, in alternation) twice in each round: launched
-as usual, and launched with programmatic stream serialization (PDL), which
-lets the GPU start a launch's blocks while the launch before it in the
-stream drains.
-
-It is a probe, not a feature: the kernels carry no `griddepcontrol.wait`, so
-under PDL a launch may write C while the one before it still writes the
-same C. That is harmless here, where every launch of a series computes the
-same product from the same inputs and the result is checked on a launch of
-its own, and wrong anywhere else. Only rungs that keep no state in global
-memory between launches are probed (no split-K counters): tc_small,
-tc_gemv and tc_tma_store. Usage, on a GPU machine with cuda.core 0.4 or
-newer (LaunchConfig's programmatic_stream_serialization):
+back-to-back calls ours measured 84-94% of it: the time goes between
+launches. This script times the same picks through gemmlab's runner
+(verified; both sides from CUDA graphs, in alternation) twice in each round,
+with $GEMMLAB_DEPENDENT_LAUNCH=0 (launched as any kernel) and unset (launched
+with PDL on compute capability 9.0 and newer), the order alternating from
+round to round. Its first run, on tree 95df87f, patched the launch of
+kernels that did not yet wait (a probe, racing on C's identical values);
+since then the rungs wait and the runner decides. Usage, on a GPU machine:
 
     PYTHONPATH=src python3 benchmarks/scripts/pdl_probe.py OUT.txt [--rounds 3]
 """
@@ -25,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -36,31 +31,19 @@ CASES = (
     ("bfloat16", (64, 4096, 4096), "tc_small", {"BM": 64, "BN": 64, "STAGES": 8, "SPLITS": 2}),
     ("bfloat16-out", (16, 4096, 4096), "tc_gemv", {"MAX_M": 16, "WARPS": 16, "UNROLL": 2}),
     ("bfloat16", (8, 4096, 4096), "tc_gemv", {"MAX_M": 8, "WARPS": 8, "UNROLL": 4}),
-    ("bfloat16", (1536, 1536, 1536), "tc_tma_store", {"BM": 128, "BN": 144, "STAGES": 4, "C_BOXES": 2}),
-    ("bfloat16", (2048, 2048, 2048), "tc_tma_store", {"BM": 128, "BN": 256, "STAGES": 4, "C_BOXES": 1}),
+    ("bfloat16", (1000, 1000, 1000), "tc_small", {"BM": 128, "BN": 64, "STAGES": 4, "PAIR_COLS": 2}),
+    ("bfloat16", (512, 512, 512), "tc_small", {"BM": 64, "BN": 64, "STAGES": 4, "SPLITS": 2}),
 )
 
 
-def patched(pdl: bool):
-    """Make gemmlab's launch configuration ask for PDL (or not)."""
-    from cuda.core import LaunchConfig
+def patched(pdl: bool) -> None:
+    """Let the runner launch with PDL (its default) or not."""
+    from gemmlab.backends.nvrtc import DEPENDENT_LAUNCH_ENV
 
-    from gemmlab.backends import nvrtc
-
-    original = nvrtc.__dict__.setdefault("_unpatched_launch_config", nvrtc.launch_config)
-    if not pdl:
-        nvrtc.launch_config = original
-        return
-
-    def with_pdl(point, grid):
-        cluster = point.spec.cluster
-        kwargs = dict(block=point.block, shmem_size=point.dynamic_smem, programmatic_stream_serialization=True)
-        if cluster is None:
-            return LaunchConfig(grid=grid, **kwargs)
-        clusters = tuple(g // c for g, c in zip(grid, cluster, strict=True))
-        return LaunchConfig(grid=clusters, cluster=cluster, **kwargs)
-
-    nvrtc.launch_config = with_pdl
+    if pdl:
+        os.environ.pop(DEPENDENT_LAUNCH_ENV, None)
+    else:
+        os.environ[DEPENDENT_LAUNCH_ENV] = "0"
 
 
 def main(argv: list[str]) -> int:

@@ -492,17 +492,42 @@ def allow_dynamic_smem(kernel: Any, static_bytes: int, dynamic_bytes: int, devic
         )
 
 
+# Set to 0 to launch every kernel without programmatic dependent launch, to
+# time what it gains (benchmarks/scripts/pdl_probe.py) or to rule it out.
+DEPENDENT_LAUNCH_ENV = "GEMMLAB_DEPENDENT_LAUNCH"
+
+
+def dependent_launch(point: Point) -> bool:
+    """Whether to launch ``point`` with programmatic stream serialization: the
+    kernel says it waits for the launch before it (KernelSpec.dependent_launch),
+    the current device has compute capability 9.0 or newer, and
+    $GEMMLAB_DEPENDENT_LAUNCH is not 0."""
+    if not point.spec.dependent_launch or os.environ.get(DEPENDENT_LAUNCH_ENV, "1") == "0":
+        return False
+    from cuda.core import Device
+
+    return tuple(Device().compute_capability) >= (9, 0)
+
+
 def launch_config(point: Point, grid: tuple[int, int, int]) -> Any:
     """cuda.core's LaunchConfig for ``point`` on ``grid`` (in blocks). With
     clusters, cuda.core counts the grid in clusters, while a KernelSpec's grid
-    (what the kernel sees as gridDim) counts blocks."""
+    (what the kernel sees as gridDim) counts blocks. A kernel that waits for
+    the launch before it is launched with PDL where :func:`dependent_launch`
+    allows it and cuda.core knows the option (0.4 and newer)."""
     from cuda.core import LaunchConfig
 
     cluster = point.spec.cluster
-    if cluster is None:
-        return LaunchConfig(grid=grid, block=point.block, shmem_size=point.dynamic_smem)
-    clusters = tuple(g // c for g, c in zip(grid, cluster, strict=True))
-    return LaunchConfig(grid=clusters, cluster=cluster, block=point.block, shmem_size=point.dynamic_smem)
+    options: dict[str, Any] = dict(block=point.block, shmem_size=point.dynamic_smem)
+    if cluster is not None:
+        options["cluster"] = cluster
+        grid = tuple(g // c for g, c in zip(grid, cluster, strict=True))
+    if dependent_launch(point):
+        try:
+            return LaunchConfig(grid=grid, programmatic_stream_serialization=True, **options)
+        except TypeError:  # an older cuda.core: launched as any other kernel
+            pass
+    return LaunchConfig(grid=grid, **options)
 
 
 def blocks_at_once(kernel: Any, point: Point, info: gpu.DeviceInfo, stream: Any) -> int:

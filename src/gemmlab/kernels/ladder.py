@@ -56,6 +56,7 @@ class Rung:
     block: Callable[[Config], Dim3] | None = None  # None: (threads, 1, 1)
     dynamic_smem: bool = False
     persistent: bool = False  # KernelSpec.persistent: the grid counts tiles
+    dependent_launch: bool = False  # KernelSpec.dependent_launch: it waits for the launch before it (PDL)
     grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None  # None: the family's grid
     workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None  # KernelSpec.workspace_bytes
     constraints: tuple[Constraint, ...] = ()  # requirements on the shape beyond the grid's

@@ -140,6 +140,12 @@ class KernelSpec:
     # at once, and the kernel's blocks loop over the rest. A block that only
     # starts when another ends would otherwise do its whole share late.
     persistent: bool = False
+    # The kernel waits (griddepcontrol.wait) for the launches it depends on
+    # before its first read or write of global memory, so the runner may
+    # launch it with programmatic stream serialization (PDL) on compute
+    # capability 9.0 and newer: its blocks start, and run their prologue,
+    # while the launch before it on the stream drains.
+    dependent_launch: bool = False
     # Scratch device memory the kernel takes as one more argument after the
     # problem's, in bytes, for a shape and the number of blocks launched (a
     # persistent kernel's is only known at launch). The runner allocates it

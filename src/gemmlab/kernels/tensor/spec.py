@@ -534,10 +534,12 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         shape_rules=_gemv_small_side,
         min_cc=(8, 0),  # mma.sync with bf16
         k_bytes_multiple=ROWS_16,
+        dependent_launch=True,  # 11_gemv.cu waits before its first load (docs/dispatch.md, 2026-11-28)
     ),
     Rung(
         id="tc_small",
         source="12_small.cu",
+        dependent_launch=True,  # 12_small.cu waits after its barriers are set up (docs/dispatch.md, 2026-11-28)
         summary="sm_90a: 64- or 128-wide tiles on a short TMA ring fed by one producer warp; SPLITS slices of K "
         "per tile in a cluster, added in slice order through distributed shared memory",
         dtypes=(*DTYPES, BF16_OUT),
@@ -685,6 +687,7 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
         min_cc=rung.min_cc,
         cluster=(clustered, 1, 1) if clustered > 1 else None,
         persistent=rung.persistent,
+        dependent_launch=rung.dependent_launch,
         workspace_bytes=rung.workspace(c) if rung.workspace else None,
         sass=rung.sass,
     )
