@@ -1,5 +1,6 @@
 """Programmatic dependent launch (PDL) on and off, for the rungs that wait
-for the launch before them (KernelSpec.dependent_launch: tc_small, tc_gemv).
+for the launch before them (KernelSpec.dependent_launch: tc_small; tc_gemv
+was, and lost by it).
 
 docs/dispatch.md (2026-11-28) found that at the skinny BF16 shapes one call
 of ours alone takes as long as cuBLAS's, while in the suite's CUDA graphs of

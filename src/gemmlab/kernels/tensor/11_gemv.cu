@@ -73,7 +73,6 @@ tc_gemv(const unsigned short* __restrict__ a, const unsigned short* __restrict__
     static_assert((PREFETCH == 0 || PREFETCH == 1) && (NO_L1 == 0 || NO_L1 == 1), "switches are 0 or 1");
     constexpr int FRAGS = MAX_M / 8;
     __shared__ float sums[WARPS][FRAGS][4][32];
-    wait_for_previous_launch();  // nothing of A, B or C touched before (PDL: tc_common.cuh)
 
     // Which operand is streamed: B when M is the small side, else A (C transposed back).
     const bool stream_b = m <= MAX_M;
