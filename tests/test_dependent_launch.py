@@ -12,7 +12,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import kernel_source
 
-WAITING = ("tc_small",)
+WAITING = ("tc_small", "sgemm_small_tile", "sgemm_split_k", "sgemm_cluster_split_k")
 
 
 class _Device:
@@ -36,15 +36,22 @@ def test_only_kernels_that_wait_ask_for_it():
         source = kernel_source(catalogue.get(kernel_id).source)
         body = source[source.index("__global__") :]
         assert "wait_for_previous_launch();" in body, kernel_id
+        assert "griddepcontrol.wait" in source, kernel_id
     helper = kernel_source(catalogue.get("tc_small").source)
     assert "griddepcontrol.wait" in helper and "griddepcontrol.launch_dependents" in helper
 
 
 @pytest.mark.parametrize(
-    ("kernel_id", "shape"), [("tc_small", Shape(4096, 128, 4096)), ("tc_small", Shape(512, 512, 512))]
+    ("kernel_id", "shape", "dtype"),
+    [
+        ("tc_small", Shape(4096, 128, 4096), "bfloat16"),
+        ("tc_small", Shape(512, 512, 512), "bfloat16-out"),
+        ("sgemm_split_k", Shape(256, 256, 256), "float32"),
+        ("sgemm_small_tile", Shape(128, 128, 128), "float32"),
+    ],
 )
-def test_hopper_launches_them_with_pdl_and_older_gpus_do_not(monkeypatch, kernel_id, shape):
-    point = _point(kernel_id, shape)
+def test_hopper_launches_them_with_pdl_and_older_gpus_do_not(monkeypatch, kernel_id, shape, dtype):
+    point = _point(kernel_id, shape, dtype)
     _on(monkeypatch, (9, 0))
     config = nvrtc.launch_config(point, point.grid)
     assert config.programmatic_stream_serialization is True

@@ -1,6 +1,7 @@
 """Programmatic dependent launch (PDL) on and off, for the rungs that wait
-for the launch before them (KernelSpec.dependent_launch: tc_small; tc_gemv
-was, and lost by it).
+for the launch before them (KernelSpec.dependent_launch: tc_small,
+sgemm_small_tile, sgemm_split_k and sgemm_cluster_split_k; tc_gemv was, and
+lost by it).
 
 docs/dispatch.md (2026-11-28) found that at the skinny BF16 shapes one call
 of ours alone takes as long as cuBLAS's, while in the suite's CUDA graphs of
@@ -13,7 +14,7 @@ round to round. Its first run, on tree 95df87f, patched the launch of
 kernels that did not yet wait (a probe, racing on C's identical values);
 since then the rungs wait and the runner decides. Usage, on a GPU machine:
 
-    PYTHONPATH=src python3 benchmarks/scripts/pdl_probe.py OUT.txt [--rounds 3]
+    PYTHONPATH=src python3 benchmarks/scripts/pdl_probe.py OUT.txt [--rounds 3] [--dtypes float32]
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import statistics
 import sys
 from pathlib import Path
 
+CSK = {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 32, "STAGES": 4}  # sgemm_cluster_split_k's small tiles
+CSK_128 = {"BM": 128, "BN": 128, "WM": 64, "WN": 32, "STAGES": 4, "SPLITS": 2, "GROUPS": 1}
 CASES = (
     ("bfloat16-out", (4096, 128, 4096), "tc_small", {"BM": 64, "BN": 128, "STAGES": 8, "SPLITS": 2}),
     ("bfloat16", (4096, 128, 4096), "tc_small", {"BM": 64, "BN": 128, "STAGES": 8, "SPLITS": 2}),
@@ -34,6 +37,16 @@ CASES = (
     ("bfloat16", (8, 4096, 4096), "tc_gemv", {"MAX_M": 8, "WARPS": 8, "UNROLL": 4}),
     ("bfloat16", (1000, 1000, 1000), "tc_small", {"BM": 128, "BN": 64, "STAGES": 4, "PAIR_COLS": 2}),
     ("bfloat16", (512, 512, 512), "tc_small", {"BM": 64, "BN": 64, "STAGES": 4, "SPLITS": 2}),
+    # The FP32 picks of the H100's last full suite (2026-11-24o_h100_dispatch-full-fp32-final.json).
+    ("float32", (128, 128, 128), "sgemm_small_tile", {"BM": 32, "BN": 32, "WM": 16, "STAGES": 3, "MIN_BLOCKS": 4}),
+    ("float32", (256, 256, 256), "sgemm_split_k", {"BM": 64, "BN": 64, "STAGES": 3, "SPLITS": 4}),
+    ("float32", (512, 512, 512), "sgemm_cluster_split_k", CSK | {"SPLITS": 2, "GROUPS": 2}),
+    ("float32", (1000, 1000, 1000), "sgemm_cluster_split_k", CSK_128 | {"BK": 8}),
+    ("float32", (16, 4096, 4096), "sgemm_split_k", {"BM": 32, "BN": 32, "STAGES": 3, "SPLITS": 16}),
+    ("float32", (64, 4096, 4096), "sgemm_cluster_split_k", CSK | {"SPLITS": 2, "GROUPS": 4}),
+    ("float32", (128, 4096, 4096), "sgemm_cluster_split_k", CSK | {"SPLITS": 2, "GROUPS": 2}),
+    ("float32", (4096, 64, 4096), "sgemm_cluster_split_k", CSK | {"BM": 128, "BN": 64, "SPLITS": 2, "GROUPS": 4}),
+    ("float32", (4096, 128, 4096), "sgemm_cluster_split_k", CSK | {"SPLITS": 2, "GROUPS": 2}),
 )
 
 
@@ -51,15 +64,17 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("out")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--dtypes", default="", help="only these element types (comma-separated), e.g. float32")
     a = p.parse_args(argv)
     from gemmlab.core.shapes import Shape
     from gemmlab.kernels import catalogue
     from gemmlab.measure.run import run
 
+    cases = [c for c in CASES if not a.dtypes or c[0] in a.dtypes.split(",")]
     shares: dict[tuple, list[float]] = {}
     times: dict[tuple, list[float]] = {}
     for rnd in range(a.rounds):
-        for dtype, (m, n, k), rung, config in CASES:
+        for dtype, (m, n, k), rung, config in cases:
             spec = catalogue.variant(rung, config)
             order = (False, True) if rnd % 2 == 0 else (True, False)
             for pdl in order:
@@ -76,7 +91,7 @@ def main(argv: list[str]) -> int:
                 print(f"round {rnd}: {key} {us:.2f} us, {share:.1f}%", file=sys.stderr, flush=True)
     patched(False)
     lines = [f"medians over {a.rounds} rounds; share = cuBLAS's time / ours, both from CUDA graphs, in alternation"]
-    for dtype, (m, n, k), rung, config in CASES:
+    for dtype, (m, n, k), rung, config in cases:
         row = []
         for pdl in (False, True):
             key = (dtype, m, n, k, rung, json.dumps(config), pdl)

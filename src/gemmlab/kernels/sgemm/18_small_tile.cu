@@ -23,11 +23,13 @@
 // the GPU: 69% of cuBLAS on the H100). Measurement: pending GPU run.
 
 #include "k_range_loop.cuh"
+#include "../dependent_launch.cuh"
 
 template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int MIN_BLOCKS>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MIN_BLOCKS)
 sgemm_small_tile(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n, int k,
                  T alpha, T beta) {
+    wait_for_previous_launch();  // nothing of A, B, C or the workspace touched before (PDL)
     constexpr int WARPS_N = BN / WN;
     constexpr int THREADS = (BM / WM) * WARPS_N * 32;
     static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles tile the block tile");

@@ -47,11 +47,13 @@
 
 #include "arrivals.cuh"
 #include "k_range_loop.cuh"
+#include "../dependent_launch.cuh"
 
 template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int SPLITS>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 sgemm_split_k(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n, int k,
               T alpha, T beta, void* workspace) {
+    wait_for_previous_launch();  // nothing of A, B, C or the workspace touched before (PDL)
     constexpr int WARPS_N = BN / WN;
     constexpr int THREADS = (BM / WM) * WARPS_N * 32;
     constexpr int M_SUB = WM / 16, N_SUB = WN / 32;

@@ -85,6 +85,7 @@
 #include "arrivals.cuh"
 #include "cp_async_tiles.cuh"
 #include "spread_copies.cuh"
+#include "../dependent_launch.cuh"
 
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, int SPLITS, int GROUPS, bool B_VEC>
 __device__ __forceinline__ void cluster_split_k_body(const float* __restrict__ a, const float* __restrict__ b,
@@ -205,6 +206,7 @@ template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, int SP
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 sgemm_cluster_split_k(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, T* c_out, int m, int n,
                       int k, T alpha, T beta, void* workspace) {
+    wait_for_previous_launch();  // nothing of A, B, C or the workspace touched before (PDL)
     if (n % 4 == 0 && aligned16(b)) {
         cluster_split_k_body<BM, BN, BK, WM, WN, STAGES, SPLITS, GROUPS, true>(a, b, c_in, c_out, m, n, k, alpha,
                                                                                beta, workspace);
