@@ -969,41 +969,30 @@ RUNGS: tuple[Rung, ...] = (
 # LADDER.configs() and LADDER.variant() know them, and gemmlab.measure.run.run(kernel_id,
 # shape, spec=LADDER.variant(kernel_id, {})) runs them; they move into RUNGS, and with
 # it into the catalogue, in the change that stores a benchmark measuring them.
-# sgemm_small_tile, sgemm_split_k and sgemm_cluster_split_k wait for the
-# launch before them (griddepcontrol.wait, ../dependent_launch.cuh) as their
-# first statement, so the runner launches them with programmatic dependent
-# launch on compute capability 9.0 and newer: the small and skinny shapes
-# they take are a few microseconds a launch (docs/dispatch.md, 2026-11-28).
 CANDIDATE_RUNGS: tuple[Rung, ...] = (
-    replace(
-        _warp_rung(
-            "sgemm_small_tile",
-            "18_small_tile.cu",
-            "sgemm_multistage's ring on 32 to 64-row, 32 to 64-column block tiles, several blocks per SM: every SM "
-            "busy at 512 to 1024",
-            default=SMALL_TILE_DEFAULT,
-            choices={},
-            stages=lambda c: c["STAGES"],
-            a_per_access=1,
-            search=SMALL_TILE_SEARCH,
-        ),
-        dependent_launch=True,
+    _warp_rung(
+        "sgemm_small_tile",
+        "18_small_tile.cu",
+        "sgemm_multistage's ring on 32 to 64-row, 32 to 64-column block tiles, several blocks per SM: every SM busy "
+        "at 512 to 1024",
+        default=SMALL_TILE_DEFAULT,
+        choices={},
+        stages=lambda c: c["STAGES"],
+        a_per_access=1,
+        search=SMALL_TILE_SEARCH,
     ),
-    replace(
-        _warp_rung(
-            "sgemm_split_k",
-            "19_split_k.cu",
-            "sgemm_small_tile's blocks with K cut into SPLITS slices (grid z); the last slice of a tile to finish adds "
-            "the partial tiles in slice order",
-            default=SPLIT_K_DEFAULT,
-            choices={},
-            stages=lambda c: c["STAGES"],
-            a_per_access=1,
-            search=SPLIT_K_SEARCH,
-            grid=split_k_grid,
-            workspace=_split_k_workspace,
-        ),
-        dependent_launch=True,
+    _warp_rung(
+        "sgemm_split_k",
+        "19_split_k.cu",
+        "sgemm_small_tile's blocks with K cut into SPLITS slices (grid z); the last slice of a tile to finish adds "
+        "the partial tiles in slice order",
+        default=SPLIT_K_DEFAULT,
+        choices={},
+        stages=lambda c: c["STAGES"],
+        a_per_access=1,
+        search=SPLIT_K_SEARCH,
+        grid=split_k_grid,
+        workspace=_split_k_workspace,
     ),
     Rung(
         id="sgemm_skinny",
@@ -1078,9 +1067,16 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         smem_bytes=_cluster_split_k_smem_bytes,
         cluster_size=lambda c: c["SPLITS"],
         min_cc=(9, 0),
-        dependent_launch=True,
     ),
 )
+
+# sgemm_small_tile, sgemm_split_k and sgemm_cluster_split_k wait for the
+# launch before them (griddepcontrol.wait, ../dependent_launch.cuh) as their
+# first statement, so the runner launches them with programmatic dependent
+# launch on compute capability 9.0 and newer: the small and skinny shapes
+# they take are a few microseconds a launch (docs/dispatch.md, 2026-11-28).
+WAITING_RUNGS = ("sgemm_small_tile", "sgemm_split_k", "sgemm_cluster_split_k")
+CANDIDATE_RUNGS = tuple(replace(r, dependent_launch=True) if r.id in WAITING_RUNGS else r for r in CANDIDATE_RUNGS)
 
 LADDER = Ladder("FP32 ladder", RUNGS, _limits, _spec, candidates=CANDIDATE_RUNGS)
 SGEMM_KERNELS: tuple[KernelSpec, ...] = LADDER.kernels
