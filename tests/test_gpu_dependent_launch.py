@@ -62,7 +62,7 @@ def test_a_dependent_launch_reads_what_the_launch_before_it_wrote():
     ("rung", "config"),
     [
         ("sgemm_split_k", {"BM": 64, "BN": 64, "STAGES": 3, "SPLITS": 4}),  # counters in a workspace
-        ("sgemm_cluster_split_k", {"BM": 64, "BN": 128, "STAGES": 4, "SPLITS": 2, "GROUPS": 2}),
+        ("sgemm_cluster_split_k", {"BM": 64, "BN": 128, "WM": 32, "WN": 32, "STAGES": 4, "SPLITS": 2, "GROUPS": 2}),
     ],
 )
 def test_float32_dependent_launches_read_what_the_launch_before_wrote(rung, config):
