@@ -22,6 +22,13 @@
 // 33-40 TFLOP/s, against rung 9's 128 x 128 tile on 64 SMs (at most 64/132 of
 // the GPU: 69% of cuBLAS on the H100). Measurement: pending GPU run.
 
+// One launch and the next: the runner launches this kernel with programmatic
+// dependent launch on compute capability 9.0 and newer, so its blocks may
+// start while the launch before it runs. Its first statement waits for that
+// launch to complete (griddepcontrol.wait: its memory operations visible);
+// nothing in global memory, workspace included, is touched before it
+// (docs/synchronisation.md).
+
 #include "k_range_loop.cuh"
 #include "../dependent_launch.cuh"
 

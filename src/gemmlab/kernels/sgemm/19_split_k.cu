@@ -45,6 +45,13 @@
 // only its own slot (t, z), once per launch. Progress: no block ever waits for
 // another (not last: exit), whatever the number resident.
 
+// One launch and the next: the runner launches this kernel with programmatic
+// dependent launch on compute capability 9.0 and newer, so its blocks may
+// start while the launch before it runs. Its first statement waits for that
+// launch to complete (griddepcontrol.wait: its memory operations visible);
+// nothing in global memory, workspace included, is touched before it
+// (docs/synchronisation.md).
+
 #include "arrivals.cuh"
 #include "k_range_loop.cuh"
 #include "../dependent_launch.cuh"

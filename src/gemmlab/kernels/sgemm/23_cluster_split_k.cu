@@ -81,6 +81,13 @@
 // from zero, computed by one thread: the same bits whichever block finishes
 // first, and launch after launch.
 
+// One launch and the next: the runner launches this kernel with programmatic
+// dependent launch on compute capability 9.0 and newer, so its blocks may
+// start while the launch before it runs. Its first statement waits for that
+// launch to complete (griddepcontrol.wait: its memory operations visible);
+// nothing in global memory, workspace included, is touched before it
+// (docs/synchronisation.md).
+
 #include "../cluster.cuh"
 #include "arrivals.cuh"
 #include "cp_async_tiles.cuh"
