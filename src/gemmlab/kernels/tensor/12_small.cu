@@ -236,7 +236,7 @@ tc_small(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUte
         cluster_arrive_relaxed();
         cluster_wait();  // the partner's barriers exist before anything is multicast or arrived on them
     }
-    wait_for_previous_launch();  // nothing of A, B or C touched before (PDL: tc_common.cuh)
+    wait_for_previous_launch();  // nothing of A, B or C touched before (PDL: ../dependent_launch.cuh)
 
     float acc[BN / 2];
 #pragma unroll
