@@ -534,7 +534,7 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         shape_rules=_gemv_small_side,
         min_cc=(8, 0),  # mma.sync with bf16
         k_bytes_multiple=ROWS_16,
-        # Not launched with PDL: with a wait before its first load it ran 4-21%
+        # Not launched with PDL: with a wait before its first load it ran 4-22%
         # slower on an H200 (docs/dispatch.md, 2026-11-28), where tc_small gained.
     ),
     Rung(
