@@ -33,6 +33,7 @@ CASES = (
     ("bfloat16", (4096, 128, 4096), "tc_small", {"BM": 64, "BN": 128, "STAGES": 8, "SPLITS": 2}),
     ("bfloat16-out", (4096, 64, 4096), "tc_small", {"BM": 64, "BN": 64, "STAGES": 8, "SPLITS": 2}),
     ("bfloat16", (64, 4096, 4096), "tc_small", {"BM": 64, "BN": 64, "STAGES": 8, "SPLITS": 2}),
+    # tc_gemv no longer asks for PDL: its two rows are a control (on and off should agree).
     ("bfloat16-out", (16, 4096, 4096), "tc_gemv", {"MAX_M": 16, "WARPS": 16, "UNROLL": 2}),
     ("bfloat16", (8, 4096, 4096), "tc_gemv", {"MAX_M": 8, "WARPS": 8, "UNROLL": 4}),
     ("bfloat16", (1000, 1000, 1000), "tc_small", {"BM": 128, "BN": 64, "STAGES": 4, "PAIR_COLS": 2}),
@@ -50,7 +51,7 @@ CASES = (
 )
 
 
-def patched(pdl: bool) -> None:
+def set_dependent_launch(pdl: bool) -> None:
     """Let the runner launch with PDL (its default) or not."""
     from gemmlab.backends.nvrtc import DEPENDENT_LAUNCH_ENV
 
@@ -78,18 +79,18 @@ def main(argv: list[str]) -> int:
             spec = catalogue.variant(rung, config)
             order = (False, True) if rnd % 2 == 0 else (True, False)
             for pdl in order:
-                patched(pdl)
+                set_dependent_launch(pdl)
                 try:
                     r = run(spec.id, Shape(m, n, k), dtype=dtype, spec=spec, reps=20)
                 except Exception as exc:  # a case that fails is reported, the others go on
                     print(f"{dtype} {m}x{n}x{k} {rung} pdl={pdl}: {type(exc).__name__}: {exc}", file=sys.stderr)
                     continue
                 key = (dtype, m, n, k, rung, json.dumps(config), pdl)
-                shares.setdefault(key, []).append(100 * r.ratio_to_baseline)
-                times.setdefault(key, []).append(1e3 * r.timing.median_ms)
                 us, share = 1e3 * r.timing.median_ms, 100 * r.ratio_to_baseline
+                shares.setdefault(key, []).append(share)
+                times.setdefault(key, []).append(us)
                 print(f"round {rnd}: {key} {us:.2f} us, {share:.1f}%", file=sys.stderr, flush=True)
-    patched(False)
+    set_dependent_launch(True)  # the runner's default again
     lines = [f"medians over {a.rounds} rounds; share = cuBLAS's time / ours, both from CUDA graphs, in alternation"]
     for dtype, (m, n, k), rung, config in cases:
         row = []
