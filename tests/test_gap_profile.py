@@ -67,7 +67,7 @@ def test_rows_are_split_by_the_marker_kernels_and_the_library_call_is_summed():
         ["4", "cutlass_gemm_splitk", "90000", "160000", "152000", "80", "3000000", "0.2", "0.1"],
         ["5", "splitKreduce_kernel", "8000", "10000", "9000", "30", "100000", "0.1", "0.1"],
     ])  # fmt: skip
-    by_case = gp.split_by_case(gp.parse_csv(text))
+    by_case = gp.split_by_case(gp.parse_raw_csv(text).launches)
     assert sorted(by_case) == [0, 1]
     assert [r["Kernel Name"] for r in by_case[1]] == ["cutlass_gemm_splitk", "splitKreduce_kernel"]
     stalls = [STALL_LS, STALL_NI]

@@ -39,16 +39,16 @@ are profiled once.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from gemmlab.core.errors import GemmlabError
+from gemmlab.measure.profile import find_ncu, ncu_environment, ncu_failure, parse_raw_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -193,21 +193,6 @@ def available_metrics(ncu: str) -> tuple[list[str], list[str]]:
     return metrics, stalls
 
 
-def parse_csv(text: str) -> list[dict[str, str]]:
-    """ncu --csv --page raw: one dict per profiled kernel (units row dropped)."""
-    lines = [line for line in text.splitlines() if line.startswith('"')]
-    if not lines:
-        return []
-    rows = list(csv.reader(io.StringIO("\n".join(lines))))
-    head, body = rows[0], rows[1:]
-    kernels = []
-    for row in body:
-        record = dict(zip(head, row, strict=False))
-        if record.get("ID", "").isdigit():  # the units row has no ID
-            kernels.append(record)
-    return kernels
-
-
 def split_by_case(kernels: list[dict[str, str]]) -> dict[int, list[dict[str, str]]]:
     """Each marker kernel opens its case's kernels; rows before the first marker are dropped."""
     by_case: dict[int, list[dict[str, str]]] = {}
@@ -344,11 +329,16 @@ def report(cases: list[Case], ours: dict[int, list], lib: dict[int, list], stall
 
 
 def profile(ncu: str, cases_path: Path, side: str, metrics: list[str]) -> tuple[str, str]:
+    """One side's profile (ncu's raw CSV, the driver's messages); ProfilerError where ncu failed."""
     command = [ncu, "--clock-control", "none", "--cache-control", "none", "--profile-from-start", "off",
                "--metrics", ",".join(metrics),
                "--csv", "--page", "raw", "--print-units", "base",
                sys.executable, __file__, "--drive", side, "--cases-file", str(cases_path)]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, env=os.environ | {"PYTHONPATH": str(ROOT / "src")})
+    env = ncu_environment() | {"PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    failure = ncu_failure(done.stdout + done.stderr, done.returncode)
+    if failure is not None:
+        raise failure
     return done.stdout, done.stderr
 
 
@@ -377,21 +367,22 @@ def main(argv: list[str]) -> int:
         cases = cases[: a.limit]
     if not cases:
         p.error("no cases: give --from FILE (with --below) or --case")
-    ncu = shutil.which("ncu")
-    if ncu is None:
-        print("gap_profile.py: ncu is not on PATH; install Nsight Compute or add its folder to PATH", file=sys.stderr)
-        return 2
-    metrics, stalls = available_metrics(ncu)
     cases_path = Path(a.out).with_suffix(".cases.json")
     cases_path.write_text(
         json.dumps([dict(dtype=c.dtype, m=c.m, n=c.n, k=c.k, rung=c.rung, config=c.config) for c in cases])
     )
     sides = {}
-    for side in ("ours", "library"):
-        stdout, stderr = profile(ncu, cases_path, side, metrics + stalls)
-        Path(a.out).with_suffix(f".{side}.csv").write_text(stdout)
-        Path(a.out).with_suffix(f".{side}.log").write_text(stderr)
-        sides[side] = split_by_case(parse_csv(stdout))
+    try:
+        ncu = find_ncu()
+        metrics, stalls = available_metrics(ncu)
+        for side in ("ours", "library"):
+            stdout, stderr = profile(ncu, cases_path, side, metrics + stalls)
+            Path(a.out).with_suffix(f".{side}.csv").write_text(stdout)
+            Path(a.out).with_suffix(f".{side}.log").write_text(stderr)
+            sides[side] = split_by_case(parse_raw_csv(stdout).launches)
+    except GemmlabError as exc:
+        print(f"gap_profile.py: {exc}", file=sys.stderr)
+        return 2
     device = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     header = (f"# gap_profile.py: the dispatcher's picks against cuBLAS under Nsight Compute "
