@@ -107,11 +107,20 @@ WIDE = [
     ("tc_split_tail", {"BN": 192, "MAX_SLICES": 4}),
     ("tc_tma_store", {"BN": 144}),
     ("tc_tma_store", {"BM": 192, "BN": 192, "C_BOXES": 1}),  # three consumers: a cluster's 384 rows
+    # Room for a warpgroup's whole slab of C (bfloat16 C at 192; every type at
+    # 144, the overlapping box included): all boxes written, then all stored.
+    ("tc_tma_store", {"BN": 192, "C_BOXES": 3}),
+    ("tc_tma_store", {"BN": 144, "C_BOXES": 5}),
 ]
 
 
+def _wide_id(kernel_id: str, config: dict) -> str:
+    boxes = f"-{config['C_BOXES']}boxes" if "C_BOXES" in config else ""
+    return f"{kernel_id}-{config.get('BM', 128)}x{config['BN']}{boxes}"
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "tf32", "bfloat16-out"])
-@pytest.mark.parametrize(("kernel_id", "config"), WIDE, ids=[f"{k}-{c.get('BM', 128)}x{c['BN']}" for k, c in WIDE])
+@pytest.mark.parametrize(("kernel_id", "config"), WIDE, ids=[_wide_id(k, c) for k, c in WIDE])
 def test_wide_tiles_verify(kernel_id: str, config: dict, dtype: str) -> None:
     from gemmlab.measure.run import run
 

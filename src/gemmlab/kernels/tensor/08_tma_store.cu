@@ -2,7 +2,9 @@
 // Each consumer warpgroup writes its 64 x BN accumulators into shared memory,
 // box by box (64 rows x 128 bytes: 32 float32 or 64 bfloat16 columns), in the
 // same 128-byte swizzle the loads use, and one thread issues a TMA store of
-// the box; C_BOXES boxes per warpgroup take turns. Where BN is not a whole
+// the box; C_BOXES boxes per warpgroup take turns. Where C_BOXES holds the
+// whole slab (bfloat16 C at BN = 192: three boxes), the warpgroup writes every
+// box, fences once and hands all of them over together. Where BN is not a whole
 // number of boxes (BN = 144), the last box ends at BN and overlaps the one
 // before it: the columns they share are stored twice, with the same values.
 // BM = 192 gives a block three consumer warpgroups (192 x 192 tiles, cuBLAS's
@@ -30,7 +32,10 @@
 // bar.sync (named, the warpgroup's 128 threads) orders that before the
 // warpgroup's writes. Each thread's fence.proxy.async.shared::cta orders its
 // generic writes before async-proxy reads; the second bar.sync orders all 128
-// fences before thread 0 issues the TMA store. Before exit, wait_group.read<0>:
+// fences before thread 0 issues the TMA store. With the whole slab in boxes,
+// the same per tile: thread 0's wait_group.read<0> (the last tile's stores
+// done reading), bar.sync, every box written, one fence per thread, bar.sync,
+// then thread 0 issues all the stores as one group. Before exit, wait_group.read<0>:
 // no store still reads shared memory when the block leaves (their global
 // writes complete before the grid does). docs/synchronisation.md.
 
@@ -115,6 +120,24 @@ tc_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ 
             fence_registers(acc);
             const int row = (CLUSTER * tm + rank) * BM + slab * 64;
             if (row >= m) continue;  // a cluster's second tile row past M: nothing to store
+            if constexpr (C_BOXES >= BOXES) {
+                // Room for the whole slab: every box written, one fence and one
+                // barrier, then all the stores, instead of a fence per box.
+                if (thread == 0) bulk_wait_read<0>();  // the last tile's stores are done reading
+                warpgroup_sync(slab);
+#pragma unroll
+                for (int box = 0; box < BOXES; ++box) write_wgmma_box<BN, C>(acc, my_boxes + box * C_BOX_BYTES, box, thread);
+                fence_proxy_async_shared();
+                warpgroup_sync(slab);
+                if (thread == 0) {
+#pragma unroll
+                    for (int box = 0; box < BOXES; ++box) {
+                        tma_store(&c_map, my_boxes + box * C_BOX_BYTES, row, tn * BN + box_first_col<BN, C>(box));
+                    }
+                    bulk_commit();
+                }
+                continue;
+            }
 #pragma unroll
             for (int box = 0; box < BOXES; ++box, ++stored) {
                 unsigned char* out = my_boxes + (stored % C_BOXES) * C_BOX_BYTES;

@@ -296,6 +296,10 @@ RUNGS: tuple[Rung, ...] = (
             # 192 x 192, three consumers: 94% of cuBLAS at 3000 on an H100 where 128 x 192 made 86%; with
             # STAGES = 3 (C_BOXES = 2, the same shared memory) 83% (docs/tensor-ladder.md, round 9).
             Config(BM=192, BN=192, C_BOXES=1),
+            # Boxes for a warpgroup's whole 64 x 192 slab of bfloat16 C (3): one fence, then every store
+            # (08_tma_store.cu). 8192 x 8192 x 256 on an H200: 67.6 us against 70.6 with C_BOXES = 2
+            # (docs/tensor-ladder.md, round 15).
+            Config(BN=192, C_BOXES=3),
         ),
         threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
         smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c),
