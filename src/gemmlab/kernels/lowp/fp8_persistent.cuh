@@ -138,7 +138,6 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
     constexpr int CONSUMERS = BM / 64;
     using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
-    constexpr int BOXES = wgmma_boxes<BN, C>();
     constexpr int C_BOX_BYTES = C_BOX_ROWS * TMA_ROW_BYTES;
     constexpr int SLICES = PROMOTE_K / BK;  // K tiles summed in the tensor cores per promotion
     static_assert(PROMOTE_K == BK || PROMOTE_K == 2 * BK, "promotion every 128 or 256 K");
@@ -393,21 +392,10 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                 for (int i = 0; i < BN / 2; ++i) acc[i] *= tensor_scale;
             }
             if (row >= m) continue;  // a cluster's second tile row past M: nothing to store
-#pragma unroll
-            for (int box = 0; box < BOXES; ++box, ++stored) {
-                unsigned char* out = my_boxes + (stored % C_BOXES) * C_BOX_BYTES;
-                // The store that last read this box, C_BOXES stores ago, must be done reading it.
-                if (thread == 0) bulk_wait_read<C_BOXES - 1>();
-                warpgroup_sync(slab);
-                write_box_spread<BN, C>(acc, out, box, thread);
-                // Show the threads' writes to the copy engine before it reads them.
-                fence_proxy_async_shared();
-                warpgroup_sync(slab);
-                if (thread == 0) {
-                    tma_store(c_map, out, row, tn * BN + box_first_col<BN, C>(box));
-                    bulk_commit();
-                }
-            }
+            store_slab<BN, C, C_BOXES, C_BOX_BYTES>(c_map, my_boxes, stored, slab, thread, row, tn * BN,
+                                                    [&](int box, unsigned char* out) {
+                                                        write_box_spread<BN, C>(acc, out, box, thread);
+                                                    });
         }
         // Shared memory must outlive the copy engine's reads of it.
         if (thread == 0) bulk_wait_read<0>();

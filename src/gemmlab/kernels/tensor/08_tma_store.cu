@@ -4,7 +4,8 @@
 // same 128-byte swizzle the loads use, and one thread issues a TMA store of
 // the box; C_BOXES boxes per warpgroup take turns. Where C_BOXES holds the
 // whole slab (bfloat16 C at BN = 192: three boxes), the warpgroup writes every
-// box, fences once and hands all of them over together. Where BN is not a whole
+// box, fences once and hands all of them over together (hopper.cuh's
+// store_slab, which the FP8 rungs share). Where BN is not a whole
 // number of boxes (BN = 144), the last box ends at BN and overlaps the one
 // before it: the columns they share are stored twice, with the same values.
 // BM = 192 gives a block three consumer warpgroups (192 x 192 tiles, cuBLAS's
@@ -54,7 +55,6 @@ tc_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ 
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
     constexpr int CONSUMERS = BM / 64;
     using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
-    constexpr int BOXES = wgmma_boxes<BN, C>();
     static_assert(BM % 64 == 0 && (BN == 128 || BN == 144 || BN == 192 || BN == 256),
                   "64-row warpgroup slabs; N of one wgmma");
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's half of B starts on a 1024-byte boundary");
@@ -120,39 +120,10 @@ tc_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ 
             fence_registers(acc);
             const int row = (CLUSTER * tm + rank) * BM + slab * 64;
             if (row >= m) continue;  // a cluster's second tile row past M: nothing to store
-            if constexpr (C_BOXES >= BOXES) {
-                // Room for the whole slab: every box written, one fence and one
-                // barrier, then all the stores, instead of a fence per box.
-                if (thread == 0) bulk_wait_read<0>();  // the last tile's stores are done reading
-                warpgroup_sync(slab);
-#pragma unroll
-                for (int box = 0; box < BOXES; ++box) write_wgmma_box<BN, C>(acc, my_boxes + box * C_BOX_BYTES, box, thread);
-                fence_proxy_async_shared();
-                warpgroup_sync(slab);
-                if (thread == 0) {
-#pragma unroll
-                    for (int box = 0; box < BOXES; ++box) {
-                        tma_store(&c_map, my_boxes + box * C_BOX_BYTES, row, tn * BN + box_first_col<BN, C>(box));
-                    }
-                    bulk_commit();
-                }
-                continue;
-            }
-#pragma unroll
-            for (int box = 0; box < BOXES; ++box, ++stored) {
-                unsigned char* out = my_boxes + (stored % C_BOXES) * C_BOX_BYTES;
-                // The store that last read this box, C_BOXES stores ago, must be done reading it.
-                if (thread == 0) bulk_wait_read<C_BOXES - 1>();
-                warpgroup_sync(slab);
-                write_wgmma_box<BN, C>(acc, out, box, thread);
-                // Show the threads' writes to the copy engine before it reads them.
-                fence_proxy_async_shared();
-                warpgroup_sync(slab);
-                if (thread == 0) {
-                    tma_store(&c_map, out, row, tn * BN + box_first_col<BN, C>(box));
-                    bulk_commit();
-                }
-            }
+            store_slab<BN, C, C_BOXES, C_BOX_BYTES>(&c_map, my_boxes, stored, slab, thread, row, tn * BN,
+                                                    [&](int box, unsigned char* out) {
+                                                        write_wgmma_box<BN, C>(acc, out, box, thread);
+                                                    });
         }
         // Shared memory must outlive the copy engine's reads of it.
         if (thread == 0) bulk_wait_read<0>();

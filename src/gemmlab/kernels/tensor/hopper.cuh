@@ -264,6 +264,48 @@ __device__ __forceinline__ void write_wgmma_box(const float (&d)[N / 2], unsigne
     }
 }
 
+// Hand a warpgroup's 64 x N slab of C to the copy engine at (row, col)
+// through its C_BOXES boxes of BOX_BYTES in shared memory: write(box, mem)
+// puts box `box` of the accumulators into `mem`, in the tensor map's swizzle;
+// `stored` counts the boxes this warpgroup has handed over so far. Where the
+// boxes hold the whole slab, every box is written, each thread fences once
+// and thread 0 issues all the stores as one group; otherwise the boxes take
+// turns, a fence and a store per box. The argument is in docs/synchronisation.md
+// (tc_tma_store).
+template <int N, typename C, int C_BOXES, int BOX_BYTES, typename Write>
+__device__ __forceinline__ void store_slab(const CUtensorMap* map, unsigned char* boxes, int& stored, int slab,
+                                           int thread, int row, int col, Write write) {
+    constexpr int BOXES = wgmma_boxes<N, C>();
+    if constexpr (C_BOXES >= BOXES) {
+        if (thread == 0) bulk_wait_read<0>();  // the last slab's stores are done reading
+        warpgroup_sync(slab);
+#pragma unroll
+        for (int box = 0; box < BOXES; ++box) write(box, boxes + box * BOX_BYTES);
+        fence_proxy_async_shared();  // the writes, shown to the copy engine
+        warpgroup_sync(slab);
+        if (thread == 0) {
+#pragma unroll
+            for (int box = 0; box < BOXES; ++box) tma_store(map, boxes + box * BOX_BYTES, row, col + box_first_col<N, C>(box));
+            bulk_commit();
+        }
+    } else {
+#pragma unroll
+        for (int box = 0; box < BOXES; ++box, ++stored) {
+            unsigned char* out = boxes + (stored % C_BOXES) * BOX_BYTES;
+            // The store that last read this box, C_BOXES stores ago, must be done reading it.
+            if (thread == 0) bulk_wait_read<C_BOXES - 1>();
+            warpgroup_sync(slab);
+            write(box, out);
+            fence_proxy_async_shared();  // the writes, shown to the copy engine
+            warpgroup_sync(slab);
+            if (thread == 0) {
+                tma_store(map, out, row, col + box_first_col<N, C>(box));
+                bulk_commit();
+            }
+        }
+    }
+}
+
 // --- wgmma ------------------------------------------------------------------------
 
 // Shared-memory matrix descriptor of a K-major tile in the layout above:
