@@ -12,7 +12,8 @@
 // tc_cluster); (BM / 64 + 1) x 128 threads; the B tensor map's box BN / 2
 // rows. C arrives as a tensor map and leaves as tc_tma_store's does: each
 // consumer writes its 64 x BN sums box by box (64 rows x 128 bytes) into
-// C_BOXES swizzled boxes of shared memory, each box stored by TMA.
+// C_BOXES swizzled boxes of shared memory, each box stored by TMA, or all the
+// slab's boxes at once where C_BOXES holds them (hopper.cuh's store_slab).
 // With U cluster tiles of T k-tiles each, cluster j computes tiles j, j + G,
 // ... below W = (U / G) x G whole. The R = U - W tiles left make R x T
 // k-tiles, which P = min(G, R x min(MAX_SLICES, T)) clusters share: worker w
@@ -127,7 +128,6 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's half of B starts on a 1024-byte boundary");
     static_assert(MAX_SLICES >= 1, "at least one slice");
     static_assert(C_BOX_ROWS == 64, "a box of C holds the 64 rows of one warpgroup's sums");
-    constexpr int BOXES = wgmma_boxes<BN, C>();
     constexpr int C_BOX_BYTES = C_BOX_ROWS * TMA_ROW_BYTES;
     constexpr int FIXUP_BARRIER = 5;  // all consumers; 1 and 2 are the warpgroups' own (warpgroup_sync)
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -171,23 +171,13 @@ tc_split_tail(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
             if (thread < CLUSTER) mbar_arrive_cluster(&empty[s], thread);
         };
         int stored = 0;  // boxes this warpgroup has handed to the copy engine
-        // This warpgroup's 64 x BN sums to C at (row, col), box by box, as tc_tma_store stores them.
+        // This warpgroup's 64 x BN sums to C at (row, col), as tc_tma_store stores them.
         auto store_tile = [&](const float (&acc)[BN / 2], int row, int col) {
             if (row >= m) return;  // a cluster's tile row past M: nothing to store
-#pragma unroll
-            for (int box = 0; box < BOXES; ++box, ++stored) {
-                unsigned char* out = my_boxes + (stored % C_BOXES) * C_BOX_BYTES;
-                // The store that last read this box, C_BOXES stores ago, must be done reading it.
-                if (thread == 0) bulk_wait_read<C_BOXES - 1>();
-                warpgroup_sync(slab);
-                write_wgmma_box<BN, C>(acc, out, box, thread);
-                fence_proxy_async_shared();  // the threads' writes, shown to the copy engine
-                warpgroup_sync(slab);
-                if (thread == 0) {
-                    tma_store(&c_map, out, row, col + box_first_col<BN, C>(box));
-                    bulk_commit();
-                }
-            }
+            store_slab<BN, C, C_BOXES, C_BOX_BYTES>(&c_map, my_boxes, stored, slab, thread, row, col,
+                                                    [&](int box, unsigned char* out) {
+                                                        write_wgmma_box<BN, C>(acc, out, box, thread);
+                                                    });
         };
         unsigned* arrivals = static_cast<unsigned*>(workspace);
         float4* partials =
