@@ -267,7 +267,7 @@ __device__ __forceinline__ void write_wgmma_box(const float (&d)[N / 2], unsigne
 // Hand a warpgroup's 64 x N slab of C to the copy engine at (row, col)
 // through its C_BOXES boxes of BOX_BYTES in shared memory: write(box, mem)
 // puts box `box` of the accumulators into `mem`, in the tensor map's swizzle;
-// `stored` counts the boxes this warpgroup has handed over so far. Where the
+// `stored` counts the boxes handed over in turns (whose box is next). Where the
 // boxes hold the whole slab, every box is written, each thread fences once
 // and thread 0 issues all the stores as one group; otherwise the boxes take
 // turns, a fence and a store per box. The argument is in docs/synchronisation.md
@@ -285,7 +285,9 @@ __device__ __forceinline__ void store_slab(const CUtensorMap* map, unsigned char
         warpgroup_sync(slab);
         if (thread == 0) {
 #pragma unroll
-            for (int box = 0; box < BOXES; ++box) tma_store(map, boxes + box * BOX_BYTES, row, col + box_first_col<N, C>(box));
+            for (int box = 0; box < BOXES; ++box) {
+                tma_store(map, boxes + box * BOX_BYTES, row, col + box_first_col<N, C>(box));
+            }
             bulk_commit();
         }
     } else {
