@@ -197,7 +197,8 @@ def _spec(rung: Rung, c: Config) -> KernelSpec:
 def _warp_rung(rung_id: str, source: str, summary: str, default: Config, choices: dict[str, tuple[int, ...]],
                stages: Callable[[Config], int], a_per_access: int, search: tuple[Config, ...] = (),
                grid: Callable[[Config], Callable[[Shape, int], Dim3]] | None = None,
-               workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None) -> Rung:  # fmt: skip
+               workspace: Callable[[Config], Callable[[Shape, int], int]] | None = None,
+               dependent_launch: bool = False) -> Rung:  # fmt: skip
     """sgemm_warptile and the rungs built on it: BM, BN, BK, WM, WN, then their own, then MIN_BLOCKS."""
     return Rung(
         id=rung_id,
@@ -208,6 +209,7 @@ def _warp_rung(rung_id: str, source: str, summary: str, default: Config, choices
         search=search,
         grid=grid,
         workspace=workspace,
+        dependent_launch=dependent_launch,
         threads=_warp_threads,
         outputs=lambda c: c["WM"] * c["WN"] // 32,
         max_accumulators=MAX_ACCUMULATORS,
@@ -980,6 +982,7 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         stages=lambda c: c["STAGES"],
         a_per_access=1,
         search=SMALL_TILE_SEARCH,
+        dependent_launch=True,  # waits as its first statement (18_small_tile.cu; docs/dispatch.md, 2026-11-28)
     ),
     _warp_rung(
         "sgemm_split_k",
@@ -993,6 +996,7 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         search=SPLIT_K_SEARCH,
         grid=split_k_grid,
         workspace=_split_k_workspace,
+        dependent_launch=True,  # waits as its first statement (19_split_k.cu)
     ),
     Rung(
         id="sgemm_skinny",
@@ -1067,16 +1071,9 @@ CANDIDATE_RUNGS: tuple[Rung, ...] = (
         smem_bytes=_cluster_split_k_smem_bytes,
         cluster_size=lambda c: c["SPLITS"],
         min_cc=(9, 0),
+        dependent_launch=True,  # waits as its first statement (23_cluster_split_k.cu)
     ),
 )
-
-# sgemm_small_tile, sgemm_split_k and sgemm_cluster_split_k wait for the
-# launch before them (griddepcontrol.wait, ../dependent_launch.cuh) as their
-# first statement, so the runner launches them with programmatic dependent
-# launch on compute capability 9.0 and newer: the small and skinny shapes
-# they take are a few microseconds a launch (docs/dispatch.md, 2026-11-28).
-WAITING_RUNGS = ("sgemm_small_tile", "sgemm_split_k", "sgemm_cluster_split_k")
-CANDIDATE_RUNGS = tuple(replace(r, dependent_launch=True) if r.id in WAITING_RUNGS else r for r in CANDIDATE_RUNGS)
 
 LADDER = Ladder("FP32 ladder", RUNGS, _limits, _spec, candidates=CANDIDATE_RUNGS)
 SGEMM_KERNELS: tuple[KernelSpec, ...] = LADDER.kernels
