@@ -79,6 +79,19 @@ def test_share_of_the_stored_peak_of_the_same_gpu_and_type() -> None:
     assert "35,000 GFLOP/s, 70% of the measured peak of 50,000 GFLOP/s (ffma, fma.rn.f32)" in text
 
 
+@pytest.mark.parametrize(
+    ("kernel", "dtype", "inputs"),
+    [("tc_tma_store", "bfloat16-out", "bfloat16"), ("tc_fp8_tma_store", "e4m3-bf16", "e4m3")],
+)
+def test_a_second_c_type_takes_the_peak_of_its_inputs(kernel: str, dtype: str, inputs: str) -> None:
+    # A bfloat16 C changes what is stored, not what the tensor cores run: the share is of the inputs' peak.
+    rows = [ladder_row(kernel, 4096, 1.0, gflops=900_000.0, dtype=dtype)]
+    peak = {"gpu_name": GPU, "dtype": inputs, "family": "wgmma", "instruction": "wgmma", "gflops": 1_800_000.0}
+    other = {**peak, "dtype": "float32", "gflops": 60_000.0}
+    text = " ".join(summary.ladder_text(ladder(rows, [other, peak])))
+    assert "900,000 GFLOP/s, 50% of the measured peak of 1,800,000 GFLOP/s" in text
+
+
 def test_a_missing_peak_is_said_not_invented() -> None:
     text = " ".join(summary.ladder_text(ladder(LADDER_ROWS, [{**FFMA_PEAK, "gpu_name": "NVIDIA H200"}])))
     assert f"No measured peak is stored for float32 on {GPU}" in text

@@ -18,6 +18,9 @@ class Dtype:
     c_itemsize: int  # bytes of one element of C
     # The most ||C - C_ref|| / ||C_ref|| a correct result may have (the derivation is below the table).
     tolerance: float
+    # The type of A and B where it is not ``name`` (a second C type of the same
+    # inputs): the tensor cores run, and their measured peak is, that type's.
+    inputs: str | None = None
 
 
 # The tensor-core types name tag structs of kernels/tensor/tc_common.cuh: bf16
@@ -31,7 +34,7 @@ DTYPES: tuple[Dtype, ...] = (
     Dtype("bfloat16", "gl_bf16", 2, 4, 1e-4),
     Dtype("float16", "gl_fp16", 2, 4, 1e-4),
     Dtype("tf32", "gl_tf32", 4, 4, 4e-3),
-    Dtype("bfloat16-out", "gl_bf16_out", 2, 2, 4e-3),
+    Dtype("bfloat16-out", "gl_bf16_out", 2, 2, 4e-3, inputs="bfloat16"),
     # The 8-bit types of kernels/lowp (tags in lowp/lowp.cuh): int8 products
     # summed in int32, exact; FP8 (OCP e4m3 and e5m2) with scales, summed in
     # FP32, float32 C. FP8's tolerance depends on how many K the tensor core
@@ -42,7 +45,7 @@ DTYPES: tuple[Dtype, ...] = (
     Dtype("e5m2", "gl_e5m2", 1, 4, 1e-4),
     # e4m3 inputs, FP32 sums, C rounded to bfloat16 (the persistent FP8 rungs'
     # second C type): FP8's summation error plus bfloat16-out's rounding.
-    Dtype("e4m3-bf16", "gl_e4m3_bf16", 1, 2, 4e-3),
+    Dtype("e4m3-bf16", "gl_e4m3_bf16", 1, 2, 4e-3, inputs="e4m3"),
 )
 # The tolerances. float32 with float32 accumulation over K terms lands near
 # sqrt(K) * 2^-24 relative error (about 1e-6 at K = 16384); 1e-5 leaves room
@@ -77,6 +80,15 @@ def c_itemsize(dtype: str) -> int:
 
 
 _C_ITEMSIZE = {d.name: d.c_itemsize for d in DTYPES}
+
+
+def input_type(dtype: str) -> str:
+    """The element type of A and B for ``dtype`` (bfloat16-out: bfloat16;
+    e4m3-bf16: e4m3); a name not in the table is its own."""
+    return _INPUTS.get(dtype) or dtype
+
+
+_INPUTS = {d.name: d.inputs for d in DTYPES}
 
 
 # A user's float16 or bfloat16 matmul keeps C in its own type (the tensor-core

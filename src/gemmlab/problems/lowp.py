@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gemmlab.core.dtypes import input_type
 from gemmlab.core.extras import MissingExtra, require
 from gemmlab.problems.base import (
     Prepared,
@@ -222,7 +223,7 @@ def fp8_tolerance(chain: int, bf16_c: bool = False) -> float:
 
 def fp8_input(dtype: str) -> str:
     """The FP8 format of A and B for an element type (e4m3-bf16: e4m3)."""
-    return "e4m3" if dtype == E4M3_BF16 else dtype
+    return input_type(dtype)
 
 
 # --- the baselines (PyTorch, optional) -----------------------------------------------------

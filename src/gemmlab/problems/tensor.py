@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gemmlab.core.dtypes import input_type
 from gemmlab.problems.base import (
     GemmOperands,
     Prepared,
@@ -42,7 +43,7 @@ CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_GEMM_DEFAULT = 0, 1, -1
 
 def input_dtype(dtype: str) -> str:
     """The type of A and B: ``bfloat16-out`` differs from bfloat16 in C alone."""
-    return "bfloat16" if dtype == BF16_OUT else dtype
+    return input_type(dtype)
 
 
 def _stored(cp: Any, rng: Any, rows: int, cols: int, dtype: str) -> Any:
