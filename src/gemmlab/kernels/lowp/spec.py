@@ -248,6 +248,9 @@ RUNGS: tuple[Rung, ...] = (
             Config(CLUSTER=1, STAGGER=1),
             Config(GROUP_M=16),
             Config(STAGES=3, C_BOXES=4),
+            # Half of a float32 slab's boxes at once with clusters of one: 100.2% of cuBLASLt at 8192 with a
+            # float32 C on an H200, where the default measured 98.2% (2026-11-28m_h200_fp8-f32-epilogue.txt).
+            Config(CLUSTER=1, STAGES=3, C_BOXES=4),
             Config(BN=192),
             Config(BN=192, CLUSTER=1),
             Config(BN=128, STAGES=6),
@@ -267,8 +270,11 @@ RUNGS: tuple[Rung, ...] = (
         source="07_fp8_blockscaled_tma.cu",
         summary="sm_90a: tc_fp8_tma_store with 1 x 128 / 128 x 128 block scales applied at each promotion",
         default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, CLUSTER=2, C_BOXES=2, STAGGER=0),
-        # CLUSTER=1 and STAGGER=1 at BN = 256 spill 20 bytes in one C type or the other: left out.
+        # CLUSTER=1 and STAGGER=1 at BN = 256 spilled in one C type or the other until the consumers' descriptors
+        # moved to uniform registers (docs/lowp-ladder.md, round 10); then CLUSTER=1 measured 100.6-103% of
+        # cuBLASLt's block-scaled product at 4096 on an H200 and joined the search; STAGGER=1, 92-94%, did not.
         search=(
+            Config(CLUSTER=1),
             Config(GROUP_M=16),
             Config(BN=128, STAGES=5),
             Config(BN=128, STAGES=5, STAGGER=1),
