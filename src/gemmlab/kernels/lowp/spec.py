@@ -275,6 +275,7 @@ RUNGS: tuple[Rung, ...] = (
         # cuBLASLt's block-scaled product at 4096 on an H200 and joined the search; STAGGER=1, 92-94%, did not.
         search=(
             Config(CLUSTER=1),
+            Config(CLUSTER=1, GROUP_M=16),
             Config(GROUP_M=16),
             Config(BN=128, STAGES=5),
             Config(BN=128, STAGES=5, STAGGER=1),
