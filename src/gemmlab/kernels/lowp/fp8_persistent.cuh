@@ -324,17 +324,25 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
             // Pass p of the group at `use` has completed: its partial joins the
             // FP32 sums of its columns, and after the last pass the group's
             // stages are free.
-            auto promote = [&](int p) {
-                fence_registers(part);
-                // Block scales: this K block's factors of the thread's two rows in pass p's
-                // columns, read from the stage before this warp's arrival on scales_free.
-                float lo = 1.f, hi = 1.f;
+            // Block scales: this K block's factors of the thread's two rows in pass p's columns,
+            // read from the stage while the tensor cores still run the pass (the stage is full:
+            // its group was issued after the wait on its full barrier), and before this warp's
+            // arrival on scales_free. A's two factors are read once a stage, B's once a pass.
+            float a_lo = 1.f, a_hi = 1.f, lo = 1.f, hi = 1.f;
+            auto read_scales = [&](int p) {
                 if constexpr (SCALING == SCALE_BLOCKS) {
                     const float* stage_scales = scales + use % STAGES * STAGE_SCALES;
+                    if (p == 0) {
+                        a_lo = stage_scales[slab * 64 + r];
+                        a_hi = stage_scales[slab * 64 + r + 8];
+                    }
                     const float b = stage_scales[BM + p];
-                    lo = stage_scales[slab * 64 + r] * b;
-                    hi = stage_scales[slab * 64 + r + 8] * b;
+                    lo = a_lo * b;
+                    hi = a_hi * b;
                 }
+            };
+            auto promote = [&](int p) {
+                fence_registers(part);
                 if (p == PASSES - 1) {
 #pragma unroll
                     for (int i = 0; i < SLICES; ++i) release((use + i) % STAGES);
@@ -384,6 +392,7 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                         descriptors(use, p, a_next, b_next);
                         issue(p, a_next, b_next);
                     }
+                    read_scales(p);
                     wgmma_wait<0>();
                     if constexpr (STAGGER) {
                         if (slab == 0 && opening) stagger_arrive();
