@@ -27,6 +27,8 @@ SHAPES = [
     Shape(2304, 1160, 272),  # 18 x 10 = 180 tiles: more than 132 SMs hold, so blocks walk on to a second tile
 ]
 CASES = [(k, d, c) for k in RUNGS for d in ("e4m3", "e5m2", "e4m3-bf16") for c in (1, 2)]
+# Row/column scales (tc_fp8_tma_store's SCALING = 1), in the tiles that differ in how a thread's columns lie.
+ROWCOL = [{"CLUSTER": c} for c in (1, 2)] + [{"BN": 192, "CLUSTER": 1}, {"BN": 144}, {"BM": 64, "BN": 128, "STAGES": 8}]
 
 
 def _hopper() -> bool:
@@ -43,6 +45,51 @@ def test_persistent_fp8_rung_verifies_on_awkward_shapes(kernel_id: str, dtype: s
     for shape in SHAPES:
         result = run(kernel_id, shape, dtype=dtype, reps=1, warmup=1, baseline=False, spec=spec)
         assert 0 <= result.error <= result.tolerance, (shape, result.error, result.tolerance)
+
+
+@pytest.mark.parametrize("config", ROWCOL, ids=[str(c) for c in ROWCOL])
+@pytest.mark.parametrize("dtype", ["e4m3", "e5m2", "e4m3-bf16"])
+def test_row_column_scales_verify_on_awkward_shapes(config: dict, dtype: str) -> None:
+    """Each sum times its row's scale of A and its column's of B in the epilogue:
+    ragged edges, where a thread's rows or columns lie past M or N, included."""
+    from gemmlab.measure.run import run
+
+    if not _hopper():
+        pytest.skip("tc_fp8_tma_store needs sm_90a")
+    spec = catalogue.variant("tc_fp8_tma_store", {**config, "SCALING": 1})
+    for shape in SHAPES:
+        result = run("tc_fp8_tma_store", shape, dtype=dtype, reps=1, warmup=1, baseline=False, spec=spec)
+        assert 0 <= result.error <= result.tolerance, (shape, result.error, result.tolerance)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed (the torch extra)")
+def test_row_column_baseline_computes_the_same_product() -> None:
+    """PyTorch's row-wise torch._scaled_mm, given the scales as problems/lowp.py
+    hands them over, gives the float64 reference within the rung's tolerance,
+    and the runner times it beside the rung."""
+    import cupy as cp
+    import torch
+
+    from gemmlab.measure.run import run
+    from gemmlab.problems import lowp
+
+    if not _hopper():
+        pytest.skip("tc_fp8_tma_store needs sm_90a")
+    spec = catalogue.variant("tc_fp8_tma_store", {"SCALING": 1})
+    point = catalogue.point(spec.id, Shape(256, 384, 512), dtype="e4m3-bf16", spec=spec)
+    prepared = point.spec.problem.prepare(cp, point, cp.random.default_rng(4))
+    arrays = prepared.arrays
+    sa, sb = lowp.torch_rowcol_scales(torch, arrays["scale_a"], arrays["scale_b"])
+    fp8 = torch.float8_e4m3fn
+    a, b = torch.from_dlpack(arrays["A"]).view(fp8), torch.from_dlpack(arrays["B"]).view(fp8)
+    c = torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16).double()
+    ref = torch.from_dlpack(prepared.buffers[5])  # the float64 reference (problems/lowp.py's buffer order)
+    error = float((c - ref).norm() / ref.norm())
+    assert error <= lowp.fp8_tolerance(128, bf16_c=True), error
+    result = run("tc_fp8_tma_store", Shape.square(1024), dtype="e4m3-bf16", reps=3, spec=spec)
+    assert result.error <= result.tolerance
+    assert "row/column scales" in result.baseline_name and "bfloat16 C" in result.baseline_name
+    assert result.baseline_gflops and result.baseline_gflops > 0
 
 
 def test_repeated_launches_agree() -> None:

@@ -157,6 +157,34 @@ def test_rungs_are_in_the_catalogue_and_tunable() -> None:
         assert len(catalogue.configs(kernel_id)) >= 2
 
 
+def test_row_column_scales_get_pytorchs_product_only_with_a_bfloat16_c(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyTorch's row-wise _scaled_mm writes bfloat16 only: with a float32 C the
+    run has no baseline rather than a library call doing other work."""
+    monkeypatch.setattr(problem, "torch_baseline", lambda *args: args[-1])
+    spec = catalogue.variant("tc_fp8_tma_store", {"SCALING": 1})
+
+    def baseline(shape: Shape, dtype: str) -> tuple:
+        point = catalogue.point(spec.id, shape, dtype=dtype, spec=spec)
+        return problem.baseline_for(None, point, "rowcol", None, None, None)
+
+    call, name = baseline(Shape.square(256), "e4m3-bf16")
+    assert call == "rowcol" and "row/column scales" in name and "bfloat16 C" in name and "cuBLASLt" not in name
+    assert baseline(Shape.square(256), "e4m3") == (None, None)
+    assert baseline(Shape(256, 200, 256), "e4m3-bf16") == (None, None)  # N not a multiple of 16
+
+
+@pytest.mark.slow
+def test_row_column_scales_compile_without_spills_in_every_configuration() -> None:
+    """SCALING is not searched (it changes the work), so the search's spill check
+    does not reach it: every searched configuration of the persistent rung, with
+    row/column scales, in every C type."""
+    for config in catalogue.configs("tc_fp8_tma_store"):
+        spec = catalogue.variant("tc_fp8_tma_store", {**config, "SCALING": 1})
+        for dtype in spec.dtypes:
+            res = compile_kernel(spec, 0, dtype, "sm_90a").resources
+            assert res.spill_bytes == 0 and res.stack_bytes == 0, (config, dtype)
+
+
 @pytest.mark.parametrize(
     ("kernel_id", "config", "words"),
     [
@@ -166,6 +194,7 @@ def test_rungs_are_in_the_catalogue_and_tunable() -> None:
         ("tc_fp8_blockscaled", {"BN": 256}, "BN must be 128: one block of B's scales"),
         ("tc_int8_mma", {"STAGES": 1}, "STAGES must be at least 2"),
         ("tc_int8_wgmma", {"BM": 256}, "4 consumer warpgroups do not fit the registers a block holds"),
+        ("tc_fp8_tma_store", {"SCALING": 2}, "SCALING must be one of 0 (tensor), 1 (rowcol)"),
         ("tc_fp8_tma_store", {"BN": 160}, "BN must be 128, 144, 192 or 256: one or two passes"),
         ("tc_fp8_tma_store", {"BM": 192}, "BM must be 64 or 128"),
         ("tc_fp8_tma_store", {"CLUSTER": 4}, "CLUSTER must be 1 or 2"),

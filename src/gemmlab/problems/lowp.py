@@ -238,6 +238,12 @@ def torch_block_scales(torch: Any, scale_a: Any, scale_b: Any) -> tuple[Any, Any
     return torch.from_dlpack(scale_a).t(), torch.from_dlpack(scale_b).t().contiguous().t()
 
 
+def torch_rowcol_scales(torch: Any, scale_a: Any, scale_b: Any) -> tuple[Any, Any]:
+    """Stored row/column scales (scale_a[M], scale_b[N]) as torch._scaled_mm's
+    row-wise form takes them: A's an M x 1 view, B's a 1 x N view (no copies)."""
+    return torch.from_dlpack(scale_a).reshape(-1, 1), torch.from_dlpack(scale_b).reshape(1, -1)
+
+
 def torch_baseline(
     cp: Any, point: Point, a: Any, b: Any, scales: tuple[Any, Any] | None, scaling: str = "tensor"
 ) -> Callable[[], None]:
@@ -264,6 +270,8 @@ def torch_baseline(
         ta, tb = ta.view(fp8), tb.view(fp8)
         if scaling == "block":
             sa, sb = torch_block_scales(torch, *scales)
+        elif scaling == "rowcol":
+            sa, sb = torch_rowcol_scales(torch, *scales)
         else:
             sa, sb = (torch.from_dlpack(s).reshape(()) for s in scales)
         out = torch.bfloat16 if point.dtype == E4M3_BF16 else torch.float32
@@ -282,17 +290,23 @@ def baseline_for(cp: Any, point: Point, scaling: str, a: Any, b: Any, scales: An
     """The library routine for the same work and its name, or (None, None):
     PyTorch not installed, or no routine in these types, scaling and shape
     (torch._int_mm: M > 16, K and N multiples of 8; torch._scaled_mm: e4m3,
-    per-tensor scales with every size a multiple of 16, or block scales with
-    every size a multiple of 128, the one case tried)."""
+    per-tensor scales with every size a multiple of 16, row/column scales
+    likewise and with a bfloat16 C only, the one C type PyTorch takes for
+    them, or block scales with every size a multiple of 128, the one case
+    tried)."""
     s = point.shape
     if point.dtype == INT8:
         fits, name = s.m > 16 and s.k % 8 == 0 and s.n % 8 == 0, "PyTorch torch._int_mm (cuBLASLt), int32 C"
     else:
-        step = {"tensor": 16, "block": SCALE_BLOCK}.get(scaling)
+        step = {"tensor": 16, "rowcol": 16, "block": SCALE_BLOCK}.get(scaling)
         fits = fp8_input(point.dtype) == "e4m3" and step is not None and all(d % step == 0 for d in (s.m, s.n, s.k))
+        fits = fits and (scaling != "rowcol" or point.dtype == E4M3_BF16)
         c_type = "bfloat16" if point.dtype == E4M3_BF16 else "float32"
-        kind = "1 x 128 / 128 x 128 block scales" if scaling == "block" else "per-tensor scales"
-        name = f"PyTorch torch._scaled_mm (cuBLASLt) e4m3, {kind}, {c_type} C"
+        kinds = {"block": "1 x 128 / 128 x 128 block scales", "rowcol": "row/column scales"}
+        kind = kinds.get(scaling, "per-tensor scales")
+        # Row-wise scaling is PyTorch's own kernel on some versions, cuBLASLt's on others: not named as either.
+        library = "" if scaling == "rowcol" else " (cuBLASLt)"
+        name = f"PyTorch torch._scaled_mm{library} e4m3, {kind}, {c_type} C"
     if not fits:
         return None, None
     try:

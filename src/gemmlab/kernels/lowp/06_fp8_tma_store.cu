@@ -1,4 +1,4 @@
-// tc_fp8_tma_store: tc_fp8_wgmma (per-tensor scales, promotion every 128 K)
+// tc_fp8_tma_store: tc_fp8_wgmma (per-tensor or row/column scales, promotion every 128 K)
 // built as the tensor ladder's tc_tma_store: persistent blocks over tiles in
 // GROUP_M-row groups, clusters of CLUSTER blocks sharing B by multicast, a
 // STAGES-deep TMA ring, setmaxnreg, and C (float32, or bfloat16 for
@@ -7,7 +7,7 @@
 // (fp8_persistent.cuh).
 // Source: not from the documents; promotion as DeepGEMM and CUTLASS's FP8
 // "fast accumulation off". Launch: as tc_tma_store (resident blocks, whole
-// clusters); A, B and C as TMA tensor maps, then scale_a[1], scale_b[1], M,
+// clusters); A, B and C as TMA tensor maps, then scale_a and scale_b ([1] each, or [M] and [N] with SCALING = 1), M,
 // N, K; STAGES x (BM + BN) x 128 + BM / 64 x C_BOXES x 8 KB of dynamic shared
 // memory and 2 barriers per stage. BN 128, 144 or 192 (one pass) or 256 (two 128-column passes).
 // K a multiple of 16; N a multiple of 4 (float32 C) or 8 (bfloat16 C), the
@@ -31,12 +31,12 @@
 #include "fp8_persistent.cuh"
 
 template <typename T, int BM, int BN, int STAGES, int GROUP_M, int CLUSTER, int C_BOXES, int PROMOTE_K,
-          int STAGGER, int PRODUCER_REGS, int CONSUMER_REGS, int C_BOX_ROWS>
+          int STAGGER, int SCALING, int PRODUCER_REGS, int CONSUMER_REGS, int C_BOX_ROWS>
 __global__ void __launch_bounds__((BM / 64 + 1) * 128, 1)
 tc_fp8_tma_store(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                  const __grid_constant__ CUtensorMap c_map, const float* __restrict__ scale_a,
                  const float* __restrict__ scale_b, int m, int n, int k) {
     extern __shared__ __align__(1024) unsigned char smem[];
-    fp8_persistent<T, SCALE_TENSOR, BM, BN, STAGES, GROUP_M, CLUSTER, C_BOXES, PRODUCER_REGS, CONSUMER_REGS,
+    fp8_persistent<T, SCALING, BM, BN, STAGES, GROUP_M, CLUSTER, C_BOXES, PRODUCER_REGS, CONSUMER_REGS,
                    C_BOX_ROWS, PROMOTE_K, STAGGER>(smem, &a_map, &b_map, &c_map, scale_a, scale_b, m, n, k);
 }

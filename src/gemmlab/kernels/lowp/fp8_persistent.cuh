@@ -147,15 +147,14 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
     constexpr int C_BOX_BYTES = C_BOX_ROWS * TMA_ROW_BYTES;
     constexpr int SLICES = PROMOTE_K / BK;  // K tiles summed in the tensor cores per promotion
     static_assert(PROMOTE_K == BK || PROMOTE_K == 2 * BK, "promotion every 128 or 256 K");
-    static_assert(SLICES == 1 || SCALING == SCALE_TENSOR, "block scales change every 128 K: promote every 128");
+    static_assert(SLICES == 1 || SCALING != SCALE_BLOCKS, "block scales change every 128 K: promote every 128");
     // Passes over a stage, each into the one partial slab: of 128 columns
     // (BN = 128 or 256), or one of BN (BN = 144 or 192, per-tensor scales).
     constexpr int PASS_N = BN == 144 || BN == 192 ? BN : SCALE_BLOCK, PASSES = BN / PASS_N, PART = PASS_N / 2;
     static_assert((BM == 64 || BM == 128) && (BN == 128 || BN == 144 || BN == 192 || BN == 256),
                   "64 x BN sums and a 64 x 128 (BN = 144, 192: 64 x BN) partial slab per warpgroup");
     static_assert(BK == SCALE_BLOCK && PASSES * PASS_N == BN, "a stage is whole passes");
-    static_assert(SCALING == SCALE_TENSOR || PASS_N == SCALE_BLOCK, "with block scales a pass is one block of them along N");
-    static_assert(SCALING == SCALE_TENSOR || SCALING == SCALE_BLOCKS, "per-tensor or block scales");
+    static_assert(SCALING != SCALE_BLOCKS || PASS_N == SCALE_BLOCK, "with block scales a pass is one block of them along N");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two blocks along M");
     static_assert((B_BYTES / CLUSTER) % 1024 == 0, "each block's share of B starts on a 1024-byte boundary");
     static_assert(C_BOX_ROWS == 64, "a box of C holds the 64 rows of one warpgroup's sums");
@@ -404,11 +403,25 @@ __device__ __forceinline__ void fp8_persistent(unsigned char* smem, const CUtens
                 if (more && (!EARLY || !ready)) group_wait(use);
             }
             fence_registers(acc);
+            if (row >= m) continue;  // a cluster's second tile row past M: nothing to store
             if constexpr (SCALING == SCALE_TENSOR) {
 #pragma unroll
                 for (int i = 0; i < BN / 2; ++i) acc[i] *= tensor_scale;
+            } else if constexpr (SCALING == SCALE_ROWCOL) {
+                // Each sum times its row's and its column's scale (epilogue_scale: 0 past M or N,
+                // where the box's store writes nothing); the fragment is wgmma's, as in write_box_spread.
+                const float* b_cols = scale_b + tn * BN + 2 * (thread % 4);
+                const int b_left = n - tn * BN - 2 * (thread % 4);  // this thread's columns still inside N
+                const float lo = row + r < m ? scale_a[row + r] : 0.f, hi = row + r + 8 < m ? scale_a[row + r + 8] : 0.f;
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j) {
+                    const float f0 = 8 * j < b_left ? b_cols[8 * j] : 0.f, f1 = 8 * j + 1 < b_left ? b_cols[8 * j + 1] : 0.f;
+                    acc[4 * j] *= lo * f0;
+                    acc[4 * j + 1] *= lo * f1;
+                    acc[4 * j + 2] *= hi * f0;
+                    acc[4 * j + 3] *= hi * f1;
+                }
             }
-            if (row >= m) continue;  // a cluster's second tile row past M: nothing to store
             store_slab<BN, C, C_BOXES, C_BOX_BYTES>(c_map, my_boxes, stored, slab, thread, row, tn * BN,
                                                     [&](int box, unsigned char* out) {
                                                         write_box_spread<BN, C>(acc, out, box, thread);

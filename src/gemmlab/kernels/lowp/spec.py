@@ -240,8 +240,9 @@ RUNGS: tuple[Rung, ...] = (
     Rung(
         id="tc_fp8_tma_store",
         source="06_fp8_tma_store.cu",
-        summary="sm_90a: persistent FP8 wgmma in clusters, promotion every 128 K, scaled C (float32/bf16) by TMA store",
-        default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, CLUSTER=2, C_BOXES=2, PROMOTE_K=128, STAGGER=0),
+        summary="sm_90a: persistent FP8 wgmma in clusters, promotion every 128 K, C (float32/bf16) scaled per tensor "
+        "or row/column, stored by TMA",
+        default=Config(BM=128, BN=256, STAGES=4, GROUP_M=8, CLUSTER=2, C_BOXES=2, PROMOTE_K=128, STAGGER=0, SCALING=0),
         search=(
             Config(STAGGER=1),
             Config(CLUSTER=1),
@@ -262,7 +263,7 @@ RUNGS: tuple[Rung, ...] = (
             # the same runs (benchmarks/results/2026-11-25g_h100_fp8-bn144.txt, 2026-11-25h_h200_fp8-bn144.txt).
         ),
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
-        **PERSISTENT,
+        **PERSISTENT | dict(rules=lambda c: _persistent_rules(c) + _scaling_rule(c, (0, 1))),
         **HOPPER,
     ),
     Rung(
