@@ -53,7 +53,8 @@
 // tolerance grows with it; docs/lowp-ladder.md, round 3).
 //
 // SCALING: SCALE_TENSOR multiplies the sums by scale_a[0] x scale_b[0] in the
-// epilogue; SCALE_BLOCKS multiplies each pass's promoted partial by its K
+// epilogue, SCALE_ROWCOL each by scale_a[row] x scale_b[col] (read from global
+// memory once a tile, 0 past M or N); SCALE_BLOCKS multiplies each pass's promoted partial by its K
 // block's scale_a[kb][row] x scale_b[kb][pass's column block]: one FFMA per
 // sum where per-tensor scales take one FADD. The factors come from shared
 // memory: warp 1 of the producer warpgroup (the scale warp) copies, for
