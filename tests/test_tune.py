@@ -593,6 +593,45 @@ def test_cli_run_uses_the_tuned_config(tmp_path: Path, monkeypatch: pytest.Monke
     assert "configuration (tuned)" in table.output and tune.config_label(FASTEST_GOOD) in table.output
 
 
+def test_cli_run_takes_a_given_configuration_over_the_tuned_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_gpu: FakeRunner
+) -> None:
+    db = tmp_path / "t.sqlite"
+    assert cli.invoke(app, ["tune", KERNEL, "--sizes", "1024", "--db", str(db)]).exit_code == 4
+    calls: list = []
+    monkeypatch.setattr("gemmlab.measure.run.run", fake_run(calls))
+    default = sgemm.LADDER.rung(KERNEL).config()
+    other = next(c for c in sgemm.LADDER.configs(KERNEL) if c not in (FASTEST_GOOD, default))
+    changed = {key: value for key, value in other.items() if value != default[key]}
+    text = ",".join(f"{key}={value}" for key, value in changed.items())
+    given = cli.invoke(app, ["run", KERNEL, "--size", "1000", "--db", str(db), "--config", text, "--json"])
+    assert given.exit_code == 0, given.output
+    data = json.loads(given.output)
+    assert data["config"] == other and data["config_source"] == "given" and calls[-1].config == other
+
+    # Row/column scales on the persistent FP8 rung: reachable from the command line.
+    fp8 = cli.invoke(app, ["run", "tc_fp8_tma_store", "--size", "256", "--dtype", "e4m3-bf16", "--db", str(db),
+                           "--config", "SCALING=1", "--json"])  # fmt: skip
+    assert fp8.exit_code == 0, fp8.output
+    assert json.loads(fp8.output)["config"]["SCALING"] == 1 and calls[-1].config["SCALING"] == 1
+
+
+@pytest.mark.parametrize(
+    ("kernel", "text", "words"),
+    [
+        ("tc_fp8_tma_store", "SCALING", "'SCALING' is not KEY=VALUE"),
+        ("tc_fp8_tma_store", "SCALING=one", "'SCALING=one' is not KEY=VALUE"),
+        ("tc_fp8_tma_store", "FOO=1", "tc_fp8_tma_store has no parameter FOO. Its parameters: BM, BN"),
+        ("tc_fp8_tma_store", "SCALING=2", "SCALING must be one of 0 (tensor), 1 (rowcol)"),
+        ("naive", "BM=64", "Unknown tunable kernel 'naive'"),
+    ],
+)
+def test_cli_run_refuses_a_configuration_in_words(kernel: str, text: str, words: str) -> None:
+    # Refused before any GPU is needed: the configuration is built first.
+    result = cli.invoke(app, ["run", kernel, "--size", "256", "--config", text], env={"COLUMNS": "400"})
+    assert result.exit_code != 0 and words in " ".join(result.output.split())
+
+
 def test_cli_run_without_a_database_creates_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  fake_gpu: FakeRunner) -> None:  # fmt: skip
     calls: list = []

@@ -28,7 +28,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue, user
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.results.store import DEFAULT_PATH
-from gemmlab.studies.tune import config_label, stored_tuned_spec
+from gemmlab.studies.tune import config_label, search, stored_tuned_spec
 
 
 @app.command()
@@ -57,6 +57,14 @@ def run(
     no_tuned: Annotated[
         bool, typer.Option("--no-tuned", help="Use the catalogue's default configuration, not the tuned one.")
     ] = False,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            "--config",
+            help="A tunable kernel's parameters, KEY=VALUE comma-separated (SCALING=1, or BN=192,CLUSTER=1), over its "
+            "default; the tuned configuration is then not used. For the first kernel, not those of --vs.",
+        ),
+    ] = None,
     vs: Annotated[
         str | None,
         typer.Option("--vs", help="Other kernels (ids or declarations, comma-separated) to run on the same shape."),
@@ -83,7 +91,9 @@ def run(
     # Every product needs K (matmul, the FP32 ladder, the tensor cores); the memory lab's kernels do not.
     shape = shape_of(dims, size, m, n, k, target.problem.metric != "gbs")
     others = [name.strip() for name in (vs or "").split(",") if name.strip()]
-    specs = [_spec_to_run(name, shape, db, dtype, no_tuned) for name in (kernel_id, *others)]
+    given = parse_config(config) if config is not None else None
+    specs = [_spec_to_run(kernel_id, shape, db, dtype, no_tuned, given)]
+    specs += [_spec_to_run(name, shape, db, dtype, no_tuned) for name in others]
     results = []
     with watchdog.Worker() as worker:
         for i, (name, (spec, config_source)) in enumerate(zip((kernel_id, *others), specs, strict=True)):
@@ -160,10 +170,30 @@ def _run_one(worker: Any, name: str, spec: KernelSpec | None, shape: Any, edge: 
     return worker.call(label, limit, run_declared, catalogue.reference(spec.id), values, shape, edge, kind, **options)
 
 
-def _spec_to_run(name: str, shape: Any, db: Path, dtype: str | None, no_tuned: bool) -> tuple[KernelSpec | None, str]:
+def parse_config(text: str) -> dict[str, int]:
+    """``--config``'s KEY=VALUE pairs, comma-separated, as a configuration; a
+    GemmlabError naming the part it cannot read."""
+    found: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(",")):
+        key, sep, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value.lstrip("-").isdigit():
+            raise GemmlabError(
+                f"--config: '{part}' is not KEY=VALUE with a whole number for VALUE.",
+                "Example: --config SCALING=1, or --config BN=192,CLUSTER=1.",
+            )
+        found[key] = int(value)
+    return found
+
+
+def _spec_to_run(name: str, shape: Any, db: Path, dtype: str | None, no_tuned: bool,
+                 given: dict[str, int] | None = None) -> tuple[KernelSpec | None, str]:  # fmt: skip
     """The entry to run for ``name`` and where its configuration comes from: the
-    configuration `gemmlab tune` chose on this GPU for the size's class, else a
-    declaration as written or the catalogue's own (None)."""
+    configuration ``given`` (--config) over the kernel's default, else the one
+    `gemmlab tune` chose on this GPU for the size's class, else a declaration as
+    written or the catalogue's own (None)."""
+    if given is not None:
+        return search(name).variant(given), "given"
     if user.is_declared(name):
         declared = user.resolve(name)
         tuned = None if no_tuned else stored_tuned_spec(declared.id, shape, db, dtype)
