@@ -621,6 +621,7 @@ def test_cli_run_takes_a_given_configuration_over_the_tuned_one(
     [
         ("tc_fp8_tma_store", "SCALING", "'SCALING' is not KEY=VALUE"),
         ("tc_fp8_tma_store", "SCALING=one", "'SCALING=one' is not KEY=VALUE"),
+        ("tc_fp8_tma_store", "SCALING=1,SCALING=0", "--config gives SCALING twice"),
         ("tc_fp8_tma_store", "FOO=1", "tc_fp8_tma_store has no parameter FOO. Its parameters: BM, BN"),
         ("tc_fp8_tma_store", "SCALING=2", "SCALING must be one of 0 (tensor), 1 (rowcol)"),
         ("naive", "BM=64", "Unknown tunable kernel 'naive'"),

@@ -182,6 +182,8 @@ def parse_config(text: str) -> dict[str, int]:
                 f"--config: '{part}' is not KEY=VALUE with a whole number for VALUE.",
                 "Example: --config SCALING=1, or --config BN=192,CLUSTER=1.",
             )
+        if key in found:
+            raise GemmlabError(f"--config gives {key} twice.", f"Give each parameter once: --config {key}={value}.")
         found[key] = int(value)
     return found
 
