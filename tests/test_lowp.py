@@ -148,6 +148,21 @@ def test_block_scales_get_the_library_baseline_only_where_it_was_tried(monkeypat
     assert baseline(Shape(256, 256, 144)) == (None, None)  # K not whole blocks
     assert baseline(Shape(256, 200, 256)) == (None, None)
     assert baseline(Shape.square(256), "e5m2") == (None, None)
+    assert baseline(Shape.square(256), "e5m2-bf16") == (None, None)
+
+
+def test_e5m2_gets_no_library_baseline_in_either_c_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuBLASLt (and so torch._scaled_mm) multiplies no e5m2 matrix by another:
+    an e5m2 run verifies and is timed alone rather than beside other work."""
+    monkeypatch.setattr(problem, "torch_baseline", lambda *args: args[-1])
+
+    def baseline(dtype: str) -> tuple:
+        point = catalogue.point("tc_fp8_tma_store", Shape.square(256), dtype=dtype)
+        return problem.baseline_for(None, point, "tensor", None, None, None)
+
+    assert baseline("e4m3")[0] == "tensor" and "float32 C" in baseline("e4m3")[1]
+    assert "bfloat16 C" in baseline("e4m3-bf16")[1]
+    assert baseline("e5m2") == (None, None) and baseline("e5m2-bf16") == (None, None)
 
 
 def test_rungs_are_in_the_catalogue_and_tunable() -> None:
@@ -259,7 +274,7 @@ PERSISTENT_FP8 = ["tc_fp8_tma_store", "tc_fp8_blockscaled_tma"]
 def test_persistent_fp8_rungs_launch_in_clusters_and_store_c_by_tma(kernel_id: str) -> None:
     spec = catalogue.get(kernel_id)
     assert spec.persistent and spec.cluster == (2, 1, 1)
-    assert set(spec.dtypes) == {"e4m3", "e5m2", "e4m3-bf16"}
+    assert set(spec.dtypes) == {"e4m3", "e5m2", "e4m3-bf16", "e5m2-bf16"}
     # 4096 / 256 cluster rows x 16 tile columns x 2 blocks: one block per 128 x 256 tile.
     assert spec.grid(Shape.square(4096), 0) == (512, 1, 1)
     alone = catalogue.variant(kernel_id, {"CLUSTER": 1})
@@ -285,6 +300,7 @@ def test_a_bfloat16_c_needs_rows_of_whole_16_byte_pieces() -> None:
 def test_persistent_fp8_problems_know_their_scales_and_c() -> None:
     assert catalogue.get("tc_fp8_blockscaled_tma").problem is not catalogue.get("tc_fp8_tma_store").problem
     assert problem.fp8_input("e4m3-bf16") == "e4m3" and problem.fp8_input("e5m2") == "e5m2"
+    assert problem.fp8_input("e5m2-bf16") == "e5m2"
     # A bfloat16 C adds its rounding to the promoted sums' tolerance.
     assert problem.fp8_tolerance(128, bf16_c=True) == pytest.approx(problem.fp8_tolerance(128) + 4e-3)
 
@@ -378,6 +394,20 @@ def test_float32_c_pays_one_select_per_value_for_its_spread_writes() -> None:
     sums = catalogue.configs("tc_fp8_tma_store")[0]["BN"] // 2
     assert total(f32, "STS") == sums // 2 and total(f32, "FSEL") == sums
     assert total(bf16, "STS") == sums // 2 and total(bf16, "FSEL") == 0
+
+
+@NEEDS_CUOBJDUMP
+@pytest.mark.parametrize("kernel_id", PERSISTENT_FP8)
+@pytest.mark.parametrize("dtype", problem.FP8_WITH_BF16)
+def test_the_tensor_cores_read_the_inputs_format_and_a_bfloat16_c_is_packed(kernel_id: str, dtype: str) -> None:
+    """Each element type's cubin multiplies in its inputs' format only (QGMMA
+    .E4M3.E4M3 or .E5M2.E5M2) and rounds C to bfloat16 (F2FP.BF16) exactly
+    when C is bfloat16."""
+    ops = sass_opcodes(compile_kernel(catalogue.get(kernel_id), 0, dtype, "sm_90a").cubin)
+    fmt = problem.fp8_input(dtype).upper()
+    formats = {".".join(k.split(".")[-2:]) for k in ops if k.startswith("QGMMA.")}
+    assert formats == {f"{fmt}.{fmt}"}
+    assert (total(ops, "F2FP") > 0) == (dtype in problem.BF16_C)
 
 
 @NEEDS_CUOBJDUMP

@@ -19,7 +19,7 @@ from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.kernels.tensor import spec as tensor
 from gemmlab.measure.sanitize import small_shapes
-from gemmlab.measure.sass import find_tool, missing_claims, sass_opcodes, tensor_core_ops
+from gemmlab.measure.sass import find_tool, missing_claims, opcodes_of, sass_opcodes, tensor_core_ops, total
 from gemmlab.problems import base as problem_base
 from gemmlab.problems import tensor as tensor_problem
 from gemmlab.problems.tensor import ROW_BYTES
@@ -62,6 +62,20 @@ def test_sass_holds_the_claimed_instructions(kernel_id: str) -> None:
         assert tensor_core_ops(ops)
         # No FP32 FMA does the product's work: the few FFMAs allowed are index arithmetic.
         assert sum(v for k, v in ops.items() if k.startswith("FFMA")) < 16, (kernel_id, dtype)
+
+
+def test_sass_opcodes_keep_their_shapes_and_formats() -> None:
+    """A wgmma's opcode is read whole (its shape has a lower-case x), and a line
+    predicated on !PT, which never runs, is not counted."""
+    text = """
+        /*0a70*/                   QGMMA.64x128x32.F32.E5M2.E5M2 R24, gdesc[UR4], R24, gsb0 ;
+        /*0a80*/              @!P0 FFMA R1, R2, R3, R4 ;
+        /*0a90*/             @!PT LDS RZ, [RZ] ;
+        /*0aa0*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR8], R24 ;
+    """
+    ops = opcodes_of(text)
+    assert ops == {"QGMMA.64x128x32.F32.E5M2.E5M2": 1, "FFMA": 1, "HGMMA.64x256x16.F32.BF16": 1}
+    assert total(ops, "QGMMA") == 1 and missing_claims(("QGMMA", "LDS"), ops) == ["LDS"]
 
 
 @NEEDS_CUOBJDUMP

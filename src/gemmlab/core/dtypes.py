@@ -43,9 +43,10 @@ DTYPES: tuple[Dtype, ...] = (
     Dtype("int8", "gl_s8", 1, 4, 0.0),
     Dtype("e4m3", "gl_e4m3", 1, 4, 1e-4),
     Dtype("e5m2", "gl_e5m2", 1, 4, 1e-4),
-    # e4m3 inputs, FP32 sums, C rounded to bfloat16 (the persistent FP8 rungs'
+    # FP8 inputs, FP32 sums, C rounded to bfloat16 (the persistent FP8 rungs'
     # second C type): FP8's summation error plus bfloat16-out's rounding.
     Dtype("e4m3-bf16", "gl_e4m3_bf16", 1, 2, 4e-3, inputs="e4m3"),
+    Dtype("e5m2-bf16", "gl_e5m2_bf16", 1, 2, 4e-3, inputs="e5m2"),
 )
 # The tolerances. float32 with float32 accumulation over K terms lands near
 # sqrt(K) * 2^-24 relative error (about 1e-6 at K = 16384); 1e-5 leaves room

@@ -20,7 +20,9 @@ import tempfile
 from gemmlab.core.errors import GemmlabError
 
 # A SASS line: "/*0a70*/   @!P0 FFMA R1, R2, R3, R4 ;". Lines predicated on !PT never run.
-_SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?P<pred>@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_.]*)")
+# The opcode keeps all its modifiers, shapes' lower-case x included
+# (QGMMA.64x128x32.F32.E5M2.E5M2), so the formats it multiplies can be read.
+_SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?P<pred>@!?U?P\w+\s+)?(?P<op>[A-Z][A-Za-z0-9_.]*)")
 
 
 def find_tool(name: str) -> str | None:
@@ -54,8 +56,13 @@ def sass_opcodes(cubin: bytes) -> collections.Counter:
         out = subprocess.run([cuobjdump, "--dump-sass", f.name], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise GemmlabError(f"cuobjdump could not read the cubin: {out.stderr.strip()}", "Check the CUDA tools.")
+    return opcodes_of(out.stdout)
+
+
+def opcodes_of(sass: str) -> collections.Counter:
+    """Opcode counts of cuobjdump's SASS text, each opcode with its modifiers; lines on @!PT left out."""
     ops: collections.Counter = collections.Counter()
-    for line in out.stdout.splitlines():
+    for line in sass.splitlines():
         m = _SASS_LINE.match(line)
         if m and (m["pred"] or "").strip() != "@!PT":
             ops[m["op"]] += 1

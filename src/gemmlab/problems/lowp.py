@@ -47,9 +47,11 @@ if TYPE_CHECKING:
 
 INT8 = "int8"
 FP8 = ("e4m3", "e5m2")
-# e4m3 inputs with a bfloat16 C: the name says both; the inputs are e4m3's.
+# FP8 inputs with a bfloat16 C: the name says both (core/dtypes.py's `inputs`).
 E4M3_BF16 = "e4m3-bf16"
-FP8_WITH_BF16 = (*FP8, E4M3_BF16)
+E5M2_BF16 = "e5m2-bf16"
+BF16_C = (E4M3_BF16, E5M2_BF16)
+FP8_WITH_BF16 = (*FP8, *BF16_C)
 SCALINGS = ("tensor", "rowcol", "block")
 # K per scale block (and rows per block of B's scales): DeepGEMM's 128, which
 # is also one 128-byte swizzled row of an 8-bit tile, so a kernel meets one K
@@ -222,7 +224,7 @@ def fp8_tolerance(chain: int, bf16_c: bool = False) -> float:
 
 
 def fp8_input(dtype: str) -> str:
-    """The FP8 format of A and B for an element type (e4m3-bf16: e4m3)."""
+    """The FP8 format of A and B for an element type (e4m3-bf16: e4m3, e5m2-bf16: e5m2)."""
     return input_type(dtype)
 
 
@@ -274,7 +276,7 @@ def torch_baseline(
             sa, sb = torch_rowcol_scales(torch, *scales)
         else:
             sa, sb = (torch.from_dlpack(s).reshape(()) for s in scales)
-        out = torch.bfloat16 if point.dtype == E4M3_BF16 else torch.float32
+        out = torch.bfloat16 if point.dtype in BF16_C else torch.float32
 
         def product() -> Any:
             return torch._scaled_mm(ta, tb, scale_a=sa, scale_b=sb, out_dtype=out)
@@ -289,7 +291,8 @@ def torch_baseline(
 def baseline_for(cp: Any, point: Point, scaling: str, a: Any, b: Any, scales: Any) -> tuple[Any, str | None]:
     """The library routine for the same work and its name, or (None, None):
     PyTorch not installed, or no routine in these types, scaling and shape
-    (torch._int_mm: M > 16, K and N multiples of 8; torch._scaled_mm: e4m3,
+    (torch._int_mm: M > 16, K and N multiples of 8; torch._scaled_mm: e4m3
+    (cuBLASLt takes no e5m2 x e5m2 product),
     per-tensor scales with every size a multiple of 16, row/column scales
     likewise and with a bfloat16 C only, the one C type PyTorch takes for
     them, or block scales with every size a multiple of 128, the one case
@@ -300,8 +303,8 @@ def baseline_for(cp: Any, point: Point, scaling: str, a: Any, b: Any, scales: An
     else:
         step = {"tensor": 16, "rowcol": 16, "block": SCALE_BLOCK}.get(scaling)
         fits = fp8_input(point.dtype) == "e4m3" and step is not None and all(d % step == 0 for d in (s.m, s.n, s.k))
-        fits = fits and (scaling != "rowcol" or point.dtype == E4M3_BF16)
-        c_type = "bfloat16" if point.dtype == E4M3_BF16 else "float32"
+        fits = fits and (scaling != "rowcol" or point.dtype in BF16_C)
+        c_type = "bfloat16" if point.dtype in BF16_C else "float32"
         kinds = {"block": "1 x 128 / 128 x 128 block scales", "rowcol": "row/column scales"}
         kind = kinds.get(scaling, "per-tensor scales")
         # Row-wise scaling is PyTorch's own kernel on some versions, cuBLASLt's on others: not named as either.
@@ -397,7 +400,7 @@ def _prepare_fp8(
     cp: Any, point: Point, rng: Any, scaling: str, chain: int, boxes: tuple[int, int] | None, c_box_rows: int = 0
 ) -> Prepared:
     s, fmt = point.shape, FORMATS[fp8_input(point.dtype)]
-    bf16_c = point.dtype == E4M3_BF16
+    bf16_c = point.dtype in BF16_C
     c_type = "bfloat16" if bf16_c else "float32"
     qa = quantise(cp, draw(cp, rng, s.m, s.k), fmt, scaling, 1)
     qb = quantise(cp, draw(cp, rng, s.n, s.k), fmt, scaling, SCALE_BLOCK)

@@ -6,10 +6,11 @@
 struct gl_s8 { using storage = signed char; using acc = int; };
 struct gl_e4m3 { using storage = unsigned char; using acc = float; using inputs = gl_e4m3; using c_storage = float; };
 struct gl_e5m2 { using storage = unsigned char; using acc = float; using inputs = gl_e5m2; using c_storage = float; };
-// e4m3 inputs, float32 sums, C rounded to bfloat16 (stored as its 16 bits):
+// FP8 inputs, float32 sums, C rounded to bfloat16 (stored as its 16 bits):
 // the persistent rungs' second C type (torch._scaled_mm's usual output). The
-// tensor cores see gl_e4m3 (`inputs`); only the epilogue reads `c_storage`.
+// tensor cores see the input tag (`inputs`); only the epilogue reads `c_storage`.
 struct gl_e4m3_bf16 { using storage = unsigned char; using acc = float; using inputs = gl_e4m3; using c_storage = unsigned short; };
+struct gl_e5m2_bf16 { using storage = unsigned char; using acc = float; using inputs = gl_e5m2; using c_storage = unsigned short; };
 
 // How FP8 scales are laid out (problems/lowp.py's SCALINGS, in order):
 // TENSOR: scale_a[0], scale_b[0]; ROWCOL: scale_a[M], scale_b[N]; BLOCK:
