@@ -13,7 +13,7 @@ import pytest
 from gemmlab.core import gpu
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
-from gemmlab.problems.lowp import FP8_WITH_BF16
+from gemmlab.problems.lowp import MIXED
 
 pytestmark = pytest.mark.gpu
 
@@ -27,7 +27,7 @@ SHAPES = [
     Shape(130, 264, 400),  # a clustered pair's second block: its first slab has rows 128-191, its second none (M = 130)
     Shape(2304, 1160, 272),  # 18 x 10 = 180 tiles: more than 132 SMs hold, so blocks walk on to a second tile
 ]
-CASES = [(k, d, c) for k in RUNGS for d in FP8_WITH_BF16 for c in (1, 2)]
+CASES = [(k, d, c) for k in RUNGS for d in catalogue.get(k).dtypes for c in (1, 2)]
 # Row/column scales (tc_fp8_tma_store's SCALING = 1), in the tiles that differ in how a thread's columns lie.
 ROWCOL = [{"CLUSTER": c} for c in (1, 2)] + [{"BN": 192, "CLUSTER": 1}, {"BN": 144}, {"BM": 64, "BN": 128, "STAGES": 8}]
 
@@ -49,7 +49,7 @@ def test_persistent_fp8_rung_verifies_on_awkward_shapes(kernel_id: str, dtype: s
 
 
 @pytest.mark.parametrize("config", ROWCOL, ids=[str(c) for c in ROWCOL])
-@pytest.mark.parametrize("dtype", FP8_WITH_BF16)
+@pytest.mark.parametrize("dtype", catalogue.get("tc_fp8_tma_store").dtypes)
 def test_row_column_scales_verify_on_awkward_shapes(config: dict, dtype: str) -> None:
     """Each sum times its row's scale of A and its column's of B in the epilogue:
     ragged edges, where a thread's rows or columns lie past M or N, included."""
@@ -64,7 +64,8 @@ def test_row_column_scales_verify_on_awkward_shapes(config: dict, dtype: str) ->
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed (the torch extra)")
-def test_row_column_baseline_computes_the_same_product() -> None:
+@pytest.mark.parametrize("dtype", ["e4m3-bf16", "e5m2xe4m3-bf16"])
+def test_row_column_baseline_computes_the_same_product(dtype: str) -> None:
     """PyTorch's row-wise torch._scaled_mm, given the scales as problems/lowp.py
     hands them over, gives the float64 reference within the rung's tolerance,
     and the runner times it beside the rung."""
@@ -77,17 +78,18 @@ def test_row_column_baseline_computes_the_same_product() -> None:
     if not _hopper():
         pytest.skip("tc_fp8_tma_store needs sm_90a")
     spec = catalogue.variant("tc_fp8_tma_store", {"SCALING": 1})
-    point = catalogue.point(spec.id, Shape(256, 384, 512), dtype="e4m3-bf16", spec=spec)
+    point = catalogue.point(spec.id, Shape(256, 384, 512), dtype=dtype, spec=spec)
     prepared = point.spec.problem.prepare(cp, point, cp.random.default_rng(4))
     arrays = prepared.arrays
     sa, sb = lowp.torch_rowcol_scales(torch, arrays["scale_a"], arrays["scale_b"])
-    fp8 = torch.float8_e4m3fn
-    a, b = torch.from_dlpack(arrays["A"]).view(fp8), torch.from_dlpack(arrays["B"]).view(fp8)
+    kinds = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+    fa, fb = (kinds[f] for f in lowp.fp8_inputs(dtype))
+    a, b = torch.from_dlpack(arrays["A"]).view(fa), torch.from_dlpack(arrays["B"]).view(fb)
     c = torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16).double()
     ref = torch.from_dlpack(prepared.buffers[5])  # the float64 reference (problems/lowp.py's buffer order)
     error = float((c - ref).norm() / ref.norm())
     assert error <= lowp.fp8_tolerance(128, bf16_c=True), error
-    result = run("tc_fp8_tma_store", Shape.square(1024), dtype="e4m3-bf16", reps=3, spec=spec)
+    result = run("tc_fp8_tma_store", Shape.square(1024), dtype=dtype, reps=3, spec=spec)
     assert result.error <= result.tolerance
     assert "row/column scales" in result.baseline_name and "bfloat16 C" in result.baseline_name
     assert result.baseline_gflops and result.baseline_gflops > 0
@@ -107,7 +109,7 @@ def test_repeated_launches_agree() -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed (the torch extra)")
-@pytest.mark.parametrize("dtype", ["e4m3", "e4m3-bf16"])
+@pytest.mark.parametrize("dtype", ["e4m3", "e4m3-bf16", *MIXED])
 def test_scaled_mm_baseline_in_the_same_c_type(dtype: str) -> None:
     from gemmlab.measure.run import run
 
@@ -115,8 +117,39 @@ def test_scaled_mm_baseline_in_the_same_c_type(dtype: str) -> None:
         pytest.skip("tc_fp8_tma_store needs sm_90a")
     result = run("tc_fp8_tma_store", Shape.square(1024), dtype=dtype, reps=3)
     assert result.error <= result.tolerance
-    assert "bfloat16 C" in result.baseline_name if dtype == "e4m3-bf16" else "float32 C" in result.baseline_name
+    assert ("bfloat16 C" if dtype.endswith("-bf16") else "float32 C") in result.baseline_name
+    assert ("e5m2 x e4m3" in result.baseline_name) == (dtype in MIXED)
     assert result.baseline_gflops and result.baseline_gflops > 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed (the torch extra)")
+@pytest.mark.parametrize("dtype", MIXED)
+def test_the_mixed_baseline_computes_the_same_product(dtype: str) -> None:
+    """cuBLASLt's e5m2 x e4m3 product, given A's codes as e5m2 and B's as e4m3
+    the way problems/lowp.py hands them over, gives the float64 reference within
+    the rung's tolerance; read the other way round it would not."""
+    import cupy as cp
+    import torch
+
+    from gemmlab.problems import lowp
+
+    if not _hopper():
+        pytest.skip("tc_fp8_tma_store needs sm_90a")
+    point = catalogue.point("tc_fp8_tma_store", Shape(256, 384, 512), dtype=dtype)
+    prepared = point.spec.problem.prepare(cp, point, cp.random.default_rng(6))
+    arrays = prepared.arrays
+    sa, sb = (torch.from_dlpack(arrays[k]).reshape(()) for k in ("scale_a", "scale_b"))
+    out = torch.bfloat16 if dtype in lowp.BF16_C else torch.float32
+    ref = torch.from_dlpack(prepared.buffers[5])  # the float64 reference (problems/lowp.py's buffer order)
+
+    def error(fa: torch.dtype, fb: torch.dtype) -> float:
+        a, b = torch.from_dlpack(arrays["A"]).view(fa), torch.from_dlpack(arrays["B"]).view(fb)
+        c = torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=out).double()
+        return float((c - ref).norm() / ref.norm())
+
+    assert error(torch.float8_e5m2, torch.float8_e4m3fn) <= lowp.fp8_tolerance(128, out == torch.bfloat16)
+    # Swapped, the error is large, or NaN (e4m3 codes past e5m2's finite ones).
+    assert not error(torch.float8_e4m3fn, torch.float8_e5m2) <= 0.1
 
 
 @pytest.mark.parametrize("dtype", ["e5m2", "e5m2-bf16"])

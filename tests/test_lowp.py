@@ -165,6 +165,25 @@ def test_e5m2_gets_no_library_baseline_in_either_c_type(monkeypatch: pytest.Monk
     assert baseline("e5m2") == (None, None) and baseline("e5m2-bf16") == (None, None)
 
 
+def test_the_mixed_pair_gets_cublaslts_mixed_product_with_per_tensor_scales(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A in e5m2 times B in e4m3 is one of cuBLASLt's FP8 pairs: with per-tensor
+    scales, and with row/column ones and a bfloat16 C, the baseline is the same
+    mixed product; with row/column scales and a float32 C there is none."""
+    monkeypatch.setattr(problem, "torch_baseline", lambda *args: args[-1])
+
+    def baseline(dtype: str, scaling: str) -> tuple:
+        spec = catalogue.variant("tc_fp8_tma_store", {"SCALING": int(scaling == "rowcol")})
+        point = catalogue.point(spec.id, Shape.square(256), dtype=dtype, spec=spec)
+        return problem.baseline_for(None, point, scaling, None, None, None)
+
+    call, name = baseline("e5m2xe4m3", "tensor")
+    assert call == "tensor" and "e5m2 x e4m3, per-tensor scales, float32 C" in name
+    assert "e5m2 x e4m3, per-tensor scales, bfloat16 C" in baseline("e5m2xe4m3-bf16", "tensor")[1]
+    call, name = baseline("e5m2xe4m3-bf16", "rowcol")
+    assert call == "rowcol" and "e5m2 x e4m3, row/column scales, bfloat16 C" in name
+    assert baseline("e5m2xe4m3", "rowcol") == (None, None)
+
+
 def test_rungs_are_in_the_catalogue_and_tunable() -> None:
     ids = catalogue.kernel_ids()
     assert [i for i in ids if catalogue.get(i).source.startswith("lowp/")] == IDS
@@ -274,7 +293,8 @@ PERSISTENT_FP8 = ["tc_fp8_tma_store", "tc_fp8_blockscaled_tma"]
 def test_persistent_fp8_rungs_launch_in_clusters_and_store_c_by_tma(kernel_id: str) -> None:
     spec = catalogue.get(kernel_id)
     assert spec.persistent and spec.cluster == (2, 1, 1)
-    assert set(spec.dtypes) == {"e4m3", "e5m2", "e4m3-bf16", "e5m2-bf16"}
+    mixed = {"e5m2xe4m3", "e5m2xe4m3-bf16"} if kernel_id == "tc_fp8_tma_store" else set()
+    assert set(spec.dtypes) == {"e4m3", "e5m2", "e4m3-bf16", "e5m2-bf16"} | mixed
     # 4096 / 256 cluster rows x 16 tile columns x 2 blocks: one block per 128 x 256 tile.
     assert spec.grid(Shape.square(4096), 0) == (512, 1, 1)
     alone = catalogue.variant(kernel_id, {"CLUSTER": 1})
@@ -301,6 +321,7 @@ def test_persistent_fp8_problems_know_their_scales_and_c() -> None:
     assert catalogue.get("tc_fp8_blockscaled_tma").problem is not catalogue.get("tc_fp8_tma_store").problem
     assert problem.fp8_input("e4m3-bf16") == "e4m3" and problem.fp8_input("e5m2") == "e5m2"
     assert problem.fp8_input("e5m2-bf16") == "e5m2"
+    assert problem.fp8_inputs("e5m2xe4m3-bf16") == ("e5m2", "e4m3") and problem.fp8_inputs("e4m3") == ("e4m3", "e4m3")
     # A bfloat16 C adds its rounding to the promoted sums' tolerance.
     assert problem.fp8_tolerance(128, bf16_c=True) == pytest.approx(problem.fp8_tolerance(128) + 4e-3)
 
@@ -397,16 +418,15 @@ def test_float32_c_pays_one_select_per_value_for_its_spread_writes() -> None:
 
 
 @NEEDS_CUOBJDUMP
-@pytest.mark.parametrize("kernel_id", PERSISTENT_FP8)
-@pytest.mark.parametrize("dtype", problem.FP8_WITH_BF16)
+@pytest.mark.parametrize(("kernel_id", "dtype"), [(k, d) for k in PERSISTENT_FP8 for d in catalogue.get(k).dtypes])
 def test_the_tensor_cores_read_the_inputs_format_and_a_bfloat16_c_is_packed(kernel_id: str, dtype: str) -> None:
-    """Each element type's cubin multiplies in its inputs' format only (QGMMA
-    .E4M3.E4M3 or .E5M2.E5M2) and rounds C to bfloat16 (F2FP.BF16) exactly
-    when C is bfloat16."""
+    """Each element type's cubin multiplies in its inputs' formats only (QGMMA
+    .E4M3.E4M3, .E5M2.E5M2, or .E5M2.E4M3 for the mixed pair) and rounds C to
+    bfloat16 (F2FP.BF16) exactly when C is bfloat16."""
     ops = sass_opcodes(compile_kernel(catalogue.get(kernel_id), 0, dtype, "sm_90a").cubin)
-    fmt = problem.fp8_input(dtype).upper()
+    a, b = (f.upper() for f in problem.fp8_inputs(dtype))
     formats = {".".join(k.split(".")[-2:]) for k in ops if k.startswith("QGMMA.")}
-    assert formats == {f"{fmt}.{fmt}"}
+    assert formats == {f"{a}.{b}"}
     assert (total(ops, "F2FP") > 0) == (dtype in problem.BF16_C)
 
 

@@ -21,6 +21,8 @@ class Dtype:
     # The type of A and B where it is not ``name`` (a second C type of the same
     # inputs): the tensor cores run, and their measured peak is, that type's.
     inputs: str | None = None
+    # B's type where it is not A's (an FP8 pair: e5m2 gradients times e4m3 weights).
+    b_inputs: str | None = None
 
 
 # The tensor-core types name tag structs of kernels/tensor/tc_common.cuh: bf16
@@ -47,6 +49,11 @@ DTYPES: tuple[Dtype, ...] = (
     # second C type): FP8's summation error plus bfloat16-out's rounding.
     Dtype("e4m3-bf16", "gl_e4m3_bf16", 1, 2, 4e-3, inputs="e4m3"),
     Dtype("e5m2-bf16", "gl_e5m2_bf16", 1, 2, 4e-3, inputs="e5m2"),
+    # A in e5m2, B in e4m3: training's backward pass, where gradients (e5m2's
+    # range) meet weights or activations (e4m3's precision). The products are
+    # exact in FP32 as the others are, so the tolerances are the same.
+    Dtype("e5m2xe4m3", "gl_e5m2_e4m3", 1, 4, 1e-4, inputs="e5m2", b_inputs="e4m3"),
+    Dtype("e5m2xe4m3-bf16", "gl_e5m2_e4m3_bf16", 1, 2, 4e-3, inputs="e5m2", b_inputs="e4m3"),
 )
 # The tolerances. float32 with float32 accumulation over K terms lands near
 # sqrt(K) * 2^-24 relative error (about 1e-6 at K = 16384); 1e-5 leaves room
@@ -84,12 +91,19 @@ _C_ITEMSIZE = {d.name: d.c_itemsize for d in DTYPES}
 
 
 def input_type(dtype: str) -> str:
-    """The element type of A and B for ``dtype`` (bfloat16-out: bfloat16;
-    e4m3-bf16: e4m3); a name not in the table is its own."""
+    """The element type of A (and of B, unless b_input_type says otherwise) for
+    ``dtype`` (bfloat16-out: bfloat16; e4m3-bf16: e4m3; e5m2xe4m3: e5m2); a
+    name not in the table is its own."""
     return _INPUTS.get(dtype) or dtype
 
 
+def b_input_type(dtype: str) -> str:
+    """The element type of B for ``dtype`` (e5m2xe4m3: e4m3; else A's)."""
+    return _B_INPUTS.get(dtype) or input_type(dtype)
+
+
 _INPUTS = {d.name: d.inputs for d in DTYPES}
+_B_INPUTS = {d.name: d.b_inputs for d in DTYPES}
 
 
 # A user's float16 or bfloat16 matmul keeps C in its own type (the tensor-core

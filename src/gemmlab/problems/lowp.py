@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemmlab.core.dtypes import input_type
+from gemmlab.core.dtypes import b_input_type, input_type
 from gemmlab.core.extras import MissingExtra, require
 from gemmlab.problems.base import (
     Prepared,
@@ -50,8 +50,12 @@ FP8 = ("e4m3", "e5m2")
 # FP8 inputs with a bfloat16 C: the name says both (core/dtypes.py's `inputs`).
 E4M3_BF16 = "e4m3-bf16"
 E5M2_BF16 = "e5m2-bf16"
-BF16_C = (E4M3_BF16, E5M2_BF16)
-FP8_WITH_BF16 = (*FP8, *BF16_C)
+FP8_WITH_BF16 = (*FP8, E4M3_BF16, E5M2_BF16)
+# A in e5m2 times B in e4m3 (core/dtypes.py's `b_inputs`), float32 or bfloat16 C.
+MIXED = ("e5m2xe4m3", "e5m2xe4m3-bf16")
+BF16_C = (E4M3_BF16, E5M2_BF16, MIXED[1])
+# The FP8 pairs (A's format, B's) cuBLASLt multiplies: every one but e5m2 x e5m2.
+LIBRARY_PAIRS = (("e4m3", "e4m3"), ("e5m2", "e4m3"), ("e4m3", "e5m2"))
 SCALINGS = ("tensor", "rowcol", "block")
 # K per scale block (and rows per block of B's scales): DeepGEMM's 128, which
 # is also one 128-byte swizzled row of an 8-bit tile, so a kernel meets one K
@@ -224,8 +228,13 @@ def fp8_tolerance(chain: int, bf16_c: bool = False) -> float:
 
 
 def fp8_input(dtype: str) -> str:
-    """The FP8 format of A and B for an element type (e4m3-bf16: e4m3, e5m2-bf16: e5m2)."""
+    """The FP8 format of A for an element type (e4m3-bf16: e4m3, e5m2-bf16 and e5m2xe4m3: e5m2)."""
     return input_type(dtype)
+
+
+def fp8_inputs(dtype: str) -> tuple[str, str]:
+    """The FP8 formats of A and of B (e5m2xe4m3: e5m2 and e4m3; e4m3-bf16: e4m3 twice)."""
+    return input_type(dtype), b_input_type(dtype)
 
 
 # --- the baselines (PyTorch, optional) -----------------------------------------------------
@@ -268,8 +277,9 @@ def torch_baseline(
         def product() -> Any:
             return torch._int_mm(ta, tb)
     else:
-        fp8 = torch.float8_e4m3fn
-        ta, tb = ta.view(fp8), tb.view(fp8)
+        kinds = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+        fa, fb = fp8_inputs(point.dtype)
+        ta, tb = ta.view(kinds[fa]), tb.view(kinds[fb])
         if scaling == "block":
             sa, sb = torch_block_scales(torch, *scales)
         elif scaling == "rowcol":
@@ -291,25 +301,28 @@ def torch_baseline(
 def baseline_for(cp: Any, point: Point, scaling: str, a: Any, b: Any, scales: Any) -> tuple[Any, str | None]:
     """The library routine for the same work and its name, or (None, None):
     PyTorch not installed, or no routine in these types, scaling and shape
-    (torch._int_mm: M > 16, K and N multiples of 8; torch._scaled_mm: e4m3
-    (cuBLASLt takes no e5m2 x e5m2 product),
-    per-tensor scales with every size a multiple of 16, row/column scales
-    likewise and with a bfloat16 C only, the one C type PyTorch takes for
-    them, or block scales with every size a multiple of 128, the one case
-    tried)."""
+    (torch._int_mm: M > 16, K and N multiples of 8; torch._scaled_mm: any
+    FP8 pair but e5m2 x e5m2, which cuBLASLt does not multiply, with
+    per-tensor scales and every size a multiple of 16; e4m3 or e5m2 x e4m3
+    with row/column scales likewise and a bfloat16 C only, the one C type
+    PyTorch takes for them; e4m3 with block scales and every size a multiple
+    of 128. The pairs named are the ones tried against the float64 reference.)"""
     s = point.shape
     if point.dtype == INT8:
         fits, name = s.m > 16 and s.k % 8 == 0 and s.n % 8 == 0, "PyTorch torch._int_mm (cuBLASLt), int32 C"
     else:
         step = {"tensor": 16, "rowcol": 16, "block": SCALE_BLOCK}.get(scaling)
-        fits = fp8_input(point.dtype) == "e4m3" and step is not None and all(d % step == 0 for d in (s.m, s.n, s.k))
+        pair = fp8_inputs(point.dtype)
+        pairs = {"tensor": LIBRARY_PAIRS, "rowcol": LIBRARY_PAIRS[:2]}.get(scaling, LIBRARY_PAIRS[:1])
+        fits = pair in pairs and step is not None and all(d % step == 0 for d in (s.m, s.n, s.k))
         fits = fits and (scaling != "rowcol" or point.dtype in BF16_C)
         c_type = "bfloat16" if point.dtype in BF16_C else "float32"
         kinds = {"block": "1 x 128 / 128 x 128 block scales", "rowcol": "row/column scales"}
         kind = kinds.get(scaling, "per-tensor scales")
         # Row-wise scaling is PyTorch's own kernel on some versions, cuBLASLt's on others: not named as either.
         library = "" if scaling == "rowcol" else " (cuBLASLt)"
-        name = f"PyTorch torch._scaled_mm{library} e4m3, {kind}, {c_type} C"
+        inputs = pair[0] if pair[0] == pair[1] else " x ".join(pair)
+        name = f"PyTorch torch._scaled_mm{library} {inputs}, {kind}, {c_type} C"
     if not fits:
         return None, None
     try:
@@ -399,11 +412,12 @@ def _c_argument(c: Any, c_box_rows: int, bf16_c: bool) -> Any:
 def _prepare_fp8(
     cp: Any, point: Point, rng: Any, scaling: str, chain: int, boxes: tuple[int, int] | None, c_box_rows: int = 0
 ) -> Prepared:
-    s, fmt = point.shape, FORMATS[fp8_input(point.dtype)]
+    s = point.shape
+    fmt_a, fmt_b = (FORMATS[f] for f in fp8_inputs(point.dtype))
     bf16_c = point.dtype in BF16_C
     c_type = "bfloat16" if bf16_c else "float32"
-    qa = quantise(cp, draw(cp, rng, s.m, s.k), fmt, scaling, 1)
-    qb = quantise(cp, draw(cp, rng, s.n, s.k), fmt, scaling, SCALE_BLOCK)
+    qa = quantise(cp, draw(cp, rng, s.m, s.k), fmt_a, scaling, 1)
+    qb = quantise(cp, draw(cp, rng, s.n, s.k), fmt_b, scaling, SCALE_BLOCK)
     a, b, sa, sb = qa.codes, qb.codes, qa.scales, qb.scales
     guard = guarded_empty(cp, (s.m, s.n), cp.uint16 if bf16_c else cp.float32)
     c = guard.inner
@@ -415,8 +429,8 @@ def _prepare_fp8(
 
     def redraw() -> None:
         # In place: the kernel (and any tensor map) holds the addresses of the codes and scales.
-        new_a = quantise(cp, draw(cp, rng, s.m, s.k), fmt, scaling, 1)
-        new_b = quantise(cp, draw(cp, rng, s.n, s.k), fmt, scaling, SCALE_BLOCK)
+        new_a = quantise(cp, draw(cp, rng, s.m, s.k), fmt_a, scaling, 1)
+        new_b = quantise(cp, draw(cp, rng, s.n, s.k), fmt_b, scaling, SCALE_BLOCK)
         a[...], sa[...], b[...], sb[...] = new_a.codes, new_a.scales, new_b.codes, new_b.scales
         exact[:] = [new_a.exact, new_b.exact]
         reference()

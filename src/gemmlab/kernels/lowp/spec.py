@@ -42,7 +42,7 @@ from gemmlab.kernels.tensor.spec import (
     split_fits,
     warp_threads,
 )
-from gemmlab.problems.lowp import FP8, FP8_WITH_BF16, INT8, INT8_MAX_K, SCALE_BLOCK, SCALINGS, lowp_problem
+from gemmlab.problems.lowp import FP8, FP8_WITH_BF16, INT8, INT8_MAX_K, MIXED, SCALE_BLOCK, SCALINGS, lowp_problem
 
 SOURCE_DOC = "gemmlab 8-bit tensor-core ladder (beyond the documents)"
 
@@ -263,7 +263,9 @@ RUNGS: tuple[Rung, ...] = (
             # the same runs (benchmarks/results/2026-11-25g_h100_fp8-bn144.txt, 2026-11-25h_h200_fp8-bn144.txt).
         ),
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
-        **PERSISTENT | dict(rules=lambda c: _persistent_rules(c) + _scaling_rule(c, (0, 1))),
+        # Its types add the mixed pair (A e5m2, B e4m3), a backward pass's product.
+        **PERSISTENT
+        | dict(rules=lambda c: _persistent_rules(c) + _scaling_rule(c, (0, 1)), dtypes=(*FP8_WITH_BF16, *MIXED)),
         **HOPPER,
     ),
     Rung(

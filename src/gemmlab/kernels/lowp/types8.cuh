@@ -11,6 +11,10 @@ struct gl_e5m2 { using storage = unsigned char; using acc = float; using inputs 
 // tensor cores see the input tag (`inputs`); only the epilogue reads `c_storage`.
 struct gl_e4m3_bf16 { using storage = unsigned char; using acc = float; using inputs = gl_e4m3; using c_storage = unsigned short; };
 struct gl_e5m2_bf16 { using storage = unsigned char; using acc = float; using inputs = gl_e5m2; using c_storage = unsigned short; };
+// A in e5m2 and B in e4m3 (training's backward pass: gradients times weights),
+// with a float32 or a bfloat16 C; wgmma8.cuh gives the pair its own instructions.
+struct gl_e5m2_e4m3 { using storage = unsigned char; using acc = float; using inputs = gl_e5m2_e4m3; using c_storage = float; };
+struct gl_e5m2_e4m3_bf16 { using storage = unsigned char; using acc = float; using inputs = gl_e5m2_e4m3; using c_storage = unsigned short; };
 
 // How FP8 scales are laid out (problems/lowp.py's SCALINGS, in order):
 // TENSOR: scale_a[0], scale_b[0]; ROWCOL: scale_a[M], scale_b[N]; BLOCK:

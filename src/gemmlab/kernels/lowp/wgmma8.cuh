@@ -38,18 +38,18 @@ __device__ __forceinline__ void wgmma_fp8_into(float (&d)[N / 2], unsigned long 
                      : OUT(d)                                                                               \
                      : "l"(da), "l"(db), "r"(accumulate));                                                  \
     }
-GL_WGMMA_FP8_INTO(gl_e4m3, 128, GL_TEXT_64, GL_OUT_64, "%64", "%65", "%66",
-                  "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3")
-GL_WGMMA_FP8_INTO(gl_e5m2, 128, GL_TEXT_64, GL_OUT_64, "%64", "%65", "%66",
-                  "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2")
-GL_WGMMA_FP8_INTO(gl_e4m3, 144, GL_TEXT_72, GL_OUT_72, "%72", "%73", "%74",
-                  "wgmma.mma_async.sync.aligned.m64n144k32.f32.e4m3.e4m3")
-GL_WGMMA_FP8_INTO(gl_e5m2, 144, GL_TEXT_72, GL_OUT_72, "%72", "%73", "%74",
-                  "wgmma.mma_async.sync.aligned.m64n144k32.f32.e5m2.e5m2")
-GL_WGMMA_FP8_INTO(gl_e4m3, 192, GL_TEXT_96, GL_OUT_96, "%96", "%97", "%98",
-                  "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3")
-GL_WGMMA_FP8_INTO(gl_e5m2, 192, GL_TEXT_96, GL_OUT_96, "%96", "%97", "%98",
-                  "wgmma.mma_async.sync.aligned.m64n192k32.f32.e5m2.e5m2")
+// Each FP8 pair in the three widths; TYPES names A's format, then B's.
+#define GL_WGMMA_FP8_WIDTHS(TAG, TYPES)                                                                    \
+    GL_WGMMA_FP8_INTO(TAG, 128, GL_TEXT_64, GL_OUT_64, "%64", "%65", "%66",                                \
+                      "wgmma.mma_async.sync.aligned.m64n128k32.f32." TYPES)                                \
+    GL_WGMMA_FP8_INTO(TAG, 144, GL_TEXT_72, GL_OUT_72, "%72", "%73", "%74",                                \
+                      "wgmma.mma_async.sync.aligned.m64n144k32.f32." TYPES)                                \
+    GL_WGMMA_FP8_INTO(TAG, 192, GL_TEXT_96, GL_OUT_96, "%96", "%97", "%98",                                \
+                      "wgmma.mma_async.sync.aligned.m64n192k32.f32." TYPES)
+GL_WGMMA_FP8_WIDTHS(gl_e4m3, "e4m3.e4m3")
+GL_WGMMA_FP8_WIDTHS(gl_e5m2, "e5m2.e5m2")
+// The mixed pair (A e5m2, B e4m3): the instruction names each operand's format.
+GL_WGMMA_FP8_WIDTHS(gl_e5m2_e4m3, "e5m2.e4m3")
 
 // One 128-K slice into a partial slab: 4 steps of k = 32, all adding to it,
 // except (FRESH) the first, which overwrites it. The operands come as the
