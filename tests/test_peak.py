@@ -21,6 +21,7 @@ from gemmlab.core.timing import Timing
 from gemmlab.measure import peak
 from gemmlab.measure.occupancy import theoretical_occupancy
 from gemmlab.measure.sass import find_tool, sass_opcodes, tensor_core_ops, total
+from gemmlab.problems.lowp import fp8_inputs
 from gemmlab.results.store import PEAK_FIELDS, Store
 
 NEEDS_CUOBJDUMP = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump is not installed")
@@ -72,6 +73,8 @@ def test_flops_per_instruction_are_2_m_n_k() -> None:
         ("mma_sync_fp8", "e4m3"): 2 * 16 * 8 * 32,
         ("wgmma_int8", "int8"): 2 * 64 * 256 * 32,
         ("wgmma_fp8", "e4m3"): 2 * 64 * 256 * 32,
+        ("wgmma_fp8", "e5m2"): 2 * 64 * 256 * 32,
+        ("wgmma_fp8", "e5m2xe4m3"): 2 * 64 * 256 * 32,
     }
 
 
@@ -131,7 +134,7 @@ def test_eight_bit_families_and_why_hopper_has_no_fp8_mma_sync() -> None:
 
 def test_eight_bit_nominal_rates_are_twice_the_sixteen_bit_ones() -> None:
     h100 = gpu.TENSOR_FLOPS_PER_SM_CLOCK[(9, 0)]
-    assert h100["e4m3"] == h100["int8"] == 2 * h100["bfloat16"]
+    assert h100["e4m3"] == h100["e5m2"] == h100["e5m2xe4m3"] == h100["int8"] == 2 * h100["bfloat16"]
     assert gpu.TENSOR_FLOPS_PER_SM_CLOCK[(8, 0)]["int8"] == 2 * gpu.TENSOR_FLOPS_PER_SM_CLOCK[(8, 0)]["bfloat16"]
 
 
@@ -206,6 +209,10 @@ def test_the_cubin_issues_exactly_what_is_counted(family_id: str, dtype: str, cc
     else:
         assert all(op.split(".")[0] == family.sass for op in tensor_core_ops(ops))
         assert total(ops, "FFMA") == 0
+    if family_id == "wgmma_fp8":
+        # Each FP8 pair's peak is its own instruction: A's format, then B's.
+        a, b = (f.upper() for f in fp8_inputs(dtype))
+        assert {op.split(".", 3)[-1] for op in tensor_core_ops(ops)} == {f"{a}.{b}"}
 
 
 def test_launch_shapes_fill_the_sm() -> None:

@@ -81,7 +81,14 @@ def test_share_of_the_stored_peak_of_the_same_gpu_and_type() -> None:
 
 @pytest.mark.parametrize(
     ("kernel", "dtype", "inputs"),
-    [("tc_tma_store", "bfloat16-out", "bfloat16"), ("tc_fp8_tma_store", "e4m3-bf16", "e4m3")],
+    [
+        ("tc_tma_store", "bfloat16-out", "bfloat16"),
+        ("tc_fp8_tma_store", "e4m3-bf16", "e4m3"),
+        ("tc_fp8_tma_store", "e5m2-bf16", "e5m2"),
+        # The mixed pair's share is of the pair's own measured peak, in either C type.
+        ("tc_fp8_tma_store", "e5m2xe4m3", "e5m2xe4m3"),
+        ("tc_fp8_tma_store", "e5m2xe4m3-bf16", "e5m2xe4m3"),
+    ],
 )
 def test_a_second_c_type_takes_the_peak_of_its_inputs(kernel: str, dtype: str, inputs: str) -> None:
     # A bfloat16 C changes what is stored, not what the tensor cores run: the share is of the inputs' peak.

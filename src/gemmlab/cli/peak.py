@@ -20,7 +20,8 @@ def peak_cmd(
     dtype: Annotated[
         list[str] | None,
         typer.Option(
-            help="Element types to measure: float32 (FFMA), bfloat16, float16, tf32, int8, e4m3 (default: all)."
+            help="Element types to measure: float32 (FFMA), bfloat16, float16, tf32, int8, e4m3, e5m2, e5m2xe4m3 "
+            "(default: all)."
         ),
     ] = None,
     db: DbOption = DEFAULT_PATH,

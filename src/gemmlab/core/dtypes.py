@@ -102,6 +102,13 @@ def b_input_type(dtype: str) -> str:
     return _B_INPUTS.get(dtype) or input_type(dtype)
 
 
+def peak_type(dtype: str) -> str:
+    """The type whose measured tensor-core peak a ``dtype`` result is a share of:
+    its inputs' (e4m3-bf16: e4m3), or its pair's (e5m2xe4m3-bf16: e5m2xe4m3)."""
+    a, b = input_type(dtype), b_input_type(dtype)
+    return a if a == b else f"{a}x{b}"
+
+
 _INPUTS = {d.name: d.inputs for d in DTYPES}
 _B_INPUTS = {d.name: d.b_inputs for d in DTYPES}
 

@@ -51,11 +51,20 @@ FP32_LANES_PER_SM = {
 # datasheets: A100 312 TFLOP/s BF16 = 108 SMs x 2048 x 1.41 GHz; H100 SXM 989
 # = 132 x 4096 x 1.83 GHz.
 # 8-bit inputs run at twice the 16-bit rate where the tensor cores take them
-# (int8 from sm_80, FP8 on sm_90: H100 SXM 1979 TFLOP/s / TOPS dense); an
-# int8 "FLOP" is one of the two operations of an integer multiply-add.
+# (int8 from sm_80, FP8 on sm_90, one rate for every FP8 pair: H100 SXM 1979
+# TFLOP/s / TOPS dense); an int8 "FLOP" is one of the two operations of an
+# integer multiply-add.
 TENSOR_FLOPS_PER_SM_CLOCK = {
     (8, 0): {"bfloat16": 2048, "float16": 2048, "tf32": 1024, "int8": 4096},
-    (9, 0): {"bfloat16": 4096, "float16": 4096, "tf32": 2048, "int8": 8192, "e4m3": 8192},
+    (9, 0): {
+        "bfloat16": 4096,
+        "float16": 4096,
+        "tf32": 2048,
+        "int8": 8192,
+        "e4m3": 8192,
+        "e5m2": 8192,
+        "e5m2xe4m3": 8192,
+    },
 }
 
 

@@ -259,7 +259,13 @@ FAMILIES += (
         max_cc=(8, 9),
     ),
     _wgmma_family("wgmma_int8", *_WGMMA8, (Instruction("int8", "wgmma.m64n256k32", (64, 256, 32)),), sass="IGMMA"),
-    _wgmma_family("wgmma_fp8", *_WGMMA8, (Instruction("e4m3", "wgmma.m64n256k32", (64, 256, 32)),), sass="QGMMA"),
+    # Every FP8 pair the rungs run: Hopper's datasheet gives FP8 one rate, and this measures each.
+    _wgmma_family(
+        "wgmma_fp8",
+        *_WGMMA8,
+        tuple(Instruction(d, "wgmma.m64n256k32", (64, 256, 32)) for d in ("e4m3", "e5m2", "e5m2xe4m3")),
+        sass="QGMMA",
+    ),
 )
 # Families a compute capability could run but that would not measure what
 # their name says: (family, compute capability) -> why it is left out.

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gemmlab.backends import on_host
-from gemmlab.core.dtypes import input_type
+from gemmlab.core.dtypes import peak_type
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.ladder import Ladder
 from gemmlab.report.model import (
@@ -161,7 +161,7 @@ def ladder_results(sections: list[Section], peaks: list[Row]) -> list[LadderResu
                     at[size] = Rate(share, GFLOPS.value(row))
     for result in found.values():
         # A second C type of the same inputs (bfloat16-out, e4m3-bf16) runs at the inputs' peak.
-        inputs = input_type(result.dtype)
+        inputs = peak_type(result.dtype)
         mine = [p for p in peaks if p.get("gpu_name") == result.gpu and p.get("dtype") == inputs]
         result.peak = latest_peak_of(mine)
     order = {ladder.name: i for i, ladder in enumerate(catalogue.LADDERS)}

@@ -19,6 +19,7 @@ GL_WGMMA_128(gl_e4m3, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "
 GL_WGMMA_256(gl_e4m3, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", "1, 1")
 GL_WGMMA_128(gl_e5m2, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2", "1, 1")
 GL_WGMMA_256(gl_e5m2, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2", "1, 1")
+GL_WGMMA_256(gl_e5m2_e4m3, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e4m3", "1, 1")  // peak/wgmma8.cu
 
 // The same FP8 wgmma with the scale-d flag as an operand: `accumulate` 0
 // writes D = A . B, 1 adds to D. A slice that starts a fresh partial sum

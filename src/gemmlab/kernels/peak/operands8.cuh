@@ -3,8 +3,10 @@
 // after types8.cuh (directly or through wgmma8.cuh / mma8.cuh).
 //
 // e4m3: sign, exponent 6 (of bias 7: [0.5, 1)), random mantissa, so no byte
-// is NaN (S.1111.111) and sums stay bounded; int8: any byte, since int32
-// sums wrap without harm to a checksum.
+// is NaN (S.1111.111) and sums stay bounded; e5m2 likewise with exponent 14
+// (of bias 15); int8: any byte, since int32 sums wrap without harm to a
+// checksum. The mixed pair (A e5m2, B e4m3) fills both tiles with e5m2's
+// bytes: read as e4m3 they are S.0111.0MM, magnitudes in [1, 1.375], no NaN.
 
 template <typename T>
 __device__ __forceinline__ unsigned peak_operand8(unsigned hash);
@@ -12,6 +14,16 @@ __device__ __forceinline__ unsigned peak_operand8(unsigned hash);
 template <>
 __device__ __forceinline__ unsigned peak_operand8<gl_e4m3>(unsigned hash) {
     return (hash & 0x87878787u) | 0x30303030u;
+}
+
+template <>
+__device__ __forceinline__ unsigned peak_operand8<gl_e5m2>(unsigned hash) {
+    return (hash & 0x83838383u) | 0x38383838u;
+}
+
+template <>
+__device__ __forceinline__ unsigned peak_operand8<gl_e5m2_e4m3>(unsigned hash) {
+    return peak_operand8<gl_e5m2>(hash);
 }
 
 template <>

@@ -1,6 +1,7 @@
-// peak_wgmma8: wgmma.cu's measurement in 8 bits (sm_90a): m64n256k32 in e4m3
-// (FP32 sums) and in s8 (int32 sums), both operands from shared memory, the
-// instruction of tc_int8_wgmma, tc_fp8_wgmma and the persistent FP8 rungs.
+// peak_wgmma8: wgmma.cu's measurement in 8 bits (sm_90a): m64n256k32 in FP8
+// (e4m3, e5m2 and the mixed e5m2 x e4m3; FP32 sums) and in s8 (int32 sums),
+// both operands from shared memory, the instruction of tc_int8_wgmma,
+// tc_fp8_wgmma and the persistent FP8 rungs.
 // As wgmma.cu: one 64-row A slab and a 256-row B tile filled once, then each
 // of CONSUMERS warpgroups issues one group of 4 wgmma (a 128-byte row of K)
 // per iteration, keeping one group in flight while the next is issued.
