@@ -319,8 +319,9 @@ def test_a_bfloat16_c_needs_rows_of_whole_16_byte_pieces() -> None:
 
 def test_persistent_fp8_problems_know_their_scales_and_c() -> None:
     assert catalogue.get("tc_fp8_blockscaled_tma").problem is not catalogue.get("tc_fp8_tma_store").problem
-    assert problem.fp8_input("e4m3-bf16") == "e4m3" and problem.fp8_input("e5m2") == "e5m2"
-    assert problem.fp8_input("e5m2-bf16") == "e5m2"
+    assert problem.fp8_inputs("e4m3-bf16") == ("e4m3", "e4m3") and problem.fp8_inputs("e5m2") == ("e5m2", "e5m2")
+    assert problem.fp8_inputs("e5m2-bf16") == ("e5m2", "e5m2")
+    assert problem.BF16_C == ("e4m3-bf16", "e5m2-bf16", "e5m2xe4m3-bf16")
     assert problem.fp8_inputs("e5m2xe4m3-bf16") == ("e5m2", "e4m3") and problem.fp8_inputs("e4m3") == ("e4m3", "e4m3")
     # A bfloat16 C adds its rounding to the promoted sums' tolerance.
     assert problem.fp8_tolerance(128, bf16_c=True) == pytest.approx(problem.fp8_tolerance(128) + 4e-3)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemmlab.core.dtypes import b_input_type, input_type
+from gemmlab.core.dtypes import b_input_type, c_itemsize, input_type
 from gemmlab.core.extras import MissingExtra, require
 from gemmlab.problems.base import (
     Prepared,
@@ -53,7 +53,8 @@ E5M2_BF16 = "e5m2-bf16"
 FP8_WITH_BF16 = (*FP8, E4M3_BF16, E5M2_BF16)
 # A in e5m2 times B in e4m3 (core/dtypes.py's `b_inputs`), float32 or bfloat16 C.
 MIXED = ("e5m2xe4m3", "e5m2xe4m3-bf16")
-BF16_C = (E4M3_BF16, E5M2_BF16, MIXED[1])
+# An FP8 type whose C is 2 bytes stores it in bfloat16.
+BF16_C = tuple(d for d in (*FP8_WITH_BF16, *MIXED) if c_itemsize(d) == 2)
 # The FP8 pairs (A's format, B's) cuBLASLt multiplies: every one but e5m2 x e5m2.
 LIBRARY_PAIRS = (("e4m3", "e4m3"), ("e5m2", "e4m3"), ("e4m3", "e5m2"))
 SCALINGS = ("tensor", "rowcol", "block")
@@ -225,11 +226,6 @@ def fp8_tolerance(chain: int, bf16_c: bool = False) -> float:
     sum ``chain`` K at a time before an add into FP32 registers, and C is
     float32 or (``bf16_c``) rounded to bfloat16."""
     return FP32_FLOOR + max(1, chain // STEP_K) * STEP_ERROR + (BF16_C_ROUNDING if bf16_c else 0.0)
-
-
-def fp8_input(dtype: str) -> str:
-    """The FP8 format of A for an element type (e4m3-bf16: e4m3, e5m2-bf16 and e5m2xe4m3: e5m2)."""
-    return input_type(dtype)
 
 
 def fp8_inputs(dtype: str) -> tuple[str, str]:
