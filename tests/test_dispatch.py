@@ -409,6 +409,19 @@ def test_matmul_refuses_numpy_arrays_or_names_the_missing_gpu() -> None:
     assert caught.value.fix and ("CuPy arrays" in str(caught.value) or isinstance(caught.value, NoGPUError))
 
 
+def test_bound_matmul_is_exported_and_refuses_numpy_arrays_or_names_the_missing_gpu() -> None:
+    import gemmlab
+    from gemmlab.api.matmul import Matmul
+    from gemmlab.core.errors import NoGPUError
+
+    assert gemmlab.Matmul is Matmul
+    with pytest.raises(AttributeError, match="Matmu"):
+        gemmlab.Matmu  # noqa: B018 (a misspelt name still fails as it should)
+    with pytest.raises((NoGPUError, GemmlabError)) as caught:
+        gemmlab.Matmul(np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float32))
+    assert caught.value.fix and ("CuPy arrays" in str(caught.value) or isinstance(caught.value, NoGPUError))
+
+
 # -- the command line ---------------------------------------------------------------
 
 

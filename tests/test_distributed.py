@@ -145,6 +145,18 @@ def test_one_gpu_measures_strong_scaling_only() -> None:
     assert launch.points_for(["strong", "weak"], [64], 2) == (("strong", 64), ("weak", 64))
 
 
+def test_the_cublasmp_baseline_refuses_torchs_nccl_2_28_with_the_fix() -> None:
+    from gemmlab.core.extras import MissingExtra
+
+    plan.check_nccl((2, 29, 2))
+    plan.check_nccl((2, 30, 4))
+    with pytest.raises(
+        MissingExtra, match=r"needs NCCL 2\.29\.2 or newer; this process loaded NCCL 2\.28\.9"
+    ) as caught:
+        plan.check_nccl((2, 28, 9))
+    assert "nvidia-nccl-cu13>=2.29.2" in caught.value.fix and "--algorithms" in caught.value.fix
+
+
 def test_torchrun_command_and_environment() -> None:
     cmd = launch.torchrun_command(2, Path("s.json"), Path("out"), python="py")
     assert cmd[:3] == ["py", "-m", "torch.distributed.run"] and "--nproc-per-node=2" in cmd

@@ -10,7 +10,8 @@ OUT="${2:-benchmarks/results}"
 mkdir -p "$OUT"
 STAMP="$(date -u +%Y-%m-%dT%H%M)"
 export NCCL_NVLS_ENABLE=0
-python -m gemmlab distributed --gpus "$GPUS" --sizes 4096,8192,16384 --scaling strong,weak \
+export PYTHONPATH=${PYTHONPATH:-src}  # a checkout runs as is; an installed gemmlab is found either way
+python3 -m gemmlab distributed --gpus "$GPUS" --sizes 4096,8192,16384 --scaling strong,weak \
     --reps 10 --warmup 3 --timeout 280 \
     --out "$OUT/distributed-$STAMP.json" --db "$OUT/distributed.sqlite" \
     --work-dir "$OUT/distributed-logs-$STAMP"

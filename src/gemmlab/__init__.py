@@ -14,7 +14,7 @@ from gemmlab.kernels.catalogue import CATALOGUE, get, kernel_ids
 
 __version__ = "0.1.0"
 
-__all__ = ["CATALOGUE", "GemmlabError", "Shape", "__version__", "get", "kernel_ids", "matmul", "results"]
+__all__ = ["CATALOGUE", "GemmlabError", "Matmul", "Shape", "__version__", "get", "kernel_ids", "matmul", "results"]
 
 
 def matmul(a: Any, b: Any, c: Any = None, **options: Any) -> Any:
@@ -24,6 +24,16 @@ def matmul(a: Any, b: Any, c: Any = None, **options: Any) -> Any:
     from gemmlab.api.matmul import matmul as dispatched
 
     return dispatched(a, b, c, **options)
+
+
+def __getattr__(name: str) -> Any:
+    """``gemmlab.Matmul``: :class:`gemmlab.api.matmul.Matmul`, the product
+    bound once to fixed arrays (imported on first use, as matmul is)."""
+    if name == "Matmul":
+        from gemmlab.api.matmul import Matmul
+
+        return Matmul
+    raise AttributeError(f"module 'gemmlab' has no attribute {name!r}")
 
 
 class _CallableResults(types.ModuleType):

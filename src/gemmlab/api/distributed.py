@@ -1,11 +1,11 @@
 """The program each rank of `gemmlab distributed` runs, one process per GPU
 under torchrun (``python -m torch.distributed.run ... -m gemmlab.api.distributed``).
 
-It lives in the API layer because its local GEMM is ``gemmlab.matmul``
-(api/matmul.py): torch's bfloat16 tensors are handed to CuPy through DLPack
-without a copy, as int16 views (CuPy has no bfloat16; the bits are what
-gemmlab's tensor ladder reads as uint16), on torch's current stream, so the
-GEMM is ordered with the NCCL work around it.
+It lives in the API layer because its local GEMM is gemmlab's own
+(api/matmul.py's ``Matmul``, the dispatcher's rung bound once to fixed arrays):
+torch's bfloat16 tensors are read by CuPy in place, as uint16 arrays (CuPy has
+no bfloat16; the bits are what gemmlab's tensor ladder reads), and the GEMM is
+launched on torch's current stream, so it is ordered with the NCCL work around it.
 
 Each rank writes its own log (``rank<R>.log``, stdout and stderr) and its
 answer (``rank<R>.json``: the rows, or the error) into ``--out-dir``, where
@@ -23,18 +23,71 @@ from pathlib import Path
 from typing import Any
 
 
-def gemmlab_gemm(a: Any, bt: Any) -> Any:
-    """a . bt^T in float32 by the dispatcher's rung, on torch CUDA tensors (bfloat16, C-contiguous)."""
-    import cupy as cp
-    import torch
+class GemmlabGemm:
+    """a . bt^T in float32 by the dispatcher's rung, on torch CUDA tensors
+    (bfloat16, C-contiguous), with the host's work done once per pair of buffers.
 
-    from gemmlab.api.matmul import matmul
+    The ladder multiplies the same buffers at every repetition, and the
+    conversions between torch and CuPy, the checks and the tensor maps cost
+    the host more than a 4096 GEMM takes the GPU (benchmarks/results/
+    2026-11-29b_h200_matmul-overhead.txt). So each pair of inputs, by address,
+    shape and device, gets a ``Matmul`` on its first call, with its own
+    float32 C; later calls launch it again. A call returns that C: the next
+    call on the same pair writes over it.
 
-    stream = torch.cuda.current_stream(a.device)
-    with cp.cuda.Device(a.device.index), cp.cuda.ExternalStream(stream.cuda_stream, a.device.index):
-        a_bits = cp.from_dlpack(a.view(torch.int16)).view(cp.uint16)
-        bt_bits = cp.from_dlpack(bt.view(torch.int16)).view(cp.uint16)
-        return torch.from_dlpack(matmul(a_bits, bt_bits.T))
+    The CuPy views do not hold the tensors' memory, so the plans keep nothing
+    alive. A plan is found again only by a live tensor at the same address
+    with the same shape, which is the memory the plan's tensor maps describe.
+    At most ``keep`` plans are kept (the newest used)."""
+
+    def __init__(self, keep: int = 8) -> None:
+        self.keep = keep
+        self.plans: dict[tuple, tuple[Any, Any]] = {}  # key -> (Matmul, its C as a torch tensor)
+        self.streams: dict[int, Any] = {}  # torch stream handle -> CuPy's view of that stream
+
+    def __call__(self, a: Any, bt: Any) -> Any:
+        import cupy as cp
+        import torch
+
+        if not (a.is_contiguous() and bt.is_contiguous()):
+            raise ValueError("the local GEMM takes C-contiguous tensors")
+        key = (a.device.index, a.data_ptr(), tuple(a.shape), bt.data_ptr(), tuple(bt.shape))
+        stream = torch.cuda.current_stream(a.device)
+        handle = stream.cuda_stream
+        if handle not in self.streams:
+            self.streams[handle] = _cupy_stream(cp, stream, a.device.index)
+        with cp.cuda.Device(a.device.index), self.streams[handle]:
+            if key in self.plans:
+                self.plans[key] = self.plans.pop(key)  # the newest used goes last
+            else:
+                self.plans[key] = self._plan(cp, torch, a, bt)
+                while len(self.plans) > self.keep:
+                    self.plans.pop(next(iter(self.plans)))
+            product, c = self.plans[key]
+            product.run()
+        return c
+
+    @staticmethod
+    def _plan(cp: Any, torch: Any, a: Any, bt: Any) -> tuple[Any, Any]:
+        from gemmlab.api.matmul import Matmul
+
+        c = torch.empty((a.shape[0], bt.shape[0]), dtype=torch.float32, device=a.device)
+        product = Matmul(_bits(cp, a), _bits(cp, bt).T, out=cp.from_dlpack(c))
+        return product, c
+
+
+def _cupy_stream(cp: Any, stream: Any, device_index: int) -> Any:
+    """CuPy's view of a torch stream: through the CUDA stream protocol where
+    both have it (CuPy 14 deprecates ExternalStream), else by its handle."""
+    if hasattr(stream, "__cuda_stream__") and hasattr(cp.cuda.Stream, "from_external"):
+        return cp.cuda.Stream.from_external(stream)
+    return cp.cuda.ExternalStream(stream.cuda_stream, device_index)
+
+
+def _bits(cp: Any, t: Any) -> Any:
+    """A CuPy uint16 array over a bfloat16 tensor's memory, not holding it."""
+    memory = cp.cuda.UnownedMemory(t.data_ptr(), t.numel() * t.element_size(), None, t.device.index)
+    return cp.ndarray(tuple(t.shape), dtype=cp.uint16, memptr=cp.cuda.MemoryPointer(memory, 0))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,7 +131,7 @@ def _run(setup_json: dict) -> list[dict]:
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
         dist.init_process_group("nccl", device_id=device)
-        primary = gemmlab_gemm if setup.local == "gemmlab" else None
+        primary = GemmlabGemm() if setup.local == "gemmlab" else None
     else:
         dist.init_process_group("gloo")
         primary = None

@@ -16,9 +16,15 @@ What it takes (docs/dispatch.md):
   (one more pass over C); with a bfloat16 C they are refused.
 
 Picks are read once per process and database (:func:`clear_cache` forgets
-them, e.g. after tuning again), and each kernel is compiled and loaded once
-(:mod:`gemmlab.measure.gemm`), so a call costs the launch and building its
-arguments.
+them, e.g. after tuning again), and each kernel is compiled, loaded and planned
+once per shape (:mod:`gemmlab.measure.gemm`), so a call costs checking the
+arrays, building the launch arguments (for the TMA rungs, a tensor map per
+matrix) and the launch.
+
+:class:`Matmul` is the same product on arrays that stay where they are: checked,
+dispatched and bound once, so that each run costs the launch alone. Loops that
+multiply the same buffers again and again (a solver's iterations, the
+distributed ladder's local GEMMs) use it.
 """
 
 from __future__ import annotations
@@ -75,6 +81,65 @@ def matmul(
         if c is not None and beta != 0.0:
             out += cp.float32(beta) * c
         return out
+
+
+class Matmul:
+    """``a @ b`` on fixed CuPy arrays, checked, dispatched and bound once:
+    each :meth:`run` launches the dispatcher's kernel on CuPy's current
+    stream and returns :attr:`out`, the one C it writes every time.
+
+    The types and layouts are :func:`matmul`'s, with no alpha, beta or input
+    C, and a bfloat16 ``b`` must be the transpose view of an N x K array
+    (``bt.T``): the kernels read that array where it is, so a copy made here
+    would not see later changes to ``b``. ``out``: an array to write C into
+    (M x N, C-contiguous, float32, or uint16 bfloat16 bits for
+    ``out_dtype="bfloat16"``); by default one is allocated. ``a``, ``b`` and
+    ``out`` must stay alive and in place while the plan is used; new values
+    written into them are what the next run multiplies."""
+
+    def __init__(
+        self, a: Any, b: Any, *, out: Any = None, out_dtype: str | None = None, db: str | Path | None = None
+    ) -> None:  # fmt: skip
+        cp = gpu.cupy()
+        if not all(isinstance(x, cp.ndarray) for x in (a, b, out) if x is not None):
+            raise GemmlabError("gemmlab.Matmul takes CuPy arrays.",
+                               "Move the matrices to the GPU first: cupy.asarray(a).")  # fmt: skip
+        dtype, shape, b_is_transposed = check_operands(a, b, out_dtype=out_dtype)
+        if dtype != "float32" and not b_is_transposed:
+            raise GemmlabError(
+                "A bfloat16 b for gemmlab.Matmul must be the transpose view of an N x K C-contiguous array.",
+                "Store B as bt (N x K) and pass bt.T; or call gemmlab.matmul, which copies b each call.",
+            )
+        device = a.device.id
+        if any(x.device.id != device for x in (b, out) if x is not None):
+            raise GemmlabError("The matrices of one matmul are on different GPUs.", "Put them on one device.")
+        out_type = cp.uint16 if dtype == "bfloat16-out" else cp.float32
+        if out is not None and (tuple(out.shape) != (shape.m, shape.n) or out.dtype != out_type
+                                or not out.flags.c_contiguous):  # fmt: skip
+            layout = "" if out.flags.c_contiguous else ", not C-contiguous"
+            raise GemmlabError(
+                f"out must be a C-contiguous {shape.m} x {shape.n} {cp.dtype(out_type).name} array; it is "
+                f"{' x '.join(map(str, out.shape))} {out.dtype}{layout}.",
+                "Pass cupy.empty((M, N), dtype=...) or leave out out.",
+            )
+        self.choice, spec = dispatch(shape, dtype, db, device)
+        self.shape, self.dtype = shape, dtype
+        from gemmlab.measure.gemm import bind_gemm
+
+        with cp.cuda.Device(device):
+            self.out = out if out is not None else cp.empty((shape.m, shape.n), dtype=out_type)
+            if dtype == "float32":
+                self._c_in = cp.zeros_like(self.out)  # the kernels read C whatever beta is
+                operands = GemmOperands(a, b, self._c_in, self.out, 1.0, 0.0)
+            else:
+                operands = GemmOperands(a, b.T, self.out, self.out)
+            self._bound = bind_gemm(spec, dtype, operands, device)
+        self._keep = (a, b)  # the arrays the launch arguments point into
+
+    def run(self) -> Any:
+        """Launch the product on CuPy's current stream; :attr:`out`."""
+        self._bound.launch()
+        return self.out
 
 
 def check_operands(

@@ -17,6 +17,14 @@ library hid.
 nvmath.distributed is initialised once per process on torch.distributed's
 group with the NCCL backend alone: NVSHMEM (the other backend) is not needed
 for matmul, and multicast stays off (NCCL_NVLS_ENABLE=0 in the launch).
+
+cuBLASMp 0.8.1 and later (which nvmath-python 0.9 and later require) call
+NCCL functions that NCCL 2.28 lacks (ncclCommQueryProperties, ncclPutSignal,
+ncclWaitSignal: read from the libraries' symbol tables, 2026-11-29), and
+libcublasmp.so uses whichever libnccl.so.2 the process loaded first, torch's.
+torch 2.11's CUDA 13 wheels bring NCCL 2.28.9, so the version of the library
+loaded is checked (plan.check_nccl) before cuBLASMp is loaded, and a too-old
+one stops the rank with the fix.
 """
 
 from __future__ import annotations
@@ -26,13 +34,33 @@ import torch
 
 from gemmlab.core.extras import require
 from gemmlab.studies.distributed.ladder import AllGatherGemm, Context
+from gemmlab.studies.distributed.plan import check_nccl
 
 _INITIALISED: list[int] = []
+
+
+def loaded_nccl_version() -> tuple[int, ...]:
+    """The version of the NCCL this process runs: ncclGetVersion of the
+    libnccl.so.2 already loaded (torch loads it on import; dlopen by that name
+    finds it). ``torch.cuda.nccl.version()`` is no use here: it is the
+    version torch was built against, and says 2.28.9 even when a newer
+    library was loaded in its place. Falls back to it where the library cannot be opened."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libnccl.so.2")
+        code = ctypes.c_int()
+        if lib.ncclGetVersion(ctypes.byref(code)) != 0:
+            raise OSError("ncclGetVersion failed")
+    except (OSError, AttributeError):
+        return tuple(torch.cuda.nccl.version())
+    return (code.value // 10000, code.value // 100 % 100, code.value % 100)  # NCCL 2.9 on: x.yy.zz as xyyzz
 
 
 def nvmath_distributed(device_index: int):
     """nvmath.distributed, initialised on this rank's GPU (MissingExtra naming the extra without it)."""
     nvd = require("nvmath.distributed", "cublasmp", "The cuBLASMp baseline (nvmath-python's distributed matmul)")
+    check_nccl(loaded_nccl_version())
     if not _INITIALISED:
         from nvmath.distributed.process_group import TorchProcessGroup
 

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from gemmlab.core.errors import GemmlabError
+from gemmlab.core.extras import MissingExtra
 
 # The ladder, in order: each rung adds one idea to the one before it.
 #   allgather_gemm      all-gather A's row blocks, then one local GEMM per rank
@@ -26,6 +27,9 @@ ALGORITHMS = ("allgather_gemm", "collective_matmul", "summa", "gemm_reduce_scatt
 # allgather_gemm's layout; cuBLASMp writes a bfloat16 C (its result type follows the inputs).
 BASELINES = ("cublasmp",)
 SCALINGS = ("strong", "weak")
+# The oldest NCCL the cuBLASMp baseline runs on: nvidia-cublasmp-cu13 0.8.1 and
+# later declare nvidia-nccl-cu13>=2.29.2 (cublasmp.py says why it is checked).
+NCCL_FOR_CUBLASMP = (2, 29, 2)
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,18 @@ def summa_panels(k: int, grid: Grid, per_block: int = 1) -> list[Panel]:
         Panel(Span(p * width, (p + 1) * width), p * width // (k // grid.cols), p * width // (k // grid.rows))
         for p in range(count)
     ]
+
+
+def check_nccl(version: tuple[int, ...]) -> None:
+    """MissingExtra with the fix when the NCCL a rank loaded (torch.cuda.nccl.version())
+    is older than the cuBLASMp baseline needs."""
+    if tuple(version) < NCCL_FOR_CUBLASMP:
+        have, need = ".".join(map(str, version)), ".".join(map(str, NCCL_FOR_CUBLASMP))
+        raise MissingExtra(
+            f"The cuBLASMp baseline needs NCCL {need} or newer; this process loaded NCCL {have} (torch's).",
+            f"Upgrade torch (torch 2.15's wheels bring NCCL 2.30), or install a newer NCCL where torch loads it "
+            f"from, `pip install 'nvidia-nccl-cu13>={need}'`; or leave cublasmp out of --algorithms.",
+        )
 
 
 def global_shape(scaling: str, size: int, world: int) -> tuple[int, int, int]:
