@@ -58,12 +58,8 @@ def matmul(
     $GEMMLAB_DB, else gemmlab-results.sqlite here); without one, each element
     type's default rung runs."""
     cp = gpu.cupy()  # NoGPUError, with its fix, on a machine without a usable GPU
-    if not all(isinstance(x, cp.ndarray) for x in (a, b, c) if x is not None):
-        raise GemmlabError("gemmlab.matmul takes CuPy arrays.", "Move the matrices to the GPU first: cupy.asarray(a).")
+    device = _one_device(cp, "gemmlab.matmul", a, b, c)
     dtype, shape, b_is_transposed = check_operands(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype)
-    device = a.device.id
-    if any(x.device.id != device for x in (b, c) if x is not None):
-        raise GemmlabError("The matrices of one matmul are on different GPUs.", "Put them on one device.")
     _choice, spec = dispatch(shape, dtype, db, device)
     from gemmlab.measure.gemm import launch_gemm
 
@@ -95,24 +91,21 @@ class Matmul:
     (M x N, C-contiguous, float32, or uint16 bfloat16 bits for
     ``out_dtype="bfloat16"``); by default one is allocated. ``a``, ``b`` and
     ``out`` must stay alive and in place while the plan is used; new values
-    written into them are what the next run multiplies."""
+    written into them are what the next run multiplies. Every run writes the
+    same ``out`` (and, for a rung that takes one, the same workspace), so runs
+    on different streams must be ordered by the caller."""
 
     def __init__(
         self, a: Any, b: Any, *, out: Any = None, out_dtype: str | None = None, db: str | Path | None = None
     ) -> None:  # fmt: skip
         cp = gpu.cupy()
-        if not all(isinstance(x, cp.ndarray) for x in (a, b, out) if x is not None):
-            raise GemmlabError("gemmlab.Matmul takes CuPy arrays.",
-                               "Move the matrices to the GPU first: cupy.asarray(a).")  # fmt: skip
+        device = _one_device(cp, "gemmlab.Matmul", a, b, out)
         dtype, shape, b_is_transposed = check_operands(a, b, out_dtype=out_dtype)
         if dtype != "float32" and not b_is_transposed:
             raise GemmlabError(
                 "A bfloat16 b for gemmlab.Matmul must be the transpose view of an N x K C-contiguous array.",
                 "Store B as bt (N x K) and pass bt.T; or call gemmlab.matmul, which copies b each call.",
             )
-        device = a.device.id
-        if any(x.device.id != device for x in (b, out) if x is not None):
-            raise GemmlabError("The matrices of one matmul are on different GPUs.", "Put them on one device.")
         out_type = cp.uint16 if dtype == "bfloat16-out" else cp.float32
         if out is not None and (tuple(out.shape) != (shape.m, shape.n) or out.dtype != out_type
                                 or not out.flags.c_contiguous):  # fmt: skip
@@ -140,6 +133,18 @@ class Matmul:
         """Launch the product on CuPy's current stream; :attr:`out`."""
         self._bound.launch()
         return self.out
+
+
+def _one_device(cp: Any, caller: str, *arrays: Any) -> int:
+    """The GPU that all the given arrays (None left out) are on; a GemmlabError
+    with the fix when one is not a CuPy array or they are on different GPUs."""
+    given = [x for x in arrays if x is not None]
+    if not all(isinstance(x, cp.ndarray) for x in given):
+        raise GemmlabError(f"{caller} takes CuPy arrays.", "Move the matrices to the GPU first: cupy.asarray(a).")
+    device = given[0].device.id
+    if any(x.device.id != device for x in given):
+        raise GemmlabError("The matrices of one matmul are on different GPUs.", "Put them on one device.")
+    return device
 
 
 def check_operands(

@@ -5,7 +5,7 @@ The kernel is compiled as the runner compiles it (NVRTC, the cubin cached on
 disk by source, options and architecture) and loaded once per process, device,
 element type and configuration. Its launch plan (the catalogue point, and for a
 persistent kernel the grid the driver says fits at once) is worked out once per
-shape too (benchmarks/scripts/matmul_overhead.py measures what that saves). Later
+shape too (it saves little: benchmarks/results/2026-11-29b_h200_matmul-overhead.txt). Later
 calls only build the arguments (the problem's ``operands``: pointers, or TMA
 tensor maps, which hold the arrays' addresses) and launch on CuPy's current
 stream. Nothing is verified here: the dispatcher launches only picks
