@@ -44,19 +44,9 @@ from gemmlab.api.matmul import Matmul, dispatch, matmul
 from gemmlab.core import gpu
 from gemmlab.core.shapes import Shape
 from gemmlab.measure import gemm
+from gemmlab.measure.run import _holder
 
-WAIT_NS = 50_000_000  # the busy wait queued before the kernel_us batches
-
-
-def _busy_wait(cp):
-    return cp.RawKernel(
-        r"""extern "C" __global__ void wait_ns(unsigned long long ns) {
-            unsigned long long t0, t;
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-            do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
-        }""",
-        "wait_ns",
-    )
+WAIT_NS = 50_000_000  # the runner's busy wait (measure/run.py), this long, before the kernel_us batches
 
 
 def measure(cp, n: int, calls: int, rounds: int, way: str) -> dict:
@@ -83,7 +73,7 @@ def measure(cp, n: int, calls: int, rounds: int, way: str) -> dict:
                 gemm._PLANS.clear()
             matmul(a, bt.T)
 
-    wait = _busy_wait(cp)
+    wait = _holder(cp)
     start, stop = cp.cuda.Event(), cp.cuda.Event()
 
     def batch(behind_wait: bool) -> tuple[float, float]:
