@@ -19,6 +19,7 @@ import dataclasses
 import json
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -451,16 +452,32 @@ def test_ncu_runs_with_a_dot_as_decimal_point(monkeypatch: pytest.MonkeyPatch) -
     assert "LC_ALL" not in env and env["LC_NUMERIC"] == "C"
 
 
+def stand_in_for_ncu(
+    monkeypatch: pytest.MonkeyPatch, answer: Callable[[list[str]], subprocess.CompletedProcess]
+) -> None:
+    """``answer(cmd)`` in place of running ncu. Patching subprocess.run patches
+    it for everyone, so any other command runs for real: compiling the kernel
+    for its mangled name starts a fresh Python process when the cubin cache is
+    cold and NVRTC's output came from CUDA's compute cache (which of the
+    tests sharing a pytest-xdist worker meets that first varies)."""
+    real_run = subprocess.run
+
+    def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+        return answer(cmd) if cmd[0] == "/fake/ncu" else real_run(cmd, **kwargs)
+
+    monkeypatch.setattr(profile, "find_ncu", lambda: "/fake/ncu")
+    monkeypatch.setattr(profile.subprocess, "run", run)
+
+
 def fake_ncu(monkeypatch: pytest.MonkeyPatch, stdout: str, returncode: int = 0) -> list[list[str]]:
     """Stand in for ncu: record the command, print ``stdout``."""
     seen: list[list[str]] = []
 
-    def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+    def answer(cmd: list[str]) -> subprocess.CompletedProcess:
         seen.append(cmd)
         return subprocess.CompletedProcess(cmd, returncode, stdout=stdout, stderr="")
 
-    monkeypatch.setattr(profile, "find_ncu", lambda: "/fake/ncu")
-    monkeypatch.setattr(profile.subprocess, "run", run)
+    stand_in_for_ncu(monkeypatch, answer)
     return seen
 
 
@@ -479,11 +496,10 @@ def test_profile_point_permission_denied(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_profile_point_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+    def answer(cmd: list[str]) -> subprocess.CompletedProcess:
         raise subprocess.TimeoutExpired(cmd, 1)
 
-    monkeypatch.setattr(profile, "find_ncu", lambda: "/fake/ncu")
-    monkeypatch.setattr(profile.subprocess, "run", run)
+    stand_in_for_ncu(monkeypatch, answer)
     with pytest.raises(ProfilerError, match="within 1 s"):
         profile.profile_point("naive", Shape.square(256), 16, timeout=1)
 
