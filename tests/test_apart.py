@@ -83,6 +83,36 @@ def matmul(A, B, C):
     np.matmul(A, B, out=C)
 """
 
+# Makes the grader's empty call slow, so that more is subtracted from each batch:
+# the empty call's function, looked up by name in the child, is replaced.
+SLOWS_THE_EMPTY_CALL = """
+import sys
+import time
+import numpy as np
+
+apart = sys.modules["gemmlab.measure.apart"]
+for name in ("child_ping", "child_idle"):
+    setattr(apart, name, lambda *args, **kwargs: time.sleep(0.2))
+
+def matmul(A, B, C):
+    time.sleep(0.01)
+    np.matmul(A, B, out=C)
+"""
+
+# Answers at once and does the work on a thread of its own, 50 ms later.
+ANSWERS_EARLY = """
+import threading
+import time
+import numpy as np
+
+def _later(A, B, C):
+    time.sleep(0.05)
+    np.matmul(A, B, out=C)
+
+def matmul(A, B, C):
+    threading.Thread(target=_later, args=(A, B, C)).start()
+"""
+
 HANGS = """
 def matmul(A, B, C):
     while True:
@@ -108,6 +138,22 @@ def test_a_patched_clock_in_the_submission_does_not_reach_the_graders(tmp_path: 
                              batches=2, launches=2)  # fmt: skip
     # 20 ms of sleep per launch, seen by the grader's clock whatever the submission did to its own.
     assert measured.timing is not None and measured.timing.min_ms >= 15.0
+
+
+def test_what_is_subtracted_is_measured_before_the_submission_is_imported(tmp_path: Path) -> None:
+    """Issue 48: a submission that made the grader's empty call take longer got
+    1.44x cuBLAS from an honest 0.74x. The empty call is now timed before it is imported."""
+    measured = measure_apart(python_submission(tmp_path, "slows", SLOWS_THE_EMPTY_CALL), SHAPE, "float32",
+                             memory=HOST, batches=2, launches=2)  # fmt: skip
+    assert measured.timing is not None and measured.timing.min_ms >= 8.0  # its 10 ms of sleep per launch
+
+
+def test_an_answer_before_the_work_is_done_is_refused(tmp_path: Path) -> None:
+    """Issue 48: a submission whose call returned before its work ended was graded
+    as verified; the check right after the reply now finds C unfinished."""
+    with pytest.raises(VerificationError, match="answered before its GPU work had ended"):
+        measure_apart(python_submission(tmp_path, "early", ANSWERS_EARLY), SHAPE, "float32", memory=HOST,
+                      batches=1, launches=2)  # fmt: skip
 
 
 def test_a_cached_answer_fails_on_the_fresh_inputs_of_the_next_launch(tmp_path: Path) -> None:

@@ -209,9 +209,12 @@ def test_a_v6_database_gains_the_stress_tables_and_keeps_its_failures(tmp_path: 
                                        "reason": "r"})  # fmt: skip
     with sqlite3.connect(path) as conn:  # what gemmlab before stress wrote
         # The tables of v7 (stress) and of the migrations after it (compiles, grades,
-        # dispatch), and the columns those added to results (v11's timing methods).
+        # dispatch), and the columns those added to results (v11's timing methods,
+        # v13's measuring facts).
+        from gemmlab.results.store import MEASURE_FIELDS
+
         later = ("stress_failures", "stress_summaries", "compiles", "grades", "dispatch")
-        columns = ("timing_method", "baseline_timing_method")
+        columns = ("timing_method", "baseline_timing_method", *MEASURE_FIELDS)
         conn.executescript("".join(f"DROP TABLE {t}; " for t in later)
                            + "".join(f"ALTER TABLE results DROP COLUMN {c}; " for c in columns)
                            + "PRAGMA user_version = 6;")  # fmt: skip

@@ -83,19 +83,6 @@ class _FakeClock:
         return cuda
 
 
-def test_kernel_and_library_are_timed_in_alternation() -> None:
-    from gemmlab.measure.run import _paired_series
-
-    clock = _FakeClock()
-    kernel, library = (lambda: clock.call("k")), (lambda: clock.call("b"))
-    timing, base = _paired_series(clock, None, kernel, library, reps=5, max_seconds=10, flush=None)
-    assert clock.calls == ["k", "b", "b", "k", "k", "b", "b", "k", "k", "b"]
-    assert timing.reps == base.reps == 5
-    # Same work slowing at the same rate: alternation leaves the two medians close
-    # (one after the other they would differ by five calls' slow-down, 0.5 ms here).
-    assert abs(timing.median_ms - base.median_ms) <= 0.2
-
-
 def test_every_timed_call_waits_behind_a_hold_queued_before_its_start_event() -> None:
     """The stream is kept busy on the GPU before the start event, so the host's
     launch work (a Python launcher's) is not inside the events."""

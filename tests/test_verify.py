@@ -288,6 +288,8 @@ class _NumPyAsCuPy:
         return np.dtype(dtype)
 
     def matmul(self, a, b, out=None):
+        if out is None:
+            return _device(np.asarray(a) @ np.asarray(b))
         out[...] = np.asarray(a) @ np.asarray(b)
         return out
 
@@ -301,6 +303,9 @@ class _Rng:
 
     def integers(self, low, high, size, dtype):
         return _device(self.rng.integers(low, high, size=size, dtype=dtype))
+
+    def standard_normal(self, size, dtype):
+        return _device(self.rng.standard_normal(size=size, dtype=dtype))
 
 
 @pytest.fixture
@@ -403,3 +408,68 @@ def test_every_problem_guards_its_output_and_redraws_in_place(fake_cp, kernel, s
     assert "are NaN" in prepared.explain()
     prepared.redraw()
     assert not np.array_equal(np.asarray(prepared.buffers[0]), inputs[0])
+
+
+# Every timed launch is checked through a float64 sketch of the product
+# (problems/base.py: Sketch) after the inputs are renewed in place; these are
+# the cases per problem: a correct C passes, the answer for the inputs before
+# the renewal fails, a C with one element left unwritten fails, a float32 C
+# computed in half precision fails.
+SKETCHED = [
+    ("tiled_any_size", Shape(48, 40, 56), 16, "float32"),
+    ("gemm_alpha_beta", Shape(48, 40, 56), 16, "float32"),
+    ("half_naive", Shape(48, 40, 56), 16, "bfloat16"),
+    ("naive_i32", Shape(48, 48, 48), 16, "int32"),
+    ("sgemm_multistage", Shape(127, 129, 131), None, "float32"),
+    ("tc_wmma", Shape(64, 64, 64), None, "bfloat16"),
+    ("tc_int8_mma", Shape(64, 64, 64), None, "int8"),
+    ("tc_fp8_mma", Shape(64, 64, 128), None, "e4m3"),
+]
+
+
+def _correct(prepared) -> None:
+    """C for the inputs as they are now, from the full reference."""
+    prepared.reference()
+    ref = np.asarray(_ref_of(prepared))
+    guard = prepared.guards[0]
+    out = guard.inner
+    if out.dtype == np.uint16:  # a bfloat16 C
+        out[...] = base.bf16_bits(np, ref.astype(np.float32))
+    else:
+        out[...] = ref.astype(out.dtype)
+
+
+def _ref_of(prepared):
+    return next(b for b in prepared.buffers if b.dtype in (np.float64, np.int64) and b.ndim == 2)
+
+
+@pytest.mark.parametrize(("kernel", "shape", "edge", "dtype"), SKETCHED)
+def test_a_renewed_set_checks_every_timed_launch_through_the_sketch(fake_cp, kernel, shape, edge, dtype) -> None:
+    prepared, point = _prepared(fake_cp, kernel, shape, edge, dtype)
+    tolerance = prepared.tolerance if prepared.tolerance is not None else TOLERANCE[dtype]
+    inputs = np.asarray(prepared.buffers[0]).copy()
+    prepared.renew()
+    assert not np.array_equal(np.asarray(prepared.buffers[0]), inputs)
+    prepared.poison()
+    assert not prepared.sample_error() <= tolerance  # the poison (NaN, or the integer poison) fails
+    _correct(prepared)
+    assert prepared.sample_error() <= tolerance
+    stale = np.asarray(prepared.guards[0].inner).copy()
+    prepared.renew()
+    prepared.poison()
+    prepared.guards[0].inner[...] = stale  # the answer to the inputs before the renewal
+    assert not prepared.sample_error() <= tolerance
+    _correct(prepared)
+    out = prepared.guards[0].inner
+    flat = out.reshape(-1)
+    if out.dtype.kind in "iu" and out.dtype != np.uint16:
+        flat[flat.size // 2] += 1
+    else:  # the largest element negated (a bfloat16 C through its bits)
+        value = base.values(np, flat, "bfloat16" if out.dtype == np.uint16 else "float32").astype(np.float32)
+        i = int(np.argmax(np.abs(value)))
+        flat[i] = base.bf16_bits(np, -value[i : i + 1])[0] if out.dtype == np.uint16 else -value[i]
+    assert not prepared.sample_error() <= tolerance  # one element wrong
+    if dtype == "float32" and "beta" not in prepared.named and point.spec.problem.name == "matmul":
+        a, b = (base.rounded(np, np.asarray(x), "float16") for x in prepared.buffers[:2])
+        out[...] = a @ b
+        assert not prepared.sample_error() <= tolerance  # half-precision arithmetic

@@ -344,3 +344,41 @@ def test_what_the_worker_prints_goes_to_its_log_named_when_it_fails(capfd) -> No
         assert worker.call("p", 30, abs, -2) == 2
         quiet = worker.log
     assert quiet is not None and not quiet.exists()
+
+
+def _leaves_processes_behind() -> list[int]:
+    """In the worker: a process in a group of its own, and a daemon in a
+    session of its own, both sleeping; their pids."""
+    import os
+    import subprocess
+
+    grouped = subprocess.Popen(["sleep", "300"], preexec_fn=os.setpgrp)
+    daemon = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    return [grouped.pid, daemon.pid]
+
+
+def test_closing_a_worker_ends_what_it_started_even_outside_its_group() -> None:
+    """Issue 48/49: a submission's processes must end with its stage, also one
+    that left the worker's process group or started a session of its own."""
+    import os
+    import time
+
+    from gemmlab.core import processes
+    from gemmlab.measure.watchdog import Worker
+
+    with Worker() as worker:
+        pids = worker.call("leaves processes", 60, _leaves_processes_behind)
+        assert all(os.path.exists(f"/proc/{pid}") for pid in pids)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(processes.parents().get(pid) for pid in pids):
+        time.sleep(0.05)
+    alive = [pid for pid in pids if pid in processes.parents() and "Z" not in _state(pid)]
+    assert alive == []
+
+
+def _state(pid: int) -> str:
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return "gone"
+    return stat[stat.rindex(")") + 2 :].split()[0]

@@ -160,8 +160,11 @@ class PeersBackend(SpecQueries):
         stream = torch.cuda.ExternalStream(cp_stream.ptr, device=torch.device("cuda", device_index))
         with torch.cuda.stream(stream):  # Triton launches on torch's current stream: gemmlab's
             operands = torch_operands(prepared, point, info.sm_count)
-            configs = tuple(compiled.module.configs(operands.a.element_size()))
-            chosen = fastest([compiled.module.launcher(operands, c) for c in configs], compiled, configs)
+            if compiled.config is not None:  # another input set of the same run: tuned already
+                chosen = compiled.module.launcher(operands, compiled.config)
+            else:
+                configs = tuple(compiled.module.configs(operands.a.element_size()))
+                chosen = fastest([compiled.module.launcher(operands, c) for c in configs], compiled, configs)
 
         def launch() -> None:
             with torch.cuda.stream(stream):

@@ -25,8 +25,10 @@ from gemmlab.cli.app import (
 )
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
+from gemmlab.core.timing import within_noise
 from gemmlab.kernels import catalogue, user
 from gemmlab.kernels.spec import KernelSpec
+from gemmlab.measure.activity import distinct
 from gemmlab.results.store import DEFAULT_PATH
 from gemmlab.studies.tune import config_label, search, stored_tuned_spec
 
@@ -214,7 +216,7 @@ def comparison_table(results: list[Any]) -> Table:
         table.add_column(col, justify="left" if col == "kernel" else "right")
     for r in results:
         figure = r.gbytes_per_s if memory_bound else r.gflops
-        ratio = f"{r.ratio_to_baseline:.1%}" if r.ratio_to_baseline is not None else "-"
+        ratio = ratio_text(r) if r.ratio_to_baseline is not None else "-"
         table.add_row(
             r.kernel, str(r.block_edge or "-"), f"{r.timing.median_ms:.4f}", f"{figure:,.1f}", ratio, _error_text(r)
         )
@@ -257,7 +259,37 @@ def result_table(r: Any, config_source: str | None = None) -> Table:
         lib = r.baseline_gbytes_per_s if memory_bound else r.baseline_gflops
         rows += [(f"{r.baseline_name} {headline[0]}", f"{lib:,.1f}"),
                  ("library timed by", r.baseline_timing.method),
-                 ("ratio to library", f"{r.ratio_to_baseline:.1%}")]  # fmt: skip
+                 ("ratio to library", ratio_text(r))]  # fmt: skip
+    rows += measured_rows(r)
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def ratio_text(r: Any) -> str:
+    """The ratio to the library with its 95% interval, and "within noise" where that holds 1."""
+    text = f"{r.ratio_to_baseline:.1%}"
+    interval = getattr(r, "ratio_interval", None)
+    if interval:
+        text += f" (95%: {interval[0]:.1%}-{interval[1]:.1%}{', within noise' if within_noise(interval) else ''})"
+    return text
+
+
+def measured_rows(r: Any) -> list[tuple[str, str]]:
+    """How the figures were taken (gemmlab.measure.series): what the timed
+    calls ran, the input sets and L2, the floor, energy."""
+    rows = []
+    if getattr(r, "activity", ""):
+        rows.append(("GPU work seen by", r.activity))
+    if getattr(r, "kernels_seen", None):
+        rows.append(("kernels the timed calls ran", distinct(r.kernels_seen, limit=4)))
+    if getattr(r, "input_sets", 0):
+        rows.append(("input sets (renewed before every launch)", f"{r.input_sets}; {r.l2_policy}"))
+    if getattr(r, "floor_ms", None):
+        rows.append(("least possible time [ms]", f"{r.floor_ms:.4f}"))
+    energy = [(side, j) for side, j in (("kernel", r.energy_j), ("library", r.baseline_energy_j)) if j]
+    if energy:
+        gflop = 2 * r.m * r.n * r.k / 1e9
+        rows.append(("energy per launch", "; ".join(f"{side} {j * 1e3:.3g} mJ ({gflop / j:,.0f} GFLOP/J)"
+                                                    for side, j in energy)))  # fmt: skip
+    return rows

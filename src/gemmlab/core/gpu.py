@@ -294,3 +294,17 @@ def clock_slowdown_reasons(index: int = 0) -> list[str] | None:
     if bits is None:
         return None
     return [name for bit, name in SLOWDOWN_REASONS.items() if bits & bit]
+
+
+def energy_mj(index: int = 0) -> int | None:
+    """The GPU's energy counter (NVML, millijoules since the driver loaded),
+    or None where NVML or the counter is not there (before Volta, no
+    nvidia-ml-py). On an H200 it moved about every 100 ms (2026-11-29), so
+    only a sum over many samples says anything."""
+    handle = _nvml_handle(index)
+    if handle is None:
+        return None
+    import pynvml
+
+    return _try(lambda: int(pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)))
+

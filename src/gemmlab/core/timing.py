@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # A max/min spread above this marks the timing as noisy (see RunResult.warnings).
@@ -58,3 +59,39 @@ def gflops(flops: int, ms: float) -> float:
 
 def gbytes_per_s(nbytes: int, ms: float) -> float:
     return nbytes / (ms * 1e-3) / 1e9
+
+
+# The ratio to the library carries an interval: the 2.5th and 97.5th
+# percentiles of the ratio of medians over BOOTSTRAP resamplings of the
+# alternated rounds (a round's kernel and library samples kept together, as
+# they shared the GPU's clock), from a fixed seed so that the same samples
+# give the same interval.
+BOOTSTRAP = 2000
+CONFIDENCE = 0.95
+
+
+def ratio_interval(kernel_ms: Sequence[float], library_ms: Sequence[float]) -> tuple[float, float] | None:
+    """The CONFIDENCE interval of library median / kernel median, or None
+    with fewer than three samples a side."""
+    import numpy as np
+
+    rounds = min(len(kernel_ms), len(library_ms))
+    if rounds < 3:
+        return None
+    kernel, library = np.asarray(kernel_ms[:rounds], float), np.asarray(library_ms[:rounds], float)
+    drawn = np.random.default_rng(rounds).integers(0, rounds, size=(BOOTSTRAP, rounds))
+    with np.errstate(divide="ignore"):
+        ratios = np.median(library[drawn], axis=1) / np.median(kernel[drawn], axis=1)
+    tail = 100 * (1 - CONFIDENCE) / 2
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def within_noise(interval: tuple[float, float] | None) -> bool:
+    """Whether an interval of the ratio holds 1: kernel and library not told apart."""
+    return interval is not None and interval[0] <= 1.0 <= interval[1]
+
+
+def overlap(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
+    """Whether two intervals share a point (two figures within noise of each other)."""
+    return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]

@@ -20,10 +20,20 @@ module splits the work between two processes:
 Every launch of a timed batch has a slot of its own, with inputs drawn afresh
 for the batch: an answer kept from an earlier call is wrong for the new
 inputs, and a launch skipped leaves its C poisoned, so both fail the check
-that follows every batch. A batch's time is this side's clock around the
-child's reply, less a round trip in which the child launches nothing (the
-pipe's own cost), over the launches. The library (cuBLAS) is timed here on
-the same shapes, batch for batch in alternation, by the same clock.
+that follows every batch. A batch's time is this side's clock from asking
+the child to its reply, less the round trip of a child that launches
+nothing, measured *before the submission is imported* (so no code of the
+submission's can lengthen what is subtracted), over the launches.
+
+The clock stops at the reply only if the work is done by then: the check
+right after it reads every C. A C still unfinished there that is found
+right a moment later means the child answered before its work ended (a
+submission that replaced the child's synchronisation); that is refused,
+never timed.
+
+The library (cuBLAS) is timed once the child is gone, every process of its
+group ended (``Worker.close``), on the same shapes and fresh inputs, by the
+same clock: nothing of the submission's can hold the GPU while it runs.
 
 Two kinds of memory: ``device`` (CuPy arrays in cudaMalloc'd blocks, shared
 through CUDA IPC handles) for grading on the GPU, and ``host`` (NumPy arrays
@@ -146,12 +156,16 @@ class _Slots:
             poison(xp, slot["C"].array, self.dtype)
         _synchronize(self.memory)
 
-    def checked(self, tolerance: float) -> float:
+    def errors(self) -> list[float]:
+        """Each slot's relative error now (NaN where poison is left)."""
+        return [relative_error(self.xp, slot["C"].array, reference)
+                for slot, reference in zip(self.shared, self.references, strict=True)]  # fmt: skip
+
+    def checked(self, tolerance: float, errors: list[float] | None = None) -> float:
         """The largest relative error over the slots; VerificationError for the first slot over ``tolerance``."""
         worst = 0.0
-        for i, (slot, reference) in enumerate(zip(self.shared, self.references, strict=True)):
+        for i, (slot, error) in enumerate(zip(self.shared, errors or self.errors(), strict=True)):
             out = slot["C"].array
-            error = relative_error(self.xp, out, reference)
             if not error <= tolerance:  # NaN (poison left) fails too
                 why = poison_left(self.xp, out) or "the values are wrong for the inputs of this call"
                 raise VerificationError(
@@ -218,50 +232,95 @@ def measure_apart(
     slots = _Slots(memory, shape, dtype, launches, seed)
     try:
         with watchdog.Worker() as child:
+            idle = _calibrated(child, kernel, memory, limit_s)
             child.call(f"{kernel} (import)", LOAD_LIMIT_S, child_load, kernel, memory, private_environment())
             child.call(f"{kernel} (open)", limit_s, child_open, slots.handles(), memory)
-            return _batches(child, slots, kernel, batches, baseline, tolerance, limit_s)
+            samples, error = _batches(child, slots, kernel, batches, tolerance, limit_s, idle)
+        # The child and its process group are gone: the library has the GPU to itself.
+        timed = batches > 0
+        library = _library_series(slots, batches) if timed and baseline else []
+        return ApartTiming(
+            timing=Timing.of(samples) if timed else None,
+            baseline_timing=Timing.of(library) if library else None,
+            error=error,
+            tolerance=tolerance,
+            launches=slots.count * max(1, batches),
+        )
     finally:
         slots.release()
 
 
-def _batches(child: watchdog.Worker, slots: _Slots, kernel: str, batches: int, baseline: bool, tolerance: float,
-             limit_s: float) -> ApartTiming:  # fmt: skip
-    library = _library(slots) if baseline else None
-    samples, library_samples, error = [], [], 0.0
+# Round trips of an empty call timed before the submission is imported; the
+# median is what each batch's time is reduced by.
+CALIBRATION_TRIPS = 7
+# After a reply, how long the check goes on looking at a C found unfinished,
+# to tell a child that answered early (refused) from a wrong answer.
+EARLY_WINDOW_S = 1.0
+
+
+def _calibrated(child: watchdog.Worker, kernel: str, memory: str, limit_s: float) -> float:
+    """The child's round trip with nothing of the submission's in it: the
+    median of CALIBRATION_TRIPS empty calls (after one that warms the pipe and
+    the GPU's context), seconds."""
+    _round_trip(child, f"{kernel} (calibration)", limit_s, child_ping, memory)
+    trips = sorted(_round_trip(child, f"{kernel} (calibration)", limit_s, child_ping, memory)
+                   for _ in range(CALIBRATION_TRIPS))  # fmt: skip
+    return trips[len(trips) // 2]
+
+
+def _batches(child: watchdog.Worker, slots: _Slots, kernel: str, batches: int, tolerance: float, limit_s: float,
+             idle: float) -> tuple[list[float], float]:  # fmt: skip
+    samples, error = [], 0.0
     for batch in range(max(1, batches)):
         slots.refill()
         # The label names no shape: a hidden shape stays hidden in a hang's reason.
         elapsed = _round_trip(child, f"{kernel} (batch {batch + 1})", limit_s, child_launch)
-        error = max(error, slots.checked(tolerance))
-        idle = _round_trip(child, f"{kernel} (an empty call)", limit_s, child_idle)
+        error = max(error, _done_at_reply(slots, tolerance))
         samples.append(max(elapsed - idle, 0.0) * 1e3 / slots.count)
-        if library is not None:
-            library_samples.append(_library_batch(slots, library) * 1e3 / slots.count)
-    timed = batches > 0
-    return ApartTiming(
-        timing=Timing.of(samples) if timed else None,
-        baseline_timing=Timing.of(library_samples) if timed and library_samples else None,
-        error=error,
-        tolerance=tolerance,
-        launches=slots.count * max(1, batches),
-    )
+    return samples, error
 
 
-def _round_trip(child: watchdog.Worker, label: str, limit_s: float, fn: Callable[[], Any]) -> float:
+def _done_at_reply(slots: _Slots, tolerance: float) -> float:
+    """The check right after a reply: every C right. A C wrong then but right
+    within EARLY_WINDOW_S means the child answered before its work ended:
+    VerificationError saying so; a C that stays wrong is the usual error."""
+    errors = slots.errors()
+    if all(e <= tolerance for e in errors):
+        return max(errors)
+    deadline = time.perf_counter() + EARLY_WINDOW_S
+    while time.perf_counter() < deadline:
+        time.sleep(0.002)
+        later = slots.errors()
+        if all(e <= tolerance for e in later):
+            raise VerificationError(
+                "the submission answered before its GPU work had ended: C was unfinished when its call returned "
+                "and right a moment later, so the time it would get is not the time its work took.",
+                "Return from the function only once the work is done; do not replace or skip the grader's "
+                "synchronisation.",
+            )
+    return slots.checked(tolerance, errors)
+
+
+def _round_trip(child: watchdog.Worker, label: str, limit_s: float, fn: Callable[..., Any], *args: Any) -> float:
     """Seconds, by this process's clock, from asking the child to its answer."""
     start = time.perf_counter()
-    child.call(label, limit_s, fn)
+    child.call(label, limit_s, fn, *args)
     return time.perf_counter() - start
 
 
-def _library_batch(slots: _Slots, library: Callable[[int], None]) -> float:
-    _synchronize(slots.memory)
-    start = time.perf_counter()
-    for i in range(slots.count):
-        library(i)
-    _synchronize(slots.memory)
-    return time.perf_counter() - start
+def _library_series(slots: _Slots, batches: int) -> list[float]:
+    """The library on the slots' shapes, ``batches`` batches of fresh inputs, ms per launch."""
+    library = _library(slots)
+    samples = []
+    for _ in range(batches):
+        slots.refill()
+        _synchronize(slots.memory)
+        start = time.perf_counter()
+        for i in range(slots.count):
+            library(i)
+        _synchronize(slots.memory)
+        samples.append((time.perf_counter() - start) * 1e3 / slots.count)
+    return samples
 
 
 def run_apart(
@@ -389,6 +448,7 @@ def child_launch() -> None:
     _CHILD["synchronize"]()
 
 
-def child_idle() -> None:
-    """In the child: an answer with no launch, to time the pipe's own round trip."""
-    _CHILD["synchronize"]()
+def child_ping(memory: str) -> None:
+    """In the child, before the submission is imported: an answer after the
+    same synchronisation a launch ends with, to time the round trip alone."""
+    _synchronizer(memory)()

@@ -2,32 +2,33 @@
 
 The kernel's backend (a :class:`gemmlab.backends.base.DeviceBackend`: NVRTC
 for the catalogue) prepares it for the device and binds it to the inputs;
-everything about measuring is here and the same for every backend.
+everything about measuring is here and in gemmlab.measure.series, and the
+same for every backend.
 
-No figure leaves this module for a kernel whose output was not checked in the
-same run: the result is verified after the warm-up launch and again after the
-timed launches (an error that moves between the two is a race). Each check
-is made hard to fool (the problem supplies the pieces, gemmlab.problems.base):
+No figure leaves this module for a launch whose output was not checked:
 
-- the output is poisoned (NaN, or the most negative integer) before each
-  checked launch, so an element the kernel never writes, or reads before
-  writing (``C += ...``), fails;
-- the output lies between two canary bands, checked after each checked
-  launch, so a write just outside it is named without compute-sanitizer;
-- the last check runs on a second, freshly drawn input set written into the
-  same buffers, with the reference recomputed, so a kernel that ignores its
-  inputs or hands back an answer it computed before fails, and is named as
-  such when its output equals the first one;
-- a wrong float32 result whose error looks like float16 or bfloat16
+- before timing, the warm-up launches run from a poisoned output (NaN, or
+  the most negative integer) and the last is checked against the full
+  float64 reference, its guard bands (canary bands either side of the
+  output) first;
+- every timed launch runs on an input set drawn afresh just before it, from
+  a pool the set is picked from at random, and is checked after it
+  (gemmlab.measure.series): a kernel that can tell checked from timed,
+  remembers answers, counts launches or returns early fails there;
+- everything the timed call ran on the GPU, on any stream or thread, is
+  recorded with CUPTI (gemmlab.measure.activity) and counts in its time;
+- a time under what the GPU's peak allows is refused (gemmlab.measure.floor);
+- the last check runs on a new input set against the full reference again;
+  an output equal to the first one is named as an answer computed before,
+  and a wrong float32 result that looks like float16 or bfloat16
   arithmetic is named as computing at lower precision.
 
-None of it runs inside the timed loop.
+None of the checking runs between the events.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -39,20 +40,17 @@ from gemmlab.backends.nvrtc import Resources
 from gemmlab.core import gpu
 from gemmlab.core.dtypes import TOLERANCE
 from gemmlab.core.environment import host_record
-from gemmlab.core.errors import UnknownName, VerificationError
+from gemmlab.core.errors import UnknownName
 from gemmlab.core.shapes import Shape
-from gemmlab.core.timing import WIDE_SPREAD, Timing, gbytes_per_s, gflops, planned_reps
+from gemmlab.core.timing import WIDE_SPREAD, Timing, gbytes_per_s, gflops, ratio_interval, within_noise
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec, Point
-from gemmlab.problems.base import Prepared
-
-# Below this median (about 50 us) a kernel's time is of the order of launch
-# overhead, Python's included; it is then timed again from GRAPH_LAUNCHES
-# launches at once: a replayed CUDA graph, or back-to-back launches where the
-# call refuses capture. With a library beside it, both sides are timed so
-# (_paired_series).
-SHORT_KERNEL_MS = 0.05
-GRAPH_LAUNCHES = 50
+from gemmlab.measure import activity, floor, series
+from gemmlab.measure.checks import checked as _checked
+from gemmlab.measure.checks import fingerprint as _fingerprint
+from gemmlab.measure.series import GRAPH_LAUNCHES, HOLD_NS, SHORT_KERNEL_MS  # noqa: F401 (named for callers)
+from gemmlab.measure.series import hold as _hold
+from gemmlab.measure.series import holder as _holder  # noqa: F401 (benchmarks/scripts/matmul_overhead.py)
 
 
 @dataclass
@@ -88,6 +86,16 @@ class RunResult:
     device: dict = field(default_factory=dict)
     host: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # How each figure was taken, and what it rests on (gemmlab.measure.series):
+    ratio_interval: tuple[float, float] | None = None  # 95% interval of ratio_to_baseline, from the rounds
+    activity: str = ""  # how the work in each window was known (CUPTI, or the events alone)
+    kernels_seen: list[str] = field(default_factory=list)  # what the timed calls ran on the GPU
+    input_sets: int = 0  # the pool the timed launches drew from
+    l2_policy: str = ""
+    floor_ms: float | None = None  # the least time a launch can take (gemmlab.measure.floor)
+    energy_j: float | None = None  # per launch, from NVML's energy counter over the kernel's samples
+    baseline_energy_j: float | None = None
+    slowed_samples: int = 0  # samples after which NVML reported a clock slowdown
 
     @property
     def shape(self) -> Shape:
@@ -97,36 +105,10 @@ class RunResult:
         return asdict(self)
 
 
-# Before each timed call the stream is held busy this long on the GPU, so that
-# the start event runs only once the call's launch has been queued behind it:
-# with an idle GPU the events would also time the host's work between them
-# (a Triton or CuTe DSL rung's Python launcher, 40 to 100 us on the H100 of
-# 2026-11-24, where Nsight Compute put triton_tc_tma at 195 us and the events
-# at 286 us). Longer than any launcher's host time; it costs that per sample.
-HOLD_NS = 300_000
-HOLD_SOURCE = r"""
-extern "C" __global__ void gemmlab_hold(unsigned long long ns) {
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - start < ns);
-}
-"""
-
-
-@functools.cache
-def _holder(cp: Any) -> Any:
-    """The busy-wait kernel, built once per process by CuPy."""
-    return cp.RawKernel(HOLD_SOURCE, "gemmlab_hold")
-
-
-def _hold(cp: Any, stream: Any) -> None:
-    """Queue HOLD_NS of one thread's busy wait on ``stream``."""
-    _holder(cp)((1,), (1,), (cp.uint64(HOLD_NS),), stream=stream)
-
-
 def _time(cp: Any, stream: Any, fn: Any, reps: int, flush: Any | None) -> list[float]:
+    """``reps`` samples of ``fn`` between two events behind a hold: for the
+    measurements that time gemmlab's own kernels (gemmlab peak, the roofline's
+    ceilings), where nothing needs checking."""
     samples = []
     start, end = cp.cuda.Event(), cp.cuda.Event()
     for _ in range(reps):
@@ -141,117 +123,9 @@ def _time(cp: Any, stream: Any, fn: Any, reps: int, flush: Any | None) -> list[f
     return samples
 
 
-def _timed_series(
-    cp: Any, stream: Any, fn: Any, reps: int, max_seconds: float, flush: Any | None, graph_ok: bool = True
-) -> Timing:
-    first = _time(cp, stream, fn, 1, flush)
-    more = planned_reps(first[0], reps, max_seconds) - 1
-    timing = Timing.of(first + _time(cp, stream, fn, more, flush) if more > 0 else first)
-    return _graph_retimed(cp, stream, fn, timing, reps, flush) if graph_ok else timing
-
-
-def _graph_retimed(cp: Any, stream: Any, fn: Any, timing: Timing, reps: int, flush: Any | None) -> Timing:
-    """Events around one launch of a few microseconds measure the launch as
-    much as the kernel; such a kernel is timed again by replaying a graph of
-    back-to-back launches."""
-    if timing.median_ms >= SHORT_KERNEL_MS or flush is not None:
-        return timing
-    try:
-        graph = _captured(stream, fn, GRAPH_LAUNCHES)
-    except Exception:
-        # A launch that cannot be captured (a library call that refuses stream
-        # capture, as cuBLAS behind a user's PyTorch or CuPy function may): the
-        # events' figure stands, and timing_warnings says launch overhead is in it.
-        return timing
-    samples = _time(cp, stream, lambda: graph.launch(stream), reps, None)
-    return Timing.of([t / GRAPH_LAUNCHES for t in samples], GRAPH_LAUNCHES)
-
-
-def _paired_series(
-    cp: Any, stream: Any, fn: Any, library: Any, reps: int, max_seconds: float, flush: Any | None
-) -> tuple[Timing, Timing]:
-    """The kernel and the library routine timed in alternation, each round in
-    the opposite order to the last. A GPU under a power cap slows as it heats,
-    so two series timed one after the other favour whichever ran first (on an
-    H200 the SM clock moved between 1.5 and 1.98 GHz within one benchmark);
-    alternating gives both the same clocks. When either side is short, both
-    are timed again the same way, from many launches at once (_short_pair)."""
-    kernel_ms, library_ms = _alternated(cp, stream, (fn, library), reps, max_seconds, flush)
-    kernel, base = Timing.of(kernel_ms), Timing.of(library_ms)
-    if flush is not None or min(kernel.median_ms, base.median_ms) >= SHORT_KERNEL_MS:
-        return kernel, base
-    return _short_pair(cp, stream, fn, library, reps, max_seconds)
-
-
-def _alternated(
-    cp: Any, stream: Any, calls: tuple[Any, Any], reps: int, max_seconds: float, flush: Any | None
-) -> tuple[list[float], list[float]]:
-    """Samples of two calls, one each per round, the second first in every other round."""
-    samples = ([*_time(cp, stream, calls[0], 1, flush)], [*_time(cp, stream, calls[1], 1, flush)])
-    rounds = planned_reps(samples[0][0] + samples[1][0], reps, max_seconds) - 1
-    for i in range(rounds):
-        for side in (1, 0) if i % 2 == 0 else (0, 1):
-            samples[side].extend(_time(cp, stream, calls[side], 1, flush))
-    return samples
-
-
-def _short_pair(cp: Any, stream: Any, fn: Any, library: Any, reps: int, max_seconds: float) -> tuple[Timing, Timing]:
-    """Both sides of a short problem timed from GRAPH_LAUNCHES launches per
-    sample, still in alternation: a launch of a few microseconds between two
-    events measures Python and the driver as much as the GPU, and timing one
-    side so and the other from a graph would compare two different things.
-    Each side is a replayed CUDA graph where its calls capture, else its calls
-    issued back to back (a library that refuses capture); Timing.method says which."""
-    (kernel_call, kernel_graphed), (library_call, library_graphed) = (
-        _batched(stream, call, GRAPH_LAUNCHES) for call in (fn, library)
-    )
-    kernel_ms, library_ms = _alternated(cp, stream, (kernel_call, library_call), reps, max_seconds, None)
-    return _per_launch(kernel_ms, kernel_graphed), _per_launch(library_ms, library_graphed)
-
-
-def _per_launch(samples: list[float], graphed: bool) -> Timing:
-    """Samples of GRAPH_LAUNCHES launches each, as figures per launch with their method."""
-    per_launch = [t / GRAPH_LAUNCHES for t in samples]
-    if graphed:
-        return Timing.of(per_launch, graph_launches=GRAPH_LAUNCHES)
-    return Timing.of(per_launch, back_to_back=GRAPH_LAUNCHES)
-
-
-def _batched(stream: Any, fn: Any, count: int) -> tuple[Any, bool]:
-    """``count`` calls of ``fn`` as one call, and whether it is a CUDA graph
-    (else the calls issued one after the other, for a call that cannot be
-    captured)."""
-    try:
-        graph = _captured(stream, fn, count)
-    except Exception:
-
-        def calls() -> None:
-            for _ in range(count):
-                fn()
-
-        return calls, False
-    return (lambda: graph.launch(stream)), True
-
-
-def _captured(stream: Any, fn: Any, count: int) -> Any:
-    """A CUDA graph of ``count`` calls of ``fn`` recorded on ``stream``. A call
-    that raises ends the capture before the error goes on, so the stream is
-    never left capturing."""
-    stream.begin_capture()
-    try:
-        for _ in range(count):
-            fn()
-    except BaseException:
-        try:
-            stream.end_capture()
-        except Exception:
-            pass  # the failed call invalidated the capture; ending it only takes the stream out of capture mode
-        raise
-    return stream.end_capture()
-
-
 @dataclass
 class _Measured:
+    outcome: series.Outcome
     timing: Timing
     error: float
     tolerance: float
@@ -295,24 +169,60 @@ def _measure(
             error = _checked(cp, prepared, tolerance, point, "first launch")
             first_answer = _fingerprint(cp, prepared)
 
-            base_timing = None
+            def bind_more() -> series.InputSet:
+                # Fresh entropy for every set but the first, which the seed fixes.
+                more, more_launch, _grid = backend.bind(cp, point, compiled, info, device_index, cp_stream, None)
+                return series.InputSet(more, more_launch)
+
+            pool = series.Pool(cp, series.InputSet(prepared, launch), bind_more, point.spec.problem.device_bytes(point),
+                               point, tolerance)  # fmt: skip
+            pool.first_answer = first_answer
+            kernel_side = series.Side(activity.CALL, lambda i: pool.sets[i].launch(), checked=True)
+            library_side = None
             if baseline and prepared.baseline is not None:
                 prepared.baseline()  # the library's own warm-up (handle, workspace, heuristics)
                 cp_stream.synchronize()
-                timing, base_timing = _paired_series(cp, cp_stream, launch, prepared.baseline, reps, max_seconds, flush)
-            else:
-                timing = _timed_series(cp, cp_stream, launch, reps, max_seconds, flush)
+                library_side = series.Side(activity.LIBRARY, lambda i: pool.sets[i].prepared.baseline(), checked=False)
+            timed = series.Series(cp, cp_stream, pool, activity.Recorder(), flush=flush, device_index=device_index)
+            outcome = series.timed(timed, kernel_side, library_side, reps=reps, max_seconds=max_seconds)
+            error = max(error, outcome.error)
             sm_clock_mhz = gpu.current_sm_clock_mhz(device_index)
             clock_events = gpu.clock_slowdown_reasons(device_index)
-            when = "after timing"
-            if prepared.redraw is not None:
-                prepared.redraw()
-                when = "after timing, on a second set of inputs"
+            prepared.redraw()
             prepared.poison()
             launch()
             cp_stream.synchronize()
+            when = "after timing, on a new set of inputs"
             error = max(error, _checked(cp, prepared, tolerance, point, when, first_answer))
-    return _Measured(timing, error, tolerance, sm_clock_mhz, clock_events, base_timing, prepared.baseline_name, grid)
+    kernel_timing = _timing_of(outcome.kernel, outcome.kernel_batch)
+    base_timing = _timing_of(outcome.library, outcome.library_batch) if outcome.library else None
+    return _Measured(outcome, kernel_timing, error, tolerance, sm_clock_mhz, clock_events, base_timing,
+                     prepared.baseline_name, grid)  # fmt: skip
+
+
+def _timing_of(samples: list[series.Sample], batch: series.Batch | None) -> Timing:
+    """A side's samples (per launch) as a Timing that says how they were taken."""
+    per_launch = [s.ms for s in samples]
+    if batch is None:
+        return Timing.of(per_launch)
+    if batch.graphed:
+        return Timing.of(per_launch, graph_launches=batch.count)
+    return Timing.of(per_launch, back_to_back=batch.count)
+
+
+def _energy_j(samples: list[series.Sample]) -> float | None:
+    """Joules per launch from NVML's energy counter, summed over a side's
+    samples; None where the counter is unreadable or moved fewer than
+    ENERGY_UPDATES times over them (it moves about every 100 ms on an H200,
+    so a short series would read 0 or one step)."""
+    readings = [s.energy_mj for s in samples]
+    if not readings or None in readings or sum(1 for r in readings if r) < ENERGY_UPDATES:
+        return None
+    return sum(readings) / 1e3 / sum(s.launches for s in samples)  # type: ignore[arg-type]
+
+
+# Samples whose energy reading moved, fewer than which no energy is reported.
+ENERGY_UPDATES = 5
 
 
 def _ready(
@@ -401,6 +311,7 @@ def run(
         device=info.to_dict(),
         host=host_record(),
     )
+    outcome = m.outcome
     base = m.baseline_timing
     if base is not None:
         result.baseline_name = m.baseline_name
@@ -409,9 +320,48 @@ def run(
         result.baseline_gbytes_per_s = gbytes_per_s(point.min_bytes, base.median_ms)
         # Same work on both sides, so the speed ratio is the inverse time ratio.
         result.ratio_to_baseline = base.median_ms / m.timing.median_ms
+        result.ratio_interval = ratio_interval([s.ms for s in outcome.kernel], [s.ms for s in outcome.library])
+        result.baseline_energy_j = _energy_j(outcome.library)
+    lowest = floor_of(point, info, m.sm_clock_mhz)
+    floor.refuse_under([s.ms for s in outcome.kernel], lowest, f"{point.spec.id} on {point.shape} ({point.dtype})")
+    result.floor_ms = lowest.ms or None
+    result.activity = outcome.method
+    result.kernels_seen = list(dict.fromkeys(outcome.names))
+    result.input_sets = outcome.input_sets
+    result.l2_policy = series.L2_FLUSHED if flush_l2 else series.L2_POLICY
+    result.energy_j = _energy_j(outcome.kernel)
+    result.slowed_samples = sum(1 for s in outcome.kernel + outcome.library if s.slowed)
     result.sm_clock_after_mhz = m.sm_clock_mhz
-    result.warnings = timing_warnings(m.timing, m.clock_events)
+    result.warnings = timing_warnings(m.timing, m.clock_events) + series_warnings(result, outcome)
     return result
+
+
+def floor_of(point: Point, info: gpu.DeviceInfo, clock_mhz: float | None = None) -> floor.Floor:
+    """The least time one launch of ``point`` can take on the device ``info``
+    describes, at the higher of its boost clock and ``clock_mhz`` (the clock read after timing)."""
+    from gemmlab.core.gpu import TENSOR_FLOPS_PER_SM_CLOCK
+
+    clock = max(c for c in (info.sm_clock_mhz, clock_mhz, 0.0) if c is not None) or None
+    tensor = {dtype: info.peak_tensor_gflops(dtype, clock) for dtype in TENSOR_FLOPS_PER_SM_CLOCK.get(info.cc, {})}
+    return floor.floor_ms(point.flops, point.min_bytes, point.dtype, fp32_gflops=info.fp32_gflops_at(clock),
+                          tensor_gflops=tensor, bandwidth_gbs=info.peak_bandwidth_gbs, l2_bytes=info.l2_bytes,
+                          gpu=info.name, clock_mhz=clock)  # fmt: skip
+
+
+def series_warnings(result: RunResult, outcome: series.Outcome) -> list[str]:
+    """What a reader should know of how the series went: work that outlived
+    its events (counted), samples taken while the clocks were held back,
+    and whether the kernel and the library are told apart at all."""
+    found = []
+    if outcome.lingering:
+        names = activity.distinct(outcome.lingering)
+        found.append(f"work the timed call launched ran past its end event and was counted: {names}")
+    if result.slowed_samples:
+        found.append(f"{result.slowed_samples} samples were taken while NVML reported the clocks held back")
+    if within_noise(result.ratio_interval):
+        low, high = result.ratio_interval  # type: ignore[misc]
+        found.append(f"within noise of the library: the ratio's 95% interval {low:.3f}-{high:.3f} holds 1")
+    return found
 
 
 def run_declared(
@@ -488,7 +438,8 @@ def timing_warnings(timing: Timing, clock_events: list[str] | None = None) -> li
     if timing.graph_launches:
         found.append(
             f"short kernel ({timing.median_ms * 1e3:.1f} us): timed by replaying a CUDA graph of "
-            f"{timing.graph_launches} launches, so back-to-back launches overlap their ramp-up and drain"
+            f"{timing.graph_launches} launches, each on an input set of its own, so back-to-back launches "
+            "overlap their ramp-up and drain"
         )
     elif timing.back_to_back:
         found.append(
@@ -500,52 +451,6 @@ def timing_warnings(timing: Timing, clock_events: list[str] | None = None) -> li
     if clock_events:
         found.append(f"clocks held back during the run: {', '.join(clock_events)}")
     return found
-
-
-def _checked(
-    cp: Any, prepared: Prepared, tolerance: float, point: Point, when: str, first_answer: tuple | None = None
-) -> float:
-    """The relative error of the last checked launch, after its guard bands;
-    VerificationError naming what went wrong."""
-    for guard in prepared.guards:
-        damage = guard.damage(cp)
-        if damage is not None:
-            raise VerificationError(
-                f"{_where(point, when)}: {damage}.",
-                "Check the bounds test before each store (e.g. row < M && col < N) and that the grid covers "
-                "the output and no more; `gemmlab check` runs compute-sanitizer for writes further away.",
-            )
-    error = prepared.error()
-    if error <= tolerance:  # written this way so that NaN fails
-        return error
-    detail = prepared.explain() if prepared.explain is not None else None
-    if detail is None and first_answer is not None and _fingerprint(cp, prepared) == first_answer:
-        detail = (
-            "the output equals its output for the first input set: the kernel ignores its inputs "
-            "or returns an answer it computed before"
-        )
-    raise VerificationError(
-        f"{_where(point, when)}: relative error {error:.3g}, tolerance {tolerance:.3g}"
-        + (f"; {detail}." if detail else "."),
-        "No timing is reported for a wrong result; "
-        + (
-            "fix the kernel (`gemmlab check` runs compute-sanitizer on it)."
-            if point.spec.declaration is not None
-            else "please report this with the command you ran."
-        ),
-    )
-
-
-def _where(point: Point, when: str) -> str:
-    return (
-        f"{point.spec.id} gave a wrong result on {point.shape} (block edge {point.block_edge}, {point.dtype}, {when})"
-    )
-
-
-def _fingerprint(cp: Any, prepared: Prepared) -> tuple[float, ...]:
-    """A cheap summary of the outputs (one float64 sum each), to tell whether
-    a later output is the same as an earlier one."""
-    return tuple(float(cp.sum(guard.inner.astype(cp.float64))) for guard in prepared.guards)
 
 
 def _l2_flusher(cp: Any, info: gpu.DeviceInfo) -> Any:

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from gemmlab import backends
+from gemmlab.core import processes
 from gemmlab.core.errors import GemmlabError, KernelStopped
 from gemmlab.core.shapes import Shape
 
@@ -188,14 +189,18 @@ class Worker:
         return None
 
     def close(self) -> None:
-        """End the child and everything it started; a later call starts a fresh one."""
+        """End the child and everything it started (its process group, then
+        what is left of its session and of its descendants: a process that
+        left the group, see :func:`sweep`); a later call starts a fresh one."""
         if self._process is None:
             return
+        started = processes.descendants(self._process.pid)
         if self._process.is_alive():
             try:
                 os.killpg(self._process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 self._process.kill()
+        sweep(self._process.pid, started)
         # A process inside a driver call ends when the call returns; past this wait
         # the next worker starts anyway (and waits for the GPU if it must).
         self._process.join(timeout=KILL_WAIT_S)
@@ -240,6 +245,26 @@ class Worker:
                 pass
         self._process.join(timeout=5)
         return "died", _death(self._process.exitcode)
+
+
+def sweep(session: int, known: set[int] = frozenset()) -> list[int]:  # type: ignore[assignment]
+    """SIGKILL every process still in the child's session (the child leads its
+    own: ``session`` is its pid) or among the descendants ``known`` before it
+    was ended, and their descendants: a process that left the child's group
+    (``setpgid``) is found by its session, one that left the session too
+    (``setsid``, a daemon) by its parent, if it was seen before the child
+    ended. Returns the pids signalled."""
+    table = processes.parents()
+    doomed = {pid for pid, (_parent, sid) in table.items() if sid == session} | (set(known) & set(table))
+    for pid in list(doomed):
+        doomed |= processes.descendants(pid, table)
+    doomed.discard(os.getpid())
+    for pid in doomed:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return sorted(doomed)
 
 
 def isolated(label: str, limit_s: float, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

@@ -54,6 +54,16 @@ class Prepared:
     redraw: Callable[[], None] | None = None  # new random inputs in place, and the reference recomputed
     explain: Callable[[], str | None] | None = None  # what a wrong result looks like, when it says something
     tolerance: float | None = None  # None: the dtype's (core.dtypes.TOLERANCE)
+    # Every timed launch is checked (gemmlab.measure.pool): before it, ``renew``
+    # writes new random inputs in place and makes what ``sample_error`` checks
+    # the next output against, at a cost of the order of the inputs' size (a
+    # Sketch), not of the product; the full reference is then out of date
+    # until ``reference`` recomputes it for the inputs as they are (asked for
+    # only to explain a launch already found wrong). A problem without them
+    # renews by ``redraw`` and checks with ``error``.
+    renew: Callable[[], None] | None = None
+    sample_error: Callable[[], float] | None = None
+    reference: Callable[[], None] | None = None
 
 
 # Guard bands. Each output is allocated with a band on either side, filled with
@@ -150,6 +160,71 @@ def band_damage(xp: Any, before: Any, after: Any, name: str = "C", row: int = 0)
         places.append(f"{int(hit_after.size)} after its end, the first at offset +{first}{where}")
     plural = "s" if count > 1 else ""
     return f"wrote {count} element{plural} outside {name}: {'; '.join(places)}"
+
+
+# -- every timed launch checked: the sketch ----------------------------------------
+
+# Columns of the random probe matrix X a timed launch's C is checked through.
+# E|M X|_F^2 = SKETCH_PROBES |M|_F^2 for X of independent standard normal
+# entries, so |C X - Y| / |Y|, with Y = (A.B) X computed in float64 from the
+# inputs, estimates the same relative Frobenius error the full reference
+# gives; for an error spread over many elements (rounding, lower precision)
+# the estimate is within a few per cent, and an unwritten element (NaN) or a
+# stale answer is seen whatever X is. 16 columns: a float32 kernel's error at
+# K = 16384 (about 3e-6) stays far under its 1e-5 tolerance once the
+# estimate's spread is added, and C X costs 32 M N flops, a small share of
+# the product's 2 M N K for any K worth timing.
+SKETCH_PROBES = 16
+
+
+@dataclass
+class Sketch:
+    """What a timed launch's output is checked against: ``probes`` (X, N x
+    SKETCH_PROBES) and ``expected`` (Y = (alpha A.B + beta C0) X, M x
+    SKETCH_PROBES), both float64, drawn afresh with each input set. ``exact``:
+    integer data, where X holds -1, 0 and 1, every sum is exact in float64,
+    and any difference is an error."""
+
+    exact: bool = False
+    probes: Any = None
+    expected: Any = None
+    floor: float = 0.0  # |Y|'s floor under a C that cancels (sqrt(SKETCH_PROBES) x sum_magnitude)
+
+    def draw(self, xp: Any, rng: Any, n: int) -> Any:
+        """New probes for an output of ``n`` columns (kept, and returned)."""
+        if self.exact:
+            self.probes = rng.integers(-1, 2, size=(n, SKETCH_PROBES), dtype=xp.int32).astype(xp.float64)
+        else:
+            self.probes = rng.standard_normal(size=(n, SKETCH_PROBES), dtype=xp.float64)
+        return self.probes
+
+    def error(self, xp: Any, out: Any) -> float:
+        """The relative error of ``out`` (its float64 values) seen through the probes."""
+        seen = out.astype(xp.float64) @ self.probes
+        if self.exact:
+            same = bool(xp.array_equal(seen, self.expected))
+            return 0.0 if same else max(relative_error(xp, seen, self.expected), 1e-300)
+        return relative_error(xp, seen, self.expected, self.floor)
+
+
+def gemm_sketch(
+    xp: Any, rng: Any, sketch: Sketch, a64: Any, b64: Any, *, b_transposed: bool = False, alpha: float = 1.0,
+    addend: Any = None, magnitude: float = 0.0,
+) -> None:  # fmt: skip
+    """``sketch`` made for C = alpha A.B + addend (``b_transposed``: B is
+    stored N x K and C = A.B^T), from the float64 values of the inputs: new
+    probes, then Y = alpha A (B X) + addend X, two products of the order of
+    the inputs' size."""
+    n = b64.shape[0] if b_transposed else b64.shape[1]
+    x = sketch.draw(xp, rng, n)
+    bx = b64.T @ x if b_transposed else b64 @ x
+    y = a64 @ bx
+    if alpha != 1.0:
+        y *= alpha
+    if addend is not None:
+        y += addend @ x
+    sketch.expected = y
+    sketch.floor = magnitude * SKETCH_PROBES**0.5
 
 
 def redraw_matrix(cp: Any, rng: Any, array: Any, dtype: str) -> None:

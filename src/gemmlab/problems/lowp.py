@@ -33,6 +33,8 @@ from gemmlab.core.extras import MissingExtra, require
 from gemmlab.problems.base import (
     Prepared,
     Problem,
+    Sketch,
+    gemm_sketch,
     guard_bytes,
     guarded_empty,
     poison,
@@ -365,14 +367,19 @@ def _prepare_int8(cp: Any, point: Point, rng: Any, boxes: tuple[int, int] | None
     guard = guarded_empty(cp, (s.m, s.n), cp.int32)
     c = guard.inner
     ref = cp.empty((s.m, s.n), dtype=cp.int64)
+    sketch = Sketch(exact=True)
 
     def reference() -> None:
         # float64 products and sums are exact here (every sum is under 2^31), so DGEMM gives the int64 answer.
         ref[...] = cp.matmul(a.astype(cp.float64), b.astype(cp.float64).T).astype(cp.int64)
 
-    def redraw() -> None:
+    def renew() -> None:
         a[...] = _int8_inputs(cp, rng, s.m, s.k)
         b[...] = _int8_inputs(cp, rng, s.n, s.k)
+        gemm_sketch(cp, rng, sketch, a.astype(cp.float64), b.astype(cp.float64), b_transposed=True)
+
+    def redraw() -> None:
+        renew()
         reference()
 
     def error() -> float:
@@ -393,6 +400,9 @@ def _prepare_int8(cp: Any, point: Point, rng: Any, boxes: tuple[int, int] | None
         redraw=redraw,
         explain=lambda: poison_left(cp, c),
         tolerance=0.0,
+        renew=renew,
+        sample_error=lambda: sketch.error(cp, c),
+        reference=reference,
     )
 
 
@@ -419,16 +429,21 @@ def _prepare_fp8(
     c = guard.inner
     ref = cp.empty((s.m, s.n), dtype=cp.float64)
     exact = [qa.exact, qb.exact]
+    sketch = Sketch()
 
     def reference() -> None:
         cp.matmul(exact[0], exact[1].T, out=ref)
 
-    def redraw() -> None:
+    def renew() -> None:
         # In place: the kernel (and any tensor map) holds the addresses of the codes and scales.
         new_a = quantise(cp, draw(cp, rng, s.m, s.k), fmt_a, scaling, 1)
         new_b = quantise(cp, draw(cp, rng, s.n, s.k), fmt_b, scaling, SCALE_BLOCK)
         a[...], sa[...], b[...], sb[...] = new_a.codes, new_a.scales, new_b.codes, new_b.scales
         exact[:] = [new_a.exact, new_b.exact]
+        gemm_sketch(cp, rng, sketch, exact[0], exact[1], b_transposed=True)
+
+    def redraw() -> None:
+        renew()
         reference()
 
     reference()
@@ -446,6 +461,9 @@ def _prepare_fp8(
         redraw=redraw,
         explain=lambda: poison_left(cp, values(cp, c, c_type)),
         tolerance=fp8_tolerance(chain, bf16_c),
+        renew=renew,
+        sample_error=lambda: sketch.error(cp, values(cp, c, c_type)),
+        reference=reference,
         # For the peer rungs (kernels/peers), which take arrays: the codes as uint8, C as stored.
         arrays={"A": a, "B": b, "C": c, "scale_a": sa, "scale_b": sb},
     )

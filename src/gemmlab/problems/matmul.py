@@ -22,6 +22,8 @@ from gemmlab.core.dtypes import SAME_TYPE_C_TOLERANCE, TOLERANCE
 from gemmlab.problems.base import (
     Prepared,
     Problem,
+    Sketch,
+    gemm_sketch,
     guard_bytes,
     guarded_empty,
     lower_precision,
@@ -120,6 +122,12 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
     c0 = random_matrix(cp, rng, s.m, s.n, dtype) if with_scalars else None
     ref = cp.empty((s.m, s.n), dtype=cp.float64)
     scale = [0.0]  # sum_magnitude of this input set: the error's floor under a C that cancels
+    sketch = Sketch(exact=dtype == "int32")
+
+    def magnitude(exact_a: Any, exact_b: Any) -> float:
+        if with_scalars:
+            return sum_magnitude(cp, exact_a, exact_b, float(alpha), _exact(cp, c0, dtype), float(beta))
+        return sum_magnitude(cp, exact_a, exact_b)
 
     def reference() -> None:
         # float64 on the same device (cuBLAS DGEMM), from the exact values of the stored inputs.
@@ -127,13 +135,18 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
         cp.matmul(exact_a, exact_b, out=ref)
         if with_scalars:
             ref[...] = float(alpha) * ref + float(beta) * _exact(cp, c0, dtype)
-            scale[0] = sum_magnitude(cp, exact_a, exact_b, float(alpha), _exact(cp, c0, dtype), float(beta))
-        else:
-            scale[0] = sum_magnitude(cp, exact_a, exact_b)
+        scale[0] = magnitude(exact_a, exact_b)
 
-    def redraw() -> None:
+    def renew() -> None:
         for array in (a, b, *((c0,) if with_scalars else ())):
             redraw_matrix(cp, rng, array, dtype)
+        exact_a, exact_b = _exact(cp, a, dtype), _exact(cp, b, dtype)
+        addend = float(beta) * _exact(cp, c0, dtype) if with_scalars else None
+        gemm_sketch(cp, rng, sketch, exact_a, exact_b, alpha=float(alpha), addend=addend,
+                    magnitude=0.0 if sketch.exact else magnitude(exact_a, exact_b))  # fmt: skip
+
+    def redraw() -> None:
+        renew()
         reference()
 
     def prime() -> None:
@@ -172,6 +185,9 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
         redraw=redraw,
         explain=explain,
         tolerance=SAME_TYPE_C_TOLERANCE.get(dtype),
+        renew=renew,
+        sample_error=lambda: sketch.error(cp, values(cp, c, dtype)),
+        reference=reference,
     )
 
 

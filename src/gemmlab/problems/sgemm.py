@@ -12,6 +12,8 @@ from gemmlab.problems.base import (
     GemmOperands,
     Prepared,
     Problem,
+    Sketch,
+    gemm_sketch,
     guard_bytes,
     guarded_empty,
     lower_precision,
@@ -52,6 +54,7 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
     c_out = guard.inner
     ref = cp.empty((s.m, s.n), dtype=cp.float64)
     scale = [0.0]  # sum_magnitude of this input set: the error's floor under a C that cancels
+    sketch = Sketch()
 
     def reference() -> None:
         # float64 on the same device (cuBLAS DGEMM); the float32 inputs are exact in float64.
@@ -59,9 +62,16 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
         ref[...] = ALPHA * ref + BETA * c_in.astype(cp.float64)
         scale[0] = sum_magnitude(cp, a, b, ALPHA, c_in, BETA)
 
-    def redraw() -> None:
+    def renew() -> None:
         for array in (a, b, c_in):
             redraw_matrix(cp, rng, array, "float32")
+        magnitude = sum_magnitude(cp, a, b, ALPHA, c_in, BETA)
+        addend = BETA * c_in.astype(cp.float64)
+        gemm_sketch(cp, rng, sketch, a.astype(cp.float64), b.astype(cp.float64), alpha=ALPHA, addend=addend,
+                    magnitude=magnitude)  # fmt: skip
+
+    def redraw() -> None:
+        renew()
         reference()
 
     def explain() -> str | None:
@@ -83,6 +93,9 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
         guards=(guard,),
         redraw=redraw,
         explain=explain,
+        renew=renew,
+        sample_error=lambda: sketch.error(cp, c_out),
+        reference=reference,
     )
 
 

@@ -15,7 +15,9 @@ from gemmlab.problems.base import (
     GemmOperands,
     Prepared,
     Problem,
+    Sketch,
     bf16_bits,
+    gemm_sketch,
     guard_bytes,
     guarded_empty,
     poison,
@@ -114,15 +116,20 @@ def prepare_tensor(
     guard = guarded_empty(cp, (s.m, s.n), cp.uint16 if bf16_c else cp.float32)
     c = guard.inner
     ref = cp.empty((s.m, s.n), dtype=cp.float64)
+    sketch = Sketch()
 
     def reference() -> None:
         # float64 on the same device (cuBLAS DGEMM), from the exact values of the stored inputs.
         cp.matmul(_exact(cp, a, dtype), _exact(cp, b, dtype).T, out=ref)
 
-    def redraw() -> None:
+    def renew() -> None:
         # In place: the tensor maps hold the addresses of a and b.
         a[...] = _stored(cp, rng, s.m, s.k, dtype)
         b[...] = _stored(cp, rng, s.n, s.k, dtype)
+        gemm_sketch(cp, rng, sketch, _exact(cp, a, dtype), _exact(cp, b, dtype), b_transposed=True)
+
+    def redraw() -> None:
+        renew()
         reference()
 
     reference()
@@ -141,6 +148,9 @@ def prepare_tensor(
         guards=(guard,),
         redraw=redraw,
         explain=lambda: poison_left(cp, values(cp, c, c_type)),
+        renew=renew,
+        sample_error=lambda: sketch.error(cp, values(cp, c, c_type)),
+        reference=reference,
     )
 
 

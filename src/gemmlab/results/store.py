@@ -497,6 +497,24 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # v12: the Nsight Compute profile of a graded attempt's timed kernel at one
     # shape (JSON), or why it has none; NULL where grading did not profile.
     ("ALTER TABLE grades ADD COLUMN profile TEXT",),
+    # v13: every timed launch answers for itself (gemmlab.measure.series). With
+    # each result: the 95% interval of its ratio to the library, how the work in
+    # each window was known (CUPTI or the events alone), the kernels the timed
+    # calls ran (JSON), the input sets drawn from, the L2 policy, the least time
+    # a launch can take, joules per launch on each side, and the samples taken
+    # while the clocks were held back.
+    (
+        "ALTER TABLE results ADD COLUMN ratio_low REAL",
+        "ALTER TABLE results ADD COLUMN ratio_high REAL",
+        "ALTER TABLE results ADD COLUMN activity TEXT",
+        "ALTER TABLE results ADD COLUMN kernels_seen TEXT",
+        "ALTER TABLE results ADD COLUMN input_sets INTEGER",
+        "ALTER TABLE results ADD COLUMN l2_policy TEXT",
+        "ALTER TABLE results ADD COLUMN floor_ms REAL",
+        "ALTER TABLE results ADD COLUMN energy_j REAL",
+        "ALTER TABLE results ADD COLUMN baseline_energy_j REAL",
+        "ALTER TABLE results ADD COLUMN slowed_samples INTEGER",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The first schema whose results record their backend and configuration.
@@ -533,13 +551,18 @@ PEAK_FIELDS = (
     "family", "instruction", "dtype", "gflops", "nominal_gflops", "ratio_to_nominal", "sm_clock_after_mhz",
     "median_ms", "min_ms", "max_ms", "reps", "flops", "iterations", "grid", "block", "registers", "arch", "warnings",
 )  # fmt: skip
+# How a result was measured (schema v13; gemmlab.measure.series).
+MEASURE_FIELDS = (
+    "ratio_low", "ratio_high", "activity", "kernels_seen", "input_sets", "l2_policy", "floor_ms", "energy_j",
+    "baseline_energy_j", "slowed_samples",
+)  # fmt: skip
 # Result fields a caller may give (the rest are computed: id, run_id, experiment, point_key, created).
 RESULT_FIELDS = (
     "kernel", "m", "n", "k", "block_edge", "dtype", "variant", "backend", "config", "median_ms", "min_ms", "max_ms",
     "reps", "graph_launches", "gflops", "gbytes_per_s", "error", "tolerance", "metric", "baseline_name",
     "baseline_median_ms", "baseline_gflops", "baseline_gbytes_per_s", "ratio_to_baseline", "registers", "smem_bytes",
     "arch", "flush_l2", "sm_clock_after_mhz", "h2d_ms", "d2h_ms", "e2e_gflops", "host_memory", "warnings",
-    "source", "timing_method", "baseline_timing_method", *PROFILE_FIELDS,
+    "source", "timing_method", "baseline_timing_method", *PROFILE_FIELDS, *MEASURE_FIELDS,
 )  # fmt: skip
 # A failed point's fields (see Store.add_failure): what it was and why it failed.
 # ``kind`` is one word: "wrong" (verification), "fault" (the kernel crashed the
@@ -642,6 +665,10 @@ def result_row(result: Any) -> dict:
     row["config"] = config_text(row.get("config"))
     row["source"] = row.get("source") or ""
     row["warnings"] = list(row.get("warnings") or [])
+    if interval := data.get("ratio_interval"):
+        row["ratio_low"], row["ratio_high"] = interval
+    if isinstance(row.get("kernels_seen"), list | tuple):
+        row["kernels_seen"] = json.dumps(list(row["kernels_seen"]))
     if row.get("flush_l2") is not None:
         row["flush_l2"] = int(bool(row["flush_l2"]))
     return row
@@ -1063,8 +1090,9 @@ class Store:
             names = [d[0] for d in cursor.description]
             found = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
         for row in found:
-            for key in (*PROFILE_FIELDS, "profile_json", *RUN_FIELDS_IN_ROWS):
+            for key in (*PROFILE_FIELDS, *MEASURE_FIELDS, "profile_json", *RUN_FIELDS_IN_ROWS):
                 row.setdefault(key, None)
+            row["kernels_seen"] = json.loads(row["kernels_seen"]) if row["kernels_seen"] else []
             # A read-only file older than v5 has neither column: nothing was recorded.
             row.setdefault("backend", "")
             row.setdefault("config", "")

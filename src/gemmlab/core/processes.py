@@ -1,0 +1,49 @@
+"""The processes a process started, read from Linux's /proc: what the grader
+checks for before it times the library, and ends when a submission's stage
+is over. Pure reading; nothing here signals anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PROC = Path("/proc")
+
+
+def parents(proc: Path = PROC) -> dict[int, tuple[int, int]]:
+    """Every process's (parent pid, session id), by pid; empty where /proc is not Linux's."""
+    found: dict[int, tuple[int, int]] = {}
+    for entry in proc.iterdir() if proc.is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # it ended while we looked
+            continue
+        # pid (comm) state ppid pgrp session ...; comm may hold spaces and parentheses.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        found[int(entry.name)] = (int(fields[1]), int(fields[3]))
+    return found
+
+
+def descendants(pid: int, table: dict[int, tuple[int, int]] | None = None) -> set[int]:
+    """The processes ``pid`` started, and theirs, by parent pid."""
+    table = parents() if table is None else table
+    children: dict[int, list[int]] = {}
+    for child, (parent, _session) in table.items():
+        children.setdefault(parent, []).append(child)
+    found: set[int] = set()
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        if child not in found:
+            found.add(child)
+            todo += children.get(child, [])
+    return found
+
+
+def name_of(pid: int, proc: Path = PROC) -> str:
+    """A process's command name, or "?" once it is gone."""
+    try:
+        return (proc / str(pid) / "comm").read_text().strip()
+    except OSError:
+        return "?"

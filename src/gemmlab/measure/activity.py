@@ -1,0 +1,295 @@
+"""Everything the GPU ran while a figure was taken, from CUPTI's activity records.
+
+CUDA events around a launch time the stream they are recorded on. Work the
+timed call leaves on another stream, starts from another thread, or leaves
+running after it returns is outside them, and a library timed next to it
+would wait behind it. So while a series is timed, gemmlab records with CUPTI
+(NVIDIA's ``cupti-python``) every kernel, copy and memset the process runs,
+with its start and end on the GPU, and ties each to what launched it:
+
+- every call the runner times is wrapped in an external correlation id of
+  its own (``Recorder.tagged``), which CUPTI copies onto everything the call
+  launches, on any stream, graph replays included;
+- the two events around the call are wrapped the same way, and CUPTI gives
+  the GPU time each was reached (event device timestamps), so a sample's
+  window is known on the same clock as the kernels;
+- the API records give the thread each launch came from: anything launched
+  from a thread other than the runner's is the timed code's too (the runner
+  launches from one thread), wherever it lands.
+
+:func:`judge` then says of each sample what ran in it: the call's own work
+(its kernel names, shown with the figure), the part of that work that ended
+after the end event (it counts: the sample is lengthened to its end), and
+work from other threads inside the window (counted on the kernel's side,
+refused on the library's). It is pure, and tested with made-up records.
+
+Where CUPTI cannot be used (``cupti-python`` not installed, another profiler
+attached, ``GEMMLAB_CUPTI=0``) the figures are the events' alone, and the
+result says so (:attr:`Recorder.method`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# Set to "0" to time by CUDA events alone (to measure what CUPTI costs, or
+# under a tool that holds CUPTI itself).
+VARIABLE = "GEMMLAB_CUPTI"
+# A sample's own work that ends up to this long after its end event is taken
+# as ending with it: the end event is reached when the last kernel on its
+# stream has retired, and the two timestamps are read by different units.
+LINGER_SLACK_NS = 2_000
+
+# Tags: an external correlation id names one role in one sample.
+CALL, LIBRARY, START, END = 1, 2, 3, 4
+_ROLE = 10_000_000
+
+
+def tag(role: int, sample: int) -> int:
+    """The external correlation id of ``role`` (CALL, LIBRARY, START, END) in sample ``sample``."""
+    return role * _ROLE + sample
+
+
+def role_of(external: int) -> tuple[int, int]:
+    """(role, sample) of an external correlation id made by :func:`tag`."""
+    return external // _ROLE, external % _ROLE
+
+
+@dataclass(frozen=True)
+class Activity:
+    """One piece of GPU work: a kernel, a copy or a memset."""
+
+    kind: str  # "kernel", "memcpy", "memset"
+    name: str
+    start: int  # ns, CUPTI's clock
+    end: int
+    stream: int
+    correlation: int
+
+
+@dataclass
+class Trace:
+    """What CUPTI recorded over a series: the work, the external ids and
+    threads of the API calls that launched it, and the event timestamps."""
+
+    activities: list[Activity] = field(default_factory=list)
+    external: dict[int, int] = field(default_factory=dict)  # correlation id -> external id
+    threads: dict[int, int] = field(default_factory=dict)  # correlation id -> launching thread
+    events: dict[int, int] = field(default_factory=dict)  # correlation id of an event record -> GPU timestamp
+    dropped: int = 0
+
+
+@dataclass
+class SampleWork:
+    """What one sample's window held, by :func:`judge`."""
+
+    sample: int
+    role: int  # CALL or LIBRARY
+    start: int | None  # the window's GPU timestamps (None: an event's record is missing)
+    end: int | None
+    names: list[str] = field(default_factory=list)  # the timed call's own kernels, copies and memsets
+    lingering: list[str] = field(default_factory=list)  # its work that ended after the end event
+    last_end: int | None = None  # when its last piece of work ended
+    foreign: list[str] = field(default_factory=list)  # other threads' work inside the window
+
+    @property
+    def extra_ns(self) -> int:
+        """How far the call's own work ran past the end event."""
+        if self.end is None or self.last_end is None:
+            return 0
+        return max(0, self.last_end - self.end)
+
+
+def judge(trace: Trace, samples: Sequence[tuple[int, int]]) -> list[SampleWork]:
+    """For each (role, sample) in ``samples``, what ran in its window (see the
+    module's docstring). The runner's own thread is the one that recorded the
+    windows' events (CUPTI names threads its own way, so it is read from the
+    trace, not from Python)."""
+    marks: dict[tuple[int, int], int] = {}
+    own_thread = None
+    for correlation, stamp in trace.events.items():
+        external = trace.external.get(correlation)
+        if external is not None and role_of(external)[0] in (START, END):
+            marks[role_of(external)] = stamp
+            own_thread = trace.threads.get(correlation, own_thread)
+    work = {key: SampleWork(key[1], key[0], marks.get((START, key[1])), marks.get((END, key[1]))) for key in samples}
+    foreign: list[Activity] = []
+    for activity in trace.activities:
+        external = trace.external.get(activity.correlation)
+        if external is not None and role_of(external)[0] in (CALL, LIBRARY):
+            found = work.get(role_of(external))
+            if found is not None:
+                _own(found, activity)
+            continue
+        thread = trace.threads.get(activity.correlation)
+        if thread is not None and own_thread is not None and thread != own_thread:
+            foreign.append(activity)
+    for activity in foreign:
+        for found in work.values():
+            if found.start is None or found.end is None:
+                continue
+            if activity.start < found.end and activity.end > found.start:
+                if found.role == CALL:
+                    _own(found, activity)  # launched by the timed code's own thread: its work
+                else:
+                    found.foreign.append(activity.name)
+    return [work[key] for key in samples]
+
+
+def _own(found: SampleWork, activity: Activity) -> None:
+    found.names.append(activity.name)
+    found.last_end = activity.end if found.last_end is None else max(found.last_end, activity.end)
+    if found.end is not None and activity.end > found.end + LINGER_SLACK_NS:
+        found.lingering.append(activity.name)
+
+
+def distinct(names: Sequence[str], limit: int = 6) -> str:
+    """Names in order of first appearance, each once, at most ``limit`` (then how many more)."""
+    seen = list(dict.fromkeys(names))
+    shown = ", ".join(seen[:limit])
+    return shown + (f" and {len(seen) - limit} more" if len(seen) > limit else "")
+
+
+class Recorder:
+    """CUPTI's activity records over a timed series, or nothing where CUPTI
+    cannot be used: ``available`` says which and ``reason`` why not."""
+
+    def __init__(self) -> None:
+        self.available = False
+        self.reason = ""
+        self._cupti: Any = None
+        self._records: list[Any] = []
+        self._kinds: list[Any] = []
+        if os.environ.get(VARIABLE) == "0":
+            self.reason = f"{VARIABLE}=0"
+            return
+        try:
+            from cupti import cupti
+        except ImportError:
+            self.reason = "cupti-python is not installed (pip install cupti-python)"
+            return
+        self._cupti = cupti
+        self._kinds = [
+            cupti.ActivityKind.CONCURRENT_KERNEL,
+            cupti.ActivityKind.MEMCPY,
+            cupti.ActivityKind.MEMSET,
+            cupti.ActivityKind.RUNTIME,
+            cupti.ActivityKind.DRIVER,
+            cupti.ActivityKind.EXTERNAL_CORRELATION,
+            cupti.ActivityKind.CUDA_EVENT,
+        ]
+        self.available = True
+
+    @property
+    def method(self) -> str:
+        """How the work in a window was known, in the words stored with each figure."""
+        if self.available:
+            return "CUDA events; CUPTI: every kernel, copy and memset the call launched, on any stream or thread"
+        return f"CUDA events only (CUPTI not used: {self.reason})"
+
+    def start(self) -> None:
+        """Start recording; on failure (another profiler holds CUPTI, an old
+        driver) fall back to the events alone, with the reason kept."""
+        if not self.available:
+            return
+        cupti = self._cupti
+        try:
+            _register(cupti, self._records)
+            for kind in self._kinds:
+                cupti.activity_enable(kind)
+            cupti.activity_enable_cuda_event_device_timestamps(1)
+        except Exception as exc:  # cuptiError: MULTIPLE_SUBSCRIBERS under ncu, NOT_INITIALIZED, ...
+            self.available = False
+            self.reason = f"CUPTI refused to record ({exc})"
+            self._disable()
+
+    def stop(self) -> Trace:
+        """Stop recording and return what was recorded."""
+        if not self.available:
+            return Trace()
+        try:
+            self._cupti.activity_flush_all(1)
+        finally:
+            self._disable()
+        records, self._records[:] = list(self._records), []
+        return _trace(self._cupti, records)
+
+    def _disable(self) -> None:
+        for kind in self._kinds:
+            with contextlib.suppress(Exception):
+                self._cupti.activity_disable(kind)
+
+    @contextlib.contextmanager
+    def tagged(self, external: int) -> Iterator[None]:
+        """Everything launched from this thread inside the block carries ``external``."""
+        if not self.available:
+            yield
+            return
+        kind = self._cupti.ExternalCorrelationKind.CUSTOM0
+        self._cupti.activity_push_external_correlation_id(kind, external)
+        try:
+            yield
+        finally:
+            self._cupti.activity_pop_external_correlation_id(kind)
+
+
+_REGISTERED: dict[str, list[Any]] = {}
+
+
+def _register(cupti: Any, sink: list[Any]) -> None:
+    """CUPTI's buffer callbacks, registered once per process; the records
+    go to the recorder that is recording now."""
+    _REGISTERED["sink"] = sink
+    if _REGISTERED.get("done"):
+        return
+
+    def requested() -> tuple[int, int]:
+        return 8 * 1024 * 1024, 0
+
+    def completed(activities: list[Any]) -> None:
+        _REGISTERED["sink"].extend(_plain(cupti, a) for a in activities)
+
+    cupti.activity_register_callbacks(requested, completed)
+    _REGISTERED["done"] = [True]
+
+
+def _plain(cupti: Any, record: Any) -> tuple:
+    """A record as a tuple of plain values, read while CUPTI's buffer is alive."""
+    kind = int(record.kind)
+    kinds = cupti.ActivityKind
+    if kind in (int(kinds.CONCURRENT_KERNEL), int(kinds.KERNEL)):
+        return ("kernel", record.name, record.start, record.end, record.stream_id, record.correlation_id)
+    if kind == int(kinds.MEMCPY):
+        return ("memcpy", f"memcpy ({record.bytes} bytes)", record.start, record.end, record.stream_id,
+                record.correlation_id)  # fmt: skip
+    if kind == int(kinds.MEMSET):
+        return ("memset", f"memset ({record.bytes} bytes)", record.start, record.end, record.stream_id,
+                record.correlation_id)  # fmt: skip
+    if kind == int(kinds.EXTERNAL_CORRELATION):
+        return ("external", record.correlation_id, record.external_id)
+    if kind in (int(kinds.RUNTIME), int(kinds.DRIVER)):
+        return ("api", record.correlation_id, record.thread_id)
+    if kind == int(kinds.CUDA_EVENT):
+        return ("event", record.correlation_id, record.device_timestamp)
+    return ("other",)
+
+
+def _trace(cupti: Any, records: list[tuple]) -> Trace:
+    trace = Trace()
+    for record in records:
+        what = record[0]
+        if what in ("kernel", "memcpy", "memset"):
+            trace.activities.append(Activity(*record))
+        elif what == "external":
+            trace.external[record[1]] = record[2]
+        elif what == "api":
+            trace.threads[record[1]] = record[2]
+        elif what == "event":
+            trace.events[record[1]] = record[2]
+    with contextlib.suppress(Exception):
+        trace.dropped = int(cupti.activity_get_num_dropped_records(0, 0))
+    return trace

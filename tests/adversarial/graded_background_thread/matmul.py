@@ -1,0 +1,32 @@
+"""Adversarial, graded (tests/adversarial/README.md): an honest product, and
+a thread started at import that keeps the GPU busy forever, so that the
+grader's cuBLAS runs slower. Caught by: the library is timed only after the
+submission's process and everything it started have ended."""
+
+import threading
+
+import cupy as cp
+
+_SPIN = cp.RawKernel(r"""
+extern "C" __global__ void spin(unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
+}
+""", "spin")
+
+
+def _keep_busy():
+    with cp.cuda.Stream(non_blocking=True) as stream:
+        while True:
+            _SPIN((1,), (1,), (cp.uint64(1_000_000),), stream=stream)
+            stream.synchronize()
+
+
+threading.Thread(target=_keep_busy, daemon=True).start()
+
+
+def matmul(A, B, C):
+    cp.matmul(A, B, out=C)
+
+GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"}
