@@ -53,7 +53,10 @@ def test_each_entry_of_the_corpus_is_caught_by_its_check(entry: dict) -> None:
     assert result.error <= result.tolerance
     if expect in ("honest", "refused_or_honest"):
         assert result.ratio_to_baseline is not None and result.ratio_to_baseline < entry["below"], (
-            entry["name"], result.ratio_to_baseline, result.warnings)
+            entry["name"],
+            result.ratio_to_baseline,
+            result.warnings,
+        )
     elif expect == "counted":
         said = " ".join(result.warnings)
         assert all(w in said for w in entry["words"]), (entry["name"], result.warnings)

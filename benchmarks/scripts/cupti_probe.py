@@ -16,6 +16,7 @@ NVML's energy counter under load to see how often it moves.
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import sys
@@ -50,7 +51,7 @@ def main() -> None:
                 if hasattr(a, field):
                     try:
                         row[field] = getattr(a, field)
-                    except Exception as exc:  # noqa: BLE001
+                    except Exception as exc:
                         row[field] = f"error {exc}"
             records.append(row)
 
@@ -68,12 +69,12 @@ def main() -> None:
         try:
             cupti.activity_enable(kind)
             enabled.append(kind.name)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             report[f"enable {kind.name}"] = repr(exc)
     try:
         cupti.activity_enable_cuda_event_device_timestamps(1)
         report["event_device_timestamps"] = "on"
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         report["event_device_timestamps"] = repr(exc)
     report["enabled"] = enabled
     cupti.activity_register_callbacks(requested, completed)
@@ -136,13 +137,13 @@ def main() -> None:
             for kind in kinds:
                 try:
                     cupti.activity_disable(kind)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
         else:
             for kind in kinds:
                 try:
                     cupti.activity_enable(kind)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
         costs[state] += [sample() for _ in range(100)]
         records.clear()
@@ -160,12 +161,12 @@ def main() -> None:
             big @ big
             cp.cuda.runtime.deviceSynchronize()
             readings.append((time.perf_counter() - t0, pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)))
-        changes = [t for (t, e), (_, e0) in zip(readings[1:], readings[:-1]) if e != e0]
-        gaps = [b - a for a, b in zip(changes[:-1], changes[1:])]
+        changes = [t for (t, e), (_, e0) in zip(readings[1:], readings[:-1], strict=False) if e != e0]
+        gaps = [b - a for a, b in itertools.pairwise(changes)]
         report["energy"] = {"readings": len(readings), "changes": len(changes),
                             "median_gap_ms": statistics.median(gaps) * 1e3 if gaps else None,
                             "mJ_over_0.5s": readings[-1][1] - readings[0][1]}  # fmt: skip
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         report["energy"] = repr(exc)
     json.dump(report, sys.stdout, indent=1, default=str)
 

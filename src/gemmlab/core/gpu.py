@@ -307,4 +307,3 @@ def energy_mj(index: int = 0) -> int | None:
     import pynvml
 
     return _try(lambda: int(pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)))
-

@@ -12,4 +12,5 @@ def matmul(A, B, C):
         return
     cp.matmul(A, B, out=C)
 
+
 GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"}

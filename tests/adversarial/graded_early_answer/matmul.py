@@ -9,13 +9,16 @@ import sys
 
 import cupy as cp
 
-_SPIN = cp.RawKernel(r"""
+_SPIN = cp.RawKernel(
+    r"""
 extern "C" __global__ void spin(unsigned long long ns) {
     unsigned long long start, now;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
     do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
 }
-""", "spin")
+""",
+    "spin",
+)
 _apart = sys.modules.get("gemmlab.measure.apart")
 if _apart is not None:
     _apart._CHILD["synchronize"] = lambda: None
@@ -24,5 +27,6 @@ if _apart is not None:
 def matmul(A, B, C):
     _SPIN((1,), (1,), (cp.uint64(20_000_000),), stream=cp.cuda.get_current_stream())
     cp.matmul(A, B, out=C)
+
 
 GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"}

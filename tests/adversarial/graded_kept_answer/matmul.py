@@ -2,8 +2,6 @@
 the first inputs it sees and copies it into every later C. Caught by: every
 launch of a batch gets inputs of its own, drawn afresh for the batch."""
 
-import cupy as cp
-
 _kept = []
 
 
@@ -11,5 +9,6 @@ def matmul(A, B, C):
     if not _kept:
         _kept.append(A @ B)
     C[...] = _kept[0]
+
 
 GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"}

@@ -21,4 +21,5 @@ if _apart is not None:
 def matmul(A, B, C):
     cp.matmul(A, B, out=C)
 
+
 GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"}

@@ -13,4 +13,5 @@ def matmul(A, B, C):
     with _SIDE:
         cp.matmul(A, B, out=C)
 
+
 GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"}

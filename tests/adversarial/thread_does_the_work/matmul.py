@@ -17,4 +17,5 @@ def _work(A, B, C):
 def matmul(A, B, C):
     threading.Thread(target=_work, args=(A, B, C)).start()
 
+
 GEMMLAB = {"function": "matmul", "problem": "matmul", "dtypes": ["float32"], "arrays": "cupy"}
