@@ -157,6 +157,12 @@ class FakeRecorder:
     def start(self) -> None:
         pass
 
+    def open(self) -> None:
+        self.gpu.log.append("record")
+
+    def close(self) -> None:
+        self.gpu.log.append("stop recording")
+
     def stop(self) -> activity.Trace:
         return self.trace
 

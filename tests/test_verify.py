@@ -5,6 +5,8 @@ stands in for CuPy: these functions take the array module), and the faulty,
 
 from __future__ import annotations
 
+import ctypes
+
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -270,6 +272,9 @@ class _DeviceArray(np.ndarray):
     def data(self) -> SimpleNamespace:  # type: ignore[override]
         return SimpleNamespace(ptr=self.__array_interface__["data"][0])
 
+    def get(self):
+        return np.asarray(self)
+
 
 def _device(x):
     return x.view(_DeviceArray) if isinstance(x, np.ndarray) else x
@@ -286,6 +291,18 @@ class _NumPyAsCuPy:
 
     def dtype(self, dtype):
         return np.dtype(dtype)
+
+    def RawKernel(self, source: str, name: str):  # CuPy's name
+        """The stack's copy kernel (measure/stack.py), on host memory: a table
+        of (destination, source) addresses and one length."""
+        assert name == "gemmlab_copy_table"
+
+        def copy(grid, block, args):
+            dst, src, size = args
+            for d, s in zip(np.asarray(dst).tolist(), np.asarray(src).tolist(), strict=True):
+                ctypes.memmove(d, s, int(size))
+
+        return copy
 
     def matmul(self, a, b, out=None):
         if out is None:
@@ -473,3 +490,30 @@ def test_a_renewed_set_checks_every_timed_launch_through_the_sketch(fake_cp, ker
         a, b = (base.rounded(np, np.asarray(x), "float16") for x in prepared.buffers[:2])
         out[...] = a @ b
         assert not prepared.sample_error() <= tolerance  # half-precision arithmetic
+
+
+@pytest.mark.parametrize(("kernel", "shape", "edge", "dtype"), SKETCHED[:7])
+def test_a_stack_of_sets_is_renewed_and_checked_together(fake_cp, kernel, shape, edge, dtype) -> None:
+    """measure/stack.py: the sets of a batch of short launches renewed, poisoned
+    and checked in a few operations over all of them, with the same verdicts
+    as set by set."""
+    from gemmlab.measure.stack import Stacked
+
+    sets = [_prepared(fake_cp, kernel, shape, edge, dtype)[0] for _ in range(4)]
+    tolerance = sets[0].tolerance if sets[0].tolerance is not None else TOLERANCE[dtype]
+    before = [np.asarray(p.buffers[0]).copy() for p in sets]
+    stacked = Stacked(fake_cp, sets, np.random.default_rng(5))
+    stacked.renew(poison=True)
+    assert all(not np.array_equal(np.asarray(p.buffers[0]), old) for p, old in zip(sets, before, strict=True))
+    assert len({np.asarray(p.buffers[0]).tobytes() for p in sets}) == 4  # every set its own inputs
+    assert not any(e <= tolerance for e in stacked.errors())  # poisoned (or C0, for alpha/beta: not the answer)
+    for p in sets:
+        _correct(p)
+    assert all(e <= tolerance for e in stacked.errors()) and stacked.damaged() == [False] * 4
+    out = sets[2].guards[0].inner
+    out.reshape(-1)[0] = out.reshape(-1)[5]  # one element of set 3 wrong
+    guard = sets[1].guards[0]
+    guard.whole.view(np.uint8)[-1] = 0  # a write into set 2's band after C
+    errors = stacked.errors()
+    assert [e <= tolerance for e in errors] == [True, True, False, True]
+    assert stacked.damaged() == [False, True, False, False]

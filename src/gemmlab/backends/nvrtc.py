@@ -568,6 +568,21 @@ def load_kernel(point: Point, compiled: CompiledKernel, device_index: int = 0) -
     return kernel
 
 
+# The kernel loaded last: the input sets of one timed series (gemmlab.measure.series)
+# are bound one after the other to the same compile, and need its module once.
+_LAST_LOADED: list[tuple[CompiledKernel, int, int, Any]] = []
+
+
+def _loaded(point: Point, compiled: CompiledKernel, device_index: int) -> Any:
+    """:func:`load_kernel`, reusing the kernel loaded for the same compile, shared memory and device."""
+    for held, smem, device, kernel in _LAST_LOADED:
+        if held is compiled and smem == point.dynamic_smem and device == device_index:
+            return kernel
+    kernel = load_kernel(point, compiled, device_index)
+    _LAST_LOADED[:] = [(compiled, point.dynamic_smem, device_index, kernel)]
+    return kernel
+
+
 def bind(
     cp: Any, point: Point, compiled: CompiledKernel, info: gpu.DeviceInfo, device_index: int, cp_stream: Any,
     seed: int | None,
@@ -579,7 +594,7 @@ def bind(
     from cuda.core import Stream
 
     prepared = point.spec.problem.prepare(cp, point, cp.random.default_rng(seed))
-    kernel = load_kernel(point, compiled, device_index)
+    kernel = _loaded(point, compiled, device_index)
     stream = Stream.from_handle(cp_stream.ptr)
     grid = resident_grid(kernel, point, info, stream) if point.spec.persistent else point.grid
     args, workspace = kernel_arguments(point.spec, prepared), None

@@ -192,19 +192,31 @@ class Recorder:
         return f"CUDA events only (CUPTI not used: {self.reason})"
 
     def start(self) -> None:
-        """Start recording; on failure (another profiler holds CUPTI, an old
+        """Get ready to record; on failure (another profiler holds CUPTI, an old
         driver) fall back to the events alone, with the reason kept."""
         if not self.available:
             return
         cupti = self._cupti
         try:
             _register(cupti, self._records)
-            for kind in self._kinds:
-                cupti.activity_enable(kind)
+            self.open()
             cupti.activity_enable_cuda_event_device_timestamps(1)
+            self.close()
         except Exception as exc:  # cuptiError: MULTIPLE_SUBSCRIBERS under ncu, NOT_INITIALIZED, ...
             self.available = False
             self.reason = f"CUPTI refused to record ({exc})"
+            self._disable()
+
+    def open(self) -> None:
+        """Record from now: around each sample only, so that the renewals and
+        checks between samples (hundreds of launches) make no records."""
+        if self.available:
+            for kind in self._kinds:
+                self._cupti.activity_enable(kind)
+
+    def close(self) -> None:
+        """Stop recording (the work of the window has ended: the device was synchronised)."""
+        if self.available:
             self._disable()
 
     def stop(self) -> Trace:

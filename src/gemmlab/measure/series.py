@@ -44,6 +44,7 @@ from gemmlab.core.timing import planned_reps
 from gemmlab.measure import activity
 from gemmlab.measure.activity import CALL, END, LIBRARY, START, Recorder, tag
 from gemmlab.measure.checks import checked
+from gemmlab.measure.stack import Stacked
 from gemmlab.problems.base import Prepared
 
 # Below this median (about 50 us) a kernel's time is of the order of launch
@@ -58,6 +59,10 @@ GRAPH_LAUNCHES = 50
 POOL_SHARE = 0.5
 SINGLE_SETS = 2
 L2_POLICY = "inputs written afresh before every sample (warm in L2 up to its size)"
+# NVML's energy counter is read around a side's samples when its first sample
+# took at least this long: a read costs about 3 ms on an H200 (2026-11-29),
+# and the counter moves about every 100 ms.
+METERED_MS = 20.0
 L2_FLUSHED = "inputs written afresh, then a buffer of twice L2's size written, before every sample"
 
 # Before each timed call the stream is held busy this long on the GPU, so that
@@ -131,6 +136,14 @@ class Pool:
         if poison:
             prepared.poison()
 
+    def stacked(self, count: int) -> Stacked | None:
+        """The first ``count`` sets renewed and checked together
+        (gemmlab.measure.stack), where their problem allows it."""
+        sets = [s.prepared for s in self.sets[:count]]
+        if all(p.stack is not None for p in sets) and all(p.guards for p in sets):
+            return Stacked(self.cp, sets, self.cp.random.default_rng())
+        return None
+
     def check(self, index: int, when: str) -> float:
         """Set ``index``'s output after a timed launch: its guard bands and its
         error against the inputs it was given; VerificationError naming what
@@ -139,9 +152,14 @@ class Pool:
         for guard in prepared.guards:
             if guard.damage(self.cp) is not None:
                 return checked(self.cp, prepared, self.tolerance, self.point, when)
-        error = (prepared.sample_error or prepared.error)()
+        return self.judged(index, (prepared.sample_error or prepared.error)(), when)
+
+    def judged(self, index: int, error: float, when: str) -> float:
+        """``error`` (a sampled check of set ``index``) when within the
+        tolerance; else VerificationError, explained against the full reference."""
         if error <= self.tolerance:  # NaN fails
             return error
+        prepared = self.sets[index].prepared
         if prepared.reference is not None:
             prepared.reference()
         found = checked(self.cp, prepared, self.tolerance, self.point, when, self.first_answer)
@@ -187,6 +205,7 @@ class Batch:
     run: Callable[[], None]
     count: int
     graphed: bool  # a CUDA graph; else the calls issued back to back (a call that refuses capture)
+    stacked: Stacked | None = None  # the sets renewed and checked together, where the problem allows
 
 
 @dataclass
@@ -223,7 +242,7 @@ class Series:
         self.start, self.end = cp.cuda.Event(), cp.cuda.Event()
         self.ids: list[tuple[int, int]] = []
         self.taken: dict[tuple[int, int], Sample] = {}
-        self.batches: dict[tuple[int, int], int] = {}  # sample id -> launches in it
+        self.metered: dict[int, bool] = {}  # by side: whether its samples read the energy counter
         self.error = 0.0
 
     def sample(self, side: Side) -> Sample:
@@ -231,11 +250,17 @@ class Series:
         the events behind a hold, the device synchronised, the output checked."""
         number = len(self.ids)
         sets = list(range(side.batch.count)) if side.batch else [self.pool.pick(min(len(self.pool.sets), SINGLE_SETS))]
-        for i in sets:
-            self.pool.ready(i, poison=side.checked)
+        stacked = side.batch.stacked if side.batch else None
+        if stacked is not None:
+            stacked.renew(poison=side.checked)
+        else:
+            for i in sets:
+                self.pool.ready(i, poison=side.checked)
         if self.flush is not None:
             self.flush()
-        before = gpu.energy_mj(self.device_index)
+        metered = self.metered.get(side.role, False)
+        before = gpu.energy_mj(self.device_index) if metered else None
+        self.recorder.open()
         hold(self.cp, self.stream)
         with self.recorder.tagged(tag(START, number)):
             self.start.record(self.stream)
@@ -248,14 +273,24 @@ class Series:
             self.end.record(self.stream)
         self.end.synchronize()
         self.cp.cuda.runtime.deviceSynchronize()  # whatever the call left on other streams ends here
+        self.recorder.close()
         elapsed = self.cp.cuda.get_elapsed_time(self.start, self.end)
-        after = gpu.energy_mj(self.device_index)
+        after = gpu.energy_mj(self.device_index) if metered else None
+        if side.role not in self.metered:
+            # NVML's energy read costs milliseconds: only samples long enough to carry it are metered.
+            self.metered[side.role] = elapsed * (side.batch.count if side.batch else 1) >= METERED_MS
         slowed = gpu.clock_slowdown_reasons(self.device_index) or []
         if side.checked:
             ordinal = 1 + sum(1 for role, _ in self.ids if role == side.role)
+            errors = stacked.errors() if stacked is not None else None
+            damaged = stacked.damaged() if stacked is not None else None
             for i in sets:
                 when = f"on timed sample {ordinal}" + (f", launch {i + 1} of its batch" if side.batch else "")
-                self.error = max(self.error, self.pool.check(i, when))
+                if errors is None or damaged is None or damaged[i]:
+                    error = self.pool.check(i, when)
+                else:
+                    error = self.pool.judged(i, errors[i], when)
+                self.error = max(self.error, error)
         launches = len(sets)
         taken = Sample(elapsed / launches, launches, slowed, None if None in (before, after) else after - before)
         self.ids.append((side.role, number))
@@ -328,8 +363,10 @@ def timed(series: Series, kernel: Side, library: Side | None, *, reps: int, max_
     probes = set(series.ids)
     if series.flush is None and min(s.ms for s in firsts) < SHORT_KERNEL_MS:
         count = series.pool.grow(GRAPH_LAUNCHES)
+        stacked = series.pool.stacked(count)
         for side in sides:
             side.batch = series.batch(side, count)
+            side.batch.stacked = stacked
         firsts = [series.sample(side) for side in sides]
     else:
         probes = set()

@@ -64,6 +64,11 @@ class Prepared:
     renew: Callable[[], None] | None = None
     sample_error: Callable[[], float] | None = None
     reference: Callable[[], None] | None = None
+    # The same, for many sets at once (gemmlab.measure.stack): what a GEMM's
+    # inputs and output are, so that a batch of short launches, each on a set
+    # of its own, is renewed and checked in a few array operations over all
+    # of them rather than a few per set. None: the sets are renewed one by one.
+    stack: Stackable | None = None
 
 
 # Guard bands. Each output is allocated with a band on either side, filled with
@@ -225,6 +230,42 @@ def gemm_sketch(
         y += addend @ x
     sketch.expected = y
     sketch.floor = magnitude * SKETCH_PROBES**0.5
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One input of a GEMM as a stack of sets sees it: the set's own buffer,
+    how to draw values for ``count`` sets at once (in the buffer's storage
+    type, shape (count, *buffer.shape)), and their exact float64 values."""
+
+    array: Any
+    draw: Callable[[Any, Any, int], Any]  # (xp, rng, count) -> stored values, (count, rows, cols)
+    exact: Callable[[Any, Any], Any]  # (xp, stored) -> float64 values
+
+
+@dataclass(frozen=True)
+class Stackable:
+    """A GEMM set, C = alpha A.B + beta C0 (``b_transposed``: B stored N x K,
+    C = A.B^T), for gemmlab.measure.stack. ``primed``: C is also the input C0,
+    so it starts as C0 rather than poisoned; ``exact``: integer data."""
+
+    a: Operand
+    b: Operand
+    out: Any  # C as the kernel writes it
+    out_values: Callable[[Any, Any], Any]  # (xp, stored C) -> its values
+    poison: Callable[[Any, Any], None]  # (xp, stored Cs) fills them with the poison
+    c0: Operand | None = None
+    alpha: float = 1.0
+    beta: float = 0.0
+    b_transposed: bool = False
+    primed: bool = False
+    exact: bool = False
+
+
+def drawn(draw: Callable[[Any, Any, int, int], Any], rows: int, cols: int) -> Callable[[Any, Any, int], Any]:
+    """A stack draw from a problem's own ``draw(xp, rng, rows, cols)``: one
+    call for all sets, the rows of every set one after the other."""
+    return lambda xp, rng, count: draw(xp, rng, count * rows, cols).reshape(count, rows, cols)
 
 
 def redraw_matrix(cp: Any, rng: Any, array: Any, dtype: str) -> None:

@@ -31,9 +31,12 @@ import numpy as np
 from gemmlab.core.dtypes import b_input_type, c_itemsize, input_type
 from gemmlab.core.extras import MissingExtra, require
 from gemmlab.problems.base import (
+    Operand,
     Prepared,
     Problem,
     Sketch,
+    Stackable,
+    drawn,
     gemm_sketch,
     guard_bytes,
     guarded_empty,
@@ -403,6 +406,15 @@ def _prepare_int8(cp: Any, point: Point, rng: Any, boxes: tuple[int, int] | None
         renew=renew,
         sample_error=lambda: sketch.error(cp, c),
         reference=reference,
+        stack=Stackable(
+            a=Operand(a, drawn(_int8_inputs, s.m, s.k), lambda xp, stored: stored.astype(xp.float64)),
+            b=Operand(b, drawn(_int8_inputs, s.n, s.k), lambda xp, stored: stored.astype(xp.float64)),
+            out=c,
+            out_values=lambda xp, stored: stored,
+            poison=lambda xp, stored: poison(xp, stored),
+            b_transposed=True,
+            exact=True,
+        ),
     )
 
 

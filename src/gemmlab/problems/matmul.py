@@ -20,9 +20,12 @@ import numpy as np
 
 from gemmlab.core.dtypes import SAME_TYPE_C_TOLERANCE, TOLERANCE
 from gemmlab.problems.base import (
+    Operand,
     Prepared,
     Problem,
     Sketch,
+    Stackable,
+    drawn,
     gemm_sketch,
     guard_bytes,
     guarded_empty,
@@ -188,7 +191,25 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
         renew=renew,
         sample_error=lambda: sketch.error(cp, values(cp, c, dtype)),
         reference=reference,
+        stack=Stackable(
+            a=_operand(a, s.m, s.k, dtype),
+            b=_operand(b, s.k, s.n, dtype),
+            c0=_operand(c0, s.m, s.n, dtype) if with_scalars else None,
+            out=c,
+            out_values=lambda xp, stored: values(xp, stored, dtype),
+            poison=lambda xp, stored: poison(xp, stored, dtype),
+            alpha=float(alpha),
+            beta=float(beta),
+            primed=with_scalars,
+            exact=sketch.exact,
+        ),
     )
+
+
+def _operand(array: Any, rows: int, cols: int, dtype: str) -> Operand:
+    """An input of the matmul problem, drawn as random_matrix draws it."""
+    draw = drawn(lambda xp, rng, r, c: random_matrix(xp, rng, r, c, dtype), rows, cols)
+    return Operand(array, draw, lambda xp, stored: _exact(xp, stored, dtype))
 
 
 def _baseline(

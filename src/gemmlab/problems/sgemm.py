@@ -10,9 +10,12 @@ import numpy as np
 from gemmlab.core.dtypes import TOLERANCE
 from gemmlab.problems.base import (
     GemmOperands,
+    Operand,
     Prepared,
     Problem,
     Sketch,
+    Stackable,
+    drawn,
     gemm_sketch,
     guard_bytes,
     guarded_empty,
@@ -96,7 +99,22 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
         renew=renew,
         sample_error=lambda: sketch.error(cp, c_out),
         reference=reference,
+        stack=Stackable(
+            a=_operand(a, s.m, s.k),
+            b=_operand(b, s.k, s.n),
+            c0=_operand(c_in, s.m, s.n),
+            out=c_out,
+            out_values=lambda xp, stored: stored,
+            poison=lambda xp, stored: poison(xp, stored),
+            alpha=ALPHA,
+            beta=BETA,
+        ),
     )
+
+
+def _operand(array: Any, rows: int, cols: int) -> Operand:
+    draw = drawn(lambda xp, rng, r, c: random_matrix(xp, rng, r, c, "float32"), rows, cols)
+    return Operand(array, draw, lambda xp, stored: stored.astype(xp.float64))
 
 
 def sgemm_operands(cp: Any, point: Point, gemm: GemmOperands) -> tuple:

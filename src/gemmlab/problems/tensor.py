@@ -13,10 +13,13 @@ import numpy as np
 from gemmlab.core.dtypes import input_type
 from gemmlab.problems.base import (
     GemmOperands,
+    Operand,
     Prepared,
     Problem,
     Sketch,
+    Stackable,
     bf16_bits,
+    drawn,
     gemm_sketch,
     guard_bytes,
     guarded_empty,
@@ -151,7 +154,20 @@ def prepare_tensor(
         renew=renew,
         sample_error=lambda: sketch.error(cp, values(cp, c, c_type)),
         reference=reference,
+        stack=Stackable(
+            a=_operand(a, s.m, s.k, dtype),
+            b=_operand(b, s.n, s.k, dtype),
+            out=c,
+            out_values=lambda xp, stored: values(xp, stored, c_type),
+            poison=lambda xp, stored: poison(xp, stored, c_type),
+            b_transposed=True,
+        ),
     )
+
+
+def _operand(array: Any, rows: int, cols: int, dtype: str) -> Operand:
+    draw = drawn(lambda xp, rng, r, c: _stored(xp, rng, r, c, dtype), rows, cols)
+    return Operand(array, draw, lambda xp, stored: _exact(xp, stored, dtype))
 
 
 def tensor_operands(
