@@ -178,7 +178,6 @@ class FakeRecorder:
         correlation = next(self.ids)
         if self.current and not self.foreign_thread:
             self.trace.external[correlation] = self.current[-1]
-        self.trace.threads[correlation] = 2 if self.foreign_thread else 1
         return correlation
 
     def activity(self, name: str, start: float, end: float) -> None:

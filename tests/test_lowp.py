@@ -441,3 +441,24 @@ def test_slab_one_starts_behind_only_when_asked(kernel_id: str) -> None:
     staggered = sass_opcodes(compile_kernel(catalogue.variant(kernel_id, {"STAGGER": 1}), 0, "e4m3", "sm_90a").cubin)
     assert ops["BAR.ARV"] == 0 and staggered["BAR.ARV"] >= 1
     assert total(staggered, "BAR") >= total(ops, "BAR") + 2
+
+
+@pytest.mark.parametrize(("scaling", "rows_per_group"), [("tensor", 1), ("rowcol", 1), ("block", 1), ("block", 128)])
+def test_a_renewal_shuffles_rows_within_their_scales_and_keeps_the_exact_values_true(scaling, rows_per_group) -> None:
+    """Every timed launch of an FP8 rung gets its operands renewed by a shuffle
+    of rows within their scale groups and a negation of half of them (problems/lowp.py:
+    _reshuffled): the codes and scales then still decode to the exact values the
+    sketch is computed from, and the rows have moved."""
+    from gemmlab.problems.lowp import _reshuffled
+
+    rng = np.random.default_rng(3)
+    rows, k = 256, 256
+    q = problem.quantise(np, problem.draw(np, rng, rows, k), E4M3, scaling, rows_per_group)
+    codes, scales = q.codes.copy(), q.scales.copy()
+    exact = _reshuffled(np, rng, codes, scales, q.exact, scaling, rows_per_group)
+    group_scales = scales.reshape(-1, 1) if scaling != "block" else np.ascontiguousarray(scales.T)
+    full = problem.expand(np, group_scales.astype(np.float64), rows, k, scaling, rows_per_group)
+    assert np.array_equal(decode(np, codes, E4M3) * full, exact)
+    assert not np.array_equal(codes, q.codes)
+    if scaling == "block" and rows_per_group == 128:  # rows stay inside their 128-row group
+        assert sorted(np.abs(exact[:128]).sum(axis=1)) == sorted(np.abs(q.exact[:128]).sum(axis=1))

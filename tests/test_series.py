@@ -139,20 +139,24 @@ def test_work_left_running_on_a_side_stream_counts_in_the_time() -> None:
     assert set(out.lingering) == {"side"} and {"main", "side"} <= set(out.names)
 
 
-def test_another_threads_work_inside_the_librarys_window_is_refused() -> None:
-    """Corpus: a background thread. Its kernels are the timed code's; inside
-    the library's window they would slow the library, so the series is refused."""
+def _window_trace(*windows: tuple[int, int, int, int]) -> activity.Trace:
+    """A trace with the START and END events of (role, sample, start, end) windows."""
     trace = activity.Trace()
     ids = iter(range(1, 100))
+    for _role, sample, start, end in windows:
+        for role, at in ((START, start), (END, end)):
+            c = next(ids)
+            trace.external[c], trace.events[c] = tag(role, sample), at
+    return trace
 
-    def event(role: int, sample: int, at: int) -> None:
-        c = next(ids)
-        trace.external[c], trace.threads[c], trace.events[c] = tag(role, sample), 1, at
 
-    event(START, 0, 0), event(END, 0, 100), event(START, 1, 200), event(END, 1, 300)
-    c = next(ids)
-    trace.activities.append(activity.Activity("kernel", "spin", 220, 280, 9, c))
-    trace.threads[c] = 2
+def test_untagged_work_inside_the_librarys_window_is_refused() -> None:
+    """Corpus: a background thread. Work that carries no tag of the window it
+    runs in is not the runner's (which renews before the hold and checks after
+    the window): inside the library's window it would slow the library, so the
+    series is refused."""
+    trace = _window_trace((CALL, 0, 0, 100), (LIBRARY, 1, 200, 300))
+    trace.activities.append(activity.Activity("kernel", "spin", 150, 280, 0, 50))  # launched before the window
     works = activity.judge(trace, [(CALL, 0), (LIBRARY, 1)])
     assert works[1].foreign == ["spin"] and works[0].names == []
     gpu = fakes.FakeGPU()
@@ -162,14 +166,22 @@ def test_another_threads_work_inside_the_librarys_window_is_refused() -> None:
         run.finish()
 
 
-def test_another_threads_work_inside_the_kernels_window_is_the_kernels() -> None:
-    trace = activity.Trace()
-    for c, (role, at) in enumerate([(START, 0), (END, 100)], 1):
-        trace.external[c], trace.threads[c], trace.events[c] = tag(role, 0), 1, at
-    trace.activities.append(activity.Activity("kernel", "helper", 50, 10_100, 9, 3))
-    trace.threads[3] = 2
+def test_untagged_work_inside_the_kernels_window_is_the_kernels() -> None:
+    trace = _window_trace((CALL, 0, 0, 100))
+    trace.activities.append(activity.Activity("kernel", "helper", 50, 10_100, 0, 3))
     (work,) = activity.judge(trace, [(CALL, 0)])
     assert work.names == ["helper"] and work.lingering == ["helper"] and work.extra_ns == 10_000
+
+
+def test_the_calls_work_started_before_the_start_event_counts_too() -> None:
+    """Work the call put on another stream can start while the runner's hold
+    still keeps the timed stream busy, before the start event: it counts from
+    its own start."""
+    trace = _window_trace((CALL, 0, 300_000, 310_000))
+    trace.external[7] = tag(CALL, 0)
+    trace.activities.append(activity.Activity("kernel", "early", 20_000, 370_000, 0, 7))
+    (work,) = activity.judge(trace, [(CALL, 0)])
+    assert work.lingering == ["early"] and work.extra_ns == 280_000 + 60_000
 
 
 def test_the_ratio_carries_an_interval_and_says_when_it_is_noise() -> None:

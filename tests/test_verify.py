@@ -6,7 +6,6 @@ stands in for CuPy: these functions take the array module), and the faulty,
 from __future__ import annotations
 
 import ctypes
-
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -323,6 +322,9 @@ class _Rng:
 
     def standard_normal(self, size, dtype):
         return _device(self.rng.standard_normal(size=size, dtype=dtype))
+
+    def random(self, size, dtype):
+        return _device(self.rng.random(size=size, dtype=dtype))
 
 
 @pytest.fixture

@@ -5,23 +5,28 @@ timed call leaves on another stream, starts from another thread, or leaves
 running after it returns is outside them, and a library timed next to it
 would wait behind it. So while a series is timed, gemmlab records with CUPTI
 (NVIDIA's ``cupti-python``) every kernel, copy and memset the process runs,
-with its start and end on the GPU, and ties each to what launched it:
+with its start and end on the GPU:
 
 - every call the runner times is wrapped in an external correlation id of
   its own (``Recorder.tagged``), which CUPTI copies onto everything the call
-  launches, on any stream, graph replays included;
-- the two events around the call are wrapped the same way, and CUPTI gives
-  the GPU time each was reached (event device timestamps), so a sample's
-  window is known on the same clock as the kernels;
-- the API records give the thread each launch came from: anything launched
-  from a thread other than the runner's is the timed code's too (the runner
-  launches from one thread), wherever it lands.
+  launches, on any stream, graph replays included; the API records that
+  carry it are kept only inside the windows (``Recorder.open``, ``close``),
+  so the renewals and checks between samples add no records of calls;
+- the hold and the two events around the call are wrapped the same way, and
+  CUPTI gives the GPU time each event was reached (event device timestamps),
+  so a sample's window is known on the same clock as the kernels;
+- what runs inside a window without a tag of the window cannot be the
+  runner's own work (the runner queues its renewals before the hold, on the
+  same stream, and checks only after the window has ended and the device
+  has been synchronised): it was launched by another thread, or before the
+  window opened by a thread that is still at it.
 
 :func:`judge` then says of each sample what ran in it: the call's own work
-(its kernel names, shown with the figure), the part of that work that ended
-after the end event (it counts: the sample is lengthened to its end), and
-work from other threads inside the window (counted on the kernel's side,
-refused on the library's). It is pure, and tested with made-up records.
+(its kernel names, shown with the figure), the part of that work outside the
+events (it counts: the sample is lengthened to cover it, before the start
+event as after the end event), and untagged work inside the window (counted
+on the kernel's side, refused on the library's). It is pure, and tested with
+made-up records.
 
 Where CUPTI cannot be used (``cupti-python`` not installed, another profiler
 attached, ``GEMMLAB_CUPTI=0``) the figures are the events' alone, and the
@@ -78,7 +83,6 @@ class Trace:
 
     activities: list[Activity] = field(default_factory=list)
     external: dict[int, int] = field(default_factory=dict)  # correlation id -> external id
-    threads: dict[int, int] = field(default_factory=dict)  # correlation id -> launching thread
     events: dict[int, int] = field(default_factory=dict)  # correlation id of an event record -> GPU timestamp
     dropped: int = 0
 
@@ -92,49 +96,41 @@ class SampleWork:
     start: int | None  # the window's GPU timestamps (None: an event's record is missing)
     end: int | None
     names: list[str] = field(default_factory=list)  # the timed call's own kernels, copies and memsets
-    lingering: list[str] = field(default_factory=list)  # its work that ended after the end event
+    lingering: list[str] = field(default_factory=list)  # its work that ran outside the events
+    first_start: int | None = None  # when its first piece of work started
     last_end: int | None = None  # when its last piece of work ended
-    foreign: list[str] = field(default_factory=list)  # other threads' work inside the window
+    foreign: list[str] = field(default_factory=list)  # untagged work inside a library's window
 
     @property
     def extra_ns(self) -> int:
-        """How far the call's own work ran past the end event."""
-        if self.end is None or self.last_end is None:
+        """How far the call's own work ran outside the events, before and after."""
+        if self.end is None or self.start is None or self.last_end is None or self.first_start is None:
             return 0
-        return max(0, self.last_end - self.end)
+        return max(0, self.last_end - self.end) + max(0, self.start - self.first_start)
 
 
 def judge(trace: Trace, samples: Sequence[tuple[int, int]]) -> list[SampleWork]:
-    """For each (role, sample) in ``samples``, what ran in its window (see the
-    module's docstring). The runner's own thread is the one that recorded the
-    windows' events (CUPTI names threads its own way, so it is read from the
-    trace, not from Python)."""
+    """For each (role, sample) in ``samples``, what ran in its window (see the module's docstring)."""
     marks: dict[tuple[int, int], int] = {}
-    own_thread = None
     for correlation, stamp in trace.events.items():
         external = trace.external.get(correlation)
         if external is not None and role_of(external)[0] in (START, END):
             marks[role_of(external)] = stamp
-            own_thread = trace.threads.get(correlation, own_thread)
     work = {key: SampleWork(key[1], key[0], marks.get((START, key[1])), marks.get((END, key[1]))) for key in samples}
-    foreign: list[Activity] = []
+    untagged: list[Activity] = []
     for activity in trace.activities:
         external = trace.external.get(activity.correlation)
-        if external is not None and role_of(external)[0] in (CALL, LIBRARY):
-            found = work.get(role_of(external))
-            if found is not None:
-                _own(found, activity)
-            continue
-        thread = trace.threads.get(activity.correlation)
-        if thread is not None and own_thread is not None and thread != own_thread:
-            foreign.append(activity)
-    for activity in foreign:
+        if external is None:
+            untagged.append(activity)
+        elif role_of(external)[0] in (CALL, LIBRARY) and (found := work.get(role_of(external))) is not None:
+            _own(found, activity)
+    for activity in untagged:
         for found in work.values():
             if found.start is None or found.end is None:
                 continue
             if activity.start < found.end and activity.end > found.start:
                 if found.role == CALL:
-                    _own(found, activity)  # launched by the timed code's own thread: its work
+                    _own(found, activity)  # another thread of the timed code's: its work
                 else:
                     found.foreign.append(activity.name)
     return [work[key] for key in samples]
@@ -142,8 +138,11 @@ def judge(trace: Trace, samples: Sequence[tuple[int, int]]) -> list[SampleWork]:
 
 def _own(found: SampleWork, activity: Activity) -> None:
     found.names.append(activity.name)
+    found.first_start = activity.start if found.first_start is None else min(found.first_start, activity.start)
     found.last_end = activity.end if found.last_end is None else max(found.last_end, activity.end)
-    if found.end is not None and activity.end > found.end + LINGER_SLACK_NS:
+    late = found.end is not None and activity.end > found.end + LINGER_SLACK_NS
+    early = found.start is not None and activity.start < found.start - LINGER_SLACK_NS
+    if late or early:
         found.lingering.append(activity.name)
 
 
@@ -173,15 +172,16 @@ class Recorder:
             self.reason = "cupti-python is not installed (pip install cupti-python)"
             return
         self._cupti = cupti
-        self._kinds = [
+        # The GPU's work, recorded for the whole series; the API calls (and the
+        # external ids they carry) inside the windows only.
+        self._work = [
             cupti.ActivityKind.CONCURRENT_KERNEL,
             cupti.ActivityKind.MEMCPY,
             cupti.ActivityKind.MEMSET,
-            cupti.ActivityKind.RUNTIME,
-            cupti.ActivityKind.DRIVER,
-            cupti.ActivityKind.EXTERNAL_CORRELATION,
             cupti.ActivityKind.CUDA_EVENT,
         ]
+        self._calls = [cupti.ActivityKind.RUNTIME, cupti.ActivityKind.DRIVER, cupti.ActivityKind.EXTERNAL_CORRELATION]
+        self._kinds = self._work + self._calls
         self.available = True
 
     @property
@@ -199,25 +199,26 @@ class Recorder:
         cupti = self._cupti
         try:
             _register(cupti, self._records)
-            self.open()
+            for kind in self._work:
+                cupti.activity_enable(kind)
             cupti.activity_enable_cuda_event_device_timestamps(1)
-            self.close()
         except Exception as exc:  # cuptiError: MULTIPLE_SUBSCRIBERS under ncu, NOT_INITIALIZED, ...
             self.available = False
             self.reason = f"CUPTI refused to record ({exc})"
             self._disable()
 
     def open(self) -> None:
-        """Record from now: around each sample only, so that the renewals and
-        checks between samples (hundreds of launches) make no records."""
+        """Record API calls and their external ids from now: inside a window only."""
         if self.available:
-            for kind in self._kinds:
+            for kind in self._calls:
                 self._cupti.activity_enable(kind)
 
     def close(self) -> None:
-        """Stop recording (the work of the window has ended: the device was synchronised)."""
+        """Stop recording API calls (the window's work has ended: the device was synchronised)."""
         if self.available:
-            self._disable()
+            for kind in self._calls:
+                with contextlib.suppress(Exception):
+                    self._cupti.activity_disable(kind)
 
     def stop(self) -> Trace:
         """Stop recording and return what was recorded."""
@@ -258,36 +259,45 @@ def _register(cupti: Any, sink: list[Any]) -> None:
     _REGISTERED["sink"] = sink
     if _REGISTERED.get("done"):
         return
+    kinds = cupti.ActivityKind
+    readers = _readers(kinds)
 
     def requested() -> tuple[int, int]:
         return 8 * 1024 * 1024, 0
 
     def completed(activities: list[Any]) -> None:
-        _REGISTERED["sink"].extend(_plain(cupti, a) for a in activities)
+        names: dict[int, str] = {}
+        sink = _REGISTERED["sink"]
+        for record in activities:
+            read = readers.get(int(record.kind))
+            if read is not None:
+                sink.append(read(record, names))
 
     cupti.activity_register_callbacks(requested, completed)
     _REGISTERED["done"] = [True]
 
 
-def _plain(cupti: Any, record: Any) -> tuple:
-    """A record as a tuple of plain values, read while CUPTI's buffer is alive."""
-    kind = int(record.kind)
-    kinds = cupti.ActivityKind
-    if kind in (int(kinds.CONCURRENT_KERNEL), int(kinds.KERNEL)):
-        return ("kernel", record.name, record.start, record.end, record.stream_id, record.correlation_id)
-    if kind == int(kinds.MEMCPY):
-        return ("memcpy", f"memcpy ({record.bytes} bytes)", record.start, record.end, record.stream_id,
-                record.correlation_id)  # fmt: skip
-    if kind == int(kinds.MEMSET):
-        return ("memset", f"memset ({record.bytes} bytes)", record.start, record.end, record.stream_id,
-                record.correlation_id)  # fmt: skip
-    if kind == int(kinds.EXTERNAL_CORRELATION):
-        return ("external", record.correlation_id, record.external_id)
-    if kind in (int(kinds.RUNTIME), int(kinds.DRIVER)):
-        return ("api", record.correlation_id, record.thread_id)
-    if kind == int(kinds.CUDA_EVENT):
-        return ("event", record.correlation_id, record.device_timestamp)
-    return ("other",)
+def _readers(kinds: Any) -> dict[int, Any]:
+    """For each kind of record kept, what to read of it while CUPTI's buffer is
+    alive: as few fields as will do (each read costs microseconds), and a
+    kernel's name once per launch (a graph replay's nodes share one)."""
+
+    def kernel(record: Any, names: dict[int, str]) -> tuple:
+        correlation = record.correlation_id
+        if correlation not in names:
+            names[correlation] = record.name
+        return ("kernel", names[correlation], record.start, record.end, 0, correlation)
+
+    def copy(what: str) -> Any:
+        return lambda record, names: (what, what, record.start, record.end, 0, record.correlation_id)
+
+    return {
+        int(kinds.CONCURRENT_KERNEL): kernel,
+        int(kinds.MEMCPY): copy("memcpy"),
+        int(kinds.MEMSET): copy("memset"),
+        int(kinds.EXTERNAL_CORRELATION): lambda record, names: ("external", record.correlation_id, record.external_id),
+        int(kinds.CUDA_EVENT): lambda record, names: ("event", record.correlation_id, record.device_timestamp),
+    }
 
 
 def _trace(cupti: Any, records: list[tuple]) -> Trace:
@@ -298,8 +308,6 @@ def _trace(cupti: Any, records: list[tuple]) -> Trace:
             trace.activities.append(Activity(*record))
         elif what == "external":
             trace.external[record[1]] = record[2]
-        elif what == "api":
-            trace.threads[record[1]] = record[2]
         elif what == "event":
             trace.events[record[1]] = record[2]
     with contextlib.suppress(Exception):

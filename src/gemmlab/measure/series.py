@@ -261,8 +261,8 @@ class Series:
         metered = self.metered.get(side.role, False)
         before = gpu.energy_mj(self.device_index) if metered else None
         self.recorder.open()
-        hold(self.cp, self.stream)
         with self.recorder.tagged(tag(START, number)):
+            hold(self.cp, self.stream)
             self.start.record(self.stream)
         with self.recorder.tagged(tag(side.role, number)):
             if side.batch:
@@ -322,7 +322,7 @@ class Series:
             if work.role == LIBRARY and work.foreign:
                 raise GemmlabError(
                     f"the GPU was not idle while the library was timed: {activity.distinct(work.foreign)} ran "
-                    "inside its window, launched from another thread of this process.",
+                    "inside its window, left there by the timed code (another thread, or work still running).",
                     "The kernel's code left work running (a thread of its own, a stream it did not wait on); "
                     "gemmlab times the library on an otherwise idle GPU. Join such threads before returning.",
                 )

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from gemmlab.problems.base import CANARY, SKETCH_PROBES, Prepared, Stackable
+from gemmlab.problems.base import CANARY, SKETCH_PROBES, Prepared, Stackable, uniform_magnitude
 
 COPY_SOURCE = r"""
 // Entry y of the tables: copy `bytes` bytes from src[y] to dst[y], 16 bytes a
@@ -127,14 +127,10 @@ class Stacked:
         if c064 is not None and spec.beta:
             y += spec.beta * cp.matmul(c064, x)
         self.probes, self.expected = x, y
-        if not spec.exact:
-            # sum_magnitude per set (problems/base.py): the floor under a C that cancels.
-            a_cols = (a64 * a64).sum(axis=1)  # (count, K)
-            b_rows = (b64 * b64).sum(axis=1 if spec.b_transposed else 2)  # (count, K)
-            squares = spec.alpha**2 * (a_cols * b_rows).sum(axis=1)
-            if c064 is not None and spec.beta:
-                squares += spec.beta**2 * (c064 * c064).sum(axis=(1, 2))
-            self.floor = cp.sqrt(squares * SKETCH_PROBES)
+        if not spec.exact:  # the floor under a C that cancels, as a single set's renewal takes it
+            m, k = a64.shape[1:]
+            self.floor = uniform_magnitude(m, n, k, spec.alpha, spec.beta if c064 is not None else 0.0)
+            self.floor *= SKETCH_PROBES**0.5
         if poison:  # the kernel's sets; the library writes outputs of its own
             self._prime() if spec.primed else self.poisoned.scatter()
 

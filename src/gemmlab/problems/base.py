@@ -322,6 +322,13 @@ def sum_magnitude(cp: Any, a: Any, b: Any, alpha: float = 1.0, c0: Any = None, b
     return squares**0.5
 
 
+def uniform_magnitude(m: int, n: int, k: int, alpha: float = 1.0, beta: float = 0.0) -> float:
+    """What :func:`sum_magnitude` is on average for inputs uniform in [-1, 1]
+    (each square 1/3 on average): the floor a renewed set's sketch uses,
+    known without a pass over the inputs."""
+    return (alpha * alpha * m * n * k / 9 + beta * beta * m * n / 3) ** 0.5
+
+
 # A bfloat16 NaN (all exponent bits, a non-zero mantissa): what a bfloat16 C is
 # poisoned with, as a float C is with NaN.
 BF16_NAN = 0xFFFF

@@ -446,17 +446,25 @@ def _prepare_fp8(
     def reference() -> None:
         cp.matmul(exact[0], exact[1].T, out=ref)
 
-    def renew() -> None:
+    def redraw() -> None:
         # In place: the kernel (and any tensor map) holds the addresses of the codes and scales.
         new_a = quantise(cp, draw(cp, rng, s.m, s.k), fmt_a, scaling, 1)
         new_b = quantise(cp, draw(cp, rng, s.n, s.k), fmt_b, scaling, SCALE_BLOCK)
         a[...], sa[...], b[...], sb[...] = new_a.codes, new_a.scales, new_b.codes, new_b.scales
         exact[:] = [new_a.exact, new_b.exact]
+        reference()
         gemm_sketch(cp, rng, sketch, exact[0], exact[1], b_transposed=True)
 
-    def redraw() -> None:
-        renew()
-        reference()
+    def renew() -> None:
+        # Quantising a fresh draw costs tens of array passes over float64 data
+        # (15 ms a sample at 4096 on an H200, against 0.1 ms for the kernel);
+        # instead each operand's rows are shuffled, within the rows that share
+        # a scale, their scales with them, and a random half of them negated
+        # (the sign bit of the code): every element moves or changes, the
+        # values stay those of a quantised draw, and the exact values follow.
+        exact[0] = _reshuffled(cp, rng, a, sa, exact[0], scaling, 1)
+        exact[1] = _reshuffled(cp, rng, b, sb, exact[1], scaling, SCALE_BLOCK)
+        gemm_sketch(cp, rng, sketch, exact[0], exact[1], b_transposed=True)
 
     reference()
     operands = _operands(a, b, boxes)
@@ -479,6 +487,22 @@ def _prepare_fp8(
         # For the peer rungs (kernels/peers), which take arrays: the codes as uint8, C as stored.
         arrays={"A": a, "B": b, "C": c, "scale_a": sa, "scale_b": sb},
     )
+
+
+def _reshuffled(xp: Any, rng: Any, codes: Any, scales: Any, exact: Any, scaling: str, rows_per_group: int) -> Any:
+    """``codes`` (rows x K) renewed in place by a shuffle of its rows within
+    their scale groups and a negation of a random half of them, ``scales``
+    moved with their rows where each row has its own; the new exact values."""
+    rows = codes.shape[0]
+    group = xp.arange(rows) // rows_per_group if scaling == "block" else xp.zeros(rows)
+    order = xp.argsort(group * 2.0 + rng.random(size=rows, dtype=xp.float64))
+    flip = rng.random(size=rows, dtype=xp.float64) < 0.5
+    codes[...] = codes[order] ^ (flip[:, None] * 0x80).astype(xp.uint8)
+    if scaling == "rowcol":
+        scales[...] = scales[order]
+    elif scaling == "block" and rows_per_group == 1:
+        scales[...] = scales[:, order]  # stored (K groups, rows)
+    return exact[order] * xp.where(flip, -1.0, 1.0)[:, None]
 
 
 def lowp_device_bytes(point: Point) -> int:

@@ -38,6 +38,7 @@ from gemmlab.problems.base import (
     rounded,
     storage,
     sum_magnitude,
+    uniform_magnitude,
     values,
 )
 
@@ -145,8 +146,8 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
             redraw_matrix(cp, rng, array, dtype)
         exact_a, exact_b = _exact(cp, a, dtype), _exact(cp, b, dtype)
         addend = float(beta) * _exact(cp, c0, dtype) if with_scalars else None
-        gemm_sketch(cp, rng, sketch, exact_a, exact_b, alpha=float(alpha), addend=addend,
-                    magnitude=0.0 if sketch.exact else magnitude(exact_a, exact_b))  # fmt: skip
+        floor = 0.0 if sketch.exact else uniform_magnitude(s.m, s.n, s.k, float(alpha), float(beta))
+        gemm_sketch(cp, rng, sketch, exact_a, exact_b, alpha=float(alpha), addend=addend, magnitude=floor)
 
     def redraw() -> None:
         renew()

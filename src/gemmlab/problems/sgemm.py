@@ -26,6 +26,7 @@ from gemmlab.problems.base import (
     redraw_matrix,
     relative_error,
     sum_magnitude,
+    uniform_magnitude,
 )
 from gemmlab.problems.matmul import cublas_gemm, rounded_input_products
 
@@ -68,7 +69,7 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
     def renew() -> None:
         for array in (a, b, c_in):
             redraw_matrix(cp, rng, array, "float32")
-        magnitude = sum_magnitude(cp, a, b, ALPHA, c_in, BETA)
+        magnitude = uniform_magnitude(s.m, s.n, s.k, ALPHA, BETA)
         addend = BETA * c_in.astype(cp.float64)
         gemm_sketch(cp, rng, sketch, a.astype(cp.float64), b.astype(cp.float64), alpha=ALPHA, addend=addend,
                     magnitude=magnitude)  # fmt: skip
