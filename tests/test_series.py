@@ -234,3 +234,19 @@ def test_the_adversarial_corpus_names_a_check_for_every_entry() -> None:
         assert (folder / "matmul.toml").is_file() or (folder / "matmul.py").is_file(), folder
         if entry["expect"] != "named" and entry["expect"] != "honest":
             assert entry.get("words"), entry
+
+
+def test_a_window_is_read_off_the_hold_and_the_marker_where_events_give_no_time() -> None:
+    """The hold ends as the start event is reached; the marker kernel launched
+    behind the end event starts as it is reached (both tagged with the sample)."""
+    trace = activity.Trace()
+    trace.external.update({1: tag(START, 0), 2: tag(END, 0), 3: tag(CALL, 0)})
+    trace.activities += [
+        activity.Activity("kernel", "gemmlab_hold", 0, 300_000, 0, 1),
+        activity.Activity("kernel", "matmul", 301_000, 400_000, 0, 3),
+        activity.Activity("kernel", "gemmlab_hold", 401_000, 402_000, 0, 2),
+        activity.Activity("kernel", "side", 310_000, 900_000, 0, 3),
+    ]
+    (work,) = activity.judge(trace, [(CALL, 0)])
+    assert (work.start, work.end) == (300_000, 401_000)
+    assert work.names == ["matmul", "side"] and work.lingering == ["side"] and work.extra_ns == 499_000

@@ -12,9 +12,11 @@ with its start and end on the GPU:
   launches, on any stream, graph replays included; the API records that
   carry it are kept only inside the windows (``Recorder.open``, ``close``),
   so the renewals and checks between samples add no records of calls;
-- the hold and the two events around the call are wrapped the same way, and
-  CUPTI gives the GPU time each event was reached (event device timestamps),
-  so a sample's window is known on the same clock as the kernels;
+- the hold before the start event and a marker kernel after the end event
+  are wrapped the same way, so a sample's window is known on the GPU's clock,
+  the kernels' own (the hold ends as the start event is reached, the marker
+  starts as the end event is); CUPTI's event timestamps are used where it
+  gives them;
 - what runs inside a window without a tag of the window cannot be the
   runner's own work (the runner queues its renewals before the hold, on the
   same stream, and checks only after the window has ended and the device
@@ -116,13 +118,23 @@ def judge(trace: Trace, samples: Sequence[tuple[int, int]]) -> list[SampleWork]:
         external = trace.external.get(correlation)
         if external is not None and role_of(external)[0] in (START, END):
             marks[role_of(external)] = stamp
-    work = {key: SampleWork(key[1], key[0], marks.get((START, key[1])), marks.get((END, key[1]))) for key in samples}
     untagged: list[Activity] = []
+    owned: list[tuple[tuple[int, int], Activity]] = []
     for activity in trace.activities:
         external = trace.external.get(activity.correlation)
         if external is None:
             untagged.append(activity)
-        elif role_of(external)[0] in (CALL, LIBRARY) and (found := work.get(role_of(external))) is not None:
+            continue
+        role, sample = role_of(external)
+        if role == START:  # the hold: the start event is reached as it ends
+            marks.setdefault((START, sample), activity.end)
+        elif role == END:  # the marker launched behind the end event: it starts as the event is reached
+            marks.setdefault((END, sample), activity.start)
+        else:
+            owned.append(((role, sample), activity))
+    work = {key: SampleWork(key[1], key[0], marks.get((START, key[1])), marks.get((END, key[1]))) for key in samples}
+    for key, activity in owned:
+        if (found := work.get(key)) is not None:
             _own(found, activity)
     for activity in untagged:
         for found in work.values():

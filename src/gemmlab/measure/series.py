@@ -94,6 +94,11 @@ def hold(cp: Any, stream: Any) -> None:
     holder(cp)((1,), (1,), (cp.uint64(HOLD_NS),), stream=stream)
 
 
+def mark(cp: Any, stream: Any) -> None:
+    """Queue an empty kernel on ``stream``: where CUPTI records it, its start is the end event's time."""
+    holder(cp)((1,), (1,), (cp.uint64(0),), stream=stream)
+
+
 # -- the input sets ---------------------------------------------------------------
 
 
@@ -271,6 +276,8 @@ class Series:
                 side.call(sets[0])
         with self.recorder.tagged(tag(END, number)):
             self.end.record(self.stream)
+            if self.recorder.available:
+                mark(self.cp, self.stream)
         self.end.synchronize()
         self.cp.cuda.runtime.deviceSynchronize()  # whatever the call left on other streams ends here
         self.recorder.close()

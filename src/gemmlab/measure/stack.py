@@ -109,9 +109,7 @@ class Stacked:
         (``poison``) or, where C is also an input, refilled with C0."""
         cp, spec = self.cp, self.spec
         for name, op in self.inputs.items():
-            table = self.tables[name]
-            table.stack[...] = op.draw(cp, self.rng, self.count)
-            table.scatter()
+            self.tables[name].stack[...] = op.draw(cp, self.rng, self.count)
         a64 = spec.a.exact(cp, self.tables["a"].stack)
         b64 = spec.b.exact(cp, self.tables["b"].stack)
         n = b64.shape[1] if spec.b_transposed else b64.shape[2]
@@ -133,6 +131,10 @@ class Stacked:
             self.floor *= SKETCH_PROBES**0.5
         if poison:  # the kernel's sets; the library writes outputs of its own
             self._prime() if spec.primed else self.poisoned.scatter()
+        # The inputs go into the sets last, after the float64 work above: as a
+        # set renewed alone, they are then warm in L2 as far as it holds them.
+        for table in self.tables.values():
+            table.scatter()
 
     def _prime(self) -> None:
         """Every set's C refilled with its C0, as its own poison() would."""
