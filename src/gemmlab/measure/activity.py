@@ -38,7 +38,9 @@ result says so (:attr:`Recorder.method`).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -271,8 +273,7 @@ def _register(cupti: Any, sink: list[Any]) -> None:
     _REGISTERED["sink"] = sink
     if _REGISTERED.get("done"):
         return
-    kinds = cupti.ActivityKind
-    readers = _readers(kinds)
+    reader = _readers(cupti)
 
     def requested() -> tuple[int, int]:
         return 8 * 1024 * 1024, 0
@@ -281,7 +282,7 @@ def _register(cupti: Any, sink: list[Any]) -> None:
         names: dict[int, str] = {}
         sink = _REGISTERED["sink"]
         for record in activities:
-            read = readers.get(int(record.kind))
+            read = reader(record)
             if read is not None:
                 sink.append(read(record, names))
 
@@ -289,27 +290,65 @@ def _register(cupti: Any, sink: list[Any]) -> None:
     _REGISTERED["done"] = [True]
 
 
-def _readers(kinds: Any) -> dict[int, Any]:
-    """For each kind of record kept, what to read of it while CUPTI's buffer is
-    alive: as few fields as will do (each read costs microseconds), and a
-    kernel's name once per launch (a graph replay's nodes share one)."""
+def _readers(cupti: Any) -> Any:
+    """What to read of each record while CUPTI's buffer is alive, by the
+    record's class (ActivityKernel10, ActivityMemcpy6, ...; which versions a
+    CUPTI emits is its own): the fields straight from the record's bytes, at
+    the offsets of cupti-python's layout of that class (its attribute reads
+    cost about 25 us each, and a series makes thousands of records), and a
+    kernel's name once per launch (a graph replay's nodes share one). None for
+    a class not kept."""
+    found: dict[type, Any] = {}
 
-    def kernel(record: Any, names: dict[int, str]) -> tuple:
-        correlation = record.correlation_id
-        if correlation not in names:
-            names[correlation] = record.name
-        return ("kernel", names[correlation], record.start, record.end, 0, correlation)
+    def at(cls: type, *fields: str) -> list[tuple[int, Any]] | None:
+        layout = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower() + "_dtype"  # ActivityKernel10: activity_kernel10
+        dtype = getattr(cupti, layout, None)
+        if dtype is None or any(f not in dtype.fields for f in fields):
+            return None
+        return [(dtype.fields[f][1], _C_TYPES[dtype.fields[f][0].str]) for f in fields]
 
-    def copy(what: str) -> Any:
-        return lambda record, names: (what, what, record.start, record.end, 0, record.correlation_id)
+    def read(ptr: int, fields: list[tuple[int, Any]]) -> list[int]:
+        return [kind.from_address(ptr + offset).value for offset, kind in fields]
 
-    return {
-        int(kinds.CONCURRENT_KERNEL): kernel,
-        int(kinds.MEMCPY): copy("memcpy"),
-        int(kinds.MEMSET): copy("memset"),
-        int(kinds.EXTERNAL_CORRELATION): lambda record, names: ("external", record.correlation_id, record.external_id),
-        int(kinds.CUDA_EVENT): lambda record, names: ("event", record.correlation_id, record.device_timestamp),
-    }
+    def make(cls: type) -> Any:
+        name = cls.__name__
+        if name.startswith("ActivityKernel") and (fields := at(cls, "start", "end", "correlation_id", "name")):
+
+            def kernel(record: Any, names: dict[int, str]) -> tuple:
+                start, end, correlation, text = read(record.ptr, fields)
+                if correlation not in names:
+                    names[correlation] = ctypes.string_at(text).decode(errors="replace") if text else "?"
+                return ("kernel", names[correlation], start, end, 0, correlation)
+
+            return kernel
+        for what in ("memcpy", "memset"):
+            pattern = f"Activity{what.capitalize()}\\d*"
+            if re.fullmatch(pattern, name) and (fields := at(cls, "start", "end", "correlation_id")):
+                return _copy_reader(what, fields, read)
+        if name == "ActivityExternalCorrelation" and (fields := at(cls, "correlation_id", "external_id")):
+            return lambda record, names: ("external", *read(record.ptr, fields))
+        if name.startswith("ActivityCudaEvent") and (fields := at(cls, "correlation_id", "device_timestamp")):
+            return lambda record, names: ("event", *read(record.ptr, fields))
+        return None
+
+    def reader(record: Any) -> Any:
+        cls = type(record)
+        if cls not in found:
+            found[cls] = make(cls)
+        return found[cls]
+
+    return reader
+
+
+def _copy_reader(what: str, fields: list[tuple[int, Any]], read: Any) -> Any:
+    def copy(record: Any, names: dict[int, str]) -> tuple:
+        start, end, correlation = read(record.ptr, fields)
+        return (what, what, start, end, 0, correlation)
+
+    return copy
+
+
+_C_TYPES = {"<i4": ctypes.c_int32, "<u4": ctypes.c_uint32, "<i8": ctypes.c_int64, "<u8": ctypes.c_uint64}
 
 
 def _trace(cupti: Any, records: list[tuple]) -> Trace:
