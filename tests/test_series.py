@@ -160,10 +160,10 @@ def test_untagged_work_inside_the_librarys_window_is_refused() -> None:
     works = activity.judge(trace, [(CALL, 0), (LIBRARY, 1)])
     assert works[1].foreign == ["spin"] and works[0].names == []
     gpu = fakes.FakeGPU()
-    run, *_ = _series(gpu, fakes.honest(1.0), recorder=SimpleNamespace(available=True, stop=lambda: trace))
+    run, *_ = _series(gpu, fakes.honest(1.0), recorder=SimpleNamespace(available=True, flushed=lambda: trace))
     run.ids = [(CALL, 0), (LIBRARY, 1)]
     with pytest.raises(GemmlabError, match="not idle while the library was timed: spin"):
-        run.finish()
+        run.settle()
 
 
 def test_untagged_work_inside_the_kernels_window_is_the_kernels() -> None:
@@ -250,3 +250,14 @@ def test_a_window_is_read_off_the_hold_and_the_marker_where_events_give_no_time(
     (work,) = activity.judge(trace, [(CALL, 0)])
     assert (work.start, work.end) == (300_000, 401_000)
     assert work.names == ["matmul", "side"] and work.lingering == ["side"] and work.extra_ns == 499_000
+
+
+def test_work_outside_the_events_counts_before_the_choice_of_graphs() -> None:
+    """A call that puts all its work on a stream of its own looks, between
+    the events, like a kernel of a microsecond; its work, counted, is what
+    decides whether it is short enough for a graph."""
+    gpu = fakes.FakeGPU()
+    recorder = fakes.FakeRecorder(gpu)
+    run, kernel, library, _ = _series(gpu, fakes.lingering(0.0001, left_ms=0.5), recorder=recorder)
+    out = series.timed(run, kernel, library, reps=3, max_seconds=10)
+    assert out.kernel_batch is None and all(s.ms >= 0.5 for s in out.kernel)

@@ -3,15 +3,14 @@
 CUDA events around a launch time the stream they are recorded on. Work the
 timed call leaves on another stream, starts from another thread, or leaves
 running after it returns is outside them, and a library timed next to it
-would wait behind it. So while a series is timed, gemmlab records with CUPTI
-(NVIDIA's ``cupti-python``) every kernel, copy and memset the process runs,
-with its start and end on the GPU:
+would wait behind it. So around each sample of a series (``Recorder.open``,
+``close``), gemmlab records with CUPTI (NVIDIA's ``cupti-python``) every
+kernel, copy and memset the process runs, with its start and end on the GPU:
 
 - every call the runner times is wrapped in an external correlation id of
   its own (``Recorder.tagged``), which CUPTI copies onto everything the call
-  launches, on any stream, graph replays included; the API records that
-  carry it are kept only inside the windows (``Recorder.open``, ``close``),
-  so the renewals and checks between samples add no records of calls;
+  launches, on any stream (the renewals and checks between samples are not
+  recorded at all: a record costs cupti-python tens of microseconds);
 - the hold before the start event and a marker kernel after the end event
   are wrapped the same way, so a sample's window is known on the GPU's clock,
   the kernels' own (the hold ends as the start event is reached, the marker
@@ -186,16 +185,16 @@ class Recorder:
             self.reason = "cupti-python is not installed (pip install cupti-python)"
             return
         self._cupti = cupti
-        # The GPU's work, recorded for the whole series; the API calls (and the
-        # external ids they carry) inside the windows only.
-        self._work = [
+        self._kinds = [
             cupti.ActivityKind.CONCURRENT_KERNEL,
             cupti.ActivityKind.MEMCPY,
             cupti.ActivityKind.MEMSET,
             cupti.ActivityKind.CUDA_EVENT,
+            # API records carry the external ids onto the work they launch.
+            cupti.ActivityKind.RUNTIME,
+            cupti.ActivityKind.DRIVER,
+            cupti.ActivityKind.EXTERNAL_CORRELATION,
         ]
-        self._calls = [cupti.ActivityKind.RUNTIME, cupti.ActivityKind.DRIVER, cupti.ActivityKind.EXTERNAL_CORRELATION]
-        self._kinds = self._work + self._calls
         self.available = True
 
     @property
@@ -210,40 +209,45 @@ class Recorder:
         driver) fall back to the events alone, with the reason kept."""
         if not self.available:
             return
-        cupti = self._cupti
         try:
-            _register(cupti, self._records)
-            for kind in self._work:
-                cupti.activity_enable(kind)
-            cupti.activity_enable_cuda_event_device_timestamps(1)
+            _register(self._cupti, self._records)
+            self.open()
+            self._cupti.activity_enable_cuda_event_device_timestamps(1)
+            self.close()
         except Exception as exc:  # cuptiError: MULTIPLE_SUBSCRIBERS under ncu, NOT_INITIALIZED, ...
             self.available = False
             self.reason = f"CUPTI refused to record ({exc})"
             self._disable()
 
     def open(self) -> None:
-        """Record API calls and their external ids from now: inside a window only."""
+        """Record from now: around each sample only (cupti-python takes tens of
+        microseconds over each record, and the renewals and checks between
+        samples are hundreds of launches). Work launched before a window and
+        still running in it is not seen; a thread that keeps launching is."""
         if self.available:
-            for kind in self._calls:
+            for kind in self._kinds:
                 self._cupti.activity_enable(kind)
 
     def close(self) -> None:
-        """Stop recording API calls (the window's work has ended: the device was synchronised)."""
+        """Stop recording (the window's work has ended: the device was synchronised)."""
         if self.available:
-            for kind in self._calls:
-                with contextlib.suppress(Exception):
-                    self._cupti.activity_disable(kind)
+            self._disable()
 
-    def stop(self) -> Trace:
-        """Stop recording and return what was recorded."""
+    def flushed(self) -> Trace:
+        """What was recorded since the last call, every buffer flushed."""
         if not self.available:
             return Trace()
-        try:
-            self._cupti.activity_flush_all(1)
-        finally:
-            self._disable()
+        self._cupti.activity_flush_all(1)
         records, self._records[:] = list(self._records), []
         return _trace(self._cupti, records)
+
+    def stop(self) -> None:
+        """Stop recording; what is left unflushed is dropped."""
+        if self.available:
+            self._disable()
+            with contextlib.suppress(Exception):
+                self._cupti.activity_flush_all(1)
+            self._records.clear()
 
     def _disable(self) -> None:
         for kind in self._kinds:

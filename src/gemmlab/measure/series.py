@@ -248,6 +248,7 @@ class Series:
         self.ids: list[tuple[int, int]] = []
         self.taken: dict[tuple[int, int], Sample] = {}
         self.metered: dict[int, bool] = {}  # by side: whether its samples read the energy counter
+        self.works: dict[tuple[int, int], activity.SampleWork] = {}  # what CUPTI saw in each sample
         self.error = 0.0
 
     def sample(self, side: Side) -> Sample:
@@ -265,7 +266,11 @@ class Series:
             self.flush()
         metered = self.metered.get(side.role, False)
         before = gpu.energy_mj(self.device_index) if metered else None
-        self.recorder.open()
+        # A batch replays a captured graph: fixed GPU work on the timed stream,
+        # in which the timed code does not run; its single launches are recorded.
+        recorded = self.recorder.available and side.batch is None
+        if recorded:
+            self.recorder.open()
         with self.recorder.tagged(tag(START, number)):
             hold(self.cp, self.stream)
             self.start.record(self.stream)
@@ -276,11 +281,12 @@ class Series:
                 side.call(sets[0])
         with self.recorder.tagged(tag(END, number)):
             self.end.record(self.stream)
-            if self.recorder.available:
+            if recorded:
                 mark(self.cp, self.stream)
         self.end.synchronize()
         self.cp.cuda.runtime.deviceSynchronize()  # whatever the call left on other streams ends here
-        self.recorder.close()
+        if recorded:
+            self.recorder.close()
         elapsed = self.cp.cuda.get_elapsed_time(self.start, self.end)
         after = gpu.energy_mj(self.device_index) if metered else None
         if side.role not in self.metered:
@@ -319,13 +325,16 @@ class Series:
             return Batch(in_turn, count, graphed=False)
         return Batch(lambda: graph.launch(self.stream), count, graphed=True)
 
-    def finish(self) -> dict[tuple[int, int], activity.SampleWork]:
-        """Stop recording; what each sample ran, with each kernel sample
-        lengthened by its work past its end event. GemmlabError when another
-        thread's work ran inside the library's window."""
-        works = activity.judge(self.recorder.stop(), self.ids) if self.recorder.available else []
-        found = {(w.role, w.sample): w for w in works}
-        for work in works:
+    def settle(self) -> None:
+        """What the samples taken since the last settle ran (CUPTI's records
+        flushed and judged): each kernel sample lengthened by its own work
+        outside its events; GemmlabError when work that is not the library's
+        ran inside the library's window."""
+        if not self.recorder.available:
+            return
+        fresh = [key for key in self.ids if key not in self.works]
+        for work in activity.judge(self.recorder.flushed(), fresh):
+            self.works[(work.role, work.sample)] = work
             if work.role == LIBRARY and work.foreign:
                 raise GemmlabError(
                     f"the GPU was not idle while the library was timed: {activity.distinct(work.foreign)} ran "
@@ -336,7 +345,6 @@ class Series:
             if work.role == CALL and work.extra_ns:
                 sample = self.taken[(CALL, work.sample)]
                 sample.ms += work.extra_ns / 1e6 / sample.launches
-        return found
 
 
 def captured(stream: Any, calls: Sequence[Callable[[], None]]) -> Any:
@@ -366,31 +374,32 @@ def timed(series: Series, kernel: Side, library: Side | None, *, reps: int, max_
     series.recorder.start()
     sides = [kernel] if library is None else [kernel, library]
     series.pool.grow(SINGLE_SETS)
-    firsts = [series.sample(side) for side in sides]
-    probes = set(series.ids)
-    if series.flush is None and min(s.ms for s in firsts) < SHORT_KERNEL_MS:
+    probes = [series.sample(side) for side in sides]
+    series.settle()  # a call's work outside its events counts before the choice below
+    firsts = probes
+    if series.flush is None and min(s.ms for s in probes) < SHORT_KERNEL_MS:
         count = series.pool.grow(GRAPH_LAUNCHES)
         stacked = series.pool.stacked(count)
         for side in sides:
             side.batch = series.batch(side, count)
             side.batch.stacked = stacked
         firsts = [series.sample(side) for side in sides]
-    else:
-        probes = set()
     rounds = planned_reps(sum(s.ms * s.launches for s in firsts), reps, max_seconds) - 1
     for i in range(rounds):
         for side in sides if i % 2 else sides[::-1]:
             series.sample(side)
-    works = series.finish()
-    out = Outcome(method=series.recorder.method, input_sets=len(series.pool.sets), error=series.error,
-                  kernel_batch=kernel.batch, library_batch=library.batch if library else None)  # fmt: skip
-    for key in series.ids:
-        if key in probes:
-            continue
-        role = key[0]
-        (out.kernel if role == CALL else out.library).append(series.taken[key])
-        work = works.get(key)
-        if work is not None and role == CALL:
+    series.settle()
+    series.recorder.stop()
+    method = series.recorder.method
+    if kernel.batch is not None and series.recorder.available:
+        method += " (its single launches; a graph's replays are fixed GPU work, timed by the events)"
+    out = Outcome(method=method, input_sets=len(series.pool.sets), error=series.error, kernel_batch=kernel.batch,
+                  library_batch=library.batch if library else None)  # fmt: skip
+    skipped = 0 if firsts is probes else len(probes)
+    for key in series.ids[skipped:]:
+        (out.kernel if key[0] == CALL else out.library).append(series.taken[key])
+    for key, work in series.works.items():
+        if key[0] == CALL:
             out.names += work.names
             out.lingering += work.lingering
     return out
