@@ -455,7 +455,8 @@ def test_a_renewal_shuffles_rows_within_their_scales_and_keeps_the_exact_values_
     rows, k = 256, 256
     q = problem.quantise(np, problem.draw(np, rng, rows, k), E4M3, scaling, rows_per_group)
     codes, scales = q.codes.copy(), q.scales.copy()
-    exact = _reshuffled(np, rng, codes, scales, q.exact, scaling, rows_per_group)
+    exact, write = _reshuffled(np, rng, codes, scales, q.exact, scaling, rows_per_group)
+    write()
     group_scales = scales.reshape(-1, 1) if scaling != "block" else np.ascontiguousarray(scales.T)
     full = problem.expand(np, group_scales.astype(np.float64), rows, k, scaling, rows_per_group)
     assert np.array_equal(decode(np, codes, E4M3) * full, exact)

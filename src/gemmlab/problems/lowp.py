@@ -377,9 +377,9 @@ def _prepare_int8(cp: Any, point: Point, rng: Any, boxes: tuple[int, int] | None
         ref[...] = cp.matmul(a.astype(cp.float64), b.astype(cp.float64).T).astype(cp.int64)
 
     def renew() -> None:
-        a[...] = _int8_inputs(cp, rng, s.m, s.k)
-        b[...] = _int8_inputs(cp, rng, s.n, s.k)
-        gemm_sketch(cp, rng, sketch, a.astype(cp.float64), b.astype(cp.float64), b_transposed=True)
+        new_a, new_b = _int8_inputs(cp, rng, s.m, s.k), _int8_inputs(cp, rng, s.n, s.k)
+        gemm_sketch(cp, rng, sketch, new_a.astype(cp.float64), new_b.astype(cp.float64), b_transposed=True)
+        a[...], b[...] = new_a, new_b  # last: warm in L2
 
     def redraw() -> None:
         renew()
@@ -462,9 +462,12 @@ def _prepare_fp8(
         # a scale, their scales with them, and a random half of them negated
         # (the sign bit of the code): every element moves or changes, the
         # values stay those of a quantised draw, and the exact values follow.
-        exact[0] = _reshuffled(cp, rng, a, sa, exact[0], scaling, 1)
-        exact[1] = _reshuffled(cp, rng, b, sb, exact[1], scaling, SCALE_BLOCK)
+        (exact[0], write_a), (exact[1], write_b) = (
+            _reshuffled(cp, rng, a, sa, exact[0], scaling, 1),
+            _reshuffled(cp, rng, b, sb, exact[1], scaling, SCALE_BLOCK),
+        )
         gemm_sketch(cp, rng, sketch, exact[0], exact[1], b_transposed=True)
+        write_a(), write_b()  # last: the codes warm in L2
 
     reference()
     operands = _operands(a, b, boxes)
@@ -489,20 +492,28 @@ def _prepare_fp8(
     )
 
 
-def _reshuffled(xp: Any, rng: Any, codes: Any, scales: Any, exact: Any, scaling: str, rows_per_group: int) -> Any:
-    """``codes`` (rows x K) renewed in place by a shuffle of its rows within
-    their scale groups and a negation of a random half of them, ``scales``
-    moved with their rows where each row has its own; the new exact values."""
+def _reshuffled(
+    xp: Any, rng: Any, codes: Any, scales: Any, exact: Any, scaling: str, rows_per_group: int
+) -> tuple[Any, Callable[[], None]]:
+    """``codes`` (rows x K) renewed by a shuffle of its rows within their
+    scale groups and a negation of a random half of them, ``scales`` moved
+    with their rows where each row has its own: the new exact values, and
+    what writes the codes and scales in place (called last, so that they are
+    warm in L2 when the launch reads them)."""
     rows = codes.shape[0]
     group = xp.arange(rows) // rows_per_group if scaling == "block" else xp.zeros(rows)
     order = xp.argsort(group * 2.0 + rng.random(size=rows, dtype=xp.float64))
     flip = rng.random(size=rows, dtype=xp.float64) < 0.5
-    codes[...] = codes[order] ^ (flip[:, None] * 0x80).astype(xp.uint8)
-    if scaling == "rowcol":
-        scales[...] = scales[order]
-    elif scaling == "block" and rows_per_group == 1:
-        scales[...] = scales[:, order]  # stored (K groups, rows)
-    return exact[order] * xp.where(flip, -1.0, 1.0)[:, None]
+    new_codes = codes[order] ^ (flip[:, None] * 0x80).astype(xp.uint8)
+
+    def write() -> None:
+        if scaling == "rowcol":
+            scales[...] = scales[order]
+        elif scaling == "block" and rows_per_group == 1:
+            scales[...] = scales[:, order]  # stored (K groups, rows)
+        codes[...] = new_codes
+
+    return exact[order] * xp.where(flip, -1.0, 1.0)[:, None], write
 
 
 def lowp_device_bytes(point: Point) -> int:

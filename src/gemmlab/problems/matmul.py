@@ -33,7 +33,6 @@ from gemmlab.problems.base import (
     poison,
     poison_left,
     random_matrix,
-    redraw_matrix,
     relative_error,
     rounded,
     storage,
@@ -142,12 +141,16 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
         scale[0] = magnitude(exact_a, exact_b)
 
     def renew() -> None:
-        for array in (a, b, *((c0,) if with_scalars else ())):
-            redraw_matrix(cp, rng, array, dtype)
-        exact_a, exact_b = _exact(cp, a, dtype), _exact(cp, b, dtype)
-        addend = float(beta) * _exact(cp, c0, dtype) if with_scalars else None
+        # The sketch first, from the new values; the inputs written last, so
+        # that they are in L2 as far as it holds them (the float64 work evicts).
+        buffers = (a, b, *((c0,) if with_scalars else ()))
+        drawn_now = [random_matrix(cp, rng, *array.shape, dtype) for array in buffers]
+        exact_a, exact_b = _exact(cp, drawn_now[0], dtype), _exact(cp, drawn_now[1], dtype)
+        addend = float(beta) * _exact(cp, drawn_now[2], dtype) if with_scalars else None
         floor = 0.0 if sketch.exact else uniform_magnitude(s.m, s.n, s.k, float(alpha), float(beta))
         gemm_sketch(cp, rng, sketch, exact_a, exact_b, alpha=float(alpha), addend=addend, magnitude=floor)
+        for array, values_now in zip(buffers, drawn_now, strict=True):
+            array[...] = values_now
 
     def redraw() -> None:
         renew()

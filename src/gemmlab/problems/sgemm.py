@@ -23,7 +23,6 @@ from gemmlab.problems.base import (
     poison,
     poison_left,
     random_matrix,
-    redraw_matrix,
     relative_error,
     sum_magnitude,
     uniform_magnitude,
@@ -67,12 +66,13 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
         scale[0] = sum_magnitude(cp, a, b, ALPHA, c_in, BETA)
 
     def renew() -> None:
-        for array in (a, b, c_in):
-            redraw_matrix(cp, rng, array, "float32")
+        # The sketch first, from the new values; the inputs written last, warm in L2.
+        new_a, new_b, new_c = (random_matrix(cp, rng, *x.shape, "float32") for x in (a, b, c_in))
         magnitude = uniform_magnitude(s.m, s.n, s.k, ALPHA, BETA)
-        addend = BETA * c_in.astype(cp.float64)
-        gemm_sketch(cp, rng, sketch, a.astype(cp.float64), b.astype(cp.float64), alpha=ALPHA, addend=addend,
-                    magnitude=magnitude)  # fmt: skip
+        addend = BETA * new_c.astype(cp.float64)
+        gemm_sketch(cp, rng, sketch, new_a.astype(cp.float64), new_b.astype(cp.float64), alpha=ALPHA,
+                    addend=addend, magnitude=magnitude)  # fmt: skip
+        a[...], b[...], c_in[...] = new_a, new_b, new_c
 
     def redraw() -> None:
         renew()
