@@ -13,9 +13,7 @@ from typer.testing import CliRunner
 from gemmlab.cli import app
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
-from gemmlab.core.timing import Timing
 from gemmlab.kernels import catalogue
-from gemmlab.measure import run as run_module
 from gemmlab.measure.run import RunResult, run
 
 pytestmark = pytest.mark.gpu
@@ -102,10 +100,11 @@ def test_run_takes_a_python_file_on_the_command_line(name: str) -> None:
     assert "chosen by the function" in table.output and "ratio to library" in table.output
 
 
-def test_a_launch_that_refuses_capture_keeps_its_events_timing() -> None:
+def test_a_launch_that_refuses_capture_is_issued_back_to_back_and_leaves_the_stream_usable() -> None:
     """A stream synchronize is illegal while capturing: the capture fails, the
-    stream leaves capture mode and the events' figure is returned as it was."""
+    stream leaves capture mode, and the batch is the calls issued back to back."""
     from gemmlab.core import gpu
+    from gemmlab.measure import activity, series
 
     cp = gpu.cupy()
     stream = cp.cuda.Stream(non_blocking=True)
@@ -115,9 +114,10 @@ def test_a_launch_that_refuses_capture_keeps_its_events_timing() -> None:
         cp.add(counter, 1, out=counter)
         stream.synchronize()
 
-    timing = Timing.of([0.001, 0.001, 0.001])
+    timed = series.Series.__new__(series.Series)
+    timed.stream = stream  # all that making a batch uses
     with stream:
-        assert run_module._graph_retimed(cp, stream, launch, timing, 3, None) is timing
-        assert not stream.is_capturing()
-        launch()  # the stream still takes work
-    assert int(counter.get()[0]) >= 1
+        batch = timed.batch(series.Side(activity.CALL, lambda i: launch(), checked=False), 3)
+        assert not batch.graphed and not stream.is_capturing()
+        batch.run()
+    assert int(counter.get()[0]) >= 3

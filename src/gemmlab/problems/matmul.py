@@ -196,9 +196,9 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
         sample_error=lambda: sketch.error(cp, values(cp, c, dtype)),
         reference=reference,
         stack=Stackable(
-            a=_operand(a, s.m, s.k, dtype),
-            b=_operand(b, s.k, s.n, dtype),
-            c0=_operand(c0, s.m, s.n, dtype) if with_scalars else None,
+            a=gemm_operand(a, s.m, s.k, dtype),
+            b=gemm_operand(b, s.k, s.n, dtype),
+            c0=gemm_operand(c0, s.m, s.n, dtype) if with_scalars else None,
             out=c,
             out_values=lambda xp, stored: values(xp, stored, dtype),
             poison=lambda xp, stored: poison(xp, stored, dtype),
@@ -210,8 +210,8 @@ def prepare_matmul(cp: Any, point: Point, rng: Any) -> Prepared:
     )
 
 
-def _operand(array: Any, rows: int, cols: int, dtype: str) -> Operand:
-    """An input of the matmul problem, drawn as random_matrix draws it."""
+def gemm_operand(array: Any, rows: int, cols: int, dtype: str) -> Operand:
+    """An input of a GEMM problem stored in ``dtype``, drawn as random_matrix draws it."""
     draw = drawn(lambda xp, rng, r, c: random_matrix(xp, rng, r, c, dtype), rows, cols)
     return Operand(array, draw, lambda xp, stored: _exact(xp, stored, dtype))
 

@@ -10,12 +10,10 @@ import numpy as np
 from gemmlab.core.dtypes import TOLERANCE
 from gemmlab.problems.base import (
     GemmOperands,
-    Operand,
     Prepared,
     Problem,
     Sketch,
     Stackable,
-    drawn,
     gemm_sketch,
     guard_bytes,
     guarded_empty,
@@ -27,7 +25,7 @@ from gemmlab.problems.base import (
     sum_magnitude,
     uniform_magnitude,
 )
-from gemmlab.problems.matmul import cublas_gemm, rounded_input_products
+from gemmlab.problems.matmul import cublas_gemm, gemm_operand, rounded_input_products
 
 if TYPE_CHECKING:
     from gemmlab.kernels.spec import Point
@@ -101,9 +99,9 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
         sample_error=lambda: sketch.error(cp, c_out),
         reference=reference,
         stack=Stackable(
-            a=_operand(a, s.m, s.k),
-            b=_operand(b, s.k, s.n),
-            c0=_operand(c_in, s.m, s.n),
+            a=gemm_operand(a, s.m, s.k, "float32"),
+            b=gemm_operand(b, s.k, s.n, "float32"),
+            c0=gemm_operand(c_in, s.m, s.n, "float32"),
             out=c_out,
             out_values=lambda xp, stored: stored,
             poison=lambda xp, stored: poison(xp, stored),
@@ -112,10 +110,6 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
         ),
     )
 
-
-def _operand(array: Any, rows: int, cols: int) -> Operand:
-    draw = drawn(lambda xp, rng, r, c: random_matrix(xp, rng, r, c, "float32"), rows, cols)
-    return Operand(array, draw, lambda xp, stored: stored.astype(xp.float64))
 
 
 def sgemm_operands(cp: Any, point: Point, gemm: GemmOperands) -> tuple:
