@@ -111,7 +111,6 @@ def prepare_sgemm(cp: Any, point: Point, rng: Any) -> Prepared:
     )
 
 
-
 def sgemm_operands(cp: Any, point: Point, gemm: GemmOperands) -> tuple:
     """The FP32 ladder's arguments: A (M x K), B (K x N), C_in and C_out
     (M x N), all row-major float32 pointers, then M, N, K, alpha and beta."""
