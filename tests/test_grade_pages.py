@@ -7,6 +7,8 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from gemmlab.report.leaderboard import page_link, write_leaderboard
 from gemmlab.studies.grade import FAIL, GRADED
 
@@ -65,3 +67,22 @@ def test_a_failed_submissions_page_shows_why_with_the_compile_log(tmp_path: Path
     page = (tmp_path / page_link("bob")).read_text()
     assert "Stopped at the compile stage" in page and "matmul.cu(3): error: &lt;oops&gt;" in page
     assert "Time beside cuBLAS" not in page and "Not known" in page
+
+
+def test_shares_whose_intervals_overlap_are_marked_within_noise() -> None:
+    """Issue 48: a leaderboard says when two ranked shares are not told apart."""
+    from gemmlab.report.leaderboard import mark_noise, share_interval
+
+    assert share_interval([{"ratio_low": 0.5, "ratio_high": 0.6}, {"ratio_low": 2.0, "ratio_high": 2.4}]) == (
+        pytest.approx(1.0),
+        pytest.approx((0.6 * 2.4) ** 0.5),
+    )
+    assert share_interval([{"ratio_low": 0.5, "ratio_high": 0.6}, {"ratio_low": None, "ratio_high": None}]) is None
+    rows = [
+        {"rank": 1, "submission": "a", "share_interval": (1.10, 1.20), "noise": ""},
+        {"rank": 2, "submission": "b", "share_interval": (1.05, 1.12), "noise": ""},
+        {"rank": 3, "submission": "c", "share_interval": (0.50, 0.60), "noise": ""},
+        {"rank": None, "submission": "d", "share_interval": None, "noise": ""},
+    ]
+    mark_noise(rows)
+    assert [r["noise"] for r in rows] == ["within noise of b", "", "", ""]

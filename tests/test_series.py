@@ -261,3 +261,17 @@ def test_work_outside_the_events_counts_before_the_choice_of_graphs() -> None:
     run, kernel, library, _ = _series(gpu, fakes.lingering(0.0001, left_ms=0.5), recorder=recorder)
     out = series.timed(run, kernel, library, reps=3, max_seconds=10)
     assert out.kernel_batch is None and all(s.ms >= 0.5 for s in out.kernel)
+
+
+def test_a_round_slowed_by_heat_is_taken_again_and_a_power_capped_one_only_counted(monkeypatch) -> None:
+    from gemmlab.core import gpu as gpu_module
+
+    reasons = iter([[], [], [], [], ["hardware thermal slowdown"], [], ["software power cap"], []] + [[]] * 20)
+    monkeypatch.setattr(gpu_module, "clock_slowdown_reasons", lambda index=0: next(reasons))
+    gpu = fakes.FakeGPU()
+    run, kernel, library, _ = _series(gpu, fakes.honest(1.0))
+    out = series.timed(run, kernel, library, reps=4, max_seconds=10)
+    # Rounds: probes (samples 1-2), then 3 alternated rounds; the first of them had a thermal
+    # slowdown and is taken again once, clean; the power-capped round stays, flagged.
+    assert out.retaken == 1 and len(out.kernel) == len(out.library) == 4
+    assert sum(1 for s in out.kernel + out.library if s.slowed) == 1

@@ -330,7 +330,7 @@ def run(
     result.input_sets = outcome.input_sets
     result.l2_policy = series.L2_FLUSHED if flush_l2 else series.L2_POLICY
     result.energy_j = _energy_j(outcome.kernel)
-    result.slowed_samples = sum(1 for s in outcome.kernel + outcome.library if s.slowed)
+    result.slowed_samples = sum(1 for s in outcome.kernel + outcome.library if s.slowed)  # kept ones
     result.sm_clock_after_mhz = m.sm_clock_mhz
     result.warnings = timing_warnings(m.timing, m.clock_events) + series_warnings(result, outcome)
     return result
@@ -356,6 +356,8 @@ def series_warnings(result: RunResult, outcome: series.Outcome) -> list[str]:
     if outcome.lingering:
         names = activity.distinct(outcome.lingering)
         found.append(f"work the timed call launched ran past its end event and was counted: {names}")
+    if outcome.retaken:
+        found.append(f"{outcome.retaken} rounds were taken again: NVML reported a transient slowdown during them")
     if result.slowed_samples:
         found.append(f"{result.slowed_samples} samples were taken while NVML reported the clocks held back")
     if within_noise(result.ratio_interval):

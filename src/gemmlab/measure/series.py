@@ -234,6 +234,7 @@ class Outcome:
     method: str = ""
     input_sets: int = 1
     error: float = 0.0  # the largest sampled error over the checked launches
+    retaken: int = 0  # rounds taken again after a transient slowdown
 
 
 class Series:
@@ -347,6 +348,31 @@ class Series:
                 sample.ms += work.extra_ns / 1e6 / sample.launches
 
 
+# Clock-event reasons a sample is taken again for: a slowdown that comes and
+# goes (heat, a power brake). The software power cap is how a loaded H100 or
+# H200 runs all the time; a sample taken again would be capped again, so it is
+# only counted (Outcome, RunResult.slowed_samples).
+TRANSIENT_SLOWDOWNS = ("hardware slowdown", "software thermal slowdown", "hardware thermal slowdown", "power brake")
+
+
+def _retake(series: Series, sides: list[Side], rounds: int, reps: int) -> set[tuple[int, int]]:
+    """Rounds whose samples were taken while NVML reported a transient
+    slowdown, taken again (at most ``reps`` more rounds, alternating as
+    before): the ids of the samples replaced, each replaced by a clean one."""
+
+    def slowed_rounds() -> list[list[tuple[int, int]]]:
+        keys = series.ids[-len(sides) * rounds :] if rounds else []
+        grouped = [keys[i : i + len(sides)] for i in range(0, len(keys), len(sides))]
+        return [g for g in grouped if any(set(series.taken[k].slowed) & set(TRANSIENT_SLOWDOWNS) for k in g)]
+
+    replaced: set[tuple[int, int]] = set()
+    for i, flagged in enumerate(slowed_rounds()[:reps]):
+        fresh = [series.sample(side) for side in (sides if i % 2 else sides[::-1])]
+        if not any(set(sample.slowed) & set(TRANSIENT_SLOWDOWNS) for sample in fresh):
+            replaced.update(flagged)
+    return replaced
+
+
 def captured(stream: Any, calls: Sequence[Callable[[], None]]) -> Any:
     """A CUDA graph of ``calls`` recorded on ``stream``. A call that raises
     ends the capture before the error goes on, so the stream is never left capturing."""
@@ -388,6 +414,7 @@ def timed(series: Series, kernel: Side, library: Side | None, *, reps: int, max_
     for i in range(rounds):
         for side in sides if i % 2 else sides[::-1]:
             series.sample(side)
+    retaken = _retake(series, sides, rounds, reps)
     series.settle()
     series.recorder.stop()
     method = series.recorder.method
@@ -397,7 +424,9 @@ def timed(series: Series, kernel: Side, library: Side | None, *, reps: int, max_
                   library_batch=library.batch if library else None)  # fmt: skip
     skipped = 0 if firsts is probes else len(probes)
     for key in series.ids[skipped:]:
-        (out.kernel if key[0] == CALL else out.library).append(series.taken[key])
+        if key not in retaken:
+            (out.kernel if key[0] == CALL else out.library).append(series.taken[key])
+    out.retaken = len(retaken) // len(sides)
     for key, work in series.works.items():
         if key[0] == CALL:
             out.names += work.names

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import csv
 import html
+import itertools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from gemmlab.core.timing import overlap
 from gemmlab.report.model import slug
 from gemmlab.report.user_pages import COLUMNS as RESULT_COLUMNS
 from gemmlab.report.user_pages import UserPage, table_rows
 
-COLUMNS = ("rank", "submission", "grade", "share_geomean", "stage", "reason", "attempts", "wall_s", "graded")
+COLUMNS = ("rank", "submission", "grade", "share_geomean", "share_interval", "stage", "reason", "attempts", "wall_s",
+           "graded")  # fmt: skip
 # Where each submission's page goes, beside leaderboard.html.
 PAGES = "submissions"
 PASSED = "graded"
@@ -55,7 +59,27 @@ def standings(grades: Sequence[dict]) -> list[dict]:
 def _row(row: dict, attempts: int) -> dict:
     keep = ("submission", "grade", "share_geomean", "stage")
     return {"rank": None, **{k: row[k] for k in keep}, "reason": row["reason"] or "", "attempts": attempts,
-            "wall_s": row.get("wall_s"), "graded": row["created"]}  # fmt: skip
+            "wall_s": row.get("wall_s"), "graded": row["created"], "share_interval": None, "noise": ""}  # fmt: skip
+
+
+def share_interval(results: Sequence[dict]) -> tuple[float, float] | None:
+    """The interval of a submission's geometric-mean share: the geometric
+    means of its shapes' 95% intervals (results rows' ratio_low, ratio_high);
+    None unless every shape has one."""
+    lows = [r.get("ratio_low") for r in results]
+    highs = [r.get("ratio_high") for r in results]
+    if not results or any(v is None or v <= 0 for v in lows + highs):
+        return None
+    return (math.exp(sum(map(math.log, lows)) / len(lows)), math.exp(sum(map(math.log, highs)) / len(highs)))
+
+
+def mark_noise(rows: list[dict]) -> None:
+    """Each ranked row whose share's interval overlaps the next one's says it
+    is within noise of it: the two are not told apart by this grading."""
+    ranked = [r for r in rows if r["rank"]]
+    for row, below in itertools.pairwise(ranked):
+        if overlap(row["share_interval"], below["share_interval"]):
+            row["noise"] = f"within noise of {below['submission']}"
 
 
 def _progress(stage: str) -> int:
@@ -66,6 +90,10 @@ def _progress(stage: str) -> int:
 
 def share_text(share: float | None) -> str:
     return "" if share is None else f"{share:.3f}"
+
+
+def interval_text(interval: tuple[float, float] | None) -> str:
+    return "" if interval is None else f"{interval[0]:.3f}-{interval[1]:.3f}"
 
 
 def seconds_text(seconds: float | None) -> str:
@@ -82,7 +110,10 @@ def write_csv(path: Path, rows: Sequence[dict]) -> None:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS)
         writer.writeheader()
         for row in rows:
-            writer.writerow({**row, "rank": row["rank"] or "", "share_geomean": share_text(row["share_geomean"]),
+            writer.writerow({**{k: row[k] for k in COLUMNS}, "rank": row["rank"] or "",
+                             "share_geomean": share_text(row["share_geomean"]),
+                             "share_interval": interval_text(row["share_interval"]),
+                             "reason": "; ".join(t for t in (row["noise"], row["reason"]) if t),
                              "wall_s": seconds_text(row["wall_s"])})  # fmt: skip
 
 
@@ -110,7 +141,8 @@ def leaderboard_html(
 <html lang="en"><head><meta charset="utf-8"><title>Leaderboard: {e(task)}</title><style>{_CSS}</style></head>
 <body><h1>Leaderboard: {e(task)}</h1>
 <p>Ranked by the geometric mean, over the task's shapes, of each kernel's speed as a share of cuBLAS's on the
-grading GPU. {len(rows)} submissions{f"; grades: {bar_text}" if bar_text else ""}.</p>
+grading GPU, with the 95% interval of that share from the alternated samples (two whose intervals overlap
+are within noise of each other). {len(rows)} submissions{f"; grades: {bar_text}" if bar_text else ""}.</p>
 <table><thead><tr>{head}</tr></thead>
 <tbody>
 {body}
@@ -140,8 +172,9 @@ def _html_row(row: dict) -> str:
         f"<td><a href='{e(page_link(row['submission']))}'>{e(row['submission'])}</a></td>",
         f"<td>{e(row['grade'])}</td>",
         f'<td class="num">{share_text(row["share_geomean"])}</td>',
+        f'<td class="num">{interval_text(row["share_interval"])}</td>',
         f"<td>{e(row['stage'])}</td>",
-        f"<td><pre>{e(row['reason'])}</pre></td>",
+        f"<td><pre>{e('; '.join(t for t in (row['noise'], row['reason']) if t))}</pre></td>",
         f'<td class="num">{row["attempts"]}</td>',
         f'<td class="num">{seconds_text(row["wall_s"])}</td>',
         f"<td>{e(str(row['graded']))}</td>",
@@ -285,6 +318,13 @@ def write_leaderboard(
     the leaderboard's two paths."""
     out.mkdir(parents=True, exist_ok=True)
     rows = standings(grades)
+    latest_path = {r["submission"]: r.get("path") for r in sorted(grades, key=lambda r: r["attempt"])}
+    for row in rows:
+        if row["stage"] == PASSED:
+            row["share_interval"] = share_interval(
+                [r for r in results if r.get("source") == latest_path[row["submission"]]]
+            )
+    mark_noise(rows)
     csv_path, html_path = out / "leaderboard.csv", out / "leaderboard.html"
     write_csv(csv_path, rows)
     html_path.write_text(leaderboard_html(task, rows, bars, grades))
