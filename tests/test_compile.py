@@ -169,3 +169,42 @@ def test_the_fresh_process_compiles_with_the_compute_cache_off() -> None:
 
     cubin, mangled, log = nvrtc._compile_in_fresh_process(VECADD, "add", "sm_80", "add.cu")
     assert cubin and mangled == "add" and nvrtc.parse_ptxas_log(log)["add"].registers > 0
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_wmma_kernel_compiles_with_the_headers_gemmlab_installs(dtype: str) -> None:
+    """Issue 49: `#include <mma.h>` failed on an H200 whose headers (the
+    nvidia-cuda-runtime wheel's) had mma.h but not the crt/mma.h it includes.
+    gemmlab depends on nvidia-cuda-crt, which ships it; the example compiles
+    against the headers gemmlab finds, the compile cache out of the way."""
+    from gemmlab.backends import nvrtc
+    from gemmlab.kernels import user
+
+    include = nvrtc._toolkit_include()
+    assert include is not None and (Path(include) / "crt" / "mma.h").is_file(), include
+    spec = user.resolve(str(EXAMPLES / "wmma_half" / "matmul.toml"))
+    compiled = compile_kernel(spec, 0, dtype, "sm_90", use_cache=False)
+    assert compiled.resources.smem_bytes == 1024  # the float tile the warp stores through
+
+
+def test_a_toolkit_header_missing_from_the_include_folder_names_the_package(tmp_path: Path, monkeypatch) -> None:
+    from gemmlab.backends import nvrtc
+    from gemmlab.kernels import user
+
+    folder = tmp_path / "include"
+    folder.mkdir()
+    (folder / "mma.h").write_text('#include "crt/mma.h"\n')  # as the runtime wheel's mma.h does
+    monkeypatch.setattr(nvrtc, "_toolkit_include", lambda: str(folder))
+    kernel = tmp_path / "k"
+    kernel.mkdir()
+    (kernel / "matmul.cu").write_text(
+        '#include <mma.h>\nextern "C" __global__ void f(const float *A, const float *B, float *C, int n) {}\n'
+    )
+    (kernel / "matmul.toml").write_text('function = "f"\nproblem = "matmul"\ndtypes = ["float32"]\n'
+                                        'arguments = ["A", "B", "C", "n"]\ngrid = [1]\nblock = [1]\n')  # fmt: skip
+    spec = user.resolve(str(kernel / "matmul.toml"))
+    with pytest.raises(CompileError, match=r"lack crt/mma\.h.*pip install nvidia-cuda-crt"):
+        compile_kernel(spec, 0, "float32", "sm_90", use_cache=False)

@@ -23,7 +23,7 @@ from gemmlab.problems.matmul import rounded_input_products
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 FAULTY = ("oob_write", "lower_precision", "accumulate_into_c", "missing_sync", "cached_answer")
-NEW_EXAMPLES = ("half_naive", "gemm_alpha_beta")
+NEW_EXAMPLES = ("half_naive", "gemm_alpha_beta", "wmma_half")
 
 
 def guarded(shape: tuple[int, int], dtype: str = "float32") -> base.Guarded:
@@ -190,7 +190,7 @@ def test_the_new_examples_read_and_compile_for_sm_90(example: str) -> None:
     spec = user.resolve(str(EXAMPLES / example / "matmul.toml"))
     assert spec.id == f"{Path(example).name}/matmul" and spec.summary
     for dtype in spec.dtypes:
-        res = compile_kernel(spec, spec.block_edges[0], dtype, "sm_90").resources
+        res = compile_kernel(spec, (spec.block_edges or (0,))[0], dtype, "sm_90").resources
         assert res.registers > 0 and res.spill_bytes == 0, (spec.id, dtype)
 
 

@@ -313,6 +313,14 @@ def compile_source(
     return compiled
 
 
+# A header of the CUDA toolkit's that the headers gemmlab hands NVRTC include
+# but do not have (seen on an H200, 2026-11-29: nvidia-cuda-runtime's mma.h
+# including crt/mma.h, which ships in nvidia-cuda-crt), and the pip package
+# that ships each such folder.
+_MISSING_HEADER = re.compile(r'cannot open source file "((?:crt|cuda|cub|thrust)/[^"]+)"')
+_HEADER_PACKAGES = {"crt": "nvidia-cuda-crt", "cuda": "nvidia-cuda-cccl", "cub": "nvidia-cuda-cccl",
+                    "thrust": "nvidia-cuda-cccl"}  # fmt: skip
+
 # One of NVRTC's error lines: `file(line): error: what`. For a file outside the
 # package, ``file`` and ``line`` are the user's (kernel_source's #line directives).
 _ERROR_LINE = re.compile(r"^.*\(\d+\): (?:catastrophic )?error.*$", re.MULTILINE)
@@ -322,6 +330,13 @@ def _compile_error(kernel_id: str, expr: str, arch: str, message: str) -> Compil
     """The CompileError for NVRTC's ``message``: its error lines, each naming
     file and line, when the source is at fault; the whole message otherwise."""
     errors = _ERROR_LINE.findall(message)
+    if errors and (missing := _MISSING_HEADER.search(message)):
+        package = _HEADER_PACKAGES[missing.group(1).split("/")[0]]
+        return CompileError(
+            f"NVRTC could not compile {kernel_id} ({expr}) for {arch}: {'; '.join(e.strip() for e in errors)}.",
+            f"The CUDA headers gemmlab found ({_toolkit_include() or 'none'}) lack {missing.group(1)}, a header "
+            f"of the toolkit's own: `pip install {package}` (the same CUDA version as nvidia-cuda-nvrtc) adds it.",
+        )
     if errors:
         return CompileError(
             f"NVRTC could not compile {kernel_id} ({expr}) for {arch}: {'; '.join(e.strip() for e in errors)}.",
