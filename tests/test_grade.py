@@ -531,3 +531,18 @@ def test_a_failed_sanitizer_run_without_findings_shows_how_it_ended() -> None:
     printed = "\n".join(f"line {i}" for i in range(30)) + "\n\n"
     assert grade.output_tail(printed, lines=3) == "line 27\nline 28\nline 29"
     assert grade.output_tail("  \n") == "(it printed nothing)"
+
+
+def test_the_source_hash_covers_every_file_a_kernel_includes(tmp_path: Path) -> None:
+    """Issue 49: a change to a header the kernel includes is a new attempt,
+    whether the submission is given as a folder or as its .cu."""
+    folder = tmp_path / "student"
+    folder.mkdir()
+    (folder / "matmul.cu").write_text('#include "tile.cuh"\n')
+    (folder / "matmul.toml").write_text("function = 'f'\n")
+    (folder / "tile.cuh").write_text("// one\n")
+    as_folder, as_file = grade.find_submissions([folder])[0], grade.find_submissions([folder / "matmul.cu"])[0]
+    before = (as_folder.source_hash, as_file.source_hash)
+    (folder / "tile.cuh").write_text("// two\n")
+    after = grade.find_submissions([folder])[0], grade.find_submissions([folder / "matmul.cu"])[0]
+    assert before[0] != after[0].source_hash and before[1] != after[1].source_hash

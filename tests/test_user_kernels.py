@@ -238,3 +238,66 @@ def test_two_files_under_one_id_are_refused(tmp_path: Path) -> None:
     catalogue.get(str(EXAMPLES / "naive_define" / "matmul.toml"))
     with pytest.raises(DeclarationError, match="two kernels are both called naive_define/matmul"):
         catalogue.get(str(tmp_path / "naive_define" / "matmul.toml"))
+
+
+# Issue 49: a graded .cu put the task's hidden seed into NVRTC's error with
+# `#include "../../task.toml"`, and a folder holding only a declaration with
+# `source = "../ctl_cu_tiled/matmul.cu"` was graded as a classmate's kernel.
+DECLARED = (
+    'function = "f"\nproblem = "matmul"\ndtypes = ["float32"]\narguments = ["A", "B", "C", "n"]\n'
+    "grid = [1]\nblock = [1]\n"
+)
+BODY = 'extern "C" __global__ void f(const float *A, const float *B, float *C, int n) { C[0] = A[0] * B[0]; }\n'
+
+
+def _kernel_with(tmp_path: Path, include: str) -> Path:
+    secret = tmp_path / "task.toml"
+    secret.write_text("[hidden]\nseed = 987654321\n")
+    folder = tmp_path / "class" / f"student{abs(hash(include)) % 10**8}"  # ids are per process: one each
+    folder.mkdir(parents=True)
+    (folder / "matmul.cu").write_text(f"{include}\n{BODY}")
+    (folder / "matmul.toml").write_text(DECLARED)
+    (folder / "tile.cuh").write_text("// a header of the student's own\n")
+    return folder / "matmul.toml"
+
+
+@pytest.mark.parametrize(
+    "include",
+    [
+        '#include "../../task.toml"',
+        "#include </etc/passwd>",
+        "#include <../../task.toml>",
+        '#define WHERE "../../task.toml"\n#include WHERE',
+        '#include "/etc/passwd"',
+    ],
+)
+def test_an_include_that_leaves_the_kernels_folder_is_refused_naming_it(tmp_path: Path, include: str) -> None:
+    from gemmlab.core.errors import CompileError
+    from gemmlab.kernels import user
+
+    declaration = _kernel_with(tmp_path, include)
+    with pytest.raises(CompileError) as caught:
+        user.resolve(str(declaration))
+    assert "matmul.cu:" in caught.value.cause and "987654321" not in str(caught.value)
+
+
+@pytest.mark.parametrize("include", ['#include "tile.cuh"', "#include <cuda_fp16.h>", "#include <cuda/std/cstdint>"])
+def test_the_kernels_own_files_and_cuda_headers_are_included(tmp_path: Path, include: str) -> None:
+    from gemmlab.kernels import user
+
+    spec = user.resolve(str(_kernel_with(tmp_path, include)))
+    assert "a header of the student's own" in spec.source_text(0) or "<" in include
+
+
+def test_a_source_outside_the_declarations_folder_is_refused(tmp_path: Path) -> None:
+    from gemmlab.core.errors import DeclarationError
+    from gemmlab.kernels import user
+
+    classmate = tmp_path / "class" / "honest"
+    classmate.mkdir(parents=True)
+    (classmate / "matmul.cu").write_text(BODY)
+    borrower = tmp_path / "class" / "borrower"
+    borrower.mkdir()
+    (borrower / "matmul.toml").write_text(DECLARED + 'source = "../honest/matmul.cu"\n')
+    with pytest.raises(DeclarationError, match="outside the declaration's folder"):
+        user.resolve(str(borrower / "matmul.toml"))

@@ -320,6 +320,40 @@ def kernel_source(source: str | Path) -> str:
     return _inlined(resources.files("gemmlab").joinpath("kernels"), source, frozenset(), mark_lines=False)
 
 
+# What a user's file may include (issue 49: `#include "../../task.toml"` in a
+# graded kernel put the task's hidden seed into NVRTC's error): a quoted file
+# inside the kernel's own folder, which gemmlab inlines, or a header of the CUDA
+# toolkit's by a plain name in angle brackets. Anything else (a path that
+# leaves the folder, an absolute one, an include computed by a macro, whose
+# target NVRTC alone would resolve) is refused before NVRTC sees the text.
+_ANY_INCLUDE = re.compile(r"^\s*#\s*include\b(.*)$", re.MULTILINE)
+_TOOLKIT_HEADER = re.compile(r"\s*<([A-Za-z0-9_][A-Za-z0-9_.+/-]*)>\s*(//.*)?$")
+_QUOTED = re.compile(r'\s*"([^"]+)"\s*(//.*)?$')
+
+
+def _confined(root: Path, file: Path, text: str) -> None:
+    """CompileError naming the first include of ``text`` (the file ``file``)
+    that could read a file outside ``root``."""
+    for match in _ANY_INCLUDE.finditer(text):
+        what = match.group(1)
+        line = text.count("\n", 0, match.start()) + 1
+        quoted, angled = _QUOTED.match(what), _TOOLKIT_HEADER.match(what)
+        if quoted:
+            target = (file.parent / quoted.group(1)).resolve()
+            if target.is_relative_to(root):
+                continue
+            why = f"{quoted.group(1)!r} leads to {target}, outside the kernel's folder {root}"
+        elif angled and ".." not in angled.group(1).split("/"):
+            continue
+        else:
+            why = f"`#include{what}` is neither a file of the kernel's folder in quotes nor a CUDA header by name"
+        raise CompileError(
+            f"{file}:{line}: {why}.",
+            "Keep every file the kernel includes in its own folder and include it by a relative path in quotes "
+            '(#include "tile.cuh"), and CUDA\'s headers by name (#include <cuda_fp16.h>).',
+        )
+
+
 def _line_directive(line: int, file: Traversable) -> str:
     quoted = str(file).replace("\\", "\\\\").replace('"', '\\"')
     return f'#line {line} "{quoted}"\n'
@@ -336,6 +370,8 @@ def _inlined(root: Traversable, relative: str, seen: frozenset[str], *, mark_lin
             f"cannot read the kernel source {file}: {exc.strerror or exc}.",
             "Check the path in the kernel's spec and in its #include lines (relative to the including file).",
         ) from None
+    if mark_lines:  # a user's file: confined to its own folder
+        _confined(Path(str(root)), Path(str(file)), text)
 
     def inline(match: re.Match) -> str:
         name = posixpath.normpath(posixpath.join(folder, match.group(1)))

@@ -420,8 +420,9 @@ def _file_submission(path: Path) -> Submission:
     if kernel.suffix not in KERNEL_SUFFIXES or not kernel.is_file():
         raise GemmlabError(f"{path} is not a kernel gemmlab can grade.",
                            "Give a declaration (.toml, or the .cu beside it) or a Python file.")  # fmt: skip
-    siblings = tuple(sorted(p for p in path.parent.glob(f"{path.stem}.*") if p.is_file()))
-    return Submission(path.resolve().parent.name, path.resolve().parent, kernel.resolve(), siblings)
+    # Every file of the folder: whatever the kernel includes lies in it (kernels/spec.py refuses the rest),
+    # so a change to any file it compiles is a new attempt.
+    return Submission(path.resolve().parent.name, path.resolve().parent, kernel.resolve(), _files(path.parent))
 
 
 # -- the stages -----------------------------------------------------------------
