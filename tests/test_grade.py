@@ -197,7 +197,8 @@ def test_a_wrong_result_is_failed_with_its_reason(tmp_path: Path, monkeypatch: p
     verdict = grade.grade_one(sub, task)
     assert ("cy", "time") not in fakes.calls
     assert (verdict.stage, verdict.grade) == ("verify", FAIL)
-    assert verdict.reason.startswith("verify: wrong result: 96 elements")
+    # (96 may be a side of a hidden shape: a number that is one is scrubbed from a reason, whatever it counts)
+    assert verdict.reason.startswith("verify: wrong result: ") and "elements of C never written" in verdict.reason
 
 
 def test_a_passing_submission_gets_its_geomean_and_grade(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -546,3 +547,48 @@ def test_the_source_hash_covers_every_file_a_kernel_includes(tmp_path: Path) -> 
     (folder / "tile.cuh").write_text("// two\n")
     after = grade.find_submissions([folder])[0], grade.find_submissions([folder / "matmul.cu"])[0]
     assert before[0] != after[0].source_hash and before[1] != after[1].source_hash
+
+
+def _secret_task(tmp_path: Path) -> grade.Task:
+    path = tmp_path / "task.toml"
+    path.write_text('name = "t"\nproblem = "matmul"\ndtypes = ["float32"]\nshapes = [256, [512, 384, 256]]\n'
+                    "[hidden]\ncount = 2\nseed = 8675309\nmin = 64\nmax = 1024\nmultiple = 32\n"
+                    '[grades]\nA = 0.5\nB = "verified"\n')  # fmt: skip
+    return grade.load_task(path)
+
+
+def test_no_reason_a_student_reads_holds_the_seed_a_hidden_shape_or_the_graders_paths(tmp_path: Path) -> None:
+    """Issue 49: a submission that read the task (through /proc and gemmlab's own
+    loader) raised an error holding the seed and every hidden shape, and an
+    include put the seed into NVRTC's message; the leaderboard showed them."""
+    task = _secret_task(tmp_path)
+    (first, second) = task.hidden
+    secret_sides = [d for d in (first.m, first.n, first.k) if d not in (256, 384, 512)]
+    folder = tmp_path / "class" / "mallory"
+    leak = (f"seed={task.hidden_rule.seed}; shapes {first.m}x{first.n}x{first.k}, ({second.m}, {second.n}, "
+            f"{second.k}), [{first.m}, {first.n}, {first.k}]; M = {secret_sides[0] if secret_sides else 0}; "
+            f"task at {task.path}; db at /srv/grading/gemmlab-results.sqlite; "
+            f"mine at {folder}/matmul.cu:12")  # fmt: skip
+    shown = grade.scrubbed(leak, task, folder)
+    assert "8675309" not in shown and str(task.path) not in shown and "/srv/grading" not in shown
+    assert "hidden shape 1" in shown and "hidden shape 2" in shown
+    for side in secret_sides:
+        assert str(side) not in shown
+    assert "<submission>/matmul.cu:12" in shown
+    public = grade.scrubbed("at 512x384x256 and 256: a public shape", task, folder)
+    assert public == "at 512x384x256 and 256: a public shape"
+
+
+def test_a_stages_reason_is_scrubbed_before_it_is_kept(tmp_path: Path, monkeypatch) -> None:
+    task = _secret_task(tmp_path)
+    folder = tmp_path / "mallory"
+    folder.mkdir()
+    (folder / "matmul.py").write_text("")
+    submission = grade.Submission("mallory", folder, folder / "matmul.py", (folder / "matmul.py",))
+
+    def leaks(*args) -> None:
+        raise GemmlabError(f"the seed is {task.hidden_rule.seed} and the task is {task.path}", "")
+
+    monkeypatch.setattr(grade, "compile_stage", leaks)
+    verdict = grade.staged(submission, task)
+    assert verdict.stage == "compile" and "8675309" not in verdict.reason and str(task.path) not in verdict.reason

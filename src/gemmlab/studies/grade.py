@@ -39,6 +39,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -572,6 +573,40 @@ def masked(exc: GemmlabError, shape: Shape, name: str) -> GemmlabError:
     return hidden
 
 
+# What a reason shown to students says instead of what it must not show.
+HIDDEN_NUMBER, HIDDEN_PATH = "<hidden>", "<path>"
+_PATH = re.compile(r"(?<![\w.])/(?:[^\s:'\"()\[\],;]+/?)+")
+
+
+def scrubbed(text: str, task: Task, folder: Path | None) -> str:
+    """``text`` (a reason a student will read: the CSV, the pages) with
+    nothing in it that is hidden from students: each hidden shape, in the
+    forms gemmlab writes a shape in, becomes "hidden shape i"; the hidden
+    seed, and any side of a hidden shape that no public shape has, in any
+    notation, becomes <hidden>; a path outside the submission's folder
+    becomes <path>, and the folder itself <submission>. Compiler messages and
+    a submission's own exceptions (which may have read the task's file) pass
+    through here alike."""
+    for i, shape in enumerate(task.hidden, 1):
+        for form in (f"{shape.m}x{shape.n}x{shape.k}", f"{shape.m} x {shape.n} x {shape.k}",
+                     f"({shape.m}, {shape.n}, {shape.k})", f"[{shape.m}, {shape.n}, {shape.k}]"):  # fmt: skip
+            text = text.replace(form, f"hidden shape {i}")
+    public = {d for s in task.public for d in (s.m, s.n, s.k)}
+    secret = {d for s in task.hidden for d in (s.m, s.n, s.k)} - public
+    numbers = sorted({str(task.hidden_rule.seed)} | {str(d) for d in secret}, key=len, reverse=True)
+    if task.hidden and numbers:
+        text = re.sub(rf"(?<![\w.])(?:{'|'.join(numbers)})(?![\w.])", HIDDEN_NUMBER, text)
+    root = str(folder.resolve()) if folder is not None else None
+
+    def path(match: re.Match) -> str:
+        found = match.group(0)
+        if root is not None and (found == root or found.startswith(root + "/")):
+            return "<submission>" + found[len(root) :]
+        return HIDDEN_PATH
+
+    return _PATH.sub(path, text)
+
+
 def time_stage(submission: Submission, task: Task, worker: watchdog.Worker) -> list[Any]:
     """Every shape of the task timed alternately with cuBLAS: RunResults with ratio_to_baseline."""
     from gemmlab.measure.run import run_declared
@@ -607,7 +642,8 @@ def profile_stage(submission: Submission, task: Task, worker: watchdog.Worker) -
         found = worker.call(f"{submission.name} (profile at {shape})", limit + PROFILE_MARGIN_S, profile_on_device,
                             str(submission.kernel), shape, dtype, limit)  # fmt: skip
     except GemmlabError as exc:  # no ncu, counters withheld, a fault or a hang under ncu
-        return {**where, "error": exc.cause, "fix": exc.fix}
+        return {**where, "error": scrubbed(exc.cause, task, submission.folder),
+                "fix": scrubbed(exc.fix, task, submission.folder)}  # fmt: skip
     return {**where, **found}
 
 
@@ -667,7 +703,8 @@ def staged(submission: Submission, task: Task, profile: bool = False) -> Verdict
             except NoGPUError:
                 raise
             except GemmlabError as exc:
-                verdict.stage, verdict.reason = name, f"{name}: {failure_text(exc)}"
+                verdict.stage = name
+                verdict.reason = scrubbed(f"{name}: {failure_text(exc)}", task, submission.folder)
                 return verdict
         if profile and results:
             # A Python submission is profiled where it was compiled: ncu's child
