@@ -238,3 +238,33 @@ def test_a_write_to_the_database_during_grading_fails_the_submission(tmp_path: P
         row = next(r for r in store.grades("t") if r["submission"] == "sneaky")
     assert summary.graded[0].stage == grade.TAMPERED and row["stage"] == grade.TAMPERED and row["grade"] == "fail"
     assert "written by another process" in row["reason"]
+
+
+# Writes a file into its HOME and its temporary folder at import.
+LEAVES_FILES = """
+import os
+import tempfile
+import numpy as np
+
+open(os.path.expanduser("~/planted-by-a-submission"), "w").write("x")
+open(os.path.join(tempfile.gettempdir(), "planted-by-a-submission"), "w").write("x")
+
+def matmul(A, B, C):
+    np.matmul(A, B, out=C)
+"""
+
+
+def test_a_submissions_home_and_temporary_folder_are_its_own_and_removed(tmp_path: Path, monkeypatch) -> None:
+    """Issue 49 (and 52: each child left a gemmlab-submission-* folder behind)."""
+    import glob
+    import os
+    import tempfile
+
+    monkeypatch.setenv("HOME", str(tmp_path / "grader-home"))
+    (tmp_path / "grader-home").mkdir()
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "gemmlab-submission-*")))
+    measure_apart(python_submission(tmp_path, "leaves", LEAVES_FILES), SHAPE, "float32", memory=HOST, batches=1,
+                  launches=2)  # fmt: skip
+    assert not (tmp_path / "grader-home" / "planted-by-a-submission").exists()
+    assert not os.path.exists(os.path.join(tempfile.gettempdir(), "planted-by-a-submission"))
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "gemmlab-submission-*"))) == before

@@ -208,3 +208,25 @@ def test_a_toolkit_header_missing_from_the_include_folder_names_the_package(tmp_
     spec = user.resolve(str(kernel / "matmul.toml"))
     with pytest.raises(CompileError, match=r"lack crt/mma\.h.*pip install nvidia-cuda-crt"):
         compile_kernel(spec, 0, "float32", "sm_90", use_cache=False)
+
+
+def test_a_grading_worker_never_reads_a_cubin_from_the_shared_cache(tmp_path: Path, monkeypatch) -> None:
+    """Issue 49: a Python submission wrote a cubin into the shared cache under
+    the key of a classmate's kernel, which was then graded at 11.5x cuBLAS.
+    With the private cache (every grading worker), the disk cache is neither
+    read nor written: a planted entry is not used."""
+    from gemmlab.backends import nvrtc
+
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path / "shared"))
+    spec = catalogue.get("tiled")
+    honest = compile_kernel(spec, 16, "float32", "sm_90")
+    (planted,) = (tmp_path / "shared" / "cubin").glob("*.json")
+    meta = planted.read_text().replace(f'"registers": {honest.resources.registers}', '"registers": 7')
+    planted.write_text(meta)  # the poisoner's entry, under the honest kernel's key
+    assert compile_kernel(spec, 16, "float32", "sm_90").resources.registers == 7  # the shared cache believes it
+    monkeypatch.setenv(nvrtc.PRIVATE_CACHE_ENV, "1")
+    monkeypatch.setattr(nvrtc, "_IN_MEMORY", {})
+    private = compile_kernel(spec, 16, "float32", "sm_90")
+    assert private.resources.registers == honest.resources.registers and private.cubin == honest.cubin
+    assert compile_kernel(spec, 16, "float32", "sm_90") is not private  # kept in memory, handed back a copy
+    assert len(list((tmp_path / "shared" / "cubin").glob("*.json"))) == 1  # nothing written

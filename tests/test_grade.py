@@ -592,3 +592,25 @@ def test_a_stages_reason_is_scrubbed_before_it_is_kept(tmp_path: Path, monkeypat
     monkeypatch.setattr(grade, "compile_stage", leaks)
     verdict = grade.staged(submission, task)
     assert verdict.stage == "compile" and "8675309" not in verdict.reason and str(task.path) not in verdict.reason
+
+
+def _seen_environment() -> dict:
+    import os
+    import tempfile
+
+    seen = {"HOME": os.environ.get("HOME"), "cwd": os.getcwd(), "tmp": tempfile.gettempdir()}
+    return {**seen, "private": os.environ.get("GEMMLAB_PRIVATE_CACHE"), "grader": os.environ.get("GEMMLAB_TEST_DB")}
+
+
+def test_a_python_submission_runs_in_an_empty_home_of_its_own_that_is_removed(tmp_path: Path, monkeypatch) -> None:
+    """Issue 49: each submission gets its own empty HOME, temporary folder and
+    compile cache, none of the grader's settings, and nothing of it is left."""
+    from gemmlab.measure import watchdog
+
+    monkeypatch.setenv("GEMMLAB_TEST_DB", str(tmp_path / "grades.sqlite"))
+    submission = grade.Submission("eve", tmp_path, tmp_path / "matmul.py", ())
+    with grade.sandbox(submission) as environment, watchdog.Worker(environment) as worker:
+        seen = worker.call("environment", 60, _seen_environment)
+        home = environment["HOME"]
+    assert seen["HOME"] == seen["cwd"] == seen["tmp"] == home and seen["private"] == "1"
+    assert seen["grader"] is None and not Path(home).exists()

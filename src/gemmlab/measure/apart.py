@@ -47,6 +47,7 @@ docs/grading.md states what this prevents and what it does not.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -230,10 +231,11 @@ def measure_apart(
         raise ValueError(f"memory is one of {MEMORIES}, not {memory!r}")
     tolerance = SAME_TYPE_C_TOLERANCE.get(dtype, TOLERANCE[dtype])
     slots = _Slots(memory, shape, dtype, launches, seed)
+    home = tempfile.mkdtemp(prefix="gemmlab-submission-")
     try:
         with watchdog.Worker() as child:
             idle = _calibrated(child, kernel, memory, limit_s)
-            child.call(f"{kernel} (import)", LOAD_LIMIT_S, child_load, kernel, memory, private_environment())
+            child.call(f"{kernel} (import)", LOAD_LIMIT_S, child_load, kernel, memory, private_environment(), home)
             child.call(f"{kernel} (open)", limit_s, child_open, slots.handles(), memory)
             samples, error = _batches(child, slots, kernel, batches, tolerance, limit_s, idle)
         # The child and its process group are gone: the library has the GPU to itself.
@@ -248,6 +250,7 @@ def measure_apart(
         )
     finally:
         slots.release()
+        shutil.rmtree(home, ignore_errors=True)  # the child and all it started are gone: nothing writes there
 
 
 # Round trips of an empty call timed before the submission is imported; the
@@ -372,13 +375,16 @@ def private_environment() -> list[str]:
 _CHILD: dict[str, Any] = {}
 
 
-def child_load(kernel: str, memory: str, drop: list[str]) -> None:
-    """In the child: move into an empty folder of its own (a relative path
-    reaches nothing of the grader's), forget the grader's settings, import the
-    submission. The synchronisation it will use is taken before the import."""
+def child_load(kernel: str, memory: str, drop: list[str], home: str) -> None:
+    """In the child: move into ``home``, an empty folder made for it (a relative
+    path reaches nothing of the grader's), which is also its HOME and its
+    temporary folder; forget the grader's settings; import the submission.
+    The synchronisation it will use is taken before the import."""
     for name in drop:
         os.environ.pop(name, None)
-    os.chdir(tempfile.mkdtemp(prefix="gemmlab-submission-"))
+    os.environ.update(HOME=home, TMPDIR=home, TMP=home, TEMP=home)
+    tempfile.tempdir = None  # read TMPDIR again
+    os.chdir(home)
     _CHILD["synchronize"] = _synchronizer(memory)
     from gemmlab.kernels import callables
 

@@ -141,9 +141,12 @@ class Worker:
     docstring); started at the first call and again after a fault or a hang.
     Use it as a context manager, or :meth:`close` it."""
 
-    def __init__(self) -> None:
+    def __init__(self, environment: dict[str, str | None] | None = None) -> None:
+        """``environment``: variables the child sets (a value) or drops (None)
+        before it runs anything, over those it inherits."""
         self._process: Any = None
         self._conn: Connection | None = None
+        self.environment = dict(environment or {})
         # Where the child's stderr goes: CuPy prints every buffer it fails to free
         # after a fault, which is noise beside the one message the parent gives.
         self.log: Path | None = None
@@ -221,7 +224,8 @@ class Worker:
         os.close(handle)
         self.log = Path(name)
         # Not a daemon: a daemonic process may not start processes of its own (a compile in a fresh one).
-        process = spawn.Process(target=_serve, args=(theirs, os.getpid(), name), name="gemmlab-worker")
+        process = spawn.Process(target=_serve, args=(theirs, os.getpid(), name, self.environment),
+                                name="gemmlab-worker")  # fmt: skip
         process.start()
         theirs.close()
         self._process, self._conn = process, ours
@@ -273,10 +277,20 @@ def isolated(label: str, limit_s: float, fn: Callable[..., Any], /, *args: Any, 
         return worker.call(label, limit_s, fn, *args, **kwargs)
 
 
-def _serve(conn: Connection, parent: int, log: str | None = None) -> None:
-    """The child: lead a process group, die with the parent, send its stderr
-    to ``log``, say ready, then run calls until the pipe closes."""
+def _serve(conn: Connection, parent: int, log: str | None = None,
+           environment: dict[str, str | None] | None = None) -> None:  # fmt: skip
+    """The child: lead a process group, die with the parent, take its
+    ``environment``, send its stderr to ``log``, say ready, then run calls
+    until the pipe closes."""
     os.setsid()
+    for name, value in (environment or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    if environment and environment.get("HOME"):
+        os.chdir(environment["HOME"])
+        tempfile.tempdir = None  # TMPDIR may have changed
     if log is not None:
         sys.stderr.flush()
         os.dup2(os.open(log, os.O_WRONLY | os.O_APPEND), 2)

@@ -38,8 +38,11 @@ import functools
 import hashlib
 import json
 import math
+import os
 import random
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -694,7 +697,10 @@ def staged(submission: Submission, task: Task, profile: bool = False) -> Verdict
     results: Any = None
     # A Python submission is imported (to compile and sanitize it) in a worker
     # of its own, never in the one that then checks and times it at arm's length.
-    with watchdog.Worker() as worker, watchdog.Worker() as own:
+    # Both compile into their own memory only (nvrtc.PRIVATE_CACHE_ENV): no cubin
+    # is read from a cache another submission could have written.
+    with sandbox(submission) as own_environment, watchdog.Worker(PRIVATE) as worker, \
+            watchdog.Worker(own_environment) as own:  # fmt: skip
         for name, stage in stages:
             runs_it = own if submission.is_python and name in ("compile", "sanitize") else worker
             try:
@@ -712,6 +718,26 @@ def staged(submission: Submission, task: Task, profile: bool = False) -> Verdict
             with gpu_held("profile"):
                 verdict.profile = profile_stage(submission, task, own if submission.is_python else worker)
     return scored(verdict, results or [], task)
+
+
+# What every grading worker is started with (see staged).
+PRIVATE = {"GEMMLAB_PRIVATE_CACHE": "1"}
+
+
+@contextlib.contextmanager
+def sandbox(submission: Submission) -> Iterator[dict[str, str | None]]:
+    """The environment of the worker that imports a Python submission: an
+    empty folder made for it as its HOME, working folder, temporary folder
+    and compile cache, none of the grader's GEMMLAB_ or DASK_ settings, the
+    private compile cache; the folder is removed when the submission is done
+    (its processes are gone by then: Worker.close ends them)."""
+    home = tempfile.mkdtemp(prefix=f"gemmlab-grade-{submission.name}-")
+    environment: dict[str, str | None] = {name: None for name in os.environ if name.startswith(("GEMMLAB_", "DASK_"))}
+    environment.update(PRIVATE, HOME=home, TMPDIR=home, TMP=home, TEMP=home, GEMMLAB_CACHE=home)
+    try:
+        yield environment
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def gpu_held(stage: str) -> contextlib.AbstractContextManager:
