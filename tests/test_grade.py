@@ -614,3 +614,32 @@ def test_a_python_submission_runs_in_an_empty_home_of_its_own_that_is_removed(tm
         home = environment["HOME"]
     assert seen["HOME"] == seen["cwd"] == seen["tmp"] == home and seen["private"] == "1"
     assert seen["grader"] is None and not Path(home).exists()
+
+
+def test_an_own_kernels_task_fails_a_library_gemm_naming_it(tmp_path: Path) -> None:
+    """Issue 49: cupy.matmul handed in as "my kernel" was graded A. The kernels
+    a timed call ran are stored (CUPTI); a task with kernels = "own" fails a
+    submission whose timed calls ran a library's GEMM, and names it."""
+    own = grade.load_task(
+        write_task(tmp_path, TASK.replace('problem = "matmul"', 'problem = "matmul"\nkernels = "own"'))
+    )
+    any_task = grade.load_task(write_task(tmp_path, TASK))
+    assert (own.kernels, any_task.kernels) == ("own", "any")
+    library = ["sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off"]
+
+    def timed(names: list[str]) -> list[RunResult]:
+        found = [result("s/matmul", s, 0.9) for s in own.shapes]
+        for r in found:
+            r.kernels_seen = names
+        return found
+
+    mine = grade.scored(grade.Verdict("s", "p", "h", GRADED, None), timed(["_Z14matmul_tiledILi16EEvPKfS1_Pfiii"]), own)
+    assert mine.stage == GRADED
+    cheat = grade.scored(grade.Verdict("s", "p", "h", GRADED, None), timed(library), own)
+    assert cheat.stage == "time" and cheat.grade == FAIL and "sm90_xmma_gemm" in cheat.reason
+    allowed = grade.scored(grade.Verdict("s", "p", "h", GRADED, None), timed(library), any_task)
+    assert allowed.stage == GRADED
+    with pytest.raises(TaskError, match="kernels"):
+        grade.load_task(
+            write_task(tmp_path, TASK.replace('problem = "matmul"', 'problem = "matmul"\nkernels = "mine"'))
+        )

@@ -86,3 +86,15 @@ def test_shares_whose_intervals_overlap_are_marked_within_noise() -> None:
     ]
     mark_noise(rows)
     assert [r["noise"] for r in rows] == ["within noise of b", "", "", ""]
+
+
+def test_a_submissions_page_lists_the_kernels_its_timed_calls_ran() -> None:
+    from gemmlab.report.leaderboard import submission_page
+
+    row = {"submission": "ann", "attempt": 1, "grade": "A", "share_geomean": 0.9, "stage": "graded", "reason": None,
+           "wall_s": 3.0, "path": "ann/matmul.py", "occupancy": None, "profile": None, "created": "now"}  # fmt: skip
+    results = [{"m": 64, "n": 64, "k": 64, "kernel": "ann/matmul", "kernels_seen": ["my_gemm", "my_epilogue"],
+                "median_ms": 1.0, "gflops": 1.0, "ratio_to_baseline": 0.9, "error": 0.0, "block_edge": 0,
+                "dtype": "float32", "metric": "gflops"}]  # fmt: skip
+    page = submission_page("t", row, [row], results)
+    assert "Kernels the timed calls ran" in page and "<code>my_gemm</code>" in page and "my_epilogue" in page

@@ -205,6 +205,7 @@ def submission_page(
         parts.append(f"<h2>Why it stopped</h2><pre>{e(row['reason'])}</pre>")
     if results:
         parts.append(_results_table(row, results, names))
+        parts.append(_kernels_html(results))
     parts.append(_occupancy_html(row.get("occupancy")))
     parts.append(profile_html(row.get("profile"), passed))
     parts.append(history_html(attempts))
@@ -218,6 +219,16 @@ def _results_table(row: dict, results: Sequence[dict], names: Mapping[tuple, str
     lines = [(names.get(_mnk(r), line[0]), *line[1:]) for r, line in zip(_by_size(results), table_rows(page),
                                                                            strict=True)]  # fmt: skip
     return _table("Time beside cuBLAS at each shape of the task", RESULT_COLUMNS, lines)
+
+
+def _kernels_html(results: Sequence[dict]) -> str:
+    """What the timed calls ran on the GPU (CUPTI, stored with each result), each kernel once."""
+    seen = list(dict.fromkeys(name for r in results for name in r.get("kernels_seen") or []))
+    if not seen:
+        return ""
+    e = html.escape
+    return (f"<h2>Kernels the timed calls ran</h2><p>As CUPTI recorded them in the timed windows:</p>"
+            f"<ul>{''.join(f'<li><code>{e(name)}</code></li>' for name in seen)}</ul>")  # fmt: skip
 
 
 def _mnk(row: dict) -> tuple[int, int, int]:

@@ -71,7 +71,13 @@ VERIFIED = "verified"
 PROBLEMS = ("matmul",)
 SANITIZER_TOOLS = ("memcheck", "racecheck")
 EXAMPLE = "examples/grading/task.toml"
-TASK_KEYS = ("name", "problem", "dtypes", "shapes", "profile_shape", "hidden", "grades", "timing")
+TASK_KEYS = ("name", "problem", "dtypes", "shapes", "profile_shape", "hidden", "grades", "timing", "kernels")
+# A task's `kernels`: "any" kernel may do the work, or the student's "own"
+# (a library GEMM seen in the timed window fails the submission, named).
+KERNEL_RULES = ("any", "own")
+# Names of a library's GEMM kernels as CUPTI reports them: cuBLAS and
+# cuBLASLt (their xmma and nvjet kernels, gemv, split-K reductions) and CUTLASS.
+LIBRARY_GEMM = re.compile(r"cublas|cutlass|xmma|nvjet|gemv2?[NT]?_|gemmSN|splitKreduce|gemmk1", re.IGNORECASE)
 HIDDEN_KEYS = ("count", "seed", "min", "max", "multiple", "square")
 TIMING_KEYS = ("reps", "max_seconds", "timeout", "sanitize_timeout")
 # A kernel under compute-sanitizer runs tens of times slower than alone, and a
@@ -126,6 +132,7 @@ class Task:
     timeout: float | None = None  # seconds one call may take; None: the watchdog's limit
     sanitize_timeout: float | None = None  # seconds one sanitizer run may take; None: see sanitize_limit
     profile_shape: Shape | None = None  # the shape --profile profiles at; None: the largest public shape
+    kernels: str = "any"  # KERNEL_RULES: whether a library's GEMM may do the work
 
     @functools.cached_property
     def hidden(self) -> tuple[Shape, ...]:
@@ -181,6 +188,7 @@ def load_task(path: Path) -> Task:
         hidden_rule=_hidden(data.get("hidden", {}), path),
         thresholds=_thresholds(data.get("grades"), path),
         profile_shape=_profile_shape(data.get("profile_shape"), public, path),
+        kernels=_kernel_rule(data.get("kernels", "any"), path),
         **_timing(data.get("timing", {}), path),
     )
 
@@ -229,6 +237,20 @@ def _profile_shape(value: Any, public: tuple[Shape, ...], path: Path) -> Shape |
         raise TaskError(f"{path}: profile_shape = {value!r} is not one of the public shapes.",
                         "Name a shape listed in shapes, or leave profile_shape out for the largest.")  # fmt: skip
     return shape
+
+
+def _kernel_rule(value: Any, path: Path) -> str:
+    if value not in KERNEL_RULES:
+        raise TaskError(f"{path}: kernels = {value!r} is neither of {', '.join(map(repr, KERNEL_RULES))}.",
+                        'Write kernels = "own" (no library GEMM may do the work) or kernels = "any".')  # fmt: skip
+    return value
+
+
+def library_kernels(results: Iterable[Any]) -> list[str]:
+    """The library GEMM kernels (LIBRARY_GEMM) among what the timed calls of
+    ``results`` ran, each once."""
+    seen = [name for r in results for name in getattr(r, "kernels_seen", []) or []]
+    return list(dict.fromkeys(name for name in seen if LIBRARY_GEMM.search(name)))
 
 
 def _dtypes(value: Any, path: Path) -> tuple[str, ...]:
@@ -755,6 +777,13 @@ def scored(verdict: Verdict, results: list[Any], task: Task) -> Verdict:
     verdict.shares = {f"{r.shape} {r.dtype}": r.ratio_to_baseline for r in results if r.ratio_to_baseline}
     if len(verdict.shares) < len(results):
         verdict.stage, verdict.reason = "time", "time: cuBLAS gave no time to compare with at some shape."
+        return verdict
+    if task.kernels == "own" and (library := library_kernels(results)):
+        verdict.stage, verdict.shares = "time", {}
+        verdict.reason = (
+            f"time: the task asks for a kernel of your own, and the timed calls ran a library's GEMM: "
+            f"{', '.join(library[:4])}. Write the product yourself (a library GEMM may not do the work)."
+        )
         return verdict
     verdict.occupancy = next((o for o in map(occupancy_of, results) if o is not None), None)
     verdict.share_geomean = geomean(verdict.shares.values())
