@@ -210,34 +210,63 @@ def test_the_child_is_not_given_the_graders_settings(monkeypatch) -> None:
     assert "GEMMLAB_DB" in dropped and "DASK_SCHEDULER_ADDRESS" in dropped and "PATH" not in dropped
 
 
-def test_a_write_to_the_database_during_grading_fails_the_submission(tmp_path: Path) -> None:
-    """The grader is the only writer: a write by anything else (here, a stage
-    that opens the file by its absolute path) is seen and the verdict failed."""
+def test_a_row_written_by_anyone_but_the_grader_is_named_on_itself_and_blames_nobody(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Issue 49: a process a submission started rewrote its own row to A, the
+    leaderboard put it first, and the next, honest submission was failed with
+    "isolation". Now the grader signs what it writes: the forged and the
+    rewritten rows are shown as tampered, on themselves; the submission graded
+    meanwhile is graded as it is; a forged row for a source not yet graded
+    does not spare it from grading."""
+    from gemmlab.report.leaderboard import standings
+
+    monkeypatch.setenv(grade.KEY_VARIABLE, str(tmp_path / "grader.key"))
     db = tmp_path / "results.db"
     python_submission(tmp_path / "class", "sneaky", HONEST)
+    python_submission(tmp_path / "class", "honest", HONEST)
     task_path = tmp_path / "task.toml"
     task_path.write_text(
         'name = "t"\nproblem = "matmul"\ndtypes = ["float32"]\nshapes = [64]\n[grades]\np = "verified"\n'
     )
+    found = grade.find_submissions([tmp_path / "class"])
+    honest = next(s for s in found if s.name == "honest")
+    with Store.open(db):  # made, at the current schema
+        pass
+    with sqlite3.connect(db) as conn:  # a row forged ahead, for the honest submission's source as it is
+        conn.execute("INSERT INTO grades (task, submission, attempt, source_hash, stage, grade, created) "
+                     f"VALUES ('t', 'honest', 1, '{honest.source_hash}', 'graded', 'p', '')")  # fmt: skip
 
-    def writes_the_store(submission: grade.Submission, task: grade.Task) -> grade.Verdict:
-        with sqlite3.connect(db) as conn:
-            conn.execute(
-                "INSERT INTO grades (task, submission, attempt, source_hash, stage, grade, created) "
-                "VALUES ('t', 'rival', 1, '', 'graded', 'A', '')"
-            )
+    def writes_the_store(submission: grade.Submission) -> grade.Verdict:
+        if submission.name == "sneaky":  # its daemon rewrites every row it finds to an A
+            with sqlite3.connect(db) as conn:
+                conn.execute("UPDATE grades SET grade = 'A', share_geomean = 99.0")
         return grade.Verdict(submission.name, "", submission.source_hash, grade.GRADED, None, grade="p")
 
     def fake_map(fn, items, *, key=str):
-        for item in items:
-            yield item, grade.Outcome(value=writes_the_store(item, task))
+        for item in sorted(items, key=lambda s: s.name, reverse=True):  # sneaky, then honest
+            yield item, grade.Outcome(value=writes_the_store(item))
 
     with Store.open(db) as store:
         task = grade.load_task(task_path)
-        summary = grade.grade(grade.find_submissions([tmp_path / "class"]), task, store, map_fn=fake_map)
-        row = next(r for r in store.grades("t") if r["submission"] == "sneaky")
-    assert summary.graded[0].stage == grade.TAMPERED and row["stage"] == grade.TAMPERED and row["grade"] == "fail"
-    assert "written by another process" in row["reason"]
+        assert honest in grade.to_grade(found, task, store)  # the forged row grades nothing
+        summary = grade.grade(found, task, store, map_fn=fake_map)
+        rows = store.grades("t")
+        key, since = grade.grader_key(), store.grades_signed_from()
+    assert [v.stage for v in summary.graded] == [grade.GRADED, grade.GRADED] and summary.written_meanwhile
+    board = standings(rows, lambda row: grade.trusted(row, key, since))
+    by = {(r["submission"], r["stage"]): r for r in board}
+    assert by[("sneaky", "graded")]["grade"] == "p" and by[("honest", "graded")]["grade"] == "p"
+    forged = [r for r in board if r["stage"] == grade.TAMPERED]
+    assert [r["submission"] for r in forged] == ["honest"] and "attempt 1 of honest" in forged[0]["reason"]
+    with sqlite3.connect(db) as conn:  # the daemon, still running after the grader, rewrites its own verdict
+        conn.execute("UPDATE grades SET grade = 'A', share_geomean = 99.0 WHERE submission = 'sneaky'")
+    with Store.open(db) as store:
+        board = standings(store.grades("t"), lambda row: grade.trusted(row, key, since))
+    assert [(r["submission"], r["stage"], r["grade"]) for r in board if r["submission"] == "sneaky"] == [
+        ("sneaky", grade.TAMPERED, "fail")
+    ]
+    assert any(r["submission"] == "honest" and r["stage"] == grade.GRADED for r in board)
 
 
 # Writes a file into its HOME and its temporary folder at import.

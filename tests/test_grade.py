@@ -446,7 +446,7 @@ def test_a_v8_file_gains_the_grades_table(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     with Store.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 13 and store.grades("t") == []
+        assert store.schema_version == SCHEMA_VERSION == 14 and store.grades("t") == []
         row = {"task": "t", "submission": "ann", "source_hash": "h", "path": "p", "stage": GRADED, "reason": None,
                "share_geomean": 0.5, "grade": "A"}  # fmt: skip
         assert store.add_grade(None, row) == 1 and store.add_grade(None, row) == 2

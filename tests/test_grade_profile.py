@@ -158,7 +158,7 @@ def test_a_v11_file_gains_the_profile_column_and_keeps_its_grades(tmp_path: Path
         (old,) = store.grades("t")
         assert store.schema_version == 11 and "profile" not in old
     with Store.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 13 and store.integrity_check() == "ok"
+        assert store.schema_version == SCHEMA_VERSION == 14 and store.integrity_check() == "ok"
         (old,) = store.grades("t")
         assert old["profile"] is None and old["wall_s"] == 3.5
         row = {"task": "t", "submission": "ann", "source_hash": "h2", "path": "p", "stage": GRADED, "reason": None,
@@ -194,7 +194,10 @@ def test_cli_profile_option_without_ncu_warns_and_grades(
 
 
 class InlineWorkerContext(InlineWorker):
-    """InlineWorker as `staged` opens its workers."""
+    """InlineWorker as `staged` opens its workers (with the environment they would start in, ignored here)."""
+
+    def __init__(self, environment: dict | None = None) -> None:
+        super().__init__()
 
     def __enter__(self) -> InlineWorkerContext:
         return self

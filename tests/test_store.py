@@ -220,7 +220,7 @@ def test_migration_from_v2_adds_the_ceilings_to_runs(tmp_path: Path) -> None:
     assert old["gips"] == 4.5 and old["dram_bytes"] == 49152.0 and old["profile_json"] == {"gips": 4.5}
     assert all(old[key] is None for key in CEILING_FIELDS) and old["gpu_name"] == "Old" and old["date"]
     with Store.open(db) as store:
-        assert store.schema_version == SCHEMA_VERSION == 13
+        assert store.schema_version == SCHEMA_VERSION == 14
         (row,) = store.rows("e")
         assert row["gips"] == 4.5 and all(row[key] is None for key in CEILING_FIELDS)
         ceilings = {"peak_gflops_measured": 51_000.0, "bandwidth_gbs_measured": 4_100.0}
@@ -254,7 +254,7 @@ def test_migration_from_v3_adds_the_peaks_table(tmp_path: Path) -> None:
         assert store.schema_version == 3
         assert store.peaks() == [] and store.latest_peak("Old", "bfloat16") is None  # no table: nothing stored
     with Store.open(db) as store:
-        assert store.schema_version == SCHEMA_VERSION == 13
+        assert store.schema_version == SCHEMA_VERSION == 14
         (row,) = store.rows("e")
         assert row["gflops"] == 52.4 and row["peak_gflops_measured"] == 51_000.0
         run_id = store.start_run(RUN)
@@ -449,7 +449,7 @@ def test_migration_from_v4_keeps_rows_and_marks_them_unrecorded(tmp_path: Path, 
         found = store.tuned_config("Old", "sgemm_warptile", dtype, "small")
         assert found == (TUNER_CONFIG if tuner_layout else None)
     with Store.open(db) as store:
-        assert store.schema_version == SCHEMA_VERSION == 13 and store.integrity_check() == "ok"
+        assert store.schema_version == SCHEMA_VERSION == 14 and store.integrity_check() == "ok"
         (row,) = store.rows("e")
         assert (row["backend"], row["config"], row["point_key"]) == ("", "", "naive|64|64|64|8|float32|||")
         assert predates_config(row) and row["gflops"] == 52.4 and row["gips"] == 4.5

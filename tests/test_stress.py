@@ -213,7 +213,7 @@ def test_a_v6_database_gains_the_stress_tables_and_keeps_its_failures(tmp_path: 
         # v13's measuring facts).
         from gemmlab.results.store import MEASURE_FIELDS
 
-        later = ("stress_failures", "stress_summaries", "compiles", "grades", "dispatch")
+        later = ("stress_failures", "stress_summaries", "compiles", "grades", "dispatch", "meta")
         columns = ("timing_method", "baseline_timing_method", *MEASURE_FIELDS)
         conn.executescript("".join(f"DROP TABLE {t}; " for t in later)
                            + "".join(f"ALTER TABLE results DROP COLUMN {c}; " for c in columns)

@@ -289,9 +289,9 @@ def test_the_kernels_own_files_and_cuda_headers_are_included(tmp_path: Path, inc
     assert "a header of the student's own" in spec.source_text(0) or "<" in include
 
 
-def test_a_source_outside_the_declarations_folder_is_refused(tmp_path: Path) -> None:
-    from gemmlab.core.errors import DeclarationError
+def test_a_source_outside_the_submissions_folder_is_refused_when_graded(tmp_path: Path) -> None:
     from gemmlab.kernels import user
+    from gemmlab.studies import grade
 
     classmate = tmp_path / "class" / "honest"
     classmate.mkdir(parents=True)
@@ -299,5 +299,6 @@ def test_a_source_outside_the_declarations_folder_is_refused(tmp_path: Path) -> 
     borrower = tmp_path / "class" / "borrower"
     borrower.mkdir()
     (borrower / "matmul.toml").write_text(DECLARED + 'source = "../honest/matmul.cu"\n')
-    with pytest.raises(DeclarationError, match="outside the declaration's folder"):
-        user.resolve(str(borrower / "matmul.toml"))
+    spec = user.resolve(str(borrower / "matmul.toml"))  # a user may point at any file of theirs
+    with pytest.raises(grade.StageFailed, match="outside the submission's folder"):
+        grade.confined(spec)

@@ -65,8 +65,17 @@ def grade_cmd(
                 console.print(f"grading on: {escape(pool.describe())}", highlight=False)
             summary = grade.grade(found, the_task, store, map_fn=pool.map, force=force, run_record=run_record(),
                                   on_verdict=_print_verdict, profile=profile)  # fmt: skip
+        key, since = grade.grader_key(), store.grades_signed_from()
         paths = write_leaderboard(out, the_task.name, store.grades(the_task.name), the_task.thresholds,
-                                  store.rows(the_task.experiment), grade.hidden_names(the_task))  # fmt: skip
+                                  store.rows(the_task.experiment), grade.hidden_names(the_task),
+                                  trust=lambda row: grade.trusted(row, key, since))  # fmt: skip
+    if summary.written_meanwhile:
+        err_console.print(
+            f"[yellow]warning[/]: another process wrote the results database while "
+            f"{escape(', '.join(summary.written_meanwhile))} were graded; the leaderboard shows only rows the grader "
+            "signed, and names any other as tampered (docs/grading.md, 'What isolation covers').",
+            highlight=False,
+        )
     for submission, error in summary.errors:
         err_console.print(f"[red]not graded[/]: {escape(submission.name)}: {escape(error)}", highlight=False)
     walls = [v.wall_s for v in summary.graded if v.wall_s is not None]

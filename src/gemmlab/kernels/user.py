@@ -363,14 +363,6 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
     problem, argument_names = PROBLEMS[problem_name]
 
     source = path.parent / data.get("source", path.with_suffix(".cu").name)
-    folder = path.resolve().parent
-    if not source.resolve().is_relative_to(folder):
-        raise DeclarationError(
-            f"{at('source')}: {data['source']!r} leads to {source.resolve()}, outside the declaration's folder "
-            f"{folder}.",
-            "Keep the kernel's files in the folder of its declaration (a submission's own folder), and name the "
-            '.cu with a path inside it: source = "matmul.cu".',
-        )
     if not source.is_file():
         raise DeclarationError(
             f"{at('source')}: the kernel file {source} does not exist.",

@@ -15,7 +15,7 @@ import html
 import itertools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from gemmlab.core.timing import overlap
@@ -34,19 +34,28 @@ PASSED = "graded"
 NEAR_PEAK_PCT = 60.0
 
 
-def standings(grades: Sequence[dict]) -> list[dict]:
+def standings(grades: Sequence[dict], trust: Callable[[dict], bool | None] | None = None) -> list[dict]:
     """One row per submission from the grades table's rows (every attempt): its
     latest attempt, ranked. Those that passed every stage come first, fastest
     first, ranked 1, 2, ...; the failed ones follow without a rank, those that
-    got furthest first, then by name."""
+    got furthest first, then by name. ``trust`` (gemmlab.studies.grade.trusted,
+    bound to the key): a row it says the grader did not write as it is takes
+    no part in a submission's standing, and is listed as a row of its own,
+    failed at the stage "isolation" with its attempt named; a row from before
+    signatures (None) stands, marked so."""
     latest: dict[str, dict] = {}
     attempts: dict[str, int] = {}
+    tampered: list[dict] = []
     for row in grades:
         name = row["submission"]
+        verdict = trust(row) if trust is not None else True
+        if verdict is False:
+            tampered.append(_tampered_row(row))
+            continue
         attempts[name] = max(attempts.get(name, 0), row["attempt"])
         if name not in latest or row["attempt"] > latest[name]["attempt"]:
-            latest[name] = row
-    rows = [_row(row, attempts[name]) for name, row in latest.items()]
+            latest[name] = {**row, "reason": _unsigned(row["reason"]) if verdict is None and trust else row["reason"]}
+    rows = [_row(row, attempts[name]) for name, row in latest.items()] + tampered
     passed = sorted(
         (r for r in rows if r["stage"] == PASSED), key=lambda r: (-(r["share_geomean"] or 0.0), r["submission"])
     )
@@ -60,6 +69,24 @@ def _row(row: dict, attempts: int) -> dict:
     keep = ("submission", "grade", "share_geomean", "stage")
     return {"rank": None, **{k: row[k] for k in keep}, "reason": row["reason"] or "", "attempts": attempts,
             "wall_s": row.get("wall_s"), "graded": row["created"], "share_interval": None, "noise": ""}  # fmt: skip
+
+
+TAMPERED = "isolation"
+
+
+def _tampered_row(row: dict) -> dict:
+    """A grades row the grader did not write as it is, shown as itself."""
+    return {"rank": None, "submission": row["submission"], "grade": "fail", "share_geomean": None, "stage": TAMPERED,
+            "reason": (f"{TAMPERED}: attempt {row['attempt']} of {row['submission']} in the database was not written "
+                       "by the grader as it is (its signature does not hold): another process wrote or changed it. "
+                       "It counts for nothing; grade the class again as another user or in a container "
+                       "(docs/grading.md, 'What isolation covers')."),
+            "attempts": row["attempt"], "wall_s": None, "graded": row.get("created"), "share_interval": None,
+            "noise": ""}  # fmt: skip
+
+
+def _unsigned(reason: str | None) -> str:
+    return "; ".join(t for t in (reason, "graded before verdicts were signed: not checked") if t)
 
 
 def share_interval(results: Sequence[dict]) -> tuple[float, float] | None:
@@ -321,14 +348,16 @@ def _table(title: str, columns: Sequence[str], lines: Sequence[Sequence[str]]) -
 
 def write_leaderboard(
     out: Path, task: str, grades: Sequence[dict], bars: Sequence[tuple[str, float | None]] = (),
-    results: Sequence[dict] = (), names: Mapping[tuple, str] = {},
+    results: Sequence[dict] = (), names: Mapping[tuple, str] = {}, trust: Callable[[dict], bool | None] | None = None,
 ) -> list[Path]:  # fmt: skip
     """leaderboard.csv and leaderboard.html in ``out`` (made if missing), and a
     page per submission under ``out/submissions`` (``results``: the task's
     results rows, matched to a submission by the path of its kernel); returns
     the leaderboard's two paths."""
     out.mkdir(parents=True, exist_ok=True)
-    rows = standings(grades)
+    rows = standings(grades, trust)
+    # Pages, like the board, only from rows the grader wrote (or from before signatures).
+    grades = [r for r in grades if trust is None or trust(r) is not False]
     latest_path = {r["submission"]: r.get("path") for r in sorted(grades, key=lambda r: r["attempt"])}
     for row in rows:
         if row["stage"] == PASSED:

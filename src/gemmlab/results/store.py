@@ -515,6 +515,16 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "ALTER TABLE results ADD COLUMN baseline_energy_j REAL",
         "ALTER TABLE results ADD COLUMN slowed_samples INTEGER",
     ),
+    # v14: the board comes from the grader (issue 49). Each verdict carries the
+    # grader's signature (an HMAC of its fields under a key the grader keeps:
+    # gemmlab.studies.grade.grader_key); a row without a valid one was not
+    # written by the grader. Rows from before this step cannot carry one: the
+    # first id that must is kept in `meta`.
+    (
+        "ALTER TABLE grades ADD COLUMN signature TEXT",
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        "INSERT INTO meta (key, value) SELECT 'grades_signed_from', COALESCE(MAX(id), 0) + 1 FROM grades",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # The first schema whose results record their backend and configuration.
@@ -532,7 +542,7 @@ PICK_FIELDS = (
 # A verdict of `gemmlab grade` as the grades table stores it (run id and time apart).
 GRADE_FIELDS = (
     "task", "submission", "attempt", "source_hash", "path", "stage", "reason", "share_geomean", "grade", "wall_s",
-    "occupancy", "profile",
+    "occupancy", "profile", "signature",
 )  # fmt: skip
 CEILING_FIELDS = ("peak_gflops_measured", "bandwidth_gbs_measured")
 RUN_FIELDS = (
@@ -1198,19 +1208,22 @@ class Store:
             row["verified"] = bool(row["verified"])
         return found
 
-    def add_grade(self, run_id: int | None, verdict: dict) -> int:
+    def add_grade(self, run_id: int | None, verdict: dict, sign: Callable[[dict], str] | None = None) -> int:
         """Store a submission's verdict (keys of :data:`GRADE_FIELDS` but
-        ``attempt``; ``wall_s``, ``occupancy`` and ``profile`` may be left out) as
-        its next attempt on the task; returns the attempt's number."""
+        ``attempt`` and ``signature``; ``wall_s``, ``occupancy`` and ``profile``
+        may be left out) as its next attempt on the task, signed by ``sign``
+        (the row with its attempt -> its signature); returns the attempt's number."""
         verdict = {"wall_s": None, "occupancy": None, "profile": None, **verdict}
-        if set(verdict) != set(GRADE_FIELDS) - {"attempt"}:
-            raise ValueError(f"a verdict has the keys {', '.join(GRADE_FIELDS)} but attempt, not {sorted(verdict)}")
+        if set(verdict) != set(GRADE_FIELDS) - {"attempt", "signature"}:
+            raise ValueError(f"a verdict has the keys {', '.join(GRADE_FIELDS)} but attempt and signature, "
+                             f"not {sorted(verdict)}")  # fmt: skip
         with self._transaction() as conn:
             (last,) = conn.execute(
                 "SELECT COALESCE(MAX(attempt), 0) FROM grades WHERE task = ? AND submission = ?",
                 (verdict["task"], verdict["submission"]),
             ).fetchone()
-            row = {**verdict, "attempt": int(last) + 1, "run_id": run_id, "created": now_utc()}
+            row = {**verdict, "attempt": int(last) + 1}
+            row = {**row, "signature": sign(row) if sign else None, "run_id": run_id, "created": now_utc()}
             names, marks = ", ".join(row), ", ".join("?" for _ in row)
             conn.execute(f"INSERT INTO grades ({names}) VALUES ({marks})", tuple(row.values()))
             return row["attempt"]
@@ -1221,6 +1234,15 @@ class Store:
         the file, which `gemmlab grade`, the only writer, takes as tampering."""
         with self._guard():
             return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def grades_signed_from(self) -> int:
+        """The first grades row id written when verdicts were signed (schema
+        v14); rows before it predate signatures."""
+        if "meta" not in self._tables_guarded():
+            return 1 << 62  # a file read as it is, from before v14: no row is signed
+        with self._guard():
+            found = self._conn.execute("SELECT value FROM meta WHERE key = 'grades_signed_from'").fetchone()
+        return int(found[0]) if found else 1
 
     def grades(self, task: str) -> list[dict]:
         """Every attempt of every submission on ``task``, oldest first; none in

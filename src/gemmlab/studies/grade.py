@@ -36,11 +36,13 @@ import contextlib
 import copy
 import functools
 import hashlib
+import hmac
 import json
 import math
 import os
 import random
 import re
+import secrets
 import shutil
 import tempfile
 import time
@@ -58,6 +60,7 @@ from gemmlab.core.dtypes import DTYPE_CTYPES
 from gemmlab.core.errors import GemmlabError, NoGPUError, failure_text
 from gemmlab.core.shapes import Shape
 from gemmlab.measure import apart, watchdog
+from gemmlab.results.store import GRADE_FIELDS
 from gemmlab.studies import scale
 from gemmlab.studies.scale import Outcome  # noqa: F401 (what the maps give, named here for callers)
 
@@ -492,6 +495,7 @@ def compile_on_device(reference: str, task: Task) -> str:
     from gemmlab.kernels import catalogue
 
     spec = catalogue.get(reference)
+    confined(spec)
     if spec.problem.name != task.problem:
         raise StageFailed(f"the kernel computes {spec.problem.name}; the task is {task.problem}.",
                           f'Declare problem = "{task.problem}".')  # fmt: skip
@@ -506,6 +510,21 @@ def compile_on_device(reference: str, task: Task) -> str:
     for point in firsts:
         backends.for_spec(spec).compile(point, info)
     return info.arch
+
+
+def confined(spec: Any) -> None:
+    """StageFailed when a submission's declaration names a kernel file outside
+    its own folder (issue 49: a folder holding only a declaration with
+    ``source = "../ctl_cu_tiled/matmul.cu"`` was graded as a classmate's
+    kernel). Its includes are confined by the kernel loader (kernels/spec.py)."""
+    if spec.declaration is None:
+        return
+    folder, source = Path(spec.declaration).resolve().parent, Path(spec.source).resolve()
+    if not source.is_relative_to(folder):
+        raise StageFailed(
+            f"the declaration names the kernel file {source}, outside the submission's folder {folder}.",
+            'Submit your own kernel: keep its files in your folder and name it there (source = "matmul.cu").',
+        )
 
 
 def _task_point(spec: Any, task: Task, index: int, shape: Shape, dtype: str) -> Any:
@@ -833,22 +852,51 @@ def pooled(scheduler: str | None = None) -> Iterator[Any]:
         yield pool
 
 
-# The stage of a verdict given for writing the results database (see tampered).
+# -- the grader's signature --------------------------------------------------------
+
+# The stage and grade shown for a grades row the grader did not write as it is
+# (see trusted): named on that row, never blamed on another submission.
 TAMPERED = "isolation"
+# Where the grader keeps the key it signs verdicts with (default
+# ~/.config/gemmlab/grader.key, made on first use, readable by its owner only).
+KEY_VARIABLE = "GEMMLAB_GRADER_KEY"
 
 
-def tampered(verdict: Verdict) -> Verdict:
-    """``verdict`` failed: the database was written by another process while it
-    was graded. Only the grading process writes it, so the submission (or one
-    graded beside it) reached the file; its figures are not believed."""
-    verdict.stage, verdict.grade, verdict.share_geomean, verdict.shares, verdict.results = \
-        TAMPERED, FAIL, None, {}, []  # fmt: skip
-    verdict.reason = (
-        f"{TAMPERED}: the results database was written by another process while {verdict.submission} was graded "
-        "(only the grader writes it). Check the grades table by hand; grade the class again into a fresh --db, "
-        "as another user or in a container (docs/grading.md, 'What isolation covers')."
-    )
-    return verdict
+def key_path() -> Path:
+    if os.environ.get(KEY_VARIABLE):
+        return Path(os.environ[KEY_VARIABLE])
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return config / "gemmlab" / "grader.key"
+
+
+def grader_key() -> bytes:
+    """The grader's signing key, made (32 random bytes, mode 0600) if there is none."""
+    path = key_path()
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another grading process made it meanwhile
+            pass
+        else:
+            with os.fdopen(handle, "wb") as out:
+                out.write(secrets.token_bytes(32))
+    return path.read_bytes()
+
+
+def signature(row: dict, key: bytes) -> str:
+    """The HMAC-SHA256 of a grades row's fields (all but the signature itself)."""
+    fields = {name: row.get(name) for name in GRADE_FIELDS if name != "signature"}
+    return hmac.new(key, json.dumps(fields, sort_keys=True, default=str).encode(), hashlib.sha256).hexdigest()
+
+
+def trusted(row: dict, key: bytes, signed_from: int) -> bool | None:
+    """Whether the grader wrote ``row`` as it is: True (its signature holds),
+    False (changed or forged: another process wrote it), None (it predates
+    signatures, schema v14: nothing can be said)."""
+    if row["id"] < signed_from:
+        return None
+    return hmac.compare_digest(str(row.get("signature") or ""), signature(row, key))
 
 
 @dataclass
@@ -856,13 +904,19 @@ class GradeSummary:
     graded: list[Verdict] = field(default_factory=list)
     skipped: list[Submission] = field(default_factory=list)  # graded before, unchanged
     errors: list[tuple[Submission, str]] = field(default_factory=list)  # not graded: nothing stored
+    # Submissions being graded when another process wrote the database (whoever it was: with
+    # several workers it cannot be told); the board shows only rows the grader signed.
+    written_meanwhile: list[str] = field(default_factory=list)
 
 
 def to_grade(submissions: Sequence[Submission], task: Task, store: Any, *, force: bool = False) -> list[Submission]:
     """The submissions not graded before in their present form (all with ``force``)."""
     if force:
         return list(submissions)
-    done = {(row["submission"], row["source_hash"]) for row in store.grades(task.name)}
+    key, since = grader_key(), store.grades_signed_from()
+    # A row the grader did not write (a forged verdict for a source not yet graded) grades nothing.
+    done = {(row["submission"], row["source_hash"]) for row in store.grades(task.name)
+            if trusted(row, key, since) is not False}  # fmt: skip
     return [s for s in submissions if (s.name, s.source_hash) not in done]
 
 
@@ -878,6 +932,7 @@ def grade(
     summary.skipped = [s for s in submissions if s not in pending]
     run_id: int | None = None
     seen = store.data_version()
+    key = grader_key()
     one = functools.partial(grade_one, task=task, profile=profile)
     for submission, outcome in map_fn(one, pending, key=lambda s: s.name):
         if outcome.error is not None:
@@ -886,12 +941,12 @@ def grade(
         verdict: Verdict = outcome.value
         if (now := store.data_version()) != seen:
             seen = now
-            verdict = tampered(verdict)
+            summary.written_meanwhile.append(submission.name)
         if run_id is None:
             run_id = store.start_run(run_record or {})
         if verdict.results:
             store.add_results(run_id, task.experiment, verdict.results)
-        store.add_grade(run_id, verdict.row(task))
+        store.add_grade(run_id, verdict.row(task), sign=lambda row: signature(row, key))
         summary.graded.append(verdict)
         if on_verdict is not None:
             on_verdict(verdict)
