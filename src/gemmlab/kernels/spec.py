@@ -326,7 +326,7 @@ def kernel_source(source: str | Path) -> str:
 # toolkit's by a plain name in angle brackets. Anything else (a path that
 # leaves the folder, an absolute one, an include computed by a macro, whose
 # target NVRTC alone would resolve) is refused before NVRTC sees the text.
-_ANY_INCLUDE = re.compile(r"^\s*#\s*include\b(.*)$", re.MULTILINE)
+_ANY_INCLUDE = re.compile(r"^\s*#\s*include(?:_next)?\b(.*)$", re.MULTILINE)
 _TOOLKIT_HEADER = re.compile(r"\s*<([A-Za-z0-9_][A-Za-z0-9_.+/-]*)>\s*(//.*)?$")
 _QUOTED = re.compile(r'\s*"([^"]+)"\s*(//.*)?$')
 

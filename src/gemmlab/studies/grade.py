@@ -745,7 +745,8 @@ def staged(submission: Submission, task: Task, profile: bool = False) -> Verdict
         for name, stage in stages:
             runs_it = own if submission.is_python and name in ("compile", "sanitize") else worker
             try:
-                with gpu_held(name):
+                # A Python submission's import can launch GPU work: its compile holds the GPU as the sanitizer does.
+                with gpu_held("sanitize" if submission.is_python and name == "compile" else name):
                     results = stage(submission, task, runs_it)
             except NoGPUError:
                 raise
@@ -753,6 +754,11 @@ def staged(submission: Submission, task: Task, profile: bool = False) -> Verdict
                 verdict.stage = name
                 verdict.reason = scrubbed(f"{name}: {failure_text(exc)}", task, submission.folder)
                 return verdict
+            finally:
+                if runs_it is own:
+                    # What the submission's code started in this stage ends with it (a worker that
+                    # imports it again is started for the next stage that needs one).
+                    own.close()
         if profile and results:
             # A Python submission is profiled where it was compiled: ncu's child
             # imports it, so never in the worker that checks and times it.
