@@ -643,3 +643,24 @@ def test_an_own_kernels_task_fails_a_library_gemm_naming_it(tmp_path: Path) -> N
         grade.load_task(
             write_task(tmp_path, TASK.replace('problem = "matmul"', 'problem = "matmul"\nkernels = "mine"'))
         )
+
+
+ADVERSARIAL_CLASS = Path(__file__).resolve().parent / "adversarial_class"
+
+
+@pytest.mark.parametrize("name", ["include_task", "include_passwd", "macro_include", "include_next", "borrower",
+                                  "symlink_borrower"])  # fmt: skip
+def test_the_adversarial_classs_compile_attacks_are_refused_without_a_gpu(name: str) -> None:
+    """What the compile stage decides of tests/adversarial_class, checked on
+    the CPU (the GPU tier grades the whole class): the refusal expect.toml names."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    from gemmlab.kernels import user
+
+    expected = tomllib.loads((ADVERSARIAL_CLASS / "expect.toml").read_text())[name]
+    with pytest.raises((CompileError, grade.StageFailed)) as caught:
+        grade.confined(user.resolve(str(ADVERSARIAL_CLASS / "class" / name / "matmul.toml")))
+    assert all(w in str(caught.value) for w in expected["words"]), str(caught.value)
+    assert "5551212" not in str(caught.value)

@@ -1,0 +1,1 @@
+../honest_cu/matmul.cu
