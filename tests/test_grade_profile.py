@@ -191,6 +191,7 @@ def test_cli_profile_option_without_ncu_warns_and_grades(
     page = (out / page_link("ann")).read_text()
     assert "No profile at 256x256x256 (float32): Nsight Compute (ncu) was not found" in page
     assert "Not profiled: only a kernel that passed" in (out / page_link("bob")).read_text()
+    assert "Isolation in force: each submission graded by workers of its own" in (out / "leaderboard.html").read_text()
 
 
 class InlineWorkerContext(InlineWorker):

@@ -68,7 +68,8 @@ def grade_cmd(
         key, since = grade.grader_key(), store.grades_signed_from()
         paths = write_leaderboard(out, the_task.name, store.grades(the_task.name), the_task.thresholds,
                                   store.rows(the_task.experiment), grade.hidden_names(the_task),
-                                  trust=lambda row: grade.trusted(row, key, since))  # fmt: skip
+                                  trust=lambda row: grade.trusted(row, key, since),
+                                  isolation=grade.isolation_in_force())  # fmt: skip
     if summary.written_meanwhile:
         err_console.print(
             f"[yellow]warning[/]: another process wrote the results database while "

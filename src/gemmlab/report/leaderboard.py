@@ -156,8 +156,9 @@ pre { margin: 0; white-space: pre-wrap; font-size: 0.85em; max-width: 50em; }
 
 
 def leaderboard_html(
-    task: str, rows: Sequence[dict], bars: Sequence[tuple[str, float | None]] = (), grades: Sequence[dict] = ()
-) -> str:
+    task: str, rows: Sequence[dict], bars: Sequence[tuple[str, float | None]] = (), grades: Sequence[dict] = (),
+    isolation: str = "",
+) -> str:  # fmt: skip
     """The page: the task, its grade bars, the table of :func:`standings` and
     every attempt (``grades``, the grades table's rows)."""
     e = html.escape
@@ -170,6 +171,7 @@ def leaderboard_html(
 <p>Ranked by the geometric mean, over the task's shapes, of each kernel's speed as a share of cuBLAS's on the
 grading GPU, with the 95% interval of that share from the alternated samples (two whose intervals overlap
 are within noise of each other). {len(rows)} submissions{f"; grades: {bar_text}" if bar_text else ""}.</p>
+{f"<p>{e(isolation)}</p>" if isolation else ""}
 <table><thead><tr>{head}</tr></thead>
 <tbody>
 {body}
@@ -349,6 +351,7 @@ def _table(title: str, columns: Sequence[str], lines: Sequence[Sequence[str]]) -
 def write_leaderboard(
     out: Path, task: str, grades: Sequence[dict], bars: Sequence[tuple[str, float | None]] = (),
     results: Sequence[dict] = (), names: Mapping[tuple, str] = {}, trust: Callable[[dict], bool | None] | None = None,
+    isolation: str = "",
 ) -> list[Path]:  # fmt: skip
     """leaderboard.csv and leaderboard.html in ``out`` (made if missing), and a
     page per submission under ``out/submissions`` (``results``: the task's
@@ -367,7 +370,7 @@ def write_leaderboard(
     mark_noise(rows)
     csv_path, html_path = out / "leaderboard.csv", out / "leaderboard.html"
     write_csv(csv_path, rows)
-    html_path.write_text(leaderboard_html(task, rows, bars, grades))
+    html_path.write_text(leaderboard_html(task, rows, bars, grades, isolation))
     (out / PAGES).mkdir(exist_ok=True)
     for name in {r["submission"] for r in grades}:
         attempts = [r for r in grades if r["submission"] == name]

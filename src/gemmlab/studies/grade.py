@@ -767,6 +767,18 @@ def staged(submission: Submission, task: Task, profile: bool = False) -> Verdict
     return scored(verdict, results or [], task)
 
 
+def isolation_in_force() -> str:
+    """What kept the submissions apart in this grading, in a sentence the leaderboard shows."""
+    user = "root" if hasattr(os, "geteuid") and os.geteuid() == 0 else "the grader's own user"
+    return (
+        f"Isolation in force: each submission graded by workers of its own, running as {user} (no separate "
+        "user, container or cgroup); an empty HOME and temporary folder for a Python submission's code, removed "
+        "after it; compiles kept in each worker's memory, never read from a shared cache; sources confined to "
+        "the submission's folder; its processes ended with each stage (group, session and descendants); "
+        "verdicts signed by the grader; reasons scrubbed of hidden shapes and paths (docs/grading.md)."
+    )
+
+
 # What every grading worker is started with (see staged).
 PRIVATE = {"GEMMLAB_PRIVATE_CACHE": "1"}
 
