@@ -296,7 +296,7 @@ def test_a_source_outside_the_submissions_folder_is_refused_when_graded(tmp_path
     classmate = tmp_path / "class" / "honest"
     classmate.mkdir(parents=True)
     (classmate / "matmul.cu").write_text(BODY)
-    borrower = tmp_path / "class" / "borrower"
+    borrower = tmp_path / "class" / "lender_of_a_path"  # an id no other test declares
     borrower.mkdir()
     (borrower / "matmul.toml").write_text(DECLARED + 'source = "../honest/matmul.cu"\n')
     spec = user.resolve(str(borrower / "matmul.toml"))  # a user may point at any file of theirs
