@@ -302,3 +302,40 @@ def test_a_source_outside_the_submissions_folder_is_refused_when_graded(tmp_path
     spec = user.resolve(str(borrower / "matmul.toml"))  # a user may point at any file of theirs
     with pytest.raises(grade.StageFailed, match="outside the submission's folder"):
         grade.confined(spec)
+
+
+# Issue 52: a student's file in another encoding than UTF-8 crashed with a
+# traceback (UnicodeDecodeError), and a UTF-8 byte-order mark broke the compile.
+ENCODED = {
+    "latin1": ("// Autor: José Müller\n" + BODY).encode("latin-1"),
+    "utf8_bom": b"\xef\xbb\xbf" + ("// Autor: José Müller\n" + BODY).encode(),
+    "utf16": ("// Autor: José Müller\n" + BODY).encode("utf-16"),
+}
+
+
+@pytest.mark.parametrize("encoding", sorted(ENCODED))
+def test_a_source_and_declaration_in_another_encoding_compile(tmp_path: Path, encoding: str) -> None:
+    from gemmlab.backends.nvrtc import compile_kernel
+    from gemmlab.kernels import user
+
+    folder = tmp_path / f"jose_{encoding}"
+    folder.mkdir()
+    (folder / "matmul.cu").write_bytes(ENCODED[encoding])
+    declared = "# Declaración de José\n" + DECLARED
+    codec = {"latin1": "latin-1", "utf8_bom": "utf-8-sig", "utf16": "utf-16"}[encoding]
+    (folder / "matmul.toml").write_bytes(declared.encode(codec))
+    spec = user.resolve(str(folder / "matmul.toml"))
+    assert "José" in spec.source_text(0) and "\ufeff" not in spec.source_text(0)
+    assert compile_kernel(spec, 0, "float32", "sm_90", use_cache=False).resources.registers > 0
+
+
+def test_a_binary_file_is_refused_in_one_line_naming_it(tmp_path: Path) -> None:
+    from gemmlab.core.text import NotText
+    from gemmlab.kernels import user
+
+    folder = tmp_path / "binary_student"
+    folder.mkdir()
+    (folder / "matmul.cu").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)))
+    (folder / "matmul.toml").write_text(DECLARED)
+    with pytest.raises(NotText, match=r"matmul\.cu is not a text file"):
+        user.resolve(str(folder / "matmul.toml"))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from gemmlab.core.dtypes import DTYPE_CTYPES, DTYPE_ITEMSIZE, c_itemsize
 from gemmlab.core.errors import CompileError, ConstraintError, DeviceLimitError
 from gemmlab.core.shapes import MAX_GRID_YZ, MAX_INDEX, Dim3, Shape
+from gemmlab.core.text import read_text
 from gemmlab.problems.base import Problem
 from gemmlab.problems.matmul import MATMUL
 
@@ -364,7 +365,7 @@ def _inlined(root: Traversable, relative: str, seen: frozenset[str], *, mark_lin
     folder = posixpath.dirname(relative)
     file = root.joinpath(relative)
     try:
-        text = file.read_text()
+        text = read_text(Path(str(file)), "kernel's source") if mark_lines else file.read_text()
     except OSError as exc:
         raise CompileError(
             f"cannot read the kernel source {file}: {exc.strerror or exc}.",

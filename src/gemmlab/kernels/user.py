@@ -28,6 +28,7 @@ from typing import Any
 from gemmlab.core.dtypes import DTYPE_ITEMSIZE
 from gemmlab.core.errors import DeclarationError
 from gemmlab.core.shapes import MAX_GRID_X, MAX_GRID_YZ, MAX_THREADS_PER_BLOCK, Dim3, Shape
+from gemmlab.core.text import read_text
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import Constraint, KernelSpec, kernel_source
 from gemmlab.problems.matmul import MATMUL, MATMUL_ARGUMENT_NAMES, SCALARS
@@ -340,7 +341,7 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
     fixed at a value of their own (see :func:`variant`)."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(read_text(path, "kernel's declaration"))
     except OSError as exc:
         raise DeclarationError(
             f"cannot read the declaration {path}: {exc.strerror or exc}.", f"Check the path; {DOC} shows the format."
