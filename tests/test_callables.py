@@ -49,7 +49,7 @@ def test_a_python_file_reads_into_a_kernel_spec(tmp_path: Path) -> None:
     spec = callables.load(written(tmp_path, DECLARATION))
     assert spec.id == f"{tmp_path.name}/kernel" and spec.backend == "python"
     assert spec.problem is MATMUL and spec.declaration == tmp_path / "kernel.py"
-    assert spec.block_edges == (16, 32) and spec.default_block_edge() == 32
+    assert spec.block_edges == (16, 32) and spec.default_block_edge() == 16
     assert spec.values(32) == {"TILE": 32} and spec.config is None
     assert spec.callable is not None and spec.callable.__name__ == "matmul"
     assert spec.grid(Shape.square(64), 16) == (0, 0, 0)  # the function picks its own

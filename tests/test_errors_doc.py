@@ -201,6 +201,27 @@ def declaration_with_unknown_key(scene: Scene) -> None:
     (scene.tmp / "matmul.toml").write_text(text.replace("function =", "kernel =", 1))
 
 
+def naive_define_with(scene: Scene, old: str, new: str) -> None:
+    """The naive_define example in the case's folder, its declaration with ``old`` replaced by ``new``."""
+    (scene.tmp / "matmul.cu").write_text((EXAMPLES / "naive_define" / "matmul.cu").read_text())
+    text = (EXAMPLES / "naive_define" / "matmul.toml").read_text()
+    assert old in text
+    (scene.tmp / "matmul.toml").write_text(text.replace(old, new, 1))
+
+
+def parameter_used_nowhere(scene: Scene) -> None:
+    naive_define_with(scene, "TILE = [16, 8, 32]", "TILE = [16, 8, 32]\nUNROLL = [1, 2]")
+
+
+def zero_block_dimension(scene: Scene) -> None:
+    naive_define_with(scene, 'block = ["TILE", "TILE"]', 'block = ["TILE", "0"]')
+
+
+def binary_source(scene: Scene) -> None:
+    naive_define_with(scene, "function =", "function =")
+    (scene.tmp / "matmul.cu").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
+
+
 # --- the table -------------------------------------------------------------------
 
 SWEEP_CPU = ("sweep", "--kernels", "cpu_naive", "--sizes", "64")
@@ -287,6 +308,21 @@ CASES: list[Case] = [
          ("profile", "naive", "--size", "64", "--block", "16"), 2, "ERR_NVGPUCTRPERM", ncu_not_permitted),
     Case("no compute-sanitizer", "checked a kernel on a machine without compute-sanitizer", ("check", "naive"), 2,
          "compute-sanitizer was not found", no_sanitizer),
+    Case("parameter used nowhere", "declared a parameter that neither the source nor the launch names",
+         ("compile", "matmul.toml", "--arch", "sm_90"), 2, "UNROLL is used nowhere", parameter_used_nowhere),
+    Case("zero block dimension", "declared a block whose y dimension is 0",
+         ("compile", "matmul.toml", "--arch", "sm_90"), 2, "block", zero_block_dimension),
+    Case("source that is not text", "gave a compiled binary as the kernel's .cu",
+         ("compile", "matmul.toml", "--arch", "sm_90"), 2, "is not a text file", binary_source),
+    Case("--block for a kernel without an edge", "asked a fixed-block kernel for another block edge",
+         ("compile", "sgemm_multistage", "--arch", "sm_90", "--block", "16"), 2, "has no block edge to choose"),
+    Case("block edge of 0", "swept a block edge of 0",
+         ("sweep", "--kernels", "tiled", "--sizes", "64", "--blocks", "0"), 2, "positive"),
+    Case("unknown experiment in a report", "asked the report for an experiment that does not exist",
+         ("report", "--db", "results.sqlite", "--out", "report", "--experiments", "poznan-grup1"), 2,
+         "Unknown experiment", results_db),
+    Case("export to a folder", "gave export a folder as --out", ("export", "--db", "results.sqlite", "--out", "."),
+         2, "is a folder", results_db),
 ]  # fmt: skip
 
 

@@ -224,10 +224,32 @@ def test_experiment_filter_and_errors() -> None:
         "int32-lab",
         "kursk-cpu-gpu",
     ]
-    with pytest.raises(UnknownName, match="gemmlab reproduce"):
-        model.build_sections(rows, ["int32-lab", "no-such-experiment"])
     with pytest.raises(GemmlabError, match="no results"):
         model.build_sections([])
+
+
+def test_an_unknown_experiment_is_called_unknown_with_the_known_names() -> None:
+    rows = load_rows()
+    with pytest.raises(UnknownName) as info:
+        model.build_sections(rows, ["int32-lab", "nosuch"])
+    assert info.value.cause == "Unknown experiment 'nosuch'."
+    assert "reproduce" not in str(info.value)
+    assert "Known: poznan-group1, poznan-group2, int32-lab" in info.value.fix and "stress" in info.value.fix
+    with pytest.raises(UnknownName, match=r"Did you mean kursk-cpu-gpu\?"):
+        model.build_sections(rows, ["kursk-cpu-gpus"])
+
+
+def test_a_known_experiment_not_measured_suggests_the_command_that_measures_it() -> None:
+    rows = [r for r in load_rows() if r["experiment"] != "int32-lab"]
+    with pytest.raises(GemmlabError) as info:
+        model.build_sections(rows, ["int32-lab"])
+    assert not isinstance(info.value, UnknownName)
+    assert info.value.cause == "No results of int32-lab are stored."
+    assert "Run `gemmlab reproduce int32-lab` to measure it." in info.value.fix
+    with pytest.raises(GemmlabError, match="Run `gemmlab stress` to measure it"):
+        model.check_requested(["stress"], ["int32-lab"])
+    with pytest.raises(GemmlabError, match="Run `gemmlab distributed` to measure it"):
+        model.check_requested(["distributed"], ["int32-lab"])
 
 
 # --------------------------------------------------------------------------
@@ -433,8 +455,31 @@ def test_index_shows_summaries_tables_and_warnings(written: Path) -> None:
     assert text.count("<section") == 6
     assert "NVIDIA H100 80GB HBM3 (compute capability 9.0), measured 2025-11-20" in text
     assert "<span class='pub'>(0.316)</span>" in text
-    assert "wide spread: max/min = 1.71 over 20 repetitions" in text
+    assert "The slowest of 20 repetitions took 1.71 times as long as the fastest" in text
     assert "<sup class='warn'>" in text
+
+
+def test_each_warning_is_printed_once_in_words(written: Path) -> None:
+    text = (written / "index.html").read_text()
+    assert "recorded as" not in text
+    # The stored text stays in warnings.csv, not beside its explanation on the page.
+    assert "wide spread: max/min = 1.71 over 20 repetitions" not in text
+    assert text.count("The slowest of 20 repetitions took 1.71 times") == 1
+    assert "wide spread: max/min = 1.71 over 20 repetitions" in (written / "int32-lab" / "warnings.csv").read_text()
+
+
+def test_timestamps_are_printed_for_people(written: Path) -> None:
+    assert model.readable_time("2026-11-29T06:41:07+00:00") == "2026-11-29 06:41 UTC"
+    assert model.readable_time("2026-11-29T08:41:07+02:00") == "2026-11-29 06:41 UTC"
+    assert model.readable_time("2026-11-29T06:41:07") == "2026-11-29 06:41 UTC"
+    assert model.readable_time("yesterday") == "yesterday"
+    assert model.time_span(["2026-11-29T06:41:07+00:00", "2026-11-30T07:00:00+00:00", None]) == (
+        "2026-11-29 06:41 UTC to 2026-11-30 07:00 UTC"
+    )
+    assert model.time_span([]) == "date not recorded"
+    text = (written / "index.html").read_text()
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", text)
+    assert re.search(r"measured \d{4}-\d\d-\d\d \d\d:\d\d UTC", text)
 
 
 def test_a_previous_report_is_replaced(tmp_path: Path) -> None:
@@ -572,9 +617,94 @@ def test_results_of_no_document_get_the_sweep_layout_and_no_published_figures(ro
     assert all(not t.published for t in tables.metric_tables(section))
 
 
-def test_summary_counts_rows_from_before_the_configuration_record() -> None:
-    rows = [r for r in load_rows() if r["experiment"] == "int32-lab"]
-    (section,) = model.build_sections([dict(rows[0], backend=""), *(dict(r, backend="nvrtc") for r in rows[1:])])
-    assert "(1 from before results schema v5: no configuration or backend recorded)" in tables.summary(section)
-    (plain,) = model.build_sections(rows)  # rows from elsewhere than the store say nothing of it
-    assert "schema" not in tables.summary(plain)
+def test_rows_from_before_the_configuration_record_are_counted_once(tmp_path: Path) -> None:
+    rows = [r for r in load_rows() if r["experiment"] in ("int32-lab", "arequipa-any-size")]
+    old = [dict(r, backend="") for r in rows[:3]] + [dict(r, backend="nvrtc") for r in rows[3:]]
+    assert tables.unrecorded_note(old).startswith(f"3 of the {len(rows)} results were stored before results schema v5")
+    assert tables.unrecorded_note([dict(r, backend="") for r in rows]).startswith(f"All {len(rows)} results")
+    assert tables.unrecorded_note(rows) == ""  # rows from elsewhere than the store say nothing of it
+    text = write_report([dict(r, backend="") for r in rows], tmp_path / "out", occupancy=False).read_text()
+    # Once for the page, not once per experiment.
+    assert text.count("before results schema v5") == 1
+    assert all("schema" not in tables.summary(s) for s in model.build_sections(old))
+
+
+# --------------------------------------------------------------------------
+# Devices, units and folded tables (issue 52)
+
+XEON = "Intel(R) Xeon(R) Platinum 8480C"
+
+
+def kursk_rows_with_cpu() -> list[dict]:
+    return [{**r, "cpu": XEON} for r in load_rows() if r["experiment"] == "kursk-cpu-gpu"]
+
+
+def test_each_table_names_the_device_its_rows_ran_on(tmp_path: Path) -> None:
+    (section,) = model.build_sections(kursk_rows_with_cpu())
+    cpu = table(section, "cpu_naive", "time")
+    assert cpu.legend.startswith(f"ours on {XEON}") and "H100" not in cpu.legend
+    gpu = table(section, "tiled", "time")
+    assert gpu.legend == "ours on NVIDIA H100 80GB HBM3"
+    assert section.devices() == f"NVIDIA H100 80GB HBM3 and {XEON} (CPU baselines)"
+    text = write_report(kursk_rows_with_cpu(), tmp_path / "out", occupancy=False).read_text()
+    caption = re.search(r"<caption>cpu_naive: Kernel time \(median\) \[ms\]<br><small>([^·]*)", text)
+    assert caption is not None and caption[1].startswith(f"ours on {XEON}")
+    assert f"on NVIDIA H100 80GB HBM3 and {XEON} (CPU baselines)</h2>" in text
+    markdown = (tmp_path / "out" / "kursk-cpu-gpu" / "tables.md").read_text()
+    assert f"**cpu_naive: Kernel time (median) [ms]** — ours on {XEON}" in markdown
+
+
+def test_a_cpu_only_database_says_it_ran_on_the_cpu(tmp_path: Path) -> None:
+    rows = [{**r, "gpu_name": None, "cc": None} for r in kursk_rows_with_cpu() if on_host(r["kernel"])]
+    (section,) = model.build_sections(rows)
+    assert section.device == XEON and section.devices(cc=True) == XEON
+    text = write_report(rows, tmp_path / "out", occupancy=False).read_text()
+    assert f"Measured on the CPU, {XEON}; gemmlab" in text
+    assert "unknown GPU" not in text and "GPU not recorded" not in text
+    assert "CUDA driver" not in text and "NVRTC" not in text
+    assert f"<h2>kursk-cpu-gpu on {XEON}</h2>" in text
+
+
+def test_integer_pages_say_operations_not_flops(written: Path, sections: dict[str, Section]) -> None:
+    int32 = [t for t in tables.metric_tables(sections["int32-lab"]) if t.metric.key in ("gflops", "cgma_analytic")]
+    assert int32 and all("FLOP" not in t.title for t in int32)
+    assert "tiled_i32: GOPS [GOP/s]" in {t.title for t in int32}
+    assert model.GFLOPS.named(True).unit == "GOP/s" and model.GFLOPS.named(False) is model.GFLOPS
+    text = (written / "index.html").read_text()
+    page = text[text.index("<section id='int32-lab'>") : text.index("<section id='brno-transpose'>")]
+    assert "GOPS" in page and "FLOP" not in page
+    assert "FLOP" not in (written / "int32-lab" / "tables.md").read_text()
+    # Float pages keep their FLOPs.
+    assert "tiled: GFLOPS [GFLOP/s]" in text
+
+
+def test_tables_without_any_of_our_figures_fold_into_one_line(written: Path) -> None:
+    text = (written / "index.html").read_text()
+    page = text[text.index("<section id='poznan-group1'>") : text.index("<section id='poznan-group2'>")]
+    # single_block was not profiled: its GIPS and CGMA tables would be dashes beside the document's figures.
+    assert "<caption>single_block: GIPS" not in page and "<caption>single_block: CGMA, measured" not in page
+    (line,) = re.findall(r"<p class='note'>Not measured here: [^\n]*</p>", page)
+    assert "GIPS of single_block" in line and "CGMA, measured of single_block" in line
+    assert "--profile" in line and "gemmlab reproduce poznan-group1 --profile" in line
+    assert "poznan-group1/single_block__gips.csv" in line  # the document's figures stay a click away
+    assert (written / "poznan-group1" / "single_block__gips.csv").is_file()
+    # The profiled kernels keep their tables.
+    assert "<caption>naive: GIPS" in page
+    markdown = (written / "poznan-group1" / "tables.md").read_text()
+    assert markdown.count("Not measured here: ") == 1 and "**single_block: GIPS" not in markdown
+    folded = [t for t in tables.metric_tables(model.build_sections(load_rows())[0]) if t.unmeasured]
+    assert {(t.label, t.metric.key) for t in folded} == {("single_block", "gips"), ("single_block", "cgma_measured")}
+
+
+def test_a_kernel_only_the_document_measured_keeps_its_table(written: Path) -> None:
+    text = (written / "index.html").read_text()
+    assert "<caption>transpose_strided_both (no gemmlab kernel): Bandwidth" in text
+
+
+def test_the_grade_history_prints_readable_times() -> None:
+    from gemmlab.report import leaderboard
+
+    attempt = {"submission": "ann", "attempt": 1, "created": "2026-11-24T00:01:00Z", "stage": "timed",
+               "grade": "pass", "share_geomean": 0.5}  # fmt: skip
+    text = leaderboard.history_html([attempt])
+    assert "<td>2026-11-24 00:01 UTC</td>" in text and "T00:01" not in text

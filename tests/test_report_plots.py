@@ -221,3 +221,36 @@ def test_a_point_we_did_not_run_keeps_its_dash_and_says_why(sections: dict[str, 
     # Points both measured carry no such note.
     tiled = next(t for t in tables.metric_tables(sections["kursk-cpu-gpu"]) if t.label == "tiled, pinned host memory")
     assert tiled.published and tiled.note == ""
+
+
+# --------------------------------------------------------------------------
+# Line styles as the title says
+
+
+def test_the_cpu_against_gpu_lines_are_styled_as_the_title_says(
+    sections: dict[str, Section], figures: dict[str, Any], tmp_path: Path
+) -> None:
+    kursk = sections["kursk-cpu-gpu"]
+    drawn = plots.plot_cpu_gpu(kursk, tmp_path)
+    seen = set()
+    for p in drawn:
+        fig = figures[p.file]
+        assert "ours (solid)" in fig._suptitle.get_text() and "published (dashed)" in fig._suptitle.get_text()
+        for line in fig.axes[0].get_lines():
+            label = line.get_label()
+            want = "--" if label.startswith("published") else "-"
+            assert line.get_linestyle() == want, label
+            seen.add(want)
+    # Both host memories of a kernel are ours: solid, told apart by their markers.
+    pinned = [x for p in drawn for x in figures[p.file].axes[0].get_lines() if "pinned" in x.get_label()]
+    pageable = [x for p in drawn for x in figures[p.file].axes[0].get_lines() if "pageable" in x.get_label()]
+    assert pinned and pageable and {x.get_linestyle() for x in pinned + pageable} == {"-"}
+    assert {x.get_marker() for x in pinned} != {x.get_marker() for x in pageable}
+    assert seen == {"-", "--"}
+
+
+def test_integer_plots_label_operations(sections: dict[str, Section], figures: dict[str, Any], tmp_path: Path) -> None:
+    drawn = plots.plot_compare_largest(sections["int32-lab"], tmp_path)
+    ax = figures["compare_largest.png"].axes[0]
+    assert "GOP/s" in ax.get_ylabel() and "FLOP" not in ax.get_ylabel()
+    assert drawn[0].caption.startswith("GOPS of every kernel")

@@ -171,10 +171,17 @@ def test_the_summary_comes_first_with_its_chart_as_png_and_svg(tmp_path: Path) -
     assert "70% of the measured peak" in text
 
 
-def test_rows_without_a_ladder_say_so(tmp_path: Path) -> None:
+def test_the_summary_leads_with_what_the_results_hold_and_says_a_missing_ladder_once_at_its_end(
+    tmp_path: Path,
+) -> None:
     rows = [{**r, "kernel": "tiled"} for r in LADDER_ROWS[:1]]
     text = write_report(rows, tmp_path / "out", occupancy=False).read_text()
-    assert "hold no row of the FP32 ladder, tensor-core ladder or 8-bit tensor-core ladder" in text
+    findings = text[text.index("<div id='findings'>") : text.index("</div>")]
+    assert "<h3>Ladders against cuBLAS</h3>" not in findings  # no heading over a negative
+    held = findings.index("Reported here: 1 result of (no experiment).")
+    missing = findings.index("No ladder against cuBLAS here (FP32 ladder, tensor-core ladder or 8-bit")
+    assert held < missing and findings.count("No ladder") == 1
+    assert "hold no row" not in text
     assert not list((tmp_path / "out").glob("summary_*.png"))
 
 
@@ -195,10 +202,30 @@ def test_an_unknown_warning_is_shown_as_it_is() -> None:
     assert explain("something new: 3 things") == "something new: 3 things"
 
 
-def test_the_page_shows_the_explanation_and_keeps_the_stored_text(tmp_path: Path) -> None:
+def test_the_page_shows_the_explanation_once_and_the_csv_keeps_the_stored_text(tmp_path: Path) -> None:
     rows = [ladder_row("sgemm_smem", 1024, 0.5, warnings=["multithreaded (16 cores available)"])]
     text = write_report(rows, tmp_path / "out", occupancy=False).read_text()
-    assert "numpy&#x27;s BLAS could use all 16 CPU cores" in text
-    assert "recorded as: multithreaded (16 cores available)" in text
+    assert text.count("numpy&#x27;s BLAS could use all 16 CPU cores") == 1
+    assert "recorded as" not in text and "multithreaded (16 cores available)" not in text
     csv = (tmp_path / "out" / "no-experiment" / "warnings.csv").read_text()
     assert "multithreaded (16 cores available)" in csv and "BLAS could use" not in csv
+
+
+def test_the_versions_line_names_the_cpu_of_the_cpu_baselines_apart() -> None:
+    cpu_row = {**RUN, "experiment": "kursk-cpu-gpu", "kernel": "cpu_naive", "m": 256, "n": 256, "k": 256,
+               "block_edge": None, "dtype": "float32", "variant": "", "metric": "gflops", "median_ms": 40.0,
+               "warnings": [], "cpu": "Intel(R) Xeon(R) Platinum 8480C", "driver_version": None}  # fmt: skip
+    line = summary.versions_line([ladder_row("sgemm_smem", 1024, 0.5), cpu_row])
+    assert line.startswith(f"Measured on {GPU} (compute capability 9.0) with CUDA driver 12.8, CUDA runtime 12.9")
+    # The CPU row's missing driver is no gap: the driver is counted over the GPU rows alone.
+    assert "not recorded for" not in line
+    assert "; the CPU results on Intel(R) Xeon(R) Platinum 8480C; gemmlab 0.4.0" in line
+    only = summary.versions_line([{**cpu_row, "gpu_name": None, "cc": None}])
+    assert only == "Measured on the CPU, Intel(R) Xeon(R) Platinum 8480C; gemmlab 0.4.0 (git abc1234)."
+
+
+def test_integer_ladders_say_operations() -> None:
+    rows = [ladder_row("tc_int8_mma", 4096, 0.5, gflops=400_000.0, dtype="int8")]
+    peak = {"gpu_name": GPU, "dtype": "int8", "family": "imma", "instruction": "mma.sync.s8", "gflops": 800_000.0}
+    text = " ".join(summary.ladder_text(ladder(rows, [peak])))
+    assert "400,000 GOP/s, 50% of the measured peak of 800,000 GOP/s" in text and "FLOP" not in text

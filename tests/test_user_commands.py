@@ -271,7 +271,7 @@ def test_tune_searches_a_declarations_parameters(two_params: Path):
     assert sorted((c["TILE"], c["STEP"]) for c in space) == [(t, s) for t in (8, 16) for s in (1, 2, 4)]
     # At 24 only TILE = 8 divides n: the declaration's accepts filters the rest.
     assert {c["TILE"] for c in tune.search_space(str(two_params), [Shape.square(24)])} == {8}
-    assert tune.search_space(str(TILED), [Shape.square(1000)]) == [{"TILE": 32}, {"TILE": 16}, {"TILE": 8}]
+    assert tune.search_space(str(TILED), [Shape.square(1000)]) == [{"TILE": 16}, {"TILE": 8}, {"TILE": 32}]
 
 
 def test_tune_stores_candidates_and_the_choice_for_a_users_kernel(tmp_path: Path):

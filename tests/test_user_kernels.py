@@ -59,7 +59,7 @@ def test_a_declaration_reads_into_a_kernel_spec(tmp_path: Path) -> None:
     spec = user.load(declared(tmp_path))
     assert spec.id == f"{tmp_path.name}/mm"
     assert spec.arguments == ("A", "B", "C", "n")
-    assert spec.square_only and spec.block_edges == (16, 32) and spec.default_block_edge() == 32
+    assert spec.square_only and spec.block_edges == (16, 32) and spec.default_block_edge() == 16
     assert spec.grid(Shape.square(64), 16) == (256, 1, 1)
     assert spec.block(Shape.square(64), 16) == (16, 1, 1)
     assert spec.name_expression("float32", 16) == "mm"
@@ -97,7 +97,7 @@ def test_a_template_parameter_becomes_a_template_argument() -> None:
         (lambda d: d.replace('"TILE"]', "\"__import__('os')\"]"), ["block[0]", "__import__", "may not"]),
         (lambda d: d.replace('"TILE"]', '"TILE ** 2"]'), ["block[0]", "Pow"]),
         (lambda d: d.replace('"TILE"]', '"WIDTH"]'), ["block[0]", "'WIDTH'", "not known"]),
-        (lambda d: d.replace("TILE = [16, 32]", "TILE = [16, 32]\nSTAGES = [2]"), ["parameters.STAGES", "neither"]),
+        (lambda d: d.replace("TILE = [16, 32]", "TILE = [16, 32]\nSTAGES = [2]"), ["parameters.STAGES", "nowhere"]),
         (lambda d: d.replace('= "mm"', '= "matmul"'), ["function", "no __global__ function 'matmul'", "mm"]),
         (lambda d: d.replace('"C", "n"]', '"C"]'), ["arguments", "3 names", "takes 4"]),
         (lambda d: d.replace('["A", "B", "C", "n"]', '["A", "n", "C", "B"]'), ["n should be an integer", "*B"]),

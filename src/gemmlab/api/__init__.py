@@ -22,14 +22,16 @@ import csv
 import hashlib
 import html
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TextIO
 
 from gemmlab import backends
 from gemmlab.core.errors import DeclarationError
 from gemmlab.core.extras import require
+from gemmlab.core.outputs import write_file
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
@@ -50,9 +52,9 @@ __all__ = [
     "sweep",
 ]
 
-# Where declare() writes the declarations it builds (one folder per content, so a
-# changed declaration is a new file and an old one is never overwritten under a run).
-DECLARED_DIR = Path.home() / ".cache" / "gemmlab" / "declared"
+# Where declare() writes the declarations it builds, when set; None (the default):
+# declared_dir(), found again at each call.
+DECLARED_DIR: Path | None = None
 # The order the command line's tables use; a result's other fields follow in the frame.
 _HEADLINE = ("kernel", "m", "n", "k", "block_edge", "dtype", "median_ms", "gflops", "ratio_to_baseline", "error")
 
@@ -99,25 +101,49 @@ def kernel(name: str | Path | Kernel) -> Kernel:
     return Kernel(catalogue.get(str(name)))
 
 
+def declared_dir() -> Path:
+    """Where :func:`declare` writes: ``declared/`` in gemmlab's cache folder, the
+    one the compiled cubins go to (``GEMMLAB_CACHE``, else ``~/.cache/gemmlab``),
+    unless :data:`DECLARED_DIR` says otherwise. One folder per content below it,
+    so a changed declaration is a new file and an old one is never overwritten
+    under a run."""
+    from gemmlab.backends.nvrtc import cache_dir
+
+    return DECLARED_DIR or cache_dir().parent / "declared"
+
+
 def declare(source: str | Path, **keys: Any) -> Kernel:
     """A user's kernel declared in Python instead of a TOML file: ``keys`` are
     the declaration's (docs/user-kernels.md), ``source`` the ``.cu`` file.
 
-    The declaration is written as TOML under :data:`DECLARED_DIR`, in a folder
+    The declaration is written as TOML under :func:`declared_dir`, in a folder
     named like the ``.cu``'s own, so the kernel keeps the id a TOML beside it
-    would give (folder/stem) and a sweep's worker process can read it again."""
+    would give (folder/stem) and a sweep's worker process can read it again. A
+    mistake in ``keys`` is told about ``source`` and the key, as declare() was
+    called, never about the file written for it."""
     source = Path(source).resolve()
     if not source.is_file():
         raise DeclarationError(f"the kernel file {source} does not exist.", "Give the path of your .cu file.")
     text = _toml({"source": str(source), **keys})
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = DECLARED_DIR / digest / source.parent.name / f"{source.stem}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.is_file():
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(text)
-        temporary.replace(path)
-    return kernel(path)
+    path = declared_dir() / digest / source.parent.name / f"{source.stem}.toml"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file():
+            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(text)
+            temporary.replace(path)
+    except OSError as exc:
+        raise DeclarationError(
+            f"declare() cannot write the declaration of {source} into {path.parent}: {exc.strerror or exc}.",
+            "Set GEMMLAB_CACHE to a folder you can write (gemmlab keeps its compiles and declarations there).",
+        ) from None
+    try:
+        return kernel(path)
+    except DeclarationError as exc:
+        path.unlink(missing_ok=True)  # a declaration that was refused is not kept
+        called = f"declare({str(source)!r})"
+        raise DeclarationError(exc.cause.replace(str(path), called), exc.fix.replace(str(path), called)) from None
 
 
 def run(
@@ -222,23 +248,39 @@ class Results:
 
     def to_csv(self, path: str | Path) -> Path:
         """Write the rows as CSV, one line per point; a list or dict value
-        (warnings, the profile) as JSON text. Needs no extra."""
-        path = Path(path)
-        with path.open("w", newline="") as out:
-            writer = csv.DictWriter(out, fieldnames=self.columns())
-            writer.writeheader()
-            writer.writerows(map(_scalar_values, self.rows))
-        return path
+        (warnings, the profile) as JSON text. Needs no extra. The file is
+        written whole or not at all, its missing folders created
+        (gemmlab.core.outputs); a path that cannot be written raises OutputError."""
+
+        def fill(tmp: Path) -> None:
+            with tmp.open("w", newline="") as out:
+                self.write_csv(out)
+
+        return write_file(Path(path), fill)
+
+    def write_csv(self, stream: TextIO) -> None:
+        """The CSV :meth:`to_csv` writes, into an open text stream (``sys.stdout``)."""
+        writer = csv.DictWriter(stream, fieldnames=self.columns())
+        writer.writeheader()
+        writer.writerows(map(_scalar_values, self.rows))
 
     def to_parquet(self, path: str | Path) -> Path:
-        """Write the rows as Parquet (the ``parquet`` extra: pyarrow), the same columns as :meth:`to_csv`."""
-        require("pyarrow", "parquet", "Writing Parquet")
+        """Write the rows as Parquet (the ``parquet`` extra: pyarrow), the same
+        columns as :meth:`to_csv`, whole or not at all as :meth:`to_csv` does."""
+        table = self._arrow_table()  # the extra is checked before any file is touched
         parquet = require("pyarrow.parquet", "parquet", "Writing Parquet")
+        return write_file(Path(path), lambda tmp: parquet.write_table(table, tmp))
+
+    def write_parquet(self, stream: BinaryIO) -> None:
+        """The Parquet :meth:`to_parquet` writes, into an open binary stream."""
+        parquet = require("pyarrow.parquet", "parquet", "Writing Parquet")
+        parquet.write_table(self._arrow_table(), stream)
+
+    def _arrow_table(self) -> Any:
+        require("pyarrow", "parquet", "Writing Parquet")
         import pyarrow
 
-        path = Path(path)
-        parquet.write_table(pyarrow.Table.from_pylist([_scalar_values(r) for r in self.rows]), path)
-        return path
+        return pyarrow.Table.from_pylist([_scalar_values(r) for r in self.rows])
 
     def _repr_html_(self) -> str:
         kernels = sorted({str(r["kernel"]) for r in self.rows})

@@ -54,8 +54,8 @@ def for_kernel(kernel_id: str) -> Backend:
     try:
         spec = catalogue.get(kernel_id)
     except UnknownName:
-        listing = f"`gemmlab kernels` lists the catalogue; the CPU baselines are {', '.join(cpu.CPU_KERNELS)}."
-        raise unknown_name("kernel", kernel_id, _BY_KERNEL, listing) from None
+        listing = f"`gemmlab kernels` lists every kernel; the CPU baselines are {', '.join(cpu.CPU_KERNELS)}."
+        raise unknown_name("kernel", kernel_id, [*catalogue.known_ids(), *cpu.CPU_KERNELS], listing) from None
     return for_spec(spec)
 
 

@@ -15,12 +15,19 @@ The first two are compiled with numba (no ``parallel``); the compile happens
 in a warm-up call on a tiny problem, outside every timing. Every run is
 checked against a float64 reference with the same tolerances as the GPU
 kernels (``problems.TOLERANCE``), on an output poisoned first.
+
+They are kernels like the others on the command line: `gemmlab run cpu_naive
+--size 512`, `gemmlab sweep --kernels cpu_naive,tiled`, and `gemmlab kernels`
+lists them (with :func:`needs`) in a table of their own. A shape whose
+matrices and reference would not fit in the host's memory is refused before
+anything is allocated (:func:`memory_violation`).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+import math
 import os
 import time
 from collections.abc import Callable
@@ -30,7 +37,8 @@ import numpy as np
 
 from gemmlab.core.dtypes import DTYPE_ITEMSIZE, TOLERANCE
 from gemmlab.core.environment import host_record
-from gemmlab.core.errors import ConstraintError, GemmlabError, UnknownName, VerificationError
+from gemmlab.core.errors import ConstraintError, UnknownName, VerificationError
+from gemmlab.core.extras import MissingExtra
 from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing, gbytes_per_s, gflops, planned_reps
 from gemmlab.problems.base import poison, random_matrix, relative_error
@@ -40,18 +48,69 @@ CPU_KERNELS = {
     "cpu_blocked": "single-thread cache-blocked i-k-j loop (numba)",
     "cpu_blas": "numpy a @ b (multithreaded BLAS for float32)",
 }
+# Where each comes from, for `gemmlab kernels`.
+CPU_SOURCE_DOC = {
+    "cpu_naive": "Kursk 2014 paper: its CPU column",
+    "cpu_blocked": "Kursk 2014 paper: the cache-optimised CPU version its text cites",
+    "cpu_blas": "gemmlab: today's practical ceiling on the host",
+}
+# The baselines that numba compiles: they need the cpu extra.
+NUMBA_KERNELS = ("cpu_naive", "cpu_blocked")
 CPU_DTYPES = ("float32", "int32")
 # Three 64 x 64 float32 tiles take 48 KiB: about an L1 and a half, well inside L2.
 CPU_TILE = 64
 # A rough speed of each baseline on a desktop core (cpu_blas on all of them), only
 # for planning repetitions: a 4096^3 cpu_naive run takes minutes, not milliseconds.
 ASSUMED_FLOPS = {"cpu_naive": 0.5e9, "cpu_blocked": 5e9, "cpu_blas": 100e9}
+# How a call is timed: the host's monotonic clock around it (no GPU events here).
+TIMED_BY = "the host's clock around each call"
 NUMBA_FIX = "Install gemmlab's cpu extra: `pip install 'gemmlab[cpu]'`; cpu_blas needs only numpy."
+# A run holds A, B and C in their type and A, B and the reference in float64
+# (the reference is computed from float64 copies), all at once.
+FLOAT64_BYTES = 8
 
 
 def numba_installed() -> bool:
     """Whether numba can be imported, without importing it (that takes a second)."""
     return importlib.util.find_spec("numba") is not None
+
+
+def needs(kernel_id: str) -> list[str]:
+    """What the baseline needs, in words (`gemmlab kernels`)."""
+    found = ["host memory for A, B, C and a float64 reference"]
+    if kernel_id in NUMBA_KERNELS:
+        missing = "" if numba_installed() else ", not installed: pip install 'gemmlab[cpu]'"
+        found.append(f"numba (the cpu extra{missing})")
+    return found
+
+
+def host_memory_bytes() -> int:
+    """This host's physical memory."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def bytes_needed(shape: Shape, dtype: str) -> int:
+    """The host memory one run of ``shape`` holds at once (see FLOAT64_BYTES)."""
+    a, b, c = shape.m * shape.k, shape.k * shape.n, shape.m * shape.n
+    return (a + b + c) * (DTYPE_ITEMSIZE[dtype] + FLOAT64_BYTES)
+
+
+def largest_square(dtype: str, memory: int) -> int:
+    """The largest square size whose run fits in ``memory`` bytes."""
+    return math.isqrt(memory // (3 * (DTYPE_ITEMSIZE[dtype] + FLOAT64_BYTES)))
+
+
+def memory_violation(shape: Shape, dtype: str) -> str | None:
+    """Why ``shape`` cannot run on this host for lack of memory, or None."""
+    memory = host_memory_bytes()
+    needed = bytes_needed(shape, dtype)
+    if needed <= memory:
+        return None
+    return (
+        f"{shape} in {dtype} needs {needed / 1e9:,.1f} GB of host memory (A, B, C and a float64 reference), "
+        f"more than this host's {memory / 1e9:,.1f} GB; the largest square size that fits is "
+        f"{largest_square(dtype, memory):,}"
+    )
 
 
 @functools.cache
@@ -60,8 +119,8 @@ def _compiled() -> dict[str, Callable[..., None]]:
     try:
         from numba import njit
     except ImportError as exc:
-        raise GemmlabError(
-            f"numba is not installed ({exc}), so cpu_naive and cpu_blocked cannot run.", NUMBA_FIX
+        raise MissingExtra(
+            f"numba is not installed ({exc}), so {' and '.join(NUMBA_KERNELS)} cannot run.", NUMBA_FIX
         ) from None
 
     @njit(cache=False)
@@ -109,11 +168,14 @@ def _function(kernel_id: str) -> Callable[[np.ndarray, np.ndarray, np.ndarray], 
     return _compiled()[kernel_id]
 
 
-def check(kernel_id: str, dtype: str) -> None:
+def check(kernel_id: str, shape: Shape, dtype: str) -> None:
+    """UnknownName or ConstraintError, before anything is allocated, for a point that cannot run."""
     if kernel_id not in CPU_KERNELS:
         raise UnknownName(f"Unknown CPU baseline '{kernel_id}'.", f"The CPU baselines are {', '.join(CPU_KERNELS)}.")
     if dtype not in CPU_DTYPES:
         raise ConstraintError(f"{kernel_id} has no {dtype} version.", f"It takes {', '.join(CPU_DTYPES)}.")
+    if too_big := memory_violation(shape, dtype):
+        raise ConstraintError(f"{kernel_id} cannot run {shape}: {too_big}.", "Pick a smaller size.")
 
 
 class CpuBackend:
@@ -132,10 +194,12 @@ class CpuBackend:
         return (0,)
 
     def violations(self, kernel_id: str, shape: Shape, block_edge: int, dtype: str) -> list[str]:
-        problems = [] if dtype in CPU_DTYPES else [f"{kernel_id} has no {dtype} version"]
+        if dtype not in CPU_DTYPES:
+            return [f"{kernel_id} has no {dtype} version"]
+        problems = [too_big] if (too_big := memory_violation(shape, dtype)) else []
         # Refused at planning rather than failed at each point: reproduce's CPU
         # experiment then lists what it left out and how to get it, and stores no failures.
-        if kernel_id != "cpu_blas" and not numba_installed():
+        if kernel_id in NUMBA_KERNELS and not numba_installed():
             problems.append(f"numba is not installed. {NUMBA_FIX}")
         return problems
 
@@ -168,7 +232,7 @@ def run_cpu(
     The repetitions after the first are cut so that the series stays near
     ``max_seconds`` (at least 3 in all), as on the GPU.
     """
-    check(kernel_id, dtype)
+    check(kernel_id, shape, dtype)
     fn = _function(kernel_id)
     # Compile (numba) or warm the BLAS threads on a tiny problem first.
     tiny = np.ones((8, 8), dtype=dtype)
@@ -207,6 +271,7 @@ def run_cpu(
         "variant": "",
         "backend": BACKEND.name,
         "timing": timing,
+        "timing_method": TIMED_BY,
         "gflops": gflops(flops, timing.median_ms),
         "gbytes_per_s": gbytes_per_s(nbytes, timing.median_ms),
         "error": error,

@@ -28,7 +28,7 @@ from gemmlab.backends.nvrtc import Resources
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Dim3, Shape
-from gemmlab.kernels.callables import PythonKernelSpec, call_error, missing_library
+from gemmlab.kernels.callables import PythonKernelSpec, _is_triton_kernel, call_error, missing_library
 from gemmlab.kernels.spec import KernelSpec, Point
 from gemmlab.problems.base import Prepared
 
@@ -151,13 +151,40 @@ CALLERS: dict[str, Callable[[Any, int], _Caller]] = {
 
 
 def no_ahead_of_time(spec: KernelSpec, command: str) -> GemmlabError:
-    """Why ``command`` (compile, occupancy) cannot serve a Python kernel."""
-    return GemmlabError(
-        f"`gemmlab {command}` compiles CUDA C++ with NVRTC ahead of any launch; {spec.id} is a Python function, "
-        "which Triton or its library compiles only when it is first called, on a GPU.",
-        f"Run it with `gemmlab run {spec.declaration}`: the result shows the registers and shared memory "
-        "of a Triton kernel after its first launch.",
+    """Why ``command`` (compile, occupancy) cannot serve a kernel that NVRTC
+    does not compile: a user's Python function, or a Triton or CuTe DSL rung."""
+    from gemmlab.kernels.peers.spec import MODELS, PeerSpec
+
+    ahead = f"`gemmlab {command}` compiles CUDA C++ with NVRTC ahead of any launch"
+    if isinstance(spec, PeerSpec):
+        model = MODELS[spec.model].name
+        return GemmlabError(
+            f"{ahead}; {spec.id} is a {model} rung, which {model} compiles when it is first called.",
+            f"Run it with `gemmlab run {spec.id} --size N`.",
+        )
+    library = compiled_by(spec) if isinstance(spec, PythonKernelSpec) else "its library"
+    seen = (
+        "the result shows the registers and shared memory of its Triton kernel after its first launch"
+        if library == "Triton"
+        else f"it verifies and times the function (the registers of what {library} runs stay unknown to gemmlab)"
     )
+    return GemmlabError(
+        f"{ahead}; {spec.id} is a Python function, whose GPU code {library} prepares only when it is first "
+        "called, on a GPU.",
+        f"Run it with `gemmlab run {spec.declaration}`: {seen}.",
+    )
+
+
+# The library behind each kind of array a Python kernel declares.
+ARRAY_LIBRARIES = {"cupy": "CuPy", "torch": "PyTorch", "numba": "Numba"}
+
+
+def compiled_by(spec: PythonKernelSpec) -> str:
+    """Who makes a Python kernel's GPU code: Triton where its file defines a
+    Triton kernel, else the library of the arrays it declares."""
+    if spec.module is not None and any(_is_triton_kernel(value) for value in vars(spec.module).values()):
+        return "Triton"
+    return ARRAY_LIBRARIES.get(spec.arrays, spec.arrays)
 
 
 class PythonBackend(SpecQueries):

@@ -5,10 +5,13 @@ suite (benchmarks/shapes.toml); `gemmlab run best M N K` and
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.cells import cell_len
+from rich.markup import escape
 from rich.table import Table
 
 from gemmlab.cli.app import app, console, err_console, friendly
@@ -79,7 +82,7 @@ def tune_cmd(
     for line in summary.lines():
         alarm = line.startswith(("REJECTED", "FAILED"))
         (err_console if alarm else console).print(f"[red]{line}[/]" if alarm else line, highlight=False)
-    console.print(picks_table(picks, device[0]))
+    console.print(picks_table(picks, device[0], console.width))
     console.print(f"stored in {db}", highlight=False)
     if summary.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
@@ -100,24 +103,96 @@ def show_cmd(
         err_console.print(f"no picks stored in {db}; run `gemmlab dispatch tune` on a GPU.", highlight=False)
         return
     for name in dict.fromkeys(p["gpu_name"] for p in picks):
-        console.print(picks_table([p for p in picks if p["gpu_name"] == name], name))
+        console.print(picks_table([p for p in picks if p["gpu_name"] == name], name, console.width))
 
 
-def picks_table(picks: list[dict], gpu_name: str) -> Table:
+# A wrapping column is given at least this many characters (or its longest
+# text, if shorter) when the wide layout is judged to fit.
+WRAP_MIN = 16
+
+
+def picks_table(picks: list[dict], gpu_name: str, width: int | None = None) -> Table:
+    """The picks of one GPU as a table for a console ``width`` wide (None: as
+    wide as it takes). Every column in one row when that fits; otherwise the
+    compact layout: what identifies a pick stacked in one column that wraps,
+    beside the three figures. Either way a figure is never cut short."""
+    cells = [_pick_cells(p) for p in picks]
+    title = f"dispatcher picks on {gpu_name}"
+    if width is None or _width_needed(_WIDE, cells) <= width:
+        return _table(title, _WIDE, cells)
+    return _table(title, _COMPACT, [_stacked(c) for c in cells])
+
+
+def _pick_cells(pick: dict) -> dict[str, str]:
     from gemmlab.studies.dispatch import percent_of_cublas
 
-    table = Table(title=f"dispatcher picks on {gpu_name}")
-    # The configuration and the timing method wrap on a narrow terminal; the
-    # columns a reader looks a pick up by never do.
-    for col in ("dtype", "shape", "kernel", "configuration", "time [ms]", "cuBLAS [ms]", "% of cuBLAS", "timed by"):
-        wraps = col in ("configuration", "timed by")
-        table.add_column(col, justify="right" if "ms" in col or "%" in col else "left", no_wrap=not wraps)
-    for p in picks:
-        share = percent_of_cublas(p)
-        cublas = f"{p['cublas_ms']:.4f}" if p["cublas_ms"] else "-"
-        method = p["timing_method"] or "-"
-        if p["cublas_timing_method"] and p["cublas_timing_method"] != p["timing_method"]:
-            method += f" / cuBLAS: {p['cublas_timing_method']}"
-        table.add_row(p["dtype"], f"{p['m']}x{p['n']}x{p['k']}", p["kernel"], p["config"], f"{p['median_ms']:.4f}",
-                      cublas, f"{share:.1f}%" if share else "-", method)  # fmt: skip
+    share = percent_of_cublas(pick)
+    method = pick["timing_method"] or "-"
+    if pick["cublas_timing_method"] and pick["cublas_timing_method"] != pick["timing_method"]:
+        method += f" / cuBLAS: {pick['cublas_timing_method']}"
+    return {
+        "dtype": pick["dtype"], "shape": f"{pick['m']}x{pick['n']}x{pick['k']}", "kernel": pick["kernel"],
+        "config": pick["config"], "time": f"{pick['median_ms']:.4f}",
+        "cublas": f"{pick['cublas_ms']:.4f}" if pick["cublas_ms"] else "-",
+        "share": f"{share:.1f}%" if share else "-", "method": method,
+    }  # fmt: skip
+
+
+def _stacked(cells: dict[str, str]) -> dict[str, str]:
+    """The compact layout's cells: the pick's identity, configuration and timing method on lines of one cell."""
+    identity = escape(f"{cells['dtype']} {cells['shape']}\n{cells['kernel']}")
+    return {**cells, "pick": f"{identity}\n[dim]{escape(cells['config'])}\n{escape(cells['method'])}[/]"}
+
+
+@dataclass(frozen=True)
+class _Column:
+    header: str
+    key: str  # the cell's key in _pick_cells
+    wraps: bool = False  # False: kept whole on one line (the figures, and what a pick is looked up by)
+    figure: bool = False  # right-aligned
+
+
+_WIDE = (
+    _Column("dtype", "dtype"), _Column("shape", "shape"), _Column("kernel", "kernel"),
+    _Column("configuration", "config", wraps=True), _Column("time [ms]", "time", figure=True),
+    _Column("cuBLAS [ms]", "cublas", figure=True), _Column("% of cuBLAS", "share", figure=True),
+    _Column("timed by", "method", wraps=True),
+)  # fmt: skip
+# In the compact layout the figures wrap too, which rich does only when the
+# console is narrower than their own widths: they fold onto a second line then,
+# never ending in an ellipsis.
+_COMPACT = (
+    _Column("pick", "pick", wraps=True), _Column("time ms", "time", wraps=True, figure=True),
+    _Column("cuBLAS ms", "cublas", wraps=True, figure=True), _Column("% cuBLAS", "share", wraps=True, figure=True),
+)  # fmt: skip
+
+
+def _width_needed(columns: tuple[_Column, ...], cells: list[dict[str, str]]) -> int:
+    """The console width ``columns`` need for ``cells`` with nothing cut: a
+    column that does not wrap as wide as its longest text, one that wraps
+    WRAP_MIN wide (or as its longest word or text, where that decides); in
+    rich's box, one space each side of a cell and a rule between columns."""
+    total = 1
+    for column in columns:
+        texts = [column.header, *(row[column.key] for row in cells)]
+        if column.wraps:
+            longest_word = max(cell_len(word) for text in texts for word in text.split())
+            width = max(longest_word, min(WRAP_MIN, max(map(cell_len, texts))))
+        else:
+            width = max(map(cell_len, texts))
+        total += width + 3
+    return total
+
+
+def _table(title: str, columns: tuple[_Column, ...], cells: list[dict[str, str]]) -> Table:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(
+            escape(column.header),
+            justify="right" if column.figure else "left",
+            no_wrap=not column.wraps,
+            overflow="fold",
+        )
+    for row in cells:
+        table.add_row(*(row[column.key] if column.key == "pick" else escape(row[column.key]) for column in columns))
     return table

@@ -4,18 +4,21 @@ the results stored as runs of the "distributed" experiment and written as JSON."
 
 from __future__ import annotations
 
+import itertools
 import json
 import shlex
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from gemmlab.cli.app import app, console, friendly
-from gemmlab.core.errors import GemmlabError
+from gemmlab.cli.app import app, console, err_console, friendly
+from gemmlab.core.errors import GemmlabError, StoreError
+from gemmlab.core.outputs import OutputError, check_output, is_stdout, write_text
 from gemmlab.results.store import DEFAULT_PATH, Store
 
 ALGORITHMS_HELP = (
@@ -23,6 +26,10 @@ ALGORITHMS_HELP = (
     "(default: the four rungs)."
 )
 CPU_HELP = "CPU processes over gloo: checks the algorithms; the times mean nothing."
+OUT_HELP = (
+    "Write every row (with comm, GEMM, overlap) as JSON here (- for standard output); "
+    "checked before the run, its missing folders created."
+)
 
 
 def parse_ints(text: str, flag: str) -> list[int]:
@@ -56,7 +63,7 @@ def distributed_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the inputs (the same on every rank).")] = 0,
     local: Annotated[str, typer.Option(help="Local GEMM: gemmlab (gemmlab.matmul) or torch.")] = "gemmlab",
     cpu: Annotated[bool, typer.Option("--cpu", help=CPU_HELP)] = False,
-    out: Annotated[Path | None, typer.Option(help="Write every row (with comm, GEMM, overlap) as JSON here.")] = None,
+    out: Annotated[Path | None, typer.Option(help=OUT_HELP)] = None,
     db: Annotated[Path, typer.Option("--db", help="Results database (SQLite), created on first use.")] = DEFAULT_PATH,
     work_dir: Annotated[
         Path | None, typer.Option("--work-dir", help="Where the ranks' logs go (default: a new temporary folder).")
@@ -70,27 +77,84 @@ def distributed_cmd(
     from gemmlab.studies.distributed import launch, plan
 
     counts = parse_ints(gpus, "--gpus")
+    scalings, wanted = parse_scalings(scaling), parse_ints(sizes, "--sizes")
     setup = plan.Setup(
         algorithms=plan.parse_algorithms(algorithms), points=(), grid=grid, panels_per_block=panels,
         warmup=warmup, reps=reps, seed=seed, local=_local(local), device="cpu" if cpu else "cuda",
     )  # fmt: skip
+    if out is not None and not is_stdout(out):
+        check_output(out, example="rows.json")  # now, not after a run of many minutes
     launch.require_torch()
     if not cpu:
         from gemmlab.core import gpu
 
         launch.check_gpus(counts, gpu.device_count())
+    # With the rows on standard output, what is said for people goes to standard error.
+    show = err_console if out is not None and is_stdout(out) else console
     folder = work_dir or Path(tempfile.mkdtemp(prefix="gemmlab-distributed-"))
-    console.print(f"ranks' logs in {folder}", highlight=False)
-    found = launch.run_ladder(setup, counts, folder, parse_scalings(scaling), parse_ints(sizes, "--sizes"),
-                              timeout_s=timeout)  # fmt: skip
+    show.print(f"ranks' logs in {folder}", highlight=False)
+    found = launch.run_ladder(setup, counts, folder, scalings, wanted, timeout_s=timeout)
     rows = launch.with_scaling([row for world in counts for row in found[world]])
-    _store(db, found)
-    if out:
-        out.write_text(json.dumps({"setup": setup.to_json(), "gpus": counts, "rows": rows}, indent=1))
-    console.print(_table(rows))
-    console.print(f"stored in {db}" + (f", rows in {out}" if out else ""), highlight=False)
+    show.print(_table(rows))
+    document = {"setup": setup.to_json(), "gpus": counts, "rows": rows}
+    show.print(keep_results(found, document, db, out, folder), highlight=False)
     if not all(row["verified"] for row in rows):
         raise typer.Exit(1)
+
+
+def keep_results(found: dict[int, list[dict]], document: dict, db: Path, out: Path | None, work_dir: Path) -> str:
+    """Store the rows (``found``: {GPU count: its rows}) and write ``document``
+    to ``out``; say where they went. A run takes minutes, so neither failure
+    loses it: rows the database refuses (locked, read-only, newer) are kept in
+    a file the StoreError names (:func:`_set_aside`); an ``out`` that cannot be
+    written is an OutputError that says the rows are stored all the same."""
+    text = json.dumps(document, indent=1)
+    try:
+        _store(db, found)
+    except StoreError as refused:
+        raise StoreError(
+            f"Storing the rows failed: {refused.cause}",
+            f"{refused.fix} All {len(document['rows'])} rows are kept in {_set_aside(text, out, work_dir)}; "
+            "no gemmlab command loads that file into a database, so run again to store them.",
+        ) from None
+    if out is None:
+        return f"stored in {db}"
+    try:
+        written = _write_out(out, text)
+    except OutputError as exc:
+        raise OutputError(exc.cause, f"{exc.fix} The rows are stored in {db} all the same.") from None
+    return f"stored in {db}, rows in {written}"
+
+
+def _write_out(out: Path, text: str) -> str:
+    """Write the rows to --out: a file, or standard output for ``-``."""
+    if is_stdout(out):
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        return "standard output"
+    return str(write_text(out, text))
+
+
+def _set_aside(text: str, out: Path | None, work_dir: Path) -> str:
+    """Where rows the database refused are kept: --out if it is a file and
+    can be written, else a new JSON file in the current folder, else (that
+    folder cannot be written either) the ranks' own answers in the work folder."""
+    if out is not None:
+        try:
+            written = _write_out(out, text)
+        except OutputError:
+            pass
+        else:
+            if not is_stdout(out):  # rows on a terminal or in a pipe are not kept: set them aside as well
+                return f"{written} (JSON, as --out writes it)"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path, again = Path(f"gemmlab-distributed-{stamp}.json"), itertools.count(2)
+    while path.exists():  # never over an earlier run's rows
+        path = Path(f"gemmlab-distributed-{stamp}-{next(again)}.json")
+    try:
+        return f"{write_text(path, text)} (JSON, as --out writes it)"
+    except OutputError:
+        return f"the ranks' answers ({work_dir}/<P>gpu/rank0.json)"
 
 
 def _local(text: str) -> str:

@@ -1,28 +1,39 @@
-"""`gemmlab occupancy`: NVIDIA's occupancy calculator, raw or for a catalogue kernel."""
+"""`gemmlab occupancy`: NVIDIA's occupancy calculator, raw or for kernels."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from gemmlab.cli import batch
 from gemmlab.cli.app import app, console, emit_json, friendly
+from gemmlab.cli.choices import chosen_target, kernel_arch, refuse_block
 from gemmlab.core.errors import GemmlabError
-from gemmlab.measure.occupancy import OccupancyResult, occupancy_table, theoretical_occupancy
+from gemmlab.core.shapes import Shape
+from gemmlab.measure.kernel_occupancy import OccupancyColumn
+from gemmlab.measure.occupancy import occupancy_table, theoretical_occupancy
+
+# The row of a kernel's table that says why an edge has no figures.
+OVER_THE_LIMIT = "Over the device's limit"
+REASON_WIDTH = 24
 
 
 @app.command()
 @friendly
 def occupancy(
-    kernel_id: Annotated[
-        str | None,
+    kernel_ids: Annotated[
+        list[str] | None,
         typer.Argument(
-            help="A catalogue kernel or your kernel's declaration (.toml, or its .cu); omit for the raw form."
+            help="Catalogue kernels or your kernels' declarations (.toml, or the .cu); omit for the raw form."
         ),
     ] = None,
     block: Annotated[list[int] | None, typer.Option(help="Block edges (default: the catalogue's).")] = None,
-    arch: Annotated[str | None, typer.Option(help="Target such as sm_90a (default: this GPU).")] = None,
+    arch: Annotated[
+        str | None, typer.Option(help="Target such as sm_90a (default: this GPU's, or sm_90 without a GPU).")
+    ] = None,
     size: Annotated[int, typer.Option(help="Size for kernels whose block depends on it.")] = 1024,
     cc: Annotated[
         str | None, typer.Option(help="Compute capability, e.g. 9.0 (with a kernel: apply its rules to the compile).")
@@ -36,50 +47,84 @@ def occupancy(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Theoretical occupancy: active blocks, warps and threads per SM, and what limits them."""
-    if kernel_id is None:
+    """Theoretical occupancy: active blocks, warps and threads per SM, and what limits them.
+
+    A block edge the device cannot hold at all is a column that says so; the other edges are worked as usual.
+    """
+    if not kernel_ids:
         if cc is None or threads is None:
             raise GemmlabError(
                 "The raw form needs --cc and --threads.",
                 "Example: gemmlab occupancy --cc 9.0 --threads 256 --regs 32 --smem 4096, or name a kernel.",
             )
         result = theoretical_occupancy(cc, threads, regs, smem, dynamic_smem=dynamic_smem, carveout=carveout)
-        columns = [(f"{threads} threads", result)]
-        title = f"Occupancy, compute capability {cc}"
-    else:
-        from gemmlab.backends import NVRTC
-        from gemmlab.backends.python import no_ahead_of_time
-        from gemmlab.core.shapes import Shape
-        from gemmlab.kernels.user import resolve
-        from gemmlab.measure.kernel_occupancy import compile_arch_for, kernel_occupancy
-
-        spec = resolve(kernel_id)
-        if spec.backend != NVRTC:
-            raise no_ahead_of_time(spec, "occupancy")
-        target = arch or (compile_arch_for(cc) if cc else _current_arch())
-        columns = kernel_occupancy(spec, target, block, Shape.square(size), carveout=carveout, cc=cc)
-        title = f"Occupancy of {spec.id}, {target} compile" + (f", rules of compute capability {cc}" if cc else "")
-    if as_json:
-        if kernel_id is None:
-            emit_json(columns[0][1].to_dict())
+        if as_json:
+            emit_json(result.to_dict())
         else:
-            emit_json([{"block": label, **r.to_dict()} for label, r in columns])
+            column = OccupancyColumn(f"{threads} threads", 0, result)
+            console.print(render_table(f"Occupancy, compute capability {cc}", [column]))
         return
-    console.print(render_table(title, columns))
+    from gemmlab.measure.kernel_occupancy import compile_arch_for
+
+    target, note = (compile_arch_for(cc), None) if cc and not arch else chosen_target(arch)
+    found: list[dict] = []
+
+    def one(name: str) -> None:
+        columns, title, kernel = _kernel_columns(name, target, cc, block, Shape.square(size), carveout)
+        if as_json:
+            found.extend({"kernel": kernel, "block": c.label, **_json_cells(c)} for c in columns)
+        else:
+            console.print(render_table(title, columns))
+
+    statuses = batch.each(kernel_ids, one)
+    if as_json and found:
+        emit_json(found)
+    batch.finish(statuses, [note] if note else [])
 
 
-def render_table(title: str, columns: list[tuple[str, OccupancyResult]]) -> Table:
+def _kernel_columns(
+    name: str, target: str, cc: str | None, block: list[int] | None, shape: Shape, carveout: int | None
+) -> tuple[list[OccupancyColumn], str, str]:
+    """The columns of one kernel's table, its title and the kernel's id; an
+    error when no edge of it fits the device at all."""
+    from gemmlab.backends import NVRTC
+    from gemmlab.backends.python import no_ahead_of_time
+    from gemmlab.kernels.user import resolve
+    from gemmlab.measure.kernel_occupancy import occupancy_columns
+
+    spec = resolve(name)
+    if spec.backend != NVRTC:
+        raise no_ahead_of_time(spec, "occupancy")
+    refuse_block(spec, block)
+    arch = kernel_arch(spec, target)
+    columns = occupancy_columns(spec, arch, cc or arch, block, shape, carveout=carveout)
+    refused = [c.refusal for c in columns if c.refusal is not None]
+    if len(refused) == len(columns):
+        raise refused[0]
+    title = f"Occupancy of {spec.id}, {arch} compile" + (f", rules of compute capability {cc}" if cc else "")
+    return columns, title, spec.id
+
+
+def _json_cells(column: OccupancyColumn) -> dict:
+    if column.refusal is not None:
+        return {"over_limit": str(column.refusal)}
+    return column.result.to_dict()  # type: ignore[union-attr]
+
+
+def render_table(title: str, columns: list[OccupancyColumn]) -> Table:
+    """The calculator's rows, a column per block edge and the device's limits
+    last; an edge the device cannot hold shows '-' and, in a row of its own, why."""
     table = Table(title=title)
     table.add_column("")
-    for label, _ in columns:
-        table.add_column(label, justify="right")
+    for column in columns:
+        # Narrow enough that a refusal's sentence wraps rather than widening its column.
+        table.add_column(column.label, justify="right", max_width=REASON_WIDTH)
     table.add_column("device limit", justify="right", style="dim")
-    for label, cells in occupancy_table(columns):
-        table.add_row(label, *cells)
+    rows = occupancy_table([(c.label, c.result) for c in columns if c.result is not None])
+    for label, cells in rows:
+        figures = iter(cells[:-1])
+        table.add_row(label, *(next(figures) if c.result is not None else "-" for c in columns), cells[-1])
+    if any(c.refusal is not None for c in columns):
+        reasons = [f"[red]{escape(c.refusal.cause)}[/]" if c.refusal is not None else "" for c in columns]
+        table.add_row(OVER_THE_LIMIT, *reasons, "")
     return table
-
-
-def _current_arch() -> str:
-    from gemmlab.core import gpu
-
-    return gpu.describe(0).arch

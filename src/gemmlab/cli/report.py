@@ -18,7 +18,10 @@ DEFAULT_OUT = Path("gemmlab-report")
 def report(
     db: Annotated[Path, typer.Option(help="The results database.")] = DEFAULT_PATH,
     out: Annotated[Path, typer.Option(help="Directory to write (a previous report there is replaced).")] = DEFAULT_OUT,
-    experiments: Annotated[str | None, typer.Option(help="Comma-separated experiments (default: all stored).")] = None,
+    experiments: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated experiments, `stress` for the stress runs (default: all stored)."),
+    ] = None,
     occupancy: Annotated[
         bool,
         typer.Option(
@@ -28,8 +31,10 @@ def report(
         ),
     ] = True,
 ) -> None:
-    """Write the report: per experiment, tables (sizes x block edges) with the documents' figures beside ours,
-    plots, and one index.html that opens offline."""
+    """Write the report: tables and plots beside the documents' figures, and one index.html that opens offline.
+
+    Per experiment, tables (sizes x block edges) with the documents' figures beside ours; sections of their own
+    for distributed results and stress runs. The database is only read: nothing is written beside it."""
     from gemmlab.report import write_report
 
     names = [name.strip() for name in experiments.split(",") if name.strip()] if experiments else None

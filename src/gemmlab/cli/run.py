@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from gemmlab import backends
+from gemmlab.backends.base import HostBackend
 from gemmlab.cli.app import (
     BlockOpt,
     DtypeOpt,
@@ -23,7 +27,7 @@ from gemmlab.cli.app import (
     friendly,
     parse_shape,
 )
-from gemmlab.core.errors import GemmlabError
+from gemmlab.core.errors import ConstraintError, GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import within_noise
 from gemmlab.kernels import catalogue, user
@@ -89,10 +93,21 @@ def run(
     if kernel_id == BEST:
         run_best(shape_of(dims, size, m, n, k), dtype, db, reps, as_json)
         return
+    others = [name.strip() for name in (vs or "").split(",") if name.strip()]
+    backend = host_backend(kernel_id)
+    if backend is not None:
+        gpu_only = {"--vs": bool(others), "--config": config is not None, "--flush-l2": flush_l2}
+        refuse_on_host(kernel_id, [flag for flag, given in gpu_only.items() if given])
+        refuse_block(kernel_id, block, ())
+        run_on_host(backend, kernel_id, shape_of(dims, size, m, n, k), dtype, reps, seed, as_json)
+        return
     target = user.resolve(kernel_id)
+    refuse_block(target.id, block, target.block_edges, target.max_edge)
+    for name in others:
+        if backends.on_host(name):
+            refuse_on_host(name, ["--vs"])
     # Every product needs K (matmul, the FP32 ladder, the tensor cores); the memory lab's kernels do not.
     shape = shape_of(dims, size, m, n, k, target.problem.metric != "gbs")
-    others = [name.strip() for name in (vs or "").split(",") if name.strip()]
     given = parse_config(config) if config is not None else None
     specs = [_spec_to_run(kernel_id, shape, db, dtype, no_tuned, given)]
     specs += [_spec_to_run(name, shape, db, dtype, no_tuned) for name in others]
@@ -116,6 +131,70 @@ def run(
 
 
 BEST = "best"  # `gemmlab run best M N K`: the dispatcher's pick
+
+
+def host_backend(name: str) -> HostBackend | None:
+    """The backend that runs ``name`` on the host (a CPU baseline), or None for
+    a GPU kernel. An id is looked up as sweep looks it up (backends.for_kernel),
+    so a misspelt one is compared with every id, the CPU baselines' too; a
+    user's file is left to user.resolve, which reads it."""
+    if user.is_declared(name):
+        return None
+    backend = backends.for_kernel(name)
+    return backend if isinstance(backend, HostBackend) else None
+
+
+def refuse_block(kernel: str, block: int | None, edges: tuple[int, ...], max_edge: int = 0) -> None:
+    """ConstraintError for a --block that cannot apply: to a kernel without a
+    block edge (``edges`` empty), or an edge below 1, which no kernel takes."""
+    if block is None:
+        return
+    if not edges:
+        raise ConstraintError(
+            f"{kernel} has no block edge to choose, so --block does not apply to it.",
+            "Leave out --block for it, or declare a block parameter (docs/user-kernels.md).",
+        )
+    if block < 1:
+        raise ConstraintError(
+            f"--block {block}: a block edge counts threads along a side of the block, so it is positive.",
+            f"{kernel} takes block edges from 1 to {max_edge}; its listed ones are {', '.join(map(str, edges))}.",
+        )
+
+
+def refuse_on_host(kernel: str, flags: list[str]) -> None:
+    """ConstraintError naming the options that only a GPU kernel's run takes, given for a CPU baseline."""
+    if not flags:
+        return
+    raise ConstraintError(
+        f"{kernel} runs on the CPU, and {', '.join(flags)} applies only to kernels run on the GPU.",
+        f"Run it alone; to compare it with GPU kernels, sweep them together: "
+        f"gemmlab sweep --kernels {kernel},tiled --sizes 512.",
+    )
+
+
+def run_on_host(backend: HostBackend, kernel_id: str, shape: Shape, dtype: str | None, reps: int,
+                seed: int | None, as_json: bool) -> None:  # fmt: skip
+    """A CPU baseline verified against the float64 reference and timed on this host, as a sweep measures it."""
+    kind = dtype or backend.dtypes(kernel_id)[0]
+    seconds = backend.predicted_ms(kernel_id, shape, 0) / 1e3
+    # Announced only for a point that will run: the backend's own error names what stops one that will not.
+    if seconds > LONG_HOST_RUN_S and not backend.violations(kernel_id, shape, 0, kind):
+        took = f"{seconds / 60:,.0f} minutes" if seconds > 120 else f"{seconds:.0f} s"
+        err_console.print(f"{kernel_id} on {shape}: each call may take about {took} (at a desktop core's speed, "
+                          "several calls in all); Ctrl-C stops it.", highlight=False)  # fmt: skip
+    row = backend.measure(kernel_id, shape, kind, reps=reps, max_seconds=HOST_SERIES_S, seed=seed)
+    if as_json:
+        emit_json({**row, "timing": asdict(row["timing"])})
+        return
+    console.print(host_table(row))
+    for w in row["warnings"]:
+        err_console.print(f"[yellow]warning:[/] {w}")
+
+
+# The host's timed series stops near this many seconds (at least 3 calls), as a GPU run's does.
+HOST_SERIES_S = 10.0
+# A CPU baseline predicted to take longer than this a call is announced first.
+LONG_HOST_RUN_S = 10.0
 
 
 def shape_of(
@@ -206,6 +285,31 @@ def _spec_to_run(name: str, shape: Any, db: Path, dtype: str | None, no_tuned: b
     return spec, "tuned" if spec else "catalogue default"
 
 
+def host_table(row: dict) -> Table:
+    """A CPU baseline's result (a row as the CPU backend returns it)."""
+    t = row["timing"]
+    shape = Shape(row["m"], row["n"], row["k"])
+    rows = [
+        ("time (median) [ms]", f"{t.median_ms:.4f}"),
+        ("time min / max [ms]", f"{t.min_ms:.4f} / {t.max_ms:.4f}"),
+        ("repetitions", str(t.reps)),
+        ("timed by", row["timing_method"]),
+        ("GFLOPS", f"{row['gflops']:,.1f}"),
+        ("check against the reference", f"{_error_text(row['error'])} (tolerance {row['tolerance']:.0e})"),
+    ]
+    return figure_table(f"{row['kernel']}  {shape}  {row['dtype']}  on the CPU: {row['host']['cpu']}", rows)
+
+
+def figure_table(title: str, rows: list[tuple[str, str]]) -> Table:
+    """One result's figures, a (label, value) a row; a label's "[ms]" is text, not markup."""
+    table = Table(title=title)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for label, value in rows:
+        table.add_row(escape(label), value)
+    return table
+
+
 def comparison_table(results: list[Any]) -> Table:
     """The kernels of one `run --vs`, one row each, on the same shape and device."""
     first = results[0]
@@ -213,19 +317,18 @@ def comparison_table(results: list[Any]) -> Table:
     unit = "GB/s" if memory_bound else "GFLOPS"
     table = Table(title=f"{first.shape}  {first.dtype}  on {first.device['name']}")
     for col in ("kernel", "block edge", "time (median) [ms]", unit, "ratio to library", "error"):
-        table.add_column(col, justify="left" if col == "kernel" else "right")
+        table.add_column(escape(col), justify="left" if col == "kernel" else "right")
     for r in results:
         figure = r.gbytes_per_s if memory_bound else r.gflops
         ratio = ratio_text(r) if r.ratio_to_baseline is not None else "-"
-        table.add_row(
-            r.kernel, str(r.block_edge or "-"), f"{r.timing.median_ms:.4f}", f"{figure:,.1f}", ratio, _error_text(r)
-        )
+        edge, error = str(r.block_edge or "-"), _error_text(r.error)
+        table.add_row(r.kernel, edge, f"{r.timing.median_ms:.4f}", f"{figure:,.1f}", ratio, error)
     return table
 
 
-def _error_text(r: Any) -> str:
-    """A result's error against the reference, as both tables show it."""
-    return "exact" if r.error == 0 else f"{r.error:.2e}"
+def _error_text(error: float) -> str:
+    """A result's error against the reference, as every table shows it."""
+    return "exact" if error == 0 else f"{error:.2e}"
 
 
 def _resources_text(resources: Any) -> str:
@@ -238,9 +341,6 @@ def _resources_text(resources: Any) -> str:
 
 def result_table(r: Any, config_source: str | None = None) -> Table:
     t = r.timing
-    table = Table(title=f"{r.kernel}  {r.shape}  block edge {r.block_edge or '-'}  {r.dtype}  on {r.device['name']}")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
     memory_bound = r.metric == "gbs"
     headline = ("GB/s (read + written)", f"{r.gbytes_per_s:,.1f}") if memory_bound else ("GFLOPS", f"{r.gflops:,.1f}")
     rows = [
@@ -249,7 +349,7 @@ def result_table(r: Any, config_source: str | None = None) -> Table:
         ("repetitions", str(t.reps)),
         ("timed by", t.method),
         headline,
-        ("check against the reference", f"{_error_text(r)} (tolerance {r.tolerance:.0e})"),
+        ("check against the reference", f"{_error_text(r.error)} (tolerance {r.tolerance:.0e})"),
         ("grid x block", f"{r.grid} x {r.block}" if any(r.grid) else "chosen by the function"),
         ("registers / static smem", _resources_text(r.resources)),
     ]
@@ -261,9 +361,8 @@ def result_table(r: Any, config_source: str | None = None) -> Table:
                  ("library timed by", r.baseline_timing.method),
                  ("ratio to library", ratio_text(r))]  # fmt: skip
     rows += measured_rows(r)
-    for row in rows:
-        table.add_row(*row)
-    return table
+    title = f"{r.kernel}  {r.shape}  block edge {r.block_edge or '-'}  {r.dtype}  on {r.device['name']}"
+    return figure_table(title, rows)
 
 
 def ratio_text(r: Any) -> str:

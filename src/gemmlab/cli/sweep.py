@@ -70,16 +70,59 @@ SchedulerOption = Annotated[
 ]
 
 
-def parse_ints(text: str, what: str) -> list[int]:
-    """'256,512' -> [256, 512], with a clear error for anything else."""
+def _whole_numbers(text: str, what: str, example: str) -> list[int]:
+    """'256,512' -> [256, 512]: at least one whole number, any sign."""
     try:
         values = [int(part) for part in text.replace(" ", "").split(",") if part]
     except ValueError:
         raise GemmlabError(f"--{what} takes whole numbers separated by commas, not '{text}'.",
-                           f"Example: --{what} 256,512,1024.") from None  # fmt: skip
-    if not values or min(values) < 1:
+                           f"Example: --{what} {example}.") from None  # fmt: skip
+    if not values:
+        raise GemmlabError(f"--{what} needs at least one whole number (got '{text}').", f"Example: --{what} {example}.")
+    return values
+
+
+def parse_ints(text: str, what: str) -> list[int]:
+    """'256,512' -> [256, 512], with a clear error for anything else."""
+    values = _whole_numbers(text, what, "256,512,1024")
+    if min(values) < 1:
         raise GemmlabError(f"--{what} needs positive whole numbers (got '{text}').", f"Example: --{what} 256,512.")
     return values
+
+
+def parse_blocks(text: str, kernels: list[str]) -> list[int]:
+    """--blocks '8,16' -> [8, 16]; an edge below 1 is refused with the edges of
+    the sweep's ``kernels`` (names as given) where they are known."""
+    values = _whole_numbers(text, "blocks", "16,32")
+    bad = [v for v in values if v < 1]
+    if bad:
+        known = _own_edges(kernels)
+        listed = "; ".join(f"{k}: {','.join(map(str, edges))}" for k, edges in known.items())
+        raise GemmlabError(
+            f"--blocks {text}: a block edge counts threads along a side of the block, so it is positive; "
+            f"{', '.join(map(str, bad))} {'is' if len(bad) == 1 else 'are'} not.",
+            f"Give positive edges, such as each kernel's own ({listed}), or leave --blocks out to run those."
+            if known
+            else "Give positive edges, e.g. --blocks 16,32, or leave --blocks out to run each kernel's own.",
+        )
+    return values
+
+
+def _own_edges(kernels: list[str]) -> dict[str, tuple[int, ...]]:
+    """The block edges each kernel documents, by id; kernels without an edge, or
+    that cannot be found (the sweep's plan names those), are left out."""
+    from gemmlab import backends
+
+    found = {}
+    for name in kernels:
+        try:
+            kernel = backends.kernel_id(name)
+            edges = backends.for_kernel(kernel).block_edges(kernel)
+        except GemmlabError:
+            continue
+        if edges != (0,):
+            found[kernel] = edges
+    return found
 
 
 def parse_params(texts: list[str]) -> dict[str, list[int] | None]:
@@ -140,7 +183,7 @@ def sweep_cmd(
 
     kernel_ids = [k for k in kernels.replace(" ", "").split(",") if k]
     shapes = [Shape.square(n) for n in parse_ints(sizes, "sizes")]
-    edges = parse_ints(blocks, "blocks") if blocks else None
+    edges = parse_blocks(blocks, kernel_ids) if blocks else None
     points, refused = plan(kernel_ids, shapes, edges, dtype, reps=reps, params=parse_params(param or []))
     on_gpu = any(not backends.on_host(p.kernel) for p in points)
     if on_gpu:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 Dim3 = tuple[int, int, int]
+# The names of a Dim3's entries, for messages about one of them ("0 threads in y").
+AXES = ("x", "y", "z")
 
 # Kernels index with 32-bit ints; keep every matrix below 2^31 elements.
 MAX_INDEX = 2**31 - 1

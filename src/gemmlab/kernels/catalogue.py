@@ -9,11 +9,13 @@ exactly these."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from pathlib import Path
 
 from gemmlab.core.dtypes import DTYPE_CTYPES
 from gemmlab.core.errors import DeclarationError, UnknownName, unknown_name
-from gemmlab.core.shapes import Shape
+from gemmlab.core.shapes import MAX_INDEX, Shape
 from gemmlab.kernels.doc.spec import DOC_MATMUL
 from gemmlab.kernels.ladder import Config, Ladder
 from gemmlab.kernels.lowp.spec import LADDER as LOWP_LADDER
@@ -68,6 +70,12 @@ def peer_ids() -> list[str]:
     return list(_PEERS)
 
 
+def known_ids() -> list[str]:
+    """Every id :func:`get` takes without a file: the catalogue's, the candidate
+    rungs' and the peer rungs' (what a misspelt id is compared with)."""
+    return [*_BY_ID, *sorted(_CANDIDATES), *_PEERS]
+
+
 def is_file_name(name: str) -> bool:
     """Whether a command's kernel argument is a path to a user's kernel rather than an id."""
     return name.endswith(FILE_SUFFIXES) or Path(name).is_file()
@@ -86,8 +94,7 @@ def get(kernel_id: str) -> KernelSpec:
         from gemmlab.kernels import user  # the user module reads the catalogue: imported when needed
 
         return declare(user.load_path(Path(kernel_id)))
-    listed = [*_BY_ID, *sorted(_CANDIDATES), *_PEERS]
-    raise unknown_name("kernel", kernel_id, listed, f"`gemmlab kernels` lists all {len(listed)}.") from None
+    raise unknown_name("kernel", kernel_id, known_ids(), "`gemmlab kernels` lists every kernel.") from None
 
 
 def declare(spec: KernelSpec) -> KernelSpec:
@@ -137,8 +144,44 @@ def point(
         block_edge = 0
     elif block_edge is None:
         block_edge = spec.default_block_edge()
-    spec.check(shape, block_edge, dtype)
+    if spec.violations(shape, block_edge, dtype):
+        spec.check(shape, block_edge, dtype, size_fix(spec, shape, dtype))
     return Point(spec, shape, block_edge, dtype)
+
+
+def size_fix(spec: KernelSpec, shape: Shape, dtype: str) -> str:
+    """The advice for a shape ``spec`` cannot take. It names another kernel only
+    after checking that kernel takes the shape: the spec's any-size alternative,
+    else another of that alternative's family. A shape over the 32-bit index
+    limit that every GPU kernel shares gets that limit and the largest square."""
+    if max(shape.m * shape.k, shape.k * shape.n, shape.m * shape.n) > MAX_INDEX:
+        return (
+            "No GPU kernel takes it: each indexes with 32-bit ints, so A, B and C may have at most 2^31 - 1 "
+            f"elements each (the largest square size is {math.isqrt(MAX_INDEX)})."
+        )
+    if spec.any_size_alternative == spec.id:  # no other kernel does this one's work: its rule is the advice
+        return "Pick a size that meets it."
+    taker = next(_takers(spec.any_size_alternative, shape, dtype, spec.id), None)
+    if taker is None:
+        alternative = spec.any_size_alternative
+        return f"Pick a size that meets it; neither `{alternative}` nor its family takes this shape in {dtype}."
+    other, edge = taker
+    how = f"`{other.id}`" if edge == other.default_block_edge() else f"`{other.id}` with --block {edge}"
+    return f"Pick a size that meets it, or use {how}, which takes this shape."
+
+
+def _takers(alternative: str, shape: Shape, dtype: str, leaving_out: str) -> Iterator[tuple[KernelSpec, int]]:
+    """The kernels of ``alternative``'s family but ``leaving_out`` that take
+    ``shape`` in ``dtype``, ``alternative`` first, each with the first block
+    edge it takes it at (its default tried first)."""
+    family = next((f for f in (*FAMILIES, PEERS) if any(s.id == alternative for s in f)), ())
+    for other in sorted(family, key=lambda s: s.id != alternative):
+        if other.id == leaving_out:
+            continue
+        edges = sorted(other.block_edges or (0,), key=lambda e: e != other.default_block_edge())
+        edge = next((e for e in edges if not other.violations(shape, e, dtype)), None)
+        if edge is not None:
+            yield other, edge
 
 
 # Every rung of every ladder, candidates included, by kernel id.

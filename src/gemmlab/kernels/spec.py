@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from gemmlab.core.dtypes import DTYPE_CTYPES, DTYPE_ITEMSIZE, c_itemsize
 from gemmlab.core.errors import CompileError, ConstraintError, DeviceLimitError
-from gemmlab.core.shapes import MAX_GRID_YZ, MAX_INDEX, Dim3, Shape
+from gemmlab.core.shapes import MAX_GRID_YZ, MAX_INDEX, MAX_THREADS_PER_BLOCK, Dim3, Shape
 from gemmlab.core.text import read_text
 from gemmlab.problems.base import Problem
 from gemmlab.problems.matmul import MATMUL
@@ -232,6 +232,10 @@ class KernelSpec:
         return kernel_source(self.source)
 
     def default_block_edge(self) -> int:
+        """The edge a command runs when none is given: for the catalogue, the largest
+        its documents measured, the edge those documents ran by default (the
+        edges are listed in ascending order). A user's declaration names its
+        default first instead, as for every parameter (gemmlab.kernels.user.DeclaredSpec)."""
         return max(self.block_edges) if self.block_edges else 0
 
     def threads_per_block(self, shape: Shape, block_edge: int) -> int:
@@ -250,10 +254,13 @@ class KernelSpec:
             found.append(f"{self.id} takes square matrices only")
         if self.takes_block_edge:
             if not 1 <= block_edge <= self.max_edge:
-                found.append(
-                    f"the block edge {block_edge} is outside 1..{self.max_edge} "
-                    f"({self.max_edge}x{self.max_edge} threads is the most a block may have)"
-                )
+                if block_edge < 1:
+                    why = "a block edge counts threads: it is at least 1"
+                elif self.max_edge**2 == MAX_THREADS_PER_BLOCK:
+                    why = f"{self.max_edge}x{self.max_edge} threads is the most a block may have"
+                else:
+                    why = f"{self.max_edge} is the largest edge {self.id} takes"
+                found.append(f"the block edge {block_edge} is outside 1..{self.max_edge} ({why})")
                 return found
         for n_elems, what in ((shape.m * shape.k, "A"), (shape.k * shape.n, "B"), (shape.m * shape.n, "C")):
             if n_elems > MAX_INDEX:
@@ -275,8 +282,10 @@ class KernelSpec:
                 )
         return found
 
-    def check(self, shape: Shape, block_edge: int, dtype: str) -> None:
-        """Raise :class:`ConstraintError` naming every broken requirement."""
+    def check(self, shape: Shape, block_edge: int, dtype: str, size_fix: str = "Pick a size that meets it.") -> None:
+        """Raise :class:`ConstraintError` naming every broken requirement; ``size_fix``
+        is the advice for a shape it cannot take (:func:`gemmlab.kernels.catalogue.point`
+        names a kernel that can take it, having checked)."""
         problems = self.violations(shape, block_edge, dtype)
         if problems:
             # The advice follows what was broken: a dtype, a block edge, or the shape.
@@ -286,13 +295,11 @@ class KernelSpec:
             bad_edge = self.takes_block_edge and not 1 <= block_edge <= self.max_edge
             if bad_edge:
                 fixes.append(f"Use a block edge from 1 to {self.max_edge}.")
-            alt = self.any_size_alternative
-            if len(problems) > len(fixes) and alt != self.id:
-                fixes.append(f"Pick a size that meets it, or use `{alt}`, which takes any M, N, K.")
+            if len(problems) > len(fixes):
+                fixes.append(size_fix)
             fix = " ".join(fixes)
-            raise ConstraintError(
-                f"{self.id} cannot run {shape} (block edge {block_edge}): {'; '.join(problems)}.", fix
-            )
+            edge = f" (block edge {block_edge})" if self.takes_block_edge else ""
+            raise ConstraintError(f"{self.id} cannot run {shape}{edge}: {'; '.join(problems)}.", fix)
 
 
 _LOCAL_INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.MULTILINE)

@@ -8,6 +8,9 @@ downstream asks where a kernel came from; :func:`resolve` is what every
 command calls with the name or path it was given. The ``.cu`` file is never
 changed on disk: a ``#define`` parameter is set in the text handed to NVRTC,
 by rewriting its ``#define`` line in place, so line numbers stay the user's.
+A parameter the file does not name at all (a kernel that reads its block size
+from ``blockDim``) is the declaration's own: it reaches only the expressions
+that name it, the launch's grid and block most often, and never NVRTC.
 
 The declaration's expressions (grid, block, shared memory, accepted sizes,
 template arguments) are read by a small evaluator over Python's ``ast``:
@@ -27,7 +30,7 @@ from typing import Any
 
 from gemmlab.core.dtypes import DTYPE_ITEMSIZE
 from gemmlab.core.errors import DeclarationError
-from gemmlab.core.shapes import MAX_GRID_X, MAX_GRID_YZ, MAX_THREADS_PER_BLOCK, Dim3, Shape
+from gemmlab.core.shapes import AXES, MAX_GRID_X, MAX_GRID_YZ, MAX_THREADS_PER_BLOCK, Dim3, Shape
 from gemmlab.core.text import read_text
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import Constraint, KernelSpec, kernel_source
@@ -75,6 +78,28 @@ _COMPARE: dict[type, Callable[[int, int], bool]] = {
     ast.Gt: lambda a, b: a > b,
     ast.GtE: lambda a, b: a >= b,
 }
+# How a declaration spells each operator above: the messages list them from
+# here, so a hint never leaves out one the evaluator takes.
+_SYMBOLS = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+}  # fmt: skip
+# C spellings a student writes in a condition, and what a declaration says instead.
+_C_SPELLINGS = (
+    (re.compile(r"(?<![=!<>])=(?![=<>])"), "`==` to compare, not `=`"),
+    (re.compile(r"&&"), "`and`, not `&&`"),
+    (re.compile(r"\|\|"), "`or`, not `||`"),
+    (re.compile(r"!(?!=)"), "`not`, not `!`"),
+)
+
+
+def allowed(*, condition: bool) -> str:
+    """What an expression may use, in words; ``condition``: an accepted-sizes test."""
+    arithmetic = " ".join(_SYMBOLS[op] for op in _BINARY)
+    text = f"numbers, names, {arithmetic}, cdiv(a, b), min(...), max(...)"
+    if condition:
+        text += f", comparisons ({' '.join(_SYMBOLS[op] for op in _COMPARE)}), and, or, not"
+    return text
 
 
 @dataclass(frozen=True)
@@ -85,6 +110,11 @@ class Expression:
     text: str
     where: str  # "FILE, key": named in every error about it
     tree: ast.expr
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The names the expression reads."""
+        return frozenset(n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name))
 
     def __call__(self, env: Mapping[str, int]) -> int:
         try:
@@ -108,9 +138,10 @@ def expression(text: Any, where: str, names: tuple[str, ...], *, condition: bool
     try:
         tree = ast.parse(source.strip(), mode="eval").body
     except SyntaxError:
+        spelt = [hint for pattern, hint in _C_SPELLINGS if pattern.search(source)] if condition else []
         raise DeclarationError(
             f"{where}: `{source}` is not an expression gemmlab can read.",
-            "Use numbers, names, + - * // %, and cdiv(a, b), min(...), max(...).",
+            (f"Write {'; '.join(spelt)}. " if spelt else "") + f"Use only {allowed(condition=condition)}.",
         ) from None
     _check(tree, source, where, names, condition)
     return Expression(source, where, tree)
@@ -118,10 +149,9 @@ def expression(text: Any, where: str, names: tuple[str, ...], *, condition: bool
 
 def _check(node: ast.AST, text: str, where: str, names: tuple[str, ...], condition: bool) -> None:
     def refuse(what: str) -> DeclarationError:
-        allowed = "numbers, names, + - * // %, cdiv(a, b), min(...), max(...)"
-        if condition:
-            allowed += ", comparisons (== != < <= > >=), and, or, not"
-        return DeclarationError(f"{where}: `{text}` uses {what}, which a declaration may not.", f"Use only {allowed}.")
+        return DeclarationError(
+            f"{where}: `{text}` uses {what}, which a declaration may not.", f"Use only {allowed(condition=condition)}."
+        )
 
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int):
@@ -152,7 +182,7 @@ def _check(node: ast.AST, text: str, where: str, names: tuple[str, ...], conditi
             _check(arg, text, where, names, False)
     elif condition and isinstance(node, ast.Compare):
         if not all(type(op) in _COMPARE for op in node.ops):
-            raise refuse("a comparison other than == != < <= > >=")
+            raise refuse(f"a comparison other than {' '.join(_SYMBOLS[op] for op in _COMPARE)}")
         for part in (node.left, *node.comparators):
             _check(part, text, where, names, False)
     elif condition and isinstance(node, ast.BoolOp):
@@ -188,10 +218,13 @@ def _evaluate(node: ast.expr, env: Mapping[str, int]) -> Any:
 
 @dataclass(frozen=True)
 class Parameter:
-    """A value the kernel is compiled with: a ``#define`` in its file or a template parameter."""
+    """A value the kernel is declared with: a ``#define`` in its file, a template
+    parameter, or a name of the declaration alone ("launch": one the file never
+    names, which sizes the launch, a kernel reading its block size from
+    ``blockDim``, and is not given to NVRTC)."""
 
     name: str
-    kind: str  # "define" or "template"
+    kind: str  # "define", "template" or "launch" (a Python function's: "keyword")
     values: tuple[int, ...]  # the first is the default
 
 
@@ -206,6 +239,11 @@ class DeclaredSpec(KernelSpec):
     def values(self, block_edge: int) -> dict[str, int]:
         """Every parameter's value at ``block_edge``: the edge's, the others' defaults."""
         return _values(self.parameters, self.edge, block_edge)
+
+    def default_block_edge(self) -> int:
+        """The edge parameter's first value, as every parameter's first value is its
+        default (the catalogue's kernels take their largest edge instead: KernelSpec)."""
+        return self.block_edges[0] if self.block_edges else 0
 
     @property
     def config(self) -> dict[str, int] | None:
@@ -441,13 +479,20 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
                     f"{where}: the #define of {name} goes on over several lines.", "Write it on one line."
                 )
             kind = "define"
-        else:
+        elif (line := _line_naming(code, name)) is not None:
+            # The file holds a value of its own under this name (`const int BS = 16;`):
+            # a launch sized by the declaration's value would not match it.
             raise DeclarationError(
-                f"{where}: {name} is neither a #define in {source} nor a template parameter of {function_name}.",
-                f"Name a `#define {name} ...` of the file or a template parameter, spelt as the file spells it.",
+                f"{where}: {source} names {name} (`{line}`) but not in a #define or as a template parameter of "
+                f"{function_name}, so gemmlab cannot set it, and a launch sized by another value would not match it.",
+                f"If the kernel reads its block size from blockDim, give the parameter a name the file does not use; "
+                f"if it relies on {name}, write it as `#define {name} ...` or a template parameter.",
             )
+        else:
+            kind = "launch"  # the declaration's own: only its expressions read it (checked below)
         parameters.append(Parameter(name, kind, tuple(values)))
     param_names = tuple(p.name for p in parameters)
+    declared_parameters = tuple(parameters)
     parameters = _fixed(parameters, fixed or {}, path)
 
     edge = data.get("edge")
@@ -480,17 +525,15 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
             "Declare one element type, or make the function a template on it (`template <typename T>`).",
         )
     for p in parameters:
-        if p.kind == "template" and not any(
-            isinstance(arg, Expression) and p.name in {n.id for n in ast.walk(arg.tree) if isinstance(n, ast.Name)}
-            for arg in template
-        ):
+        if p.kind == "template" and not any(isinstance(arg, Expression) and p.name in arg.names for arg in template):
             raise DeclarationError(
                 f"{at(f'parameters.{p.name}')}: {p.name} is a template parameter that no template argument uses.",
                 "Use it in `template`, or leave `template` out to pass the parameters in the function's order.",
             )
 
     square = "n" in arguments
-    names = (*("M", "N", "K"), *(("n",) if square else ()), *param_names)
+    sizes = ("M", "N", "K", *(("n",) if square else ()))
+    names = (*sizes, *param_names)
     grid = [
         expression(e, at(f"grid[{i}]"), names)
         for i, e in enumerate(_list(data["grid"], at("grid"), "1 to 3 expressions", 1, 3))
@@ -505,6 +548,24 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
         expression(e, at(f"accepts[{i}]"), names, condition=True)
         for i, e in enumerate(_list(data.get("accepts", []), at("accepts"), "a list of conditions", 0))
     ]
+    read = {
+        name
+        for e in (*grid, *block, *accepts, *([dynamic] if dynamic else []), *template)
+        if isinstance(e, Expression)
+        for name in e.names
+    }
+    for p in parameters:
+        if p.kind == "launch" and p.name not in read:
+            raise DeclarationError(
+                f"{at(f'parameters.{p.name}')}: {p.name} is used nowhere: it is neither a #define in {source} nor a "
+                f"template parameter of {function_name}, and no expression of the declaration (grid, block, "
+                "dynamic_smem, accepts, template) names it.",
+                f"For a block size the kernel reads from blockDim, size the launch with it: block = "
+                f'["{p.name}", "{p.name}"], grid = ["cdiv(N, {p.name})", "cdiv(M, {p.name})"]. Otherwise spell it as '
+                "the file spells its #define or template parameter, or remove it.",
+            )
+    _at_least_one("grid", grid, declared_parameters, sizes)
+    _at_least_one("block", block, declared_parameters, sizes)
     parameters_t = tuple(parameters)
 
     def env(shape: Shape, block_edge: int) -> dict[str, int]:
@@ -634,14 +695,53 @@ def _accepts(condition: Expression, env: Callable[[Shape, int], dict[str, int]])
     return Constraint(condition.text, violation)
 
 
+def _line_naming(code: str, name: str) -> str | None:
+    """The first line of ``code`` (comments blanked) that names ``name`` outside a
+    string literal and a ``#line`` directive, stripped; None when none does."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for line in code.splitlines():
+        if not re.match(r"\s*#\s*line\b", line) and word.search(re.sub(r'"(?:\\.|[^"\\])*"', '""', line)):
+            return line.strip()
+    return None
+
+
+def _at_least_one(key: str, exprs: list[Expression], parameters: tuple[Parameter, ...], sizes: tuple[str, ...]) -> None:
+    """DeclarationError naming a dimension of the ``key`` ("grid" or "block") that
+    is below 1 at a declared value of a parameter, the others at their first (what
+    `compile` and `--block` launch). A dimension that depends on the sizes, or a
+    value given from outside (a sweep's, a tuner's), is checked at each launch
+    instead (:func:`_geometry_limits`)."""
+    unit = {"grid": "block", "block": "thread"}[key]
+    first = {p.name: p.values[0] for p in parameters}
+    settings = [first, *({**first, p.name: v} for p in parameters for v in p.values[1:])]
+    for axis, e in zip(AXES, exprs, strict=False):
+        if e.names & set(sizes):
+            continue
+        for env in settings:
+            value = e(env)
+            if value >= 1:
+                continue
+            named = ", ".join(f"{n} = {env[n]}" for n in sorted(e.names & set(env)))
+            raise DeclarationError(
+                f"{e.where}: `{e.text}` gives {value} {unit}s in {axis}{f' at {named}' if named else ''}; "
+                "a launch needs at least 1 in each dimension.",
+                f"Leave out the value that gives {value}, or write the dimension so that it is at least 1 "
+                f"(`max(1, {e.text})`)."
+                if named
+                else f"Write 1 for a dimension of a single {unit}: `{key} = [16, 1]` is 16 x 1 {unit}s.",
+            )
+
+
 def _geometry_limits(grid: Callable[[Shape, int], Dim3], block: Callable[[Shape, int], Dim3]) -> Constraint:
     """What every launch must respect whatever the declaration says: at least one
     thread and block, at most 1024 threads per block, the grid's limits."""
 
     def violation(shape: Shape, block_edge: int) -> str | None:
         g, b = grid(shape, block_edge), block(shape, block_edge)
-        if min(*g, *b) < 1:
-            return f"the declared geometry gives grid {g} x block {b}, with an empty dimension"
+        for what, dims, unit in (("grid", g, "blocks"), ("block", b, "threads")):
+            empty = [f"{v} {unit} in {axis}" for axis, v in zip(AXES, dims, strict=True) if v < 1]
+            if empty:
+                return f"the declared {what} {dims} has {' and '.join(empty)}; each dimension needs at least 1"
         threads = b[0] * b[1] * b[2]
         if threads > MAX_THREADS_PER_BLOCK:
             return f"the declared block {b} has {threads} threads, over the {MAX_THREADS_PER_BLOCK} a block may have"

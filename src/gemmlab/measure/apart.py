@@ -389,7 +389,7 @@ def child_load(kernel: str, memory: str, drop: list[str], home: str) -> None:
     from gemmlab.kernels import callables
 
     spec = callables.load(Path(kernel))
-    _CHILD.update(spec=spec, memory=memory, keywords=spec.values(max(spec.block_edges or (0,))))
+    _CHILD.update(spec=spec, memory=memory, keywords=spec.values(spec.default_block_edge()))
 
 
 def _synchronizer(memory: str) -> Callable[[], None]:

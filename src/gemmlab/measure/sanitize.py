@@ -3,32 +3,49 @@
 The parent (``check``) starts ``compute-sanitizer --tool T python -m
 gemmlab.measure.sanitize POINT...``; the child runs each point once through the normal
 runner (so inputs, launch and verification are the real ones) and the parent
-reads the sanitizer's summary. Zero reports is the bar.
+reads what it printed (:mod:`gemmlab.measure.sanitizer_findings`). Zero reports is the bar.
 
 A point names its kernel by :func:`gemmlab.kernels.catalogue.reference`: a
 user's kernel by its declaration's absolute path, which the child reads again.
 The child compiles with line tables (``GEMMLAB_LINEINFO``), so a finding names
 the file and line of the kernel's source, the user's own file for a user's kernel.
+
+Each kernel is checked in processes of its own, so that the sanitizer's summary
+of a process is that kernel's, and a kernel that crashes its process takes no
+other kernel's points with it. The child goes on past a point whose result is
+wrong: verification is a verdict of its own, and the sanitizer still watches
+every launch (a race that also gives a wrong answer is named by racecheck).
+It reports each point in one line of its own (:data:`CHILD_MARK`), never a
+Python traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from typing import Any
 
 from gemmlab.backends.nvrtc import LINEINFO_ENV
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
+from gemmlab.measure.sanitizer_findings import (
+    CHILD_MARK,
+    EXIT_NOTE,
+    KernelCheck,
+    SanitizerReport,
+    SanitizerRun,
+    failed_prefix,
+    kernel_check,
+    ran_line,
+)
 from gemmlab.problems.base import NO_BANDS_VARIABLE
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -39,36 +56,6 @@ SANITIZER_SEARCH_DIRS: tuple[str, ...] = (
     "/opt/nvidia/compute-sanitizer",
     "/usr/local/cuda/compute-sanitizer",
 )
-_SUMMARY = re.compile(r"(ERROR|RACECHECK) SUMMARY: (\d+) (errors|hazards)")
-_RACE_ERRORS = re.compile(r"\((\d+) errors?, (\d+) warnings?\)")
-
-# Begins the line added to a sanitizer run's output when it exits non-zero, so
-# that a run that printed no finding (killed, or crashed before its summary)
-# still says how it ended.
-EXIT_NOTE = "[gemmlab] the run under the sanitizer"
-
-
-@dataclass(frozen=True)
-class SanitizerReport:
-    tool: str
-    points: int
-    errors: int
-    output: str
-
-    @property
-    def clean(self) -> bool:
-        return self.errors == 0
-
-    def findings(self, limit: int = 60) -> str:
-        """The sanitizer's own lines, without host backtraces, and any Python error."""
-        keep = [
-            line
-            for line in self.output.splitlines()
-            if ("=========" in line and "Host Frame" not in line and "Saved host backtrace" not in line)
-            or "Error" in line
-            or line.startswith(EXIT_NOTE)
-        ]
-        return "\n".join(keep[:limit])
 
 
 def find_sanitizer() -> str:
@@ -167,54 +154,64 @@ def parse_point(text: str) -> tuple[str, int, Shape]:
     return kernel, int(edge), Shape(int(m), int(n), int(k))
 
 
-def parse_summary(tool: str, output: str) -> int:
-    """Errors the sanitizer reported; a missing summary counts as a failure."""
-    m = _SUMMARY.search(output)
-    if not m:
-        return -1
-    if tool == "racecheck":
-        r = _RACE_ERRORS.search(output[m.start() :])
-        return int(r.group(1)) + int(r.group(2)) if r else int(m.group(2))
-    return int(m.group(2))
-
-
 # Sanitizer processes run side by side: each point is slow under the sanitizer
 # (every access is watched) and the GPU is mostly idle, so a check of the whole
 # catalogue (430 points) shares them out among this many.
 DEFAULT_JOBS = 4
 
 
+def require_tool(tool: str) -> str:
+    if tool not in TOOLS:
+        raise GemmlabError(f"Unknown sanitizer tool '{tool}'.", f"Use one of {', '.join(TOOLS)}.")
+    return tool
+
+
 def check(
     kernel_ids: list[str] | None = None, tool: str = "memcheck", timeout: float = 1800, jobs: int | None = None
 ) -> SanitizerReport:
+    """:func:`check_kernels`, raising the error of the first kernel when none
+    of them could be checked at all (no small size it takes, out of time)."""
+    report = check_kernels(kernel_ids, tool, timeout, jobs)
+    if all(k.error is not None for k in report.kernels):
+        raise report.kernels[0].error  # type: ignore[misc]
+    return report
+
+
+def check_kernels(
+    kernel_ids: list[str] | None = None, tool: str = "memcheck", timeout: float = 1800, jobs: int | None = None
+) -> SanitizerReport:
     """Every point of ``kernel_ids`` (default: the catalogue) under the sanitizer
-    ``tool``, in ``jobs`` processes side by side (default: up to
-    :data:`DEFAULT_JOBS`, one per point at most); the report adds their findings."""
-    if tool not in TOOLS:
-        raise GemmlabError(f"Unknown sanitizer tool '{tool}'.", f"Use one of {', '.join(TOOLS)}.")
-    ids = [catalogue.get(kid).id for kid in kernel_ids or catalogue.kernel_ids()]
-    points = points_for(ids, tool)
-    if not points:
-        raise GemmlabError(
-            f"No small size that {', '.join(ids)} accepts was found to check.",
-            "Loosen the declaration's `accepts`, or check the kernel with `gemmlab run` at a size it takes.",
-        )
+    ``tool``, in at most ``jobs`` processes side by side (default:
+    :data:`DEFAULT_JOBS`), each holding points of one kernel; a kernel's
+    points are dealt out among several when there are fewer kernels than
+    jobs. Whatever happens to one kernel is its :class:`KernelCheck`'s;
+    the check as a whole raises only for an unknown tool or kernel."""
+    require_tool(tool)
+    specs = [catalogue.get(kid) for kid in kernel_ids or catalogue.kernel_ids()]
+    planned = {spec.id: points_for([spec.id], tool) for spec in specs}
     # No guard bands around the outputs, so the sanitizer sees their true edges;
     # and for a user's kernel line tables, so a finding names the user's file and
     # line. Only then: a kernel with them compiles anew (another cache key),
     # under the sanitizer, and the catalogue's every rung would take minutes.
     env = {**os.environ, NO_BANDS_VARIABLE: "0"}
-    if any(catalogue.get(kid).declaration is not None for kid in ids):
+    if any(spec.declaration is not None for spec in specs):
         env[LINEINFO_ENV] = "1"
-    shares = split(points, jobs or DEFAULT_JOBS)
-    outputs, failed = _run_side_by_side([sanitizer_command(tool, share) for share in shares], env, timeout, tool)
-    output = "\n".join(outputs)
-    counts = [parse_summary(tool, text) for text in outputs]
-    # A share with no summary (its child crashed) counts as -1 unless another reported hazards.
-    errors = sum(c for c in counts if c > 0) or (-1 if min(counts) < 0 else 0)
-    if failed and errors == 0:
-        errors = -1  # a child failed (a wrong result, a crash) although no hazard was printed
-    return SanitizerReport(tool, len(points), errors, output)
+    jobs = jobs or DEFAULT_JOBS
+    per_kernel = max(1, jobs // max(1, sum(1 for points in planned.values() if points)))
+    shares = [(kid, share) for kid, points in planned.items() if points for share in split(points, per_kernel)]
+    runs = _run_pool([sanitizer_command(tool, share) for _, share in shares], env, timeout, jobs)
+    kernels = []
+    for kid, points in planned.items():
+        if not points:
+            refusal = GemmlabError(
+                f"No small size that {kid} accepts was found to check.",
+                "Loosen the declaration's `accepts`, or check the kernel with `gemmlab run` at a size it takes.",
+            )
+            kernels.append(KernelCheck(kid, tool, (), None, error=refusal))
+            continue
+        own = [(share, run) for (k, share), run in zip(shares, runs, strict=True) if k == kid]
+        kernels.append(kernel_check(kid, tool, own, timeout))
+    return SanitizerReport(tool, tuple(kernels))
 
 
 def split(points: list[str], jobs: int) -> list[list[str]]:
@@ -239,34 +236,59 @@ def sanitizer_command(tool: str, points: list[str]) -> list[str]:
     return [*cmd, sys.executable, "-m", "gemmlab.measure.sanitize", f"--launches={launches}", *points]
 
 
-def _run_side_by_side(commands: list[list[str]], env: dict, timeout: float, tool: str) -> tuple[list[str], bool]:
-    """Each command's output (stdout then stderr), and whether any exited non-zero.
-    Output goes to files, not pipes: a child that prints much would block on a
-    full pipe that nobody reads while this waits for another."""
+# How often the pool looks for a finished sanitizer run [s].
+POLL_S = 0.05
+
+
+def _run_pool(commands: list[list[str]], env: dict, timeout: float, jobs: int) -> list[SanitizerRun]:
+    """Each command run with at most ``jobs`` at a time, all within ``timeout``
+    seconds: its output (stdout then stderr) and exit status, with a note where
+    it ended badly. Output goes to files, not pipes: a child that prints much
+    would block on a full pipe that nobody reads while this waits for another.
+    Each run is a session of its own, so that stopping it stops its child too."""
     deadline = time.monotonic() + timeout
+    waiting = list(range(len(commands)))
+    running: dict[int, tuple[subprocess.Popen, Any]] = {}
+    done: dict[int, SanitizerRun] = {}
     with contextlib.ExitStack() as stack:
-        logs = [stack.enter_context(tempfile.TemporaryFile("w+")) for _ in commands]
-        procs = [subprocess.Popen(c, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
-                 for c, log in zip(commands, logs, strict=True)]  # fmt: skip
         try:
-            codes = [proc.wait(timeout=max(0.0, deadline - time.monotonic())) for proc in procs]
-        except subprocess.TimeoutExpired:
-            for proc in procs:
-                proc.kill()
-                proc.wait()
-            raise GemmlabError(
-                f"compute-sanitizer ({tool}) did not finish within {timeout:.0f} s.",
-                "Check fewer kernels at a time (name them), or give the check more time.",
-            ) from None
+            while waiting or running:
+                while waiting and len(running) < jobs and time.monotonic() < deadline:
+                    i = waiting.pop(0)
+                    log = stack.enter_context(tempfile.TemporaryFile("w+"))
+                    proc = subprocess.Popen(commands[i], stdout=log, stderr=subprocess.STDOUT, text=True, env=env,
+                                            start_new_session=True)  # fmt: skip
+                    running[i] = (proc, log)
+                for i, (proc, log) in list(running.items()):
+                    if proc.poll() is not None:
+                        done[i] = _finished(log, proc.returncode, timeout)
+                        del running[i]
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(POLL_S)
         finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.kill()
-        outputs = []
-        for log, code in zip(logs, codes, strict=True):
-            log.seek(0)
-            outputs.append(log.read() + (f"\n{EXIT_NOTE} {exit_words(code)}\n" if code != 0 else ""))
-    return outputs, any(code != 0 for code in codes)
+            for i, (proc, log) in running.items():
+                _stop(proc)
+                done[i] = _finished(log, None, timeout)
+    return [done.get(i) or SanitizerRun(f"{EXIT_NOTE} never started: the time ran out first\n", None)
+            for i in range(len(commands))]  # fmt: skip
+
+
+def _finished(log: Any, code: int | None, timeout: float) -> SanitizerRun:
+    log.seek(0)
+    text = log.read()
+    if code is None:
+        text += f"\n{EXIT_NOTE} did not finish within {timeout:.0f} s and was stopped\n"
+    elif code != 0:
+        text += f"\n{EXIT_NOTE} {exit_words(code)}\n"
+    return SanitizerRun(text, code)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill the run's whole session: the sanitizer and the Python child it started."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def exit_words(code: int) -> str:
@@ -281,19 +303,38 @@ def exit_words(code: int) -> str:
 
 
 def _child(args: list[str]) -> int:
-    from gemmlab.measure.run import checked_launches
-
+    """Run each point once (or ``--launches=N`` times), checked; one line per
+    point, a failure as its error in one line. A Python error that is not
+    gemmlab's (a fault the driver reports) leaves the CUDA context unusable,
+    so the rest of the points are not run, and the status is 1."""
     launches = 2
     if args and args[0].startswith("--launches="):
         launches = int(args[0].split("=", 1)[1])
         args = args[1:]
+    try:
+        from gemmlab.measure.run import checked_launches
+    except Exception as exc:  # an installation that cannot run anything: one line, as for a point
+        print(f"{CHILD_MARK} could not start: {one_line(exc)}", flush=True)
+        return 1
     for p in args:
-        kernel, edge, shape = parse_point(p)
-        # Checked launches and nothing timed: under the sanitizer every launch is
-        # slow, and the timing, the library and a second input set add nothing it looks at.
-        checked_launches(kernel, shape, edge, launches=launches)
-        print(f"ran {p}", flush=True)
+        try:
+            kernel, edge, shape = parse_point(p)
+            # Checked launches and nothing timed: under the sanitizer every launch is
+            # slow, and the timing, the library and a second input set add nothing it looks at.
+            checked_launches(kernel, shape, edge, launches=launches)
+        except GemmlabError as exc:
+            print(failed_prefix(p) + one_line(exc), flush=True)
+            continue
+        except Exception as exc:
+            print(failed_prefix(p) + one_line(exc), flush=True)
+            return 1
+        print(ran_line(p), flush=True)
     return 0
+
+
+def one_line(exc: Exception) -> str:
+    """An error as one line: its type (which tells a wrong result from a fault) and its message."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 if __name__ == "__main__":

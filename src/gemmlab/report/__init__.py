@@ -10,7 +10,10 @@ Rows are the store's dicts (see :func:`write_report`). :mod:`.model` groups
 them into sections and series (pure, tested without a GPU or a database),
 :mod:`.tables` and :mod:`.plots` draw them, :mod:`.html` writes the page;
 this module writes the whole directory. What each experiment's section shows
-is its layout, in its document's module under ``studies/experiments/``.
+is its layout, in its document's module under ``studies/experiments/``;
+distributed results and stress runs get sections of their own
+(:mod:`.distributed`, :mod:`.stress`). A database is only read: nothing is
+written beside it.
 """
 
 from __future__ import annotations
@@ -19,16 +22,29 @@ import os
 import platform
 import shutil
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gemmlab.core.environment import cpu_name
 from gemmlab.core.errors import GemmlabError
+from gemmlab.report import distributed, stress
 from gemmlab.report.html import SectionOutput, dispatch_html, index_html, models_html
-from gemmlab.report.model import NO_EXPERIMENT, Row, Section, build_sections, slug
+from gemmlab.report.model import (
+    NO_EXPERIMENT,
+    STRESS,
+    Row,
+    Section,
+    build_sections,
+    check_requested,
+    no_results,
+    slug,
+)
 from gemmlab.report.models import model_results, models_csv, models_plot, models_text, with_facts
 from gemmlab.report.plots import draw, plot_roofline, plot_share_heatmap, share_grids
+from gemmlab.report.stress import StressRun
 from gemmlab.report.summary import summary_html
-from gemmlab.report.tables import markdown, metric_tables, occupancy_blocks, warnings_csv
+from gemmlab.report.tables import markdown, metric_tables, occupancy_blocks, unrecorded_note, warnings_csv
 from gemmlab.report.user_pages import UserPage, user_pages, write_pages
 
 # A report directory carries this file, so that a later run may replace it
@@ -36,15 +52,25 @@ from gemmlab.report.user_pages import UserPage, user_pages, write_pages
 MARKER = ".gemmlab-report"
 
 
-def _read_rows(source: list[Row] | str | Path) -> list[Row]:
-    return _read(source)[0]
+@dataclass
+class Stored:
+    """What a report reads: the results rows, and from a database the failed
+    points of every experiment, the measured peaks, the compiles stored with
+    the runs, the dispatcher's picks and the stress runs."""
+
+    rows: list[Row]
+    failures: list[dict] = field(default_factory=list)
+    peaks: list[dict] = field(default_factory=list)
+    compiles: list[dict] = field(default_factory=list)
+    picks: list[dict] = field(default_factory=list)
+    stress: list[StressRun] = field(default_factory=list)
 
 
-def _read(source: list[Row] | str | Path) -> tuple[list[Row], list[dict], list[dict], list[dict]]:
-    """The rows, and where ``source`` is a database the failed points of
-    every experiment, the measured peaks and the compiles stored with the runs."""
+def _read(source: list[Row] | str | Path) -> Stored:
+    """Everything the report shows, read in one go; a database is opened
+    read-only and left without a file beside it (Store.read_untouched)."""
     if not isinstance(source, str | Path):
-        return list(source), [], [], []
+        return Stored(list(source))
     path = Path(source)
     if not path.is_file():
         raise GemmlabError(
@@ -53,8 +79,23 @@ def _read(source: list[Row] | str | Path) -> tuple[list[Row], list[dict], list[d
         )
     from gemmlab.results.store import Store
 
-    with Store.open(path, readonly=True) as store:
-        return store.rows(), store.failures(all_experiments=True), store.peaks(), store.compiles()
+    return Store.read_untouched(
+        path,
+        lambda store: Stored(
+            store.rows(), store.failures(all_experiments=True), store.peaks(), store.compiles(), store.picks(),
+            stress.stress_runs(store.stress_summaries(), store.stress_failures(), store.runs()),
+        ),
+    )  # fmt: skip
+
+
+@dataclass
+class Extras:
+    """What is reported beside the documents' sections: the distributed points
+    (and the rows they came from) and the stress runs."""
+
+    spread: list[distributed.Point]
+    stress: list[StressRun]
+    spread_rows: list[Row]
 
 
 def write_report(
@@ -66,6 +107,7 @@ def write_report(
     peaks: list[dict] | None = None,
     compiles: list[dict] | None = None,
     picks: list[dict] | None = None,
+    stress_runs: Sequence[StressRun] | None = None,
 ) -> Path:
     """Write tables (Markdown, CSV), plots (PNG) and ``index.html`` to ``out_dir``.
 
@@ -73,10 +115,14 @@ def write_report(
     block_edge, dtype, variant, median_ms, gflops, gbytes_per_s, metric, gips,
     cgma_measured, cgma_analytic, h2d_ms, d2h_ms, e2e_gflops, host_memory,
     warnings, gpu_name, cc, date, ...; any may be None) or the path of a
-    results database. The report is built in a temporary directory beside
-    ``out_dir`` and moved into place, so a failure leaves nothing half
-    written; an existing previous report at ``out_dir`` is replaced. Returns
-    the path of ``index.html``.
+    results database, which is only read (no file is written beside it). The
+    report is built in a temporary directory beside ``out_dir`` and moved
+    into place, so a failure leaves nothing half written; an existing previous
+    report at ``out_dir`` is replaced. Returns the path of ``index.html``.
+
+    ``experiments`` picks what is reported: experiments of the rows, and
+    ``stress`` for the stress runs; an unknown name is refused with the known
+    ones, a known one with nothing stored with the command that measures it.
 
     Users' kernels (rows with a ``source``) get a page each as well
     (:mod:`.user_pages`), with their failed points: those of the database, or
@@ -90,22 +136,37 @@ def write_report(
     only kernels with none stored are compiled now, and their notes say so.
 
     The dispatcher's heatmaps (% of cuBLAS by shape) draw its picks: those
-    of the database, or ``picks`` (:meth:`Store.picks` rows).
+    of the database, or ``picks`` (:meth:`Store.picks` rows). Distributed
+    results (experiment ``distributed``) get a section of their own
+    (:mod:`.distributed`), and so do the stress runs: those of the database,
+    or ``stress_runs`` (:func:`.stress.stress_runs`).
     """
-    found, stored_failures, stored_peaks, stored_compiles = _read(rows)
-    sections = build_sections(found, experiments)
+    stored = _read(rows)
+    runs = list(stress_runs) if stress_runs is not None else stored.stress
+    present = list(dict.fromkeys(r.get("experiment") or NO_EXPERIMENT for r in stored.rows))
+    if runs:
+        present.append(STRESS)
+    if experiments:
+        check_requested(experiments, present)
+    chosen = set(experiments or present)
+    found = [r for r in stored.rows if (r.get("experiment") or NO_EXPERIMENT) in chosen]
+    spread = distributed.points(found)
+    runs = runs if STRESS in chosen else []
+    plain = [r for r in found if not distributed.is_distributed(r)]
+    if not plain and not spread and not runs:
+        raise no_results()
+    sections = build_sections(plain) if plain else []
     reported = [r for section in sections for r in section.rows]
-    chosen = {section.experiment for section in sections}
-    failed = [f for f in (failures if failures is not None else stored_failures)
+    failed = [f for f in (failures if failures is not None else stored.failures)
               if (f.get("experiment") or NO_EXPERIMENT) in chosen]  # fmt: skip
     pages = user_pages(reported, failed)
     out = Path(out_dir).expanduser().absolute()
     staging, created = _staging_dir(out)
     try:
         _render(
-            sections, staging, occupancy, pages, peaks if peaks is not None else stored_peaks,
-            compiles if compiles is not None else stored_compiles,
-            picks if picks is not None else _stored_picks(rows),
+            sections, staging, occupancy, pages, peaks if peaks is not None else stored.peaks,
+            compiles if compiles is not None else stored.compiles, picks if picks is not None else stored.picks,
+            Extras(spread, runs, [r for r in found if distributed.is_distributed(r)]),
         )  # fmt: skip
         (staging / MARKER).write_text("written by gemmlab report; the next report may replace this directory\n")
         os.chmod(staging, 0o755)
@@ -116,16 +177,6 @@ def write_report(
             shutil.rmtree(created, ignore_errors=True)
         raise
     return out / "index.html"
-
-
-def _stored_picks(source: list[Row] | str | Path) -> list[dict]:
-    """The dispatcher's picks of a database; none beside rows given as a list."""
-    if not isinstance(source, str | Path):
-        return []
-    from gemmlab.results.store import Store
-
-    with Store.open(Path(source), readonly=True) as store:
-        return store.picks()
 
 
 def _unwritable(out: Path, exc: OSError) -> GemmlabError:
@@ -179,8 +230,10 @@ def _move_into_place(staging: Path, out: Path) -> None:
 
 def _render(
     sections: list[Section], root: Path, occupancy: bool, pages: list[UserPage], peaks: list[dict],
-    compiles: list[dict], picks: list[dict],
+    compiles: list[dict], picks: list[dict], extras: Extras,
 ) -> None:  # fmt: skip
+    reported = [r for section in sections for r in section.rows]
+    note = unrecorded_note(reported)
     outputs = []
     for section in sections:
         sdir = root / section.slug
@@ -191,15 +244,24 @@ def _render(
         # Every section gets a roofline where it has the data for one.
         plots = [p for spec in section.layout.plots for p in draw(spec, section, sdir)] + plot_roofline(section, sdir)
         blocks = occupancy_blocks(section, compiles) if occupancy else []
-        (sdir / "tables.md").write_text(markdown(section, tables), encoding="utf-8")
+        (sdir / "tables.md").write_text(markdown(section, tables, unrecorded_note(section.rows)), encoding="utf-8")
         if section.notes.texts:
             (sdir / "warnings.csv").write_text(warnings_csv(section), encoding="utf-8")
         outputs.append(SectionOutput(section, tables, plots, blocks))
     links = write_pages(pages, root)
-    findings = (
-        summary_html(sections, peaks, root) + _dispatch_block(sections, picks, root) + _models_block(sections, root)
-    )
-    (root / "index.html").write_text(index_html(outputs, links, findings), encoding="utf-8")
+    others, held = [], []
+    if extras.spread:
+        line = distributed.summary_line(extras.spread)
+        others.append((distributed.ANCHOR, distributed.TITLE, line, distributed.write(extras.spread, root)))
+        held.append(f"{len(extras.spread)} distributed results")
+    if extras.stress:
+        line = stress.summary_line(extras.stress)
+        others.append((stress.ANCHOR, stress.TITLE, line, stress.write(extras.stress, root)))
+        held.append(f"{len(extras.stress)} stress run{'s' * (len(extras.stress) != 1)}")
+    summary = summary_html(sections, peaks, root, reported + extras.spread_rows, held)
+    findings = summary + _dispatch_block(sections, picks, root) + _models_block(sections, root)
+    page = index_html(outputs, links, findings, others, note)
+    (root / "index.html").write_text(page, encoding="utf-8")
 
 
 def _dispatch_block(sections: list[Section], picks: list[dict], root: Path) -> str:

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from gemmlab.report.model import Section
 from gemmlab.report.models import MODELS, Entry, ModelsTable
 from gemmlab.report.plots import Plot
-from gemmlab.report.tables import MetricTable, OccupancyBlock, summary
+from gemmlab.report.tables import MetricTable, OccupancyBlock, folded_text, shown_and_folded, summary
 from gemmlab.report.warning_text import explain
 
 
@@ -42,17 +42,22 @@ section { border-top: 2px solid #ddd; margin-top: 2em; }
 """
 
 
-def index_html(outputs: list[SectionOutput], kernels: Sequence[tuple[str, str]] = (), findings: str = "") -> str:
+def index_html(
+    outputs: list[SectionOutput], kernels: Sequence[tuple[str, str]] = (), findings: str = "",
+    others: Sequence[tuple[str, str, str, str]] = (), note: str = "",
+) -> str:  # fmt: skip
     """The page; ``findings``: the summary block (:mod:`.summary`), first after the heading;
-    ``kernels``: (user's kernel, link to its own page), listed after the sections."""
+    ``kernels``: (user's kernel, link to its own page), listed after the sections;
+    ``others``: (anchor, title, one line, HTML) of the sections that are no
+    document's experiment (distributed runs, stress runs), after the sections;
+    ``note``: said once, below the contents (results older than a schema)."""
     from gemmlab import __version__
 
     esc = html.escape
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    toc = "".join(
-        f"<li><a href='#{esc(o.section.slug)}'>{esc(o.section.experiment)}</a>: {esc(summary(o.section))}</li>"
-        for o in outputs
-    )
+    toc = [f"<li><a href='#{esc(o.section.slug)}'>{esc(o.section.experiment)}</a>: {esc(summary(o.section))}</li>"
+           for o in outputs]  # fmt: skip
+    toc += [f"<li><a href='#{esc(anchor)}'>{esc(title)}</a>: {esc(line)}</li>" for anchor, title, line, _ in others]
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<title>gemmlab report</title>",
@@ -62,13 +67,16 @@ def index_html(outputs: list[SectionOutput], kernels: Sequence[tuple[str, str]] 
         f"<p>Written {esc(now)} by gemmlab {esc(__version__)}. Table cells read <b>ours</b> "
         "<span class='pub'>(published)</span>; the devices are named above each table. "
         "<span class='warn'>⚠n</span> marks a warning, listed at the end of its section.</p>",
-        f"<ul>{toc}</ul>",
+        f"<ul>{''.join(toc)}</ul>",
     ]
+    if note:
+        parts.append(f"<p class='note'><small>{esc(note)}</small></p>")
     if kernels:
         items = "".join(f"<li><a href='{esc(link)}'>{esc(kernel)}</a></li>" for kernel, link in kernels)
         parts.append(f"<h2>Your kernels</h2><p>A page each: results, plot beside cuBLAS, failures.</p><ul>{items}</ul>")
     for o in outputs:
         parts.append(_section_html(o))
+    parts += [block for *_, block in others]
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -78,7 +86,7 @@ def _section_html(o: SectionOutput) -> str:
     s = o.section
     d = s.slug
     parts = [
-        f"<section id='{esc(d)}'><h2>{esc(s.experiment)} on {esc(s.gpu_name)}</h2>",
+        f"<section id='{esc(d)}'><h2>{esc(s.experiment)} on {esc(s.devices())}</h2>",
         f"<p>{esc(s.layout.title)}</p>",
         f"<p class='summary'>{esc(summary(s))}</p>",
         f"<p>All tables as Markdown: <a href='{esc(d)}/tables.md'>{esc(d)}/tables.md</a>"
@@ -95,7 +103,13 @@ def _section_html(o: SectionOutput) -> str:
             )
     label = None
     parts.append("<h3>Tables</h3>")
-    for t in o.tables:
+    shown, folded = shown_and_folded(o.tables)
+    if folded:
+        links = ", ".join(f"<a href='{esc(d)}/{esc(t.file_stem)}.csv'>{esc(t.label)}, {esc(t.shown.short)}</a>"
+                          for t in folded if t.published)  # fmt: skip
+        alone = f" The document's figures alone, as CSV: {links}." if links else ""
+        parts.append(f"<p class='note'>{esc(folded_text(s, folded))}{alone}</p>")
+    for t in shown:
         if t.label != label:
             label = t.label
             parts.append(f"<h4>{esc(label)}</h4>")
@@ -106,10 +120,8 @@ def _section_html(o: SectionOutput) -> str:
             parts.append(_occupancy_html(b))
     if s.notes.texts:
         parts.append("<h3>Warnings</h3><ol>")
-        parts += [
-            f"<li class='warn'>{esc(explain(text))}<br><small>recorded as: {esc(text)}</small></li>"
-            for text in s.notes.texts
-        ]
+        # Told once, in words; the stored text is in warnings.csv.
+        parts += [f"<li class='warn'>{esc(explain(text))}</li>" for text in s.notes.texts]
         parts.append("</ol>")
     parts.append("</section>")
     return "\n".join(parts)

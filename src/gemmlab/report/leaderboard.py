@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from gemmlab.core.timing import overlap
-from gemmlab.report.model import slug
+from gemmlab.report.model import readable_time, slug
 from gemmlab.report.user_pages import COLUMNS as RESULT_COLUMNS
 from gemmlab.report.user_pages import UserPage, table_rows
 
@@ -186,7 +186,7 @@ def history_html(grades: Sequence[dict]) -> str:
     e = html.escape
     rows = sorted(grades, key=lambda r: (r["submission"], r["attempt"]))
     body = "\n".join(
-        f'<tr><td>{e(r["submission"])}</td><td class="num">{r["attempt"]}</td><td>{e(str(r["created"]))}</td>'
+        f'<tr><td>{e(r["submission"])}</td><td class="num">{r["attempt"]}</td><td>{e(readable_time(r["created"]))}</td>'
         f'<td>{e(r["stage"])}</td><td>{e(r["grade"])}</td><td class="num">{share_text(r["share_geomean"])}</td></tr>'
         for r in rows
     )

@@ -7,6 +7,8 @@ Pure: plain values in, plain values out; tested without a GPU or a database.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -14,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gemmlab.backends import on_host
-from gemmlab.core.errors import GemmlabError, UnknownName
+from gemmlab.core.errors import GemmlabError, unknown_name
 from gemmlab.kernels import catalogue
 from gemmlab.measure.profile import generic_figures
+from gemmlab.studies import dispatch
 from gemmlab.studies import experiments as registry
+from gemmlab.studies.distributed import launch
 from gemmlab.studies.experiments.base import Layout, plot
 from gemmlab.studies.reference import Published, ReferenceRow
 
@@ -27,6 +31,48 @@ Edge = int | None  # None: the kernel takes no block edge
 CellKey = tuple[SizeKey, Edge]
 
 NO_EXPERIMENT = "(no experiment)"
+# The section key of rows whose run recorded no GPU.
+UNKNOWN_GPU = "unknown GPU"
+# The report's names for what is stored apart from a document's experiments,
+# each with the command that measures it.
+STRESS = "stress"
+MEASURED_BY = {
+    STRESS: "gemmlab stress",
+    launch.EXPERIMENT: "gemmlab distributed",
+    dispatch.EXPERIMENT: "gemmlab dispatch tune",
+}
+
+
+def ran_on_host(row: Row) -> bool:
+    """Whether a row was measured on the CPU: a CPU baseline, or a distributed run over gloo."""
+    return on_host(row["kernel"]) or row.get("backend") == launch.BACKEND["cpu"]
+
+
+def integer_dtype(dtype: str | None) -> bool:
+    """Whether ``dtype`` is an integer type (int32, int8): its operations are not FLOPs."""
+    return bool(dtype) and str(dtype).startswith("int")
+
+
+def readable_time(stamp: Any) -> str:
+    """A stored ISO timestamp as a reader wants it: '2026-11-29 06:41 UTC'
+    (a stamp without a zone is taken as UTC, as gemmlab stores them); text that
+    is no timestamp comes back as it is."""
+    try:
+        when = datetime.datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return str(stamp)
+    if when.tzinfo is not None:
+        when = when.astimezone(datetime.timezone.utc)
+    return when.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def time_span(stamps: Iterable[Any]) -> str:
+    """One readable time, or the first and last of several; 'date not recorded' for none."""
+    found = sorted({str(s) for s in stamps if s})
+    if not found:
+        return "date not recorded"
+    first, last = readable_time(found[0]), readable_time(found[-1])
+    return first if first == last else f"{first} to {last}"
 
 
 def _number(value: Any) -> float | None:
@@ -62,6 +108,15 @@ class Metric:
     value: Callable[[Row], float | None]
     higher_is_better: bool = True
     end_to_end: bool = False  # depends on the host memory (pinned or pageable)
+    profiled: bool = False  # measured by Nsight Compute: `--profile` fills it
+
+    def named(self, integer: bool) -> Metric:
+        """The metric as printed for integer rows (``integer``): operations, not
+        floating-point ones (GOPS, GOP/s); itself otherwise."""
+        if not integer:
+            return self
+        ops = lambda text: text.replace("FLOPs", "operations").replace("FLOP", "OP")
+        return dataclasses.replace(self, title=ops(self.title), short=ops(self.short), unit=ops(self.unit))
 
 
 TIME = Metric("time", "Kernel time (median)", "time", "ms", _column("median_ms"), higher_is_better=False)
@@ -90,7 +145,7 @@ def profiled_metrics() -> tuple[Metric, ...]:
     """A metric for each figure of the profiler's registry (gemmlab.measure.profile.PROFILED)
     that the report does not read from a column of its own (METRICS below)."""
     return tuple(
-        Metric(f.key, f.label, f.label, f.unit or "count", _profiled(f.key), f.higher_is_better)
+        Metric(f.key, f.label, f.label, f.unit or "count", _profiled(f.key), f.higher_is_better, profiled=True)
         for f in generic_figures()
     )
 
@@ -101,13 +156,14 @@ METRICS: tuple[Metric, ...] = (
     BANDWIDTH,
     E2E_TIME,
     E2E_GFLOPS,
-    Metric("gips", "GIPS (warp instructions executed per second)", "GIPS", "10^9/s", _column("gips")),
+    Metric("gips", "GIPS (warp instructions executed per second)", "GIPS", "10^9/s", _column("gips"),
+           profiled=True),
     Metric("cgma_measured", "CGMA, measured (FLOPs per global-memory request)", "CGMA, measured", "FLOP/request",
-           _column("cgma_measured")),
+           _column("cgma_measured"), profiled=True),
     Metric("cgma_analytic", "CGMA, analytic (FLOPs per global access of a thread)", "CGMA, analytic", "FLOP/access",
            _column("cgma_analytic")),
     Metric("achieved_occupancy", "Achieved occupancy", "achieved occupancy", "fraction",
-           _column("achieved_occupancy")),
+           _column("achieved_occupancy"), profiled=True),
     Metric("ratio_to_baseline", "Speed relative to the library (library time / kernel time)", "speed vs library",
            "ratio", _column("ratio_to_baseline")),
     *profiled_metrics(),
@@ -170,6 +226,11 @@ class Series:
     def has(self, metric: Metric) -> bool:
         return any(metric.value(row) is not None for row in self.cells.values())
 
+    @property
+    def integer(self) -> bool:
+        """Whether every row is of an integer type (its rates are GOPS, not GFLOPS)."""
+        return all(integer_dtype(row.get("dtype")) for row in self.cells.values())
+
     def best(self, metric: Metric, size: SizeKey) -> tuple[float, Edge] | None:
         """The best value over block edges at one size, and the edge that gives it."""
         found = [(v, e) for e in self.edges() if (v := self.value(metric, size, e)) is not None]
@@ -225,15 +286,55 @@ class Section:
 
     @property
     def dates(self) -> str:
-        dates = sorted({str(r["date"]) for r in self.rows if r.get("date")})
-        if not dates:
-            return "date not recorded"
-        return dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+        return time_span(r.get("date") for r in self.rows)
+
+    @property
+    def integer(self) -> bool:
+        """Whether every row is of an integer type."""
+        return all(integer_dtype(r.get("dtype")) for r in self.rows)
+
+    @property
+    def host_only(self) -> bool:
+        """Whether every row ran on the host (the CPU baselines alone)."""
+        return all(on_host(r["kernel"]) for r in self.rows)
+
+    @property
+    def cpu(self) -> str:
+        """The CPU(s) the section's host rows ran on, as their runs recorded them."""
+        return " and ".join(dict.fromkeys(str(r["cpu"]) for r in self.rows if on_host(r["kernel"]) and r.get("cpu")))
+
+    @property
+    def device(self) -> str:
+        """What the section was measured on: its GPU; for CPU baselines measured
+        where no GPU was recorded, the CPU."""
+        if self.gpu_name != UNKNOWN_GPU:
+            return self.gpu_name
+        if self.host_only:
+            return self.cpu or "a CPU not recorded"
+        return "a GPU not recorded"
+
+    def device_of(self, kernel: str) -> str:
+        """What ``kernel``'s rows were measured on: the CPU for a CPU baseline, else the section's GPU."""
+        if on_host(kernel):
+            cpus = dict.fromkeys(str(r["cpu"]) for r in self.rows if r["kernel"] == kernel and r.get("cpu"))
+            return " and ".join(cpus) or "a CPU not recorded"
+        return self.device
+
+    @property
+    def mixed(self) -> bool:
+        """Whether CPU baselines sit beside GPU kernels."""
+        return not self.host_only and any(on_host(r["kernel"]) for r in self.rows)
+
+    def devices(self, cc: bool = False) -> str:
+        """Every device of the section: the GPU (with its compute capability for
+        ``cc``), and the CPU where CPU baselines ran beside GPU kernels."""
+        device = self.device + (f" (compute capability {self.cc})" if cc and self.cc and not self.host_only else "")
+        return f"{device} and {self.cpu or 'a CPU not recorded'} (CPU baselines)" if self.mixed else device
 
     def headline(self) -> Metric:
-        """GFLOPS, or GB/s where most rows are memory-bound."""
+        """GFLOPS (GOPS for integer rows), or GB/s where most rows are memory-bound."""
         count = lambda m: sum(m.value(r) is not None for r in self.rows)
-        return BANDWIDTH if count(BANDWIDTH) > count(GFLOPS) else GFLOPS
+        return BANDWIDTH if count(BANDWIDTH) > count(GFLOPS) else GFLOPS.named(self.integer)
 
     def kernel_series(self, kernel: str) -> Series | None:
         return next((s for s in self.series if s.kernel == kernel), None)
@@ -243,7 +344,7 @@ def _normalise(row: Row) -> Row:
     out = dict(row)
     out["warnings"] = [str(w) for w in out.get("warnings") or []]
     out["experiment"] = out.get("experiment") or NO_EXPERIMENT
-    out["gpu_name"] = out.get("gpu_name") or "unknown GPU"
+    out["gpu_name"] = out.get("gpu_name") or UNKNOWN_GPU
     # Rows written by hand (a notebook) may give only n for a square product.
     for dim in ("m", "k"):
         if out.get(dim) is None:
@@ -286,19 +387,33 @@ def _series_of(rows: list[Row]) -> list[Series]:
     return sorted(by_key.values(), key=lambda s: (not on_host(s.kernel), ladder.get(s.kernel, len(ladder))))
 
 
+def no_results() -> GemmlabError:
+    return GemmlabError("There are no results to report.", "Run `gemmlab reproduce` or `gemmlab sweep` first.")
+
+
+def check_requested(requested: Sequence[str], stored: Sequence[str]) -> None:
+    """Refuse a requested experiment that is not ``stored``: an unknown name is
+    called unknown, with the known ones and the closest; a known one not
+    measured yet is named with the command that measures it."""
+    known = list(dict.fromkeys([*registry.names(), *MEASURED_BY, *stored]))
+    for name in requested:
+        if name in stored:
+            continue
+        if name not in known:
+            raise unknown_name("experiment", name, known, f"Known: {', '.join(known)}.", cutoff=0.4)
+        command = MEASURED_BY.get(name, f"gemmlab reproduce {name}")
+        listing = f"Stored: {', '.join(stored)}. " if stored else ""
+        raise GemmlabError(f"No results of {name} are stored.", f"{listing}Run `{command}` to measure it.")
+
+
 def build_sections(rows: Iterable[Row], experiments: Sequence[str] | None = None) -> list[Section]:
     """Group rows into sections (experiment x GPU), experiments in the spec's order."""
     rows = [_normalise(r) for r in rows]
     if not rows:
-        raise GemmlabError("There are no results to report.", "Run `gemmlab reproduce` or `gemmlab sweep` first.")
+        raise no_results()
     present = list(dict.fromkeys(r["experiment"] for r in rows))
     if experiments:
-        missing = [e for e in experiments if e not in present]
-        if missing:
-            raise UnknownName(
-                f"No stored results for {', '.join(missing)}.",
-                f"Stored: {', '.join(present)}. Run `gemmlab reproduce {missing[0]}` to measure it.",
-            )
+        check_requested(experiments, present)
         present = [e for e in present if e in experiments]
     order = {name: i for i, name in enumerate(registry.names())}
     present.sort(key=lambda e: order.get(e, len(order)))

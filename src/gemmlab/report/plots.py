@@ -56,6 +56,10 @@ LOG_SPAN = 10**1.5
 # More lines than this and neither the colours nor the legend can be told apart.
 MAX_SERIES = 8
 
+# Line styles where ours and a document's figures share axes, as the titles say.
+OURS_LINE = "-"
+PUBLISHED_LINE = "--"
+
 
 @dataclass(frozen=True)
 class Plot:
@@ -230,12 +234,12 @@ def _shared_legend(fig: Any, axes: Any, title: str, order: Sequence[str]) -> Non
 def plot_vs_size(section: Section, out: Path) -> list[Plot]:
     """Per kernel: time and GFLOPS (or GB/s) against size, a line per block edge;
     a second row with the document's figures where it has them."""
-    headline = section.headline()
-    metrics = (TIME, headline)
     plots = []
     for s in section.series:
+        headline = section.headline().named(s.integer)
+        metrics = (TIME, headline)
         published = [_published_series(section, s.kernel, m) for m in metrics]
-        panel_rows = [(f"ours, {section.gpu_name}", [_cells_of(s, m) for m in metrics])]
+        panel_rows = [(f"ours, {section.device_of(s.kernel)}", [_cells_of(s, m) for m in metrics])]
         if any(cells for cells, _ in published):
             devices = "; ".join(dict.fromkeys(dev for cells, dev in published if cells))
             panel_rows.append((f"published, {devices}", [cells for cells, _ in published]))
@@ -281,7 +285,7 @@ def plot_time_vs_edge(section: Section, out: Path, kernels: Sequence[str]) -> li
         pub_metric, pub, pub_dev = _published_pick(section, s.kernel, (E2E_TIME, TIME))
         metric = pub_metric if pub_metric is not None and s.has(pub_metric) else TIME
         how = "end to end" if metric is E2E_TIME else "kernel only"
-        panels = [(f"ours, {section.gpu_name} ({how})", _cells_of(s, metric))]
+        panels = [(f"ours, {section.device_of(s.kernel)} ({how})", _cells_of(s, metric))]
         if pub:
             panels.append((f"published, {pub_dev}", pub))
         sizes = sorted({size for _, cells in panels for size, _ in cells})
@@ -337,7 +341,9 @@ def plot_speedup(section: Section, out: Path, slow: str, fast: str, edge: int) -
             if a is not None and b:
                 pts.append((size, a / b))
         if pts:
-            lines.append(_Line(pts, {"marker": "o", "color": "C0", "label": f"ours, {section.gpu_name}"}))
+            lines.append(
+                _Line(pts, {"marker": "o", "ls": OURS_LINE, "color": "C0", "label": f"ours, {section.device}"})
+            )
     pub_slow, dev = _published_series(section, slow, TIME)
     pub_fast, _ = _published_series(section, fast, TIME)
     pts = [
@@ -346,7 +352,7 @@ def plot_speedup(section: Section, out: Path, slow: str, fast: str, edge: int) -
         if e == edge and v and (size, e) in pub_slow
     ]
     if pts:
-        lines.append(_Line(pts, {"marker": "s", "ls": "--", "color": "C1", "label": f"published, {dev}"}))
+        lines.append(_Line(pts, {"marker": "s", "ls": PUBLISHED_LINE, "color": "C1", "label": f"published, {dev}"}))
     if not lines:
         return []
     fig, axes = _figure(width=7.5, height=4.5)
@@ -387,10 +393,13 @@ def _cpu_gpu_lines(section: Section) -> list[list[_Line]]:
         how = "CPU" if on_host(s.kernel) else ("end to end" if metric is E2E_GFLOPS else "kernel only")
         if len(s.edges()) > 1:
             how += ", best block edge"
-        # A kernel's second series (pageable host memory, say) keeps its colour, in another style.
+        # Ours are solid, as the title says; a kernel's second series (pageable
+        # host memory, say) keeps its colour and line, with hollow square markers.
         again = s.kernel in groups
         colour = colours.setdefault(s.kernel, f"C{len(colours) % 10}")
-        style = {"marker": "s" if again else "o", "ls": "-." if again else "-", "color": colour}
+        style = {"marker": "s" if again else "o", "ls": OURS_LINE, "color": colour}
+        if again:
+            style["markerfacecolor"] = "none"
         groups.setdefault(s.kernel, []).append(_Line(pts, {**style, "label": f"{s.label} ({how})"}))
     # One dashed line per kernel, even where it has a series per host memory.
     subjects = {s.kernel: s.kernel for s in section.series} | dict(published_only_kernels(section))
@@ -402,7 +411,7 @@ def _cpu_gpu_lines(section: Section) -> list[list[_Line]]:
         for (size, _), v in pub.items():
             best[size] = max(v, best.get(size, v))
         colour = colours.setdefault(kernel, f"C{len(colours) % 10}")
-        style = {"marker": "x", "ls": "--", "color": colour, "label": f"published {label} ({dev})"}
+        style = {"marker": "x", "ls": PUBLISHED_LINE, "color": colour, "label": f"published {label} ({dev})"}
         groups.setdefault(kernel, []).append(_Line(list(best.items()), style))
     return list(groups.values())
 
@@ -427,7 +436,7 @@ def plot_cpu_gpu(section: Section, out: Path) -> list[Plot]:
         _value_axis(ax, GFLOPS, every, y_scale)
         ax.set_ylim(*y_limits)  # the same axes in every part, to compare across them
         part = f" (part {i} of {len(parts)})" if len(parts) > 1 else ""
-        fig.suptitle(f"CPU against GPU{part}: ours on {section.gpu_name} (solid), published (dashed)")
+        fig.suptitle(f"CPU against GPU{part}: ours (solid) on {section.devices()}, published (dashed)")
         _legend(ax, outside=True)
         stem = f"cpu_vs_gpu-{i}" if len(parts) > 1 else "cpu_vs_gpu"
         plots.append(save_figure(fig, out, stem, caption + part))
@@ -468,7 +477,7 @@ def plot_bandwidth_bars(section: Section, out: Path) -> list[Plot]:
     for c, fraction in enumerate((False, True)):
         ax = axes[0][c]
         for j, (who, data, colour) in enumerate(
-            ((f"ours, {section.gpu_name}", ours, "C0"), (f"published, {dev}", pub, "C1"))
+            ((f"ours, {section.device}", ours, "C0"), (f"published, {dev}", pub, "C1"))
         ):
             base = data.get("copy") if fraction else 1.0
             if not base:
@@ -537,7 +546,7 @@ def plot_compare_largest(section: Section, out: Path) -> list[Plot]:
     )
     _value_axis(ax, headline, values)
     at = size_text(next(iter(picks.values()))[1]) if one_size else "each kernel's largest size"
-    ax.set_title(f"All kernels at {at}, {section.gpu_name}")
+    ax.set_title(f"All kernels at {at}, {section.devices()}")
     shown = [e for e in all_edges if e in handles]
     ax.legend(
         [handles[e] for e in shown],
@@ -607,7 +616,7 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
         if any(m in (E2E_TIME, E2E_GFLOPS) for m in used):
             title += " (GPU: end to end)"
         ax.set_xlabel(f"{_axis_label(f'published [{unit}]', scale)}\n{'; '.join(dict.fromkeys(devices))}")
-        ax.set_ylabel(_axis_label(f"ours [{unit}], {section.gpu_name}", scale))
+        ax.set_ylabel(_axis_label(f"ours [{unit}], {section.devices()}", scale))
         better = "above" if used[0].higher_is_better else "below"
         ax.set_title(f"{title}\n{better} the solid diagonal: ours is better", fontsize="medium")
         ax.grid(True, alpha=0.2)
@@ -674,7 +683,7 @@ def plot_roofline(section: Section, out: Path) -> list[Plot]:
     if ceilings is None or not points:
         return []
     peak, bandwidth = ceilings
-    title = f"{section.experiment}: roofline on {section.gpu_name}"
+    title = f"{section.experiment}: roofline on {section.device}"
     for suffix in (".png", ".svg"):
         roofline_plot(points, peak, bandwidth, out / f"roofline{suffix}", title,
                       annotate=len(points) <= ROOFLINE_ANNOTATED, dpi=DPI)  # fmt: skip

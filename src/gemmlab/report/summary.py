@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import itertools
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,13 +27,16 @@ from gemmlab.report.model import (
     GFLOPS,
     METRICS,
     TIME,
+    UNKNOWN_GPU,
     Edge,
     Metric,
     Row,
     Section,
     Series,
     SizeKey,
+    integer_dtype,
     published_metric,
+    ran_on_host,
     size_of,
     size_text,
     slug,
@@ -64,13 +67,47 @@ def _named(rows: list[Row], key: str) -> str:
 
 
 def versions_line(rows: list[Row]) -> str:
-    """The device and the software the rows were measured with, from their runs."""
-    devices = list(dict.fromkeys((r.get("gpu_name"), r.get("cc")) for r in rows if r.get("gpu_name")))
-    device = " and ".join(f"{name} (compute capability {cc})" if cc else str(name) for name, cc in devices)
-    parts = [f"{label} {_named(rows, key)}" for key, label in VERSION_FIELDS]
+    """The devices and the software the rows were measured with, from their runs:
+    the GPUs of the GPU rows with the CUDA versions, and the CPUs of the CPU
+    baselines; no CUDA versions where no row ran on a GPU."""
+    gpu_rows = [r for r in rows if not ran_on_host(r)]
+    host_rows = [r for r in rows if ran_on_host(r)]
+    recorded = [r for r in gpu_rows if r.get("gpu_name") and r["gpu_name"] != UNKNOWN_GPU]
+    gpus = list(dict.fromkeys((r["gpu_name"], r.get("cc")) for r in recorded))
+    gpu = " and ".join(f"{name} (compute capability {cc})" if cc else str(name) for name, cc in gpus)
+    cpu = " and ".join(_distinct(host_rows, "cpu")) or "a CPU not recorded"
+    parts = []
+    if gpu_rows:
+        cuda = ", ".join(f"{label} {_named(gpu_rows, key)}" for key, label in VERSION_FIELDS)
+        parts.append(f"Measured on {gpu or 'a GPU not recorded'} with {cuda}")
+        if host_rows:
+            parts.append(f"the CPU results on {cpu}")
+    else:
+        parts.append(f"Measured on the CPU, {cpu}" if host_rows else "Measured on a device not recorded")
     revisions = _distinct(rows, "git_revision")
-    gemmlab = f"gemmlab {_named(rows, 'gemmlab_version')}" + (f" (git {', '.join(revisions)})" if revisions else "")
-    return f"Measured on {device or 'a device not recorded'} with {', '.join(parts)}, {gemmlab}."
+    git = f" (git {', '.join(revisions)})" if revisions else ""
+    parts.append(f"gemmlab {_named(rows, 'gemmlab_version')}{git}")
+    return "; ".join(parts) + "."
+
+
+def holdings_line(sections: list[Section], others: list[str]) -> str:
+    """What these results hold, in one sentence: each experiment's count of
+    results, then ``others`` (the distributed and stress runs, in words)."""
+    counts: dict[str, int] = {}
+    for section in sections:
+        counts[section.experiment] = counts.get(section.experiment, 0) + len(section.rows)
+    parts = [f"{count} result{'s' * (count != 1)} of {experiment}" for experiment, count in counts.items()]
+    parts += others
+    return f"Reported here: {_joined(parts)}." if parts else ""
+
+
+def _joined(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def rate_unit(dtype: str) -> str:
+    """GFLOP/s, or GOP/s for an integer type."""
+    return "GOP/s" if integer_dtype(dtype) else "GFLOP/s"
 
 
 # --- ladders ------------------------------------------------------------------------
@@ -184,11 +221,13 @@ def ladder_text(result: LadderResult) -> list[str]:
     if peak is None:
         lines.append(f"No measured peak is stored for {result.dtype} on {result.gpu} (`gemmlab peak` measures it).")
     elif rate.gflops is None:
-        lines.append(f"{rung} has no GFLOPS stored at {size}, so its share of the measured peak is not known.")
+        rate_name = "GOPS" if integer_dtype(result.dtype) else "GFLOPS"
+        lines.append(f"{rung} has no {rate_name} stored at {size}, so its share of the measured peak is not known.")
     else:
+        unit = rate_unit(result.dtype)
         lines.append(
-            f"That is {rate.gflops:,.0f} GFLOP/s, {_percent(rate.gflops / peak['gflops'])} of the measured peak "
-            f"of {peak['gflops']:,.0f} GFLOP/s ({peak['family']}, {peak['instruction']})."
+            f"That is {rate.gflops:,.0f} {unit}, {_percent(rate.gflops / peak['gflops'])} of the measured peak "
+            f"of {peak['gflops']:,.0f} {unit} ({peak['family']}, {peak['instruction']})."
         )
     step = result.biggest_step()
     if step is not None:
@@ -334,20 +373,26 @@ def speedup_text(found: SpeedUp) -> str:
 # --- the block on the page ----------------------------------------------------------
 
 
-def summary_html(sections: list[Section], peaks: list[Row], out: Path) -> str:
-    """The summary block of ``index.html``; draws the ladder charts into ``out``."""
+def summary_html(
+    sections: list[Section], peaks: list[Row], out: Path, rows: list[Row] | None = None, others: Sequence[str] = (),
+) -> str:  # fmt: skip
+    """The summary block of ``index.html``; draws the ladder charts into ``out``.
+    ``rows``: every row the versions line names (default: the sections');
+    ``others``: what the results hold beside the sections, in words.
+
+    It leads with what the results hold; what they lack (a ladder against
+    cuBLAS) is said once, briefly, at its end."""
     esc = html.escape
-    rows = [r for s in sections for r in s.rows]
-    parts = ["<div id='findings'><h2>Summary</h2>", f"<p>{esc(versions_line(rows))}</p>"]
+    named = rows if rows is not None else [r for s in sections for r in s.rows]
+    parts = ["<div id='findings'><h2>Summary</h2>"]
+    if named:
+        parts.append(f"<p>{esc(versions_line(named))}</p>")
+    holdings = holdings_line(sections, list(others))
+    if holdings:
+        parts.append(f"<p>{esc(holdings)}</p>")
     ladders = ladder_results(sections, peaks)
-    parts.append("<h3>Ladders against cuBLAS</h3>")
-    if not ladders:
-        each = [ladder.name for ladder in catalogue.LADDERS]
-        names = each[0] if len(each) == 1 else f"{', '.join(each[:-1])} or {each[-1]}"
-        parts.append(
-            f"<p>These results hold no row of the {esc(names)} with a ratio to cuBLAS "
-            "(`gemmlab sweep` with the ladder's kernels measures them).</p>"
-        )
+    if ladders:
+        parts.append("<h3>Ladders against cuBLAS</h3>")
     for result in ladders:
         parts.append(f"<p>{esc(' '.join(ladder_text(result)))}</p>")
         png, svg = draw_ladder_chart(result, out)
@@ -361,5 +406,9 @@ def summary_html(sections: list[Section], peaks: list[Row], out: Path) -> str:
         parts.append("<h3>Today against the documents' machines</h3><ul>")
         parts += [f"<li>{esc(line)}</li>" for line in lines]
         parts.append("</ul>")
+    if sections and not ladders:
+        names = _joined([ladder.name for ladder in catalogue.LADDERS]).replace(" and ", " or ")
+        parts.append(f"<p class='note'>No ladder against cuBLAS here ({esc(names)}): `gemmlab sweep` with a "
+                     "ladder's kernels measures one.</p>")  # fmt: skip
     parts.append("</div>")
     return "\n".join(parts)

@@ -19,6 +19,7 @@ from gemmlab.report.model import (
     CellKey,
     Edge,
     Metric,
+    Row,
     Section,
     Series,
     SizeKey,
@@ -62,10 +63,25 @@ class MetricTable:
     unstated: set[CellKey] = field(default_factory=set)
     # Why some published figures stand alone ("— (published)"): what we did not run.
     missing_note: str = ""
+    # Rows of an integer type: rates are printed as operations (GOPS), not FLOPs.
+    integer: bool = False
+    # Whether we ran the kernel at all (False: a kernel only the document measured).
+    ran: bool = True
+
+    @property
+    def shown(self) -> Metric:
+        """The metric as this table prints it (GOPS for integer rows)."""
+        return self.metric.named(self.integer)
 
     @property
     def title(self) -> str:
-        return f"{self.label}: {self.metric.title} [{self.metric.unit}]"
+        return f"{self.label}: {self.shown.title} [{self.shown.unit}]"
+
+    @property
+    def unmeasured(self) -> bool:
+        """A kernel we ran with none of our figures for this metric: the table would
+        be dashes beside the document's figures (GIPS and CGMA without `--profile`)."""
+        return self.ran and not self.ours
 
     @property
     def file_stem(self) -> str:
@@ -259,10 +275,12 @@ def metric_tables(section: Section) -> list[MetricTable]:
                     ours=ours,
                     published=published,
                     marks=marks,
-                    our_device=section.gpu_name,
+                    our_device=section.device_of(kernel),
                     published_devices=devices,
                     unstated=unstated,
                     missing_note=_missing_note(section, kernel, published, ours, series is not None),
+                    integer=series.integer if series is not None else section.integer,
+                    ran=series is not None,
                 )
             )
     # Keep each label's tables together (kernel figures, then end to end).
@@ -418,17 +436,53 @@ def occupancy_blocks(section: Section, stored: list[dict] | None = None) -> list
 
 
 def summary(section: Section) -> str:
-    cc = f" (compute capability {section.cc})" if section.cc else ""
+    """The section in one line: its devices, when, how many results, and the document's devices."""
     devices = section.published.devices() if section.published else []
     pub = f"; published figures: {'; '.join(devices)}" if devices else ""
-    old = sum(predates_config(r) for r in section.rows)
-    unrecorded = f" ({old} from before results schema v{CONFIG_RECORDED_FROM}: no configuration or backend recorded)"
-    return f"{section.gpu_name}{cc}, measured {section.dates}; {len(section.rows)} results{unrecorded * bool(old)}{pub}"
+    return f"{section.devices(cc=True)}, measured {section.dates}; {len(section.rows)} results{pub}"
 
 
-def markdown(section: Section, tables: list[MetricTable]) -> str:
+def unrecorded_note(rows: list[Row]) -> str:
+    """Said once, for the whole report: how many results predate the record of
+    their configuration and backend ('' for none)."""
+    old = sum(predates_config(r) for r in rows)
+    if not old:
+        return ""
+    which = f"All {old} results" if old == len(rows) else f"{old} of the {len(rows)} results"
+    return (
+        f"{which} were stored before results schema v{CONFIG_RECORDED_FROM}, which records no configuration or "
+        "backend: they stand for the catalogue's default configuration."
+    )
+
+
+def shown_and_folded(tables: list[MetricTable]) -> tuple[list[MetricTable], list[MetricTable]]:
+    """The tables to draw, and those folded into one line (:func:`folded_text`)."""
+    return [t for t in tables if not t.unmeasured], [t for t in tables if t.unmeasured]
+
+
+def folded_text(section: Section, folded: list[MetricTable]) -> str:
+    """One sentence for the tables with none of our figures: which metrics are
+    missing for which kernels, and what measures them ('' for none)."""
+    if not folded:
+        return ""
+    by_metric: dict[str, list[str]] = {}
+    for t in folded:
+        by_metric.setdefault(t.shown.short, []).append(t.label)
+    missing = "; ".join(f"{short} of {', '.join(labels)}" for short, labels in by_metric.items())
+    if all(t.metric.profiled for t in folded):
+        document = registry.find(section.experiment) is not None
+        command = f"gemmlab reproduce {section.experiment}" if document else "gemmlab sweep"
+        how = f"Nsight Compute measures them: add --profile (`{command} --profile`)."
+    else:
+        how = "These results do not hold them."
+    return f"Not measured here: {missing}. {how}"
+
+
+def markdown(section: Section, tables: list[MetricTable], note: str = "") -> str:
+    """A section's tables as one Markdown file; ``note``: the report's once-said note, as a footnote."""
+    shown, folded = shown_and_folded(tables)
     lines = [
-        f"# {section.experiment} on {section.gpu_name}",
+        f"# {section.experiment} on {section.devices()}",
         "",
         section.layout.title,
         "",
@@ -437,14 +491,19 @@ def markdown(section: Section, tables: list[MetricTable]) -> str:
         "Cells: ours (published). ⚠n marks a warning, listed at the end.",
         "",
     ]
+    if folded:
+        alone = ", ".join(f"{t.file_stem}.csv" for t in folded if t.published)
+        lines += [folded_text(section, folded) + (f" The document's figures alone: {alone}." if alone else ""), ""]
     label = None
-    for t in tables:
+    for t in shown:
         if t.label != label:
             label = t.label
             lines += [f"## {label}", ""]
         lines += [t.to_markdown(), ""]
     if section.notes.texts:
         lines += ["## Warnings", ""] + [f"{i}. {text}" for i, text in enumerate(section.notes.texts, 1)] + [""]
+    if note:
+        lines += ["---", "", note, ""]
     return "\n".join(lines)
 
 

@@ -1,8 +1,7 @@
 """The stored warnings, told to a reader: what each kind means for the figure
 it marks. The stored text stays as the measurement wrote it (it is what
-``warnings.csv`` and the database hold); the page shows the explanation and
-the stored text beneath it. A warning of a kind not listed here is shown as
-it is.
+``warnings.csv`` and the database hold); the page shows the explanation
+alone, once. A warning of a kind not listed here is shown as it is.
 
 The kinds are those written by :func:`gemmlab.measure.run.timing_warnings`
 and the CPU baselines (:mod:`gemmlab.backends.cpu`); a new kind there wants a

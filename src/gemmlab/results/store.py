@@ -104,7 +104,7 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gemmlab.core.environment import now_utc
 from gemmlab.core.errors import StoreError
@@ -112,6 +112,10 @@ from gemmlab.core.timing import Timing
 
 DEFAULT_PATH = Path("gemmlab-results.sqlite")
 DEFAULT_TIMEOUT_S = 30.0
+# How many times Store.read_untouched reads a file that changed while it was read.
+UNTOUCHED_READS = 3
+
+T = TypeVar("T")
 
 # A step of a migration: an SQL statement, or a function of the connection for
 # what SQL alone cannot say (a choice on what the file holds, a rewrite of JSON).
@@ -736,8 +740,7 @@ class Store:
         path = Path(path)
         timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
         if readonly:
-            if not path.is_file():
-                raise StoreError(f"There is no results database at {path}.", "Run `gemmlab reproduce` or give --db.")
+            _check_exists(path)
             # Opened for writing but refusing every write (query_only, see _prepare):
             # a mode=ro connection leaves behind the -wal and -shm files that reading
             # a WAL file creates, while the last read-write connection removes them.
@@ -745,6 +748,10 @@ class Store:
         else:
             _check_writable(path)
             uri = path.resolve().as_uri()
+        return cls._connect(path, uri, timeout, readonly)
+
+    @classmethod
+    def _connect(cls, path: Path, uri: str, timeout: float, readonly: bool) -> Store:
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
         except sqlite3.Error as exc:
@@ -756,6 +763,40 @@ class Store:
             conn.close()
             raise
         return store
+
+    @classmethod
+    def read_untouched(cls, path: str | Path, read: Callable[[Store], T], *, timeout: float | None = None) -> T:
+        """``read(store)`` on the database at ``path`` opened read-only, leaving
+        the file as it was and nothing new beside it (a report of a database in
+        a checkout must not leave ``-wal`` and ``-shm`` files in it).
+
+        A file in rollback-journal mode, or in WAL mode with a ``-wal`` beside
+        it (another connection has it open, or one was killed), is opened with
+        ``mode=ro``, which takes part in locking and writes nothing new; a
+        ``-wal`` left without its ``-shm`` gets one, which SQLite needs to read it.
+        A WAL file without a ``-wal`` holds every commit itself, but reading it
+        through ``mode=ro`` creates ``-wal`` and ``-shm``, and a read-only
+        connection cannot remove them. It is opened ``immutable=1`` instead,
+        which creates nothing and takes no locks; so that a writer starting
+        meanwhile cannot hand ``read`` a half-written file, the read counts only
+        if the file is unchanged and still has no ``-wal`` afterwards, and is
+        done again otherwise (then through ``mode=ro``, the ``-wal`` being there).
+        """
+        path = Path(path)
+        timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
+        for _ in range(UNTOUCHED_READS):
+            _check_exists(path)
+            before = _stamp(path)
+            immutable = _wal_header(path) and not _wal_of(path).exists()
+            uri = f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
+            with cls._connect(path, uri, timeout, readonly=True) as store:
+                found = read(store)
+            if not immutable or (_stamp(path) == before and not _wal_of(path).exists()):
+                return found
+        raise StoreError(
+            f"The results database {path} kept changing while it was read ({UNTOUCHED_READS} tries).",
+            "Wait for the gemmlab command that writes it to finish, then try again.",
+        )
 
     def _prepare(self, readonly: bool) -> None:
         with self._guard():
@@ -1302,6 +1343,28 @@ class Store:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+
+def _check_exists(path: Path) -> None:
+    if not path.is_file():
+        raise StoreError(f"There is no results database at {path}.", "Run `gemmlab reproduce` or give --db.")
+
+
+def _wal_of(path: Path) -> Path:
+    return path.with_name(path.name + "-wal")
+
+
+def _wal_header(path: Path) -> bool:
+    """Whether the file's header says WAL mode (bytes 18 and 19, the read and
+    write format versions, are 2 in WAL mode and 1 otherwise)."""
+    with path.open("rb") as f:
+        return f.read(20)[18:20] == b"\x02\x02"
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    """What changes when anything writes the file: its inode, size and modification time."""
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _check_writable(path: Path) -> None:
