@@ -210,3 +210,17 @@ def test_a_block_edge_below_one_lists_the_kernels_edges(edge: str) -> None:
     assert "positive" in line and "smaller" not in line, line
     listed = ", ".join(map(str, catalogue.get("tiled").block_edges))
     assert f"from 1 to {catalogue.get('tiled').max_edge}; its listed ones are {listed}." in line, line
+
+
+@pytest.mark.parametrize("command", ["compile", "occupancy"])
+def test_compile_and_occupancy_name_a_cpu_baseline_and_the_command_that_runs_it(command: str) -> None:
+    line = error_line(invoke(command, "cpu_naive", "--arch", "sm_90"))
+    assert "cpu_naive is a CPU baseline" in line and "`gemmlab run cpu_naive --size 256`" in line, line
+    assert "Unknown kernel" not in line
+
+
+@pytest.mark.parametrize(("edge", "says"), [("0", "is not positive"), ("64", "is over tiled's largest, 32")])
+@pytest.mark.parametrize("command", ["compile", "occupancy"])
+def test_an_edge_off_either_side_of_the_range_gets_the_fix_for_that_side(command: str, edge: str, says: str) -> None:
+    line = error_line(invoke(command, "tiled", "--arch", "sm_90", "--block", edge))
+    assert says in line and "Give --block from 1 to 32" in line and "smaller" not in line, line

@@ -249,6 +249,20 @@ def test_report_gives_a_users_kernel_its_own_page(tmp_path: Path):
     assert not (index.parent / "kernel-tiled").exists()
 
 
+def test_an_integer_kernels_page_counts_operations_not_flops(tmp_path: Path):
+    source = str(NAIVE)
+    rows = [_row("int32_naive/matmul", n, 16, 50.0 * n, source=source, config=None, dtype="int32") for n in (256, 512)]
+    index = write_report(rows, tmp_path / "out", occupancy=False)
+    folder = index.parent / "kernel-int32_naive-matmul"
+    header = (folder / "table.csv").read_text().splitlines()[0]
+    assert "GOPS" in header and "GFLOPS" not in header
+    assert "GOPS against the size" in (folder / "index.html").read_text()
+    # A float kernel's page keeps FLOPs.
+    float_rows = [_row("naive_define/matmul", 256, 16, 111.5, source=source, config=None)]
+    index = write_report(float_rows, tmp_path / "out2", occupancy=False)
+    assert "GFLOPS" in (index.parent / "kernel-naive_define-matmul" / "table.csv").read_text().splitlines()[0]
+
+
 def test_report_reads_failures_from_the_database(tmp_path: Path):
     db = tmp_path / "r.db"
     with Store.open(db) as store:

@@ -1,12 +1,13 @@
 """What `compile` and `occupancy` settle for each kernel before building it:
 the target (the one asked for, this GPU's, or a default where there is no
 GPU, since compiling needs none), the architecture the kernel itself compiles
-for within that target, and whether ``--block`` applies to it at all."""
+for within that target, whether ``--block`` applies to it at all, and that it is
+a GPU kernel (a CPU baseline has nothing to compile and no occupancy)."""
 
 from __future__ import annotations
 
 from gemmlab.core.arch import sm_limits
-from gemmlab.core.errors import ConstraintError, DeviceLimitError, NoGPUError
+from gemmlab.core.errors import ConstraintError, DeviceLimitError, GemmlabError, NoGPUError
 from gemmlab.kernels.spec import KernelSpec
 
 # The target without --arch on a machine with no GPU: Hopper, the GPU the
@@ -65,3 +66,19 @@ def refuse_block(spec: KernelSpec, block: list[int] | None) -> None:
             f"{spec.id} has no block edge to choose, so --block does not apply to it.",
             "Leave out --block for it, or declare a block parameter (docs/user-kernels.md).",
         )
+
+
+def gpu_kernel(name: str, command: str) -> KernelSpec:
+    """The GPU kernel ``name`` names (:func:`gemmlab.kernels.user.resolve`); a CPU
+    baseline is refused by name, with the command that does run it."""
+    from gemmlab.backends.cpu import CPU_KERNELS
+    from gemmlab.kernels.user import resolve
+
+    if name in CPU_KERNELS:
+        raise GemmlabError(
+            f"{name} is a CPU baseline: it runs on this host's CPU, so `gemmlab {command}` (NVRTC and the GPU's "
+            "limits) has nothing to say about it.",
+            f"Run it with `gemmlab run {name} --size 256`, or beside GPU kernels with "
+            f"`gemmlab sweep --kernels {name},tiled --sizes 256`.",
+        )
+    return resolve(name)

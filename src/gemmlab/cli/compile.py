@@ -9,7 +9,7 @@ from rich.table import Table
 
 from gemmlab.cli import batch
 from gemmlab.cli.app import app, console, emit_json, friendly
-from gemmlab.cli.choices import chosen_target, kernel_arch, refuse_block
+from gemmlab.cli.choices import chosen_target, gpu_kernel, kernel_arch, refuse_block
 from gemmlab.core.errors import ConstraintError, DeviceLimitError
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
@@ -53,10 +53,9 @@ def compile_cmd(
 def _compiled_rows(name: str, target: str, block: list[int] | None, dtype: str | None) -> list[dict]:
     """One row per block edge of the kernel ``name`` compiled for ``target``."""
     from gemmlab.backends.nvrtc import compile_kernel
-    from gemmlab.kernels.user import resolve
     from gemmlab.measure.kernel_occupancy import occupancy_edges
 
-    spec = resolve(name)
+    spec = gpu_kernel(name, "compile")
     _refuse_other_compilers(spec)
     refuse_block(spec, block)
     spec_arch = kernel_arch(spec, target)

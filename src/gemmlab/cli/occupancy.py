@@ -10,7 +10,7 @@ from rich.table import Table
 
 from gemmlab.cli import batch
 from gemmlab.cli.app import app, console, emit_json, friendly
-from gemmlab.cli.choices import chosen_target, kernel_arch, refuse_block
+from gemmlab.cli.choices import chosen_target, gpu_kernel, kernel_arch, refuse_block
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.measure.kernel_occupancy import OccupancyColumn
@@ -89,10 +89,9 @@ def _kernel_columns(
     error when no edge of it fits the device at all."""
     from gemmlab.backends import NVRTC
     from gemmlab.backends.python import no_ahead_of_time
-    from gemmlab.kernels.user import resolve
     from gemmlab.measure.kernel_occupancy import occupancy_columns
 
-    spec = resolve(name)
+    spec = gpu_kernel(name, "occupancy")
     if spec.backend != NVRTC:
         raise no_ahead_of_time(spec, "occupancy")
     refuse_block(spec, block)

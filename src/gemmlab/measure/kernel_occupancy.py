@@ -99,7 +99,12 @@ def occupancy_edges(spec: KernelSpec, block_edges: list[int] | None) -> list[int
         # Only the block's geometry matters here, so the shape constraints
         # (divisibility) are not checked; the block edge range is.
         if spec.takes_block_edge and not 1 <= edge <= spec.max_edge:
-            raise ConstraintError(f"The block edge {edge} is outside 1..{spec.max_edge}.", "Choose a smaller edge.")
+            # The fix follows the side it fell off: an edge counts threads, so it is positive.
+            what = "is not positive" if edge < 1 else f"is over {spec.id}'s largest, {spec.max_edge}"
+            raise ConstraintError(
+                f"The block edge {edge} {what}: {spec.id} takes edges from 1 to {spec.max_edge}.",
+                f"Give --block from 1 to {spec.max_edge}, e.g. its own: {', '.join(map(str, spec.block_edges))}.",
+            )
     return edges
 
 

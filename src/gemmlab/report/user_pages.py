@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gemmlab.report.model import Row, slug
+from gemmlab.report.model import Row, integer_dtype, slug
 from gemmlab.report.plots import save_figure
 
 # The page's folder names start with this, so that they never meet a section's.
@@ -28,6 +28,11 @@ PREFIX = "kernel-"
 COLUMNS = ("size", "block edge", "configuration", "time (median) [ms]", "GFLOPS", "cuBLAS GFLOPS",
            "ratio to cuBLAS", "error", "timed by (kernel; cuBLAS)")  # fmt: skip
 FAILURE_COLUMNS = ("size", "block edge", "configuration", "kind", "reason")
+
+
+def columns(unit: str = "GFLOPS") -> tuple[str, ...]:
+    """The results table's columns, its rates in ``unit`` (GOPS for an integer kernel)."""
+    return tuple(c.replace("GFLOPS", unit) for c in COLUMNS)
 
 
 @dataclass
@@ -43,6 +48,12 @@ class UserPage:
     @property
     def folder(self) -> str:
         return PREFIX + slug(self.kernel)
+
+    @property
+    def unit(self) -> str:
+        """GOPS where every point is of an integer type (integer operations are not FLOPs), else GFLOPS."""
+        dtypes = {str(r.get("dtype") or "") for r in self.rows}
+        return "GOPS" if dtypes and all(integer_dtype(d) for d in dtypes) else "GFLOPS"
 
 
 def is_user_row(row: Row) -> bool:
@@ -161,11 +172,11 @@ def draw_plot(page: UserPage, out: Path) -> str | None:
                 linestyle="-" if mine else "--", label=label)  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_xlabel("size (largest of M, N, K)")
-    ax.set_ylabel("GFLOPS")
+    ax.set_ylabel(page.unit)
     ax.set_title(f"{page.kernel} beside cuBLAS and the kernels of the same runs")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    return save_figure(fig, out, "gflops_vs_size", "GFLOPS against size").file
+    return save_figure(fig, out, "gflops_vs_size", f"{page.unit} against size").file
 
 
 def _html_table(columns: Sequence[str], rows: Sequence[tuple[str, ...]], caption: str) -> str:
@@ -194,11 +205,12 @@ def page_html(page: UserPage, plot: str | None) -> str:
         f"<p>Your kernel, declared in {esc(page.source)}; measured beside cuBLAS and {esc(compared)}.</p>",
     ]
     if plot:
-        parts.append(f"<figure><img src='{esc(plot)}' alt='GFLOPS against size'><figcaption>GFLOPS against the size: "
+        parts.append(f"<figure><img src='{esc(plot)}' alt='{page.unit} against size'><figcaption>{page.unit} "
+                     "against the size: "
                      "your kernel per block edge and configuration (solid), cuBLAS and the other kernels (dashed)."
                      "</figcaption></figure>")  # fmt: skip
     if page.rows:
-        parts.append(_html_table(COLUMNS, table_rows(page), "Results (table.csv)"))
+        parts.append(_html_table(columns(page.unit), table_rows(page), "Results (table.csv)"))
     else:
         parts.append("<p>No point of this kernel was measured.</p>")
     if page.failures:
@@ -214,7 +226,7 @@ def write_pages(pages: Sequence[UserPage], root: Path) -> list[tuple[str, str]]:
         folder = root / page.folder
         folder.mkdir()
         plot = draw_plot(page, folder)
-        (folder / "table.csv").write_text(_csv(COLUMNS, table_rows(page)), encoding="utf-8")
+        (folder / "table.csv").write_text(_csv(columns(page.unit), table_rows(page)), encoding="utf-8")
         (folder / "index.html").write_text(page_html(page, plot), encoding="utf-8")
         links.append((page.kernel, f"{page.folder}/index.html"))
     return links
