@@ -57,8 +57,11 @@ def readable_time(stamp: Any) -> str:
     """A stored ISO timestamp as a reader wants it: '2026-11-29 06:41 UTC'
     (a stamp without a zone is taken as UTC, as gemmlab stores them); text that
     is no timestamp comes back as it is."""
+    text = str(stamp)
+    if text.endswith("Z"):  # Python 3.10's fromisoformat does not read the Z of UTC
+        text = text[:-1] + "+00:00"
     try:
-        when = datetime.datetime.fromisoformat(str(stamp))
+        when = datetime.datetime.fromisoformat(text)
     except ValueError:
         return str(stamp)
     if when.tzinfo is not None:
