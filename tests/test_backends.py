@@ -10,7 +10,7 @@ from gemmlab.backends.base import Backend, DeviceBackend, HostBackend
 from gemmlab.core.errors import UnknownName
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
-from gemmlab.studies import sweep
+from gemmlab.studies import points, sweep
 
 
 def test_every_catalogue_kernel_is_nvrtcs_and_every_baseline_the_cpus() -> None:
@@ -82,8 +82,8 @@ def test_sweep_plans_and_runs_through_the_backend(monkeypatch: pytest.MonkeyPatc
     kernel = fake.kernel_ids()[0]
     assert isinstance(fake, Backend)
     monkeypatch.setitem(backends._BY_KERNEL, kernel, fake)
-    points, refused = sweep.plan([kernel], [Shape.square(64)])
-    assert [(p.block_edge, p.dtype, p.reps) for p in points] == [(16, "int32", sweep.SLOW_REPS)]
+    planned, refused = points.plan([kernel], [Shape.square(64)])
+    assert [(p.block_edge, p.dtype, p.reps) for p in planned] == [(16, "int32", points.SLOW_REPS)]
     assert refused == [(f"{kernel} 64 b8 int32", "edge 8 is too small")]
     assert {"dtypes", "block_edges", "violations", "predicted_ms"} <= set(fake.asked)
     assert backends.on_host(kernel) is host
@@ -140,7 +140,7 @@ def test_blocks_at_once_counts_whole_clusters_and_resident_grid_caps_at_it(monke
 
     from gemmlab.core.errors import DeviceLimitError
 
-    monkeypatch.setattr(nvrtc, "launch_config", lambda point, grid: ("config", grid))
+    monkeypatch.setattr(nvrtc.launch, "launch_config", lambda point, grid: ("config", grid))
     info = SimpleNamespace(sm_count=132, name="a stubbed GPU")
     plain = catalogue.point("tc_persistent", Shape.square(4096), None, "bfloat16")
     kernel = SimpleNamespace(occupancy=_Occupancy(per_sm=1, clusters=0))

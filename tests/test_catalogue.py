@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
 from gemmlab.core.errors import ConstraintError, UnknownName
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
-from gemmlab.kernels.ladder import Config
+from gemmlab.kernels.ladder import Config, Ladder, Rung
 from gemmlab.kernels.spec import KernelSpec
 
 SPEC_MATMUL_IDS = {
@@ -136,6 +137,31 @@ def test_ladders_name_their_configurations(ladder) -> None:
         found = catalogue.configs(r.id)
         assert found[0] == catalogue.get(r.id).config == r.config()
         assert all(catalogue.variant(r.id, c).config == c for c in found)
+
+
+def test_the_studies_filter_every_rung_in_the_catalogues_order() -> None:
+    listed = [r.id for r in catalogue.rungs(candidates=False)]
+    assert listed == [s.id for ladder in catalogue.LADDERS for s in ladder.kernels]
+    everything = [r.id for r in catalogue.rungs()]
+    assert set(everything) == set(listed) | set(catalogue.candidate_ids()) and len(everything) == len(set(everything))
+
+
+def test_a_ladder_refuses_rungs_that_share_a_place_or_serve_an_unknown_class() -> None:
+    rung = catalogue.ladder("sgemm_multistage").rung("sgemm_multistage")
+    other = catalogue.ladder("sgemm_padded_b").rung("sgemm_padded_b")
+
+    def ladder(*rungs: Rung) -> Ladder:
+        return Ladder("test ladder", rungs, lambda r, c: [], lambda r, c: catalogue.get(r.id))
+
+    ladder(replace(rung, serves={"large": 1}), replace(other, serves={"large": 2}))
+    with pytest.raises(AssertionError, match="places in serves large"):
+        ladder(replace(rung, serves={"large": 1}), replace(other, serves={"large": 1}))
+    with pytest.raises(AssertionError, match="places in default_for float32"):
+        ladder(replace(rung, default_for={"float32": 2}))
+    with pytest.raises(AssertionError, match="unknown shape classes"):
+        ladder(replace(rung, serves={"tall": 1}))
+    with pytest.raises(AssertionError, match="every_config outside"):
+        ladder(replace(rung, serves={"large": 1}, every_config=("few-tiles",)))
 
 
 def test_a_configuration_is_laid_over_the_default_by_name() -> None:

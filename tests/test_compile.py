@@ -154,12 +154,12 @@ def test_a_cached_cubin_without_a_report_is_compiled_again_in_a_fresh_process(tm
         calls.append(expr)
         return real(source_text, expr, arch, name)
 
-    monkeypatch.setattr(nvrtc, "nvrtc_compile", from_the_cache)
-    monkeypatch.setattr(nvrtc, "_compile_in_fresh_process", fresh)
+    monkeypatch.setattr(nvrtc.compile, "nvrtc_compile", from_the_cache)
+    monkeypatch.setattr(nvrtc.compile, "_compile_in_fresh_process", fresh)
     compiled = compile_kernel(catalogue.get("tiled"), 16, "float32", "sm_80")
     assert calls == ["tiled<float, 16>"] and compiled.resources.registers > 0
 
-    monkeypatch.setattr(nvrtc, "_compile_in_fresh_process", from_the_cache)
+    monkeypatch.setattr(nvrtc.compile, "_compile_in_fresh_process", from_the_cache)
     with pytest.raises(CompileError, match="no resource usage"):
         compile_kernel(catalogue.get("tiled"), 8, "float32", "sm_80")
 
@@ -167,7 +167,7 @@ def test_a_cached_cubin_without_a_report_is_compiled_again_in_a_fresh_process(tm
 def test_the_fresh_process_compiles_with_the_compute_cache_off() -> None:
     from gemmlab.backends import nvrtc
 
-    cubin, mangled, log = nvrtc._compile_in_fresh_process(VECADD, "add", "sm_80", "add.cu")
+    cubin, mangled, log = nvrtc.compile._compile_in_fresh_process(VECADD, "add", "sm_80", "add.cu")
     assert cubin and mangled == "add" and nvrtc.parse_ptxas_log(log)["add"].registers > 0
 
 
@@ -181,23 +181,21 @@ def test_a_wmma_kernel_compiles_with_the_headers_gemmlab_installs(dtype: str) ->
     gemmlab depends on nvidia-cuda-crt, which ships it; the example compiles
     against the headers gemmlab finds, the compile cache out of the way."""
     from gemmlab.backends import nvrtc
-    from gemmlab.kernels import user
 
-    include = nvrtc._toolkit_include()
+    include = nvrtc.compile._toolkit_include()
     assert include is not None and (Path(include) / "crt" / "mma.h").is_file(), include
-    spec = user.resolve(str(EXAMPLES / "wmma_half" / "matmul.toml"))
+    spec = catalogue.get(str(EXAMPLES / "wmma_half" / "matmul.toml"))
     compiled = compile_kernel(spec, 0, dtype, "sm_90", use_cache=False)
     assert compiled.resources.smem_bytes == 1024  # the float tile the warp stores through
 
 
 def test_a_toolkit_header_missing_from_the_include_folder_names_the_package(tmp_path: Path, monkeypatch) -> None:
     from gemmlab.backends import nvrtc
-    from gemmlab.kernels import user
 
     folder = tmp_path / "include"
     folder.mkdir()
     (folder / "mma.h").write_text('#include "crt/mma.h"\n')  # as the runtime wheel's mma.h does
-    monkeypatch.setattr(nvrtc, "_toolkit_include", lambda: str(folder))
+    monkeypatch.setattr(nvrtc.compile, "_toolkit_include", lambda: str(folder))
     kernel = tmp_path / "k"
     kernel.mkdir()
     (kernel / "matmul.cu").write_text(
@@ -205,7 +203,7 @@ def test_a_toolkit_header_missing_from_the_include_folder_names_the_package(tmp_
     )
     (kernel / "matmul.toml").write_text('function = "f"\nproblem = "matmul"\ndtypes = ["float32"]\n'
                                         'arguments = ["A", "B", "C", "n"]\ngrid = [1]\nblock = [1]\n')  # fmt: skip
-    spec = user.resolve(str(kernel / "matmul.toml"))
+    spec = catalogue.get(str(kernel / "matmul.toml"))
     with pytest.raises(CompileError, match=r"lack crt/mma\.h.*pip install nvidia-cuda-crt"):
         compile_kernel(spec, 0, "float32", "sm_90", use_cache=False)
 
@@ -225,7 +223,7 @@ def test_a_grading_worker_never_reads_a_cubin_from_the_shared_cache(tmp_path: Pa
     planted.write_text(meta)  # the poisoner's entry, under the honest kernel's key
     assert compile_kernel(spec, 16, "float32", "sm_90").resources.registers == 7  # the shared cache believes it
     monkeypatch.setenv(nvrtc.PRIVATE_CACHE_ENV, "1")
-    monkeypatch.setattr(nvrtc, "_IN_MEMORY", {})
+    monkeypatch.setattr(nvrtc.compile, "_IN_MEMORY", {})
     private = compile_kernel(spec, 16, "float32", "sm_90")
     assert private.resources.registers == honest.resources.registers and private.cubin == honest.cubin
     assert compile_kernel(spec, 16, "float32", "sm_90") is not private  # kept in memory, handed back a copy

@@ -78,7 +78,7 @@ def test_missing_numba_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
 def test_without_numba_a_sweep_refuses_the_numba_baselines_and_names_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gemmlab.studies.sweep import plan
+    from gemmlab.studies.points import plan
 
     monkeypatch.setitem(sys.modules, "numba", None)
     points, refused = plan(list(cpu.CPU_KERNELS), [Shape.square(64)])

@@ -5,7 +5,7 @@ sides of a short problem."""
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,8 +19,11 @@ from gemmlab.core.errors import ConstraintError, GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing
 from gemmlab.kernels import catalogue
+from gemmlab.kernels.ladder import SHAPE_CLASSES
+from gemmlab.results.records import Config, Pick
 from gemmlab.results.store import SCHEMA_VERSION, Store, result_row
 from gemmlab.studies import dispatch
+from gemmlab.studies.candidates import Device
 from gemmlab.studies.suite import SUITE_PATH, dtype_name, load_suite
 
 # -- the suite ------------------------------------------------------------------
@@ -86,6 +89,47 @@ def test_dtype_names() -> None:
 )
 def test_shape_classes(shape: Shape, cls: str) -> None:
     assert dispatch.shape_class(shape, sms=132) == cls
+    assert cls in SHAPE_CLASSES  # the names the rungs serve
+
+
+# The dispatcher's lists as they were written out by hand before each rung
+# carried its own facts (Rung.serves, default_for, every_config): read off the
+# rungs now, they must come back the same.
+FP32_CANDIDATES = {
+    "skinny-m": ("sgemm_gemv_split", "sgemm_skinny", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
+    "skinny-n": ("sgemm_skinny_n", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
+    "k-heavy": ("sgemm_cluster_split_k", "sgemm_split_k", "sgemm_stream_k", "sgemm_small_tile", "sgemm_multistage"),
+    "few-tiles": ("sgemm_small_tile", "sgemm_cluster_split_k", "sgemm_split_k", "sgemm_multistage",
+                  "sgemm_stream_k", "sgemm_padded_b"),
+    "large": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_stream_k", "sgemm_multistage", "sgemm_small_tile"),
+}  # fmt: skip
+TENSOR_CANDIDATES = {
+    "skinny-m": ("tc_gemv", "tc_split_k", "tc_mma_pipeline", "tc_wgmma", "tc_tma_store", "tc_any_k"),
+    "skinny-n": ("tc_gemv", "tc_split_k", "tc_mma_pipeline", "tc_wgmma", "tc_tma_store", "tc_any_k"),
+    "k-heavy": ("tc_split_k", "tc_persistent", "tc_wgmma", "tc_tma_store", "tc_any_k"),
+    "few-tiles": ("tc_small", "tc_split_k", "tc_split_tail", "tc_wgmma", "tc_persistent", "tc_tma_store", "tc_any_k"),
+    "large": ("tc_tma_store", "tc_split_tail", "tc_cluster", "tc_persistent", "tc_mma_pipeline", "tc_any_k"),
+}
+
+
+def test_the_candidates_defaults_and_every_config_rungs_are_read_off_the_rungs() -> None:
+    assert dispatch.CANDIDATES["float32"] == FP32_CANDIDATES
+    assert dispatch.CANDIDATES["bfloat16"] == TENSOR_CANDIDATES
+
+    def takes_bf16_out(kernel: str) -> bool:  # the rungs without that type were passed over in any case
+        return "bfloat16-out" in catalogue.ladder(kernel).rung(kernel).dtypes
+
+    out = {cls: tuple(filter(takes_bf16_out, kernels)) for cls, kernels in TENSOR_CANDIDATES.items()}
+    assert dispatch.CANDIDATES["bfloat16-out"] == out
+    assert dispatch.DEFAULTS == {
+        "float32": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_swizzle_l2"),
+        "bfloat16": ("tc_tma_store", "tc_cluster", "tc_any_k", "tc_mma_pipeline", "tc_wmma"),
+        "bfloat16-out": ("tc_tma_store", "tc_any_k"),
+    }
+    assert dispatch.EVERY_CONFIG == {
+        "sgemm_gemv_split": ("skinny-m",), "sgemm_skinny": ("skinny-m",), "sgemm_skinny_n": ("skinny-n",),
+        "sgemm_cluster_split_k": ("few-tiles", "k-heavy"), "tc_small": ("few-tiles",), "tc_split_k": ("k-heavy",),
+    }  # fmt: skip
 
 
 def test_candidates_are_few_accept_the_shape_and_put_the_default_first() -> None:
@@ -244,25 +288,24 @@ def test_other_rungs_are_interleaved_and_cut_to_per_rung() -> None:
 # -- the table and choosing ------------------------------------------------------
 
 
-def _pick(m: int, n: int, k: int, kernel: str = "sgemm_multistage", dtype: str = "float32", **changes) -> dict:
+def _pick(m: int, n: int, k: int, kernel: str = "sgemm_multistage", dtype: str = "float32", **changes) -> Pick:
     config = catalogue.ladder(kernel).rung(kernel).config(changes)
-    return {"run_id": None, "gpu_name": "GPU X", "cc": "9.0", "dtype": dtype, "m": m, "n": n, "k": k,
-            "kernel": kernel, "config": json.dumps(config), "median_ms": 0.5, "cublas_ms": 0.6, "verified": True,
-            "timing_method": "CUDA graph of 50 launches",
-            "cublas_timing_method": "50 back-to-back launches"}  # fmt: skip
+    return Pick(gpu_name="GPU X", cc="9.0", dtype=dtype, m=m, n=n, k=k, kernel=kernel, config=Config.of(config),
+                median_ms=0.5, cublas_ms=0.6, verified=True, timing_method="CUDA graph of 50 launches",
+                cublas_timing_method="50 back-to-back launches")  # fmt: skip
 
 
 def test_picks_round_trip_and_replace(tmp_path: Path) -> None:
     with Store.open(tmp_path / "r.sqlite") as store:
         store.set_pick(_pick(1024, 1024, 1024))
-        store.set_pick({**_pick(1024, 1024, 1024), "median_ms": 0.4})
+        store.set_pick(dataclasses.replace(_pick(1024, 1024, 1024), median_ms=0.4))
         store.set_pick(_pick(16, 4096, 4096))
-        with pytest.raises(ValueError, match="a pick has the keys"):
-            store.set_pick({"gpu_name": "GPU X"})
         picks = store.picks("GPU X", "float32")
-    assert [(p["m"], p["median_ms"]) for p in picks] == [(16, 0.5), (1024, 0.4)]
-    assert picks[0]["verified"] is True and picks[0]["cublas_timing_method"] == "50 back-to-back launches"
-    assert json.loads(picks[0]["config"]) == catalogue.ladder("sgemm_multistage").rung("sgemm_multistage").config()
+    assert [(p.m, p.median_ms) for p in picks] == [(16, 0.5), (1024, 0.4)]
+    assert picks[0].verified is True and picks[0].cublas_timing_method == "50 back-to-back launches"
+    assert picks[0].config.values == catalogue.ladder("sgemm_multistage").rung("sgemm_multistage").config()
+    # What was stored comes back as it went in, with the store's id and time.
+    assert dataclasses.replace(picks[0], id=None, created=None) == _pick(16, 4096, 4096)
 
 
 def test_the_migration_adds_the_table_and_the_timing_methods_to_an_older_file(tmp_path: Path) -> None:
@@ -312,7 +355,7 @@ def test_the_nearest_pick_that_refuses_the_shape_is_passed_over() -> None:
 
 
 def test_unverified_picks_are_never_chosen() -> None:
-    chosen = dispatch.choose([{**_pick(512, 512, 512), "verified": False}], Shape.square(512), "float32")
+    chosen = dispatch.choose([dataclasses.replace(_pick(512, 512, 512), verified=False)], Shape.square(512), "float32")
     assert chosen.reason == dispatch.DEFAULT
 
 
@@ -323,6 +366,8 @@ def test_no_kernel_takes_the_shape() -> None:
 
 
 # -- the tuner with a fake runner ------------------------------------------------
+
+GPU_X = Device("GPU X", "9.0", "sm_90a", 132)
 
 
 def _fake_result(spec, shape: Shape, ms: float) -> SimpleNamespace:
@@ -349,14 +394,12 @@ def test_the_tuner_stores_the_fastest_verified_candidate(tmp_path: Path) -> None
         return _fake_result(spec, shape, 0.3 if spec.id == "sgemm_padded_b" else 0.6)
 
     with Store.open(tmp_path / "r.sqlite") as store:
-        summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner,
-                                      device=("GPU X", "9.0", "sm_90a", 132))  # fmt: skip
+        summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, device=GPU_X)
         picks = store.picks("GPU X")
-        again = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner,
-                                    device=("GPU X", "9.0", "sm_90a", 132))  # fmt: skip
+        again = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, device=GPU_X)
         rows = store.rows(dispatch.EXPERIMENT)
     assert "sgemm_padded_b" in tried and "sgemm_stream_k" in tried
-    assert [p["kernel"] for p in picks] == ["sgemm_padded_b"]
+    assert [p.kernel for p in picks] == ["sgemm_padded_b"]
     assert dispatch.percent_of_cublas(picks[0]) == pytest.approx(100 * 0.5 / 0.3)
     assert summary.rejected and "REJECTED" in "\n".join(summary.lines())
     assert again.already == ["4096 float32"] and not again.picked
@@ -460,7 +503,7 @@ def test_run_best_takes_m_n_k_positionally_and_refuses_two_sizes() -> None:
 
 
 def test_share_grids_and_heatmap(tmp_path: Path) -> None:
-    from gemmlab.report import plots, write_report
+    from gemmlab.report import heatmap, write_report
 
     rows = [
         {"experiment": "dispatch", "kernel": "sgemm_padded_b", "m": 1024, "n": 1024, "k": 1024, "dtype": "float32",
@@ -473,12 +516,12 @@ def test_share_grids_and_heatmap(tmp_path: Path) -> None:
          "gpu_name": "GPU X", "ratio_to_baseline": 0.1},
     ]  # fmt: skip
     picks = [_pick(1024, 1024, 1024)]
-    (grid,) = plots.share_grids(rows, picks)
-    assert grid.series == (plots.DISPATCHER, "sgemm_multistage", "sgemm_padded_b")
+    (grid,) = heatmap.share_grids(rows, picks)
+    assert grid.series == (heatmap.DISPATCHER, "sgemm_multistage", "sgemm_padded_b")
     assert grid.shapes == ((16, 4096, 4096), (1024, 1024, 1024))
     assert grid.percent[0] == (None, pytest.approx(120.0))
     assert grid.percent[2] == (None, pytest.approx(80.0))  # the rung's best configuration
-    plot = plots.plot_share_heatmap(grid, tmp_path)
+    plot = heatmap.plot_share_heatmap(grid, tmp_path)
     assert (tmp_path / plot.file).stat().st_size > 1000
 
     full_rows = [{**r, "block_edge": 0, "variant": "", "median_ms": 1.0, "gflops": 1.0, "metric": "gflops",
@@ -502,7 +545,7 @@ def test_a_shape_starts_no_candidate_after_its_seconds(tmp_path: Path) -> None:
 
     with Store.open(tmp_path / "r.sqlite") as store:
         summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, shape_seconds=0.0,
-                                      device=("GPU X", "9.0", "sm_90a", 132))  # fmt: skip
+                                      device=GPU_X)  # fmt: skip
         picks = store.picks("GPU X")
     assert len(tried) == 1 and len(picks) == 1  # the first candidate always runs
     assert any("candidates not timed" in n and "0 s spent" in n for n in summary.notes)
@@ -527,7 +570,7 @@ def test_compiling_comes_first_and_is_not_counted_in_a_shapes_seconds(tmp_path: 
 
     with Store.open(tmp_path / "r.sqlite") as store:
         summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, shape_seconds=0.25,
-                                      compiler=compiler, device=("GPU X", "9.0", "sm_90a", 132))  # fmt: skip
+                                      compiler=compiler, device=GPU_X)  # fmt: skip
     found, _ = dispatch.candidates(Shape.square(4096), "float32", arch="sm_90a")
     assert events[0] == f"compile {len(found)} float32 sm_90a"
     assert len(events) == 1 + len(found)  # every candidate timed: the 0.3 s of compiling did not count

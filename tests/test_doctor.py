@@ -44,7 +44,7 @@ def bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """A machine with NVRTC, no driver and neither CUDA tool; the cache in a
     fresh folder of tmp_path. Tests change what they look at from here."""
     monkeypatch.setattr(gpu, "installed_driver", lambda: None)
-    monkeypatch.setattr("gemmlab.measure.profile.find_ncu", _missing("ncu"))
+    monkeypatch.setattr("gemmlab.measure.ncu.command.find_ncu", _missing("ncu"))
     monkeypatch.setattr("gemmlab.measure.sanitize.find_sanitizer", _missing("compute-sanitizer"))
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path / "cache"))
     return tmp_path

@@ -135,7 +135,7 @@ def test_compile_for_a_target_older_than_nvrtc_supports() -> None:
 
 
 def test_check_target_names_too_new_and_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(nvrtc, "supported_archs", lambda: (75, 80, 90, 100))
+    monkeypatch.setattr(nvrtc.compile, "supported_archs", lambda: (75, 80, 90, 100))
     assert nvrtc.check_target("sm_90a") == "sm_90a"
     assert nvrtc.check_target("sm_100f") == "sm_100f"
     with pytest.raises(UnknownName, match="newer than the newest it supports, sm_100") as too_new:
@@ -143,7 +143,7 @@ def test_check_target_names_too_new_and_unknown(monkeypatch: pytest.MonkeyPatch)
     assert "Upgrade the nvidia-cuda-nvrtc wheel" in too_new.value.fix
     with pytest.raises(UnknownName, match="it supports sm_75, sm_80, sm_90, sm_100"):
         nvrtc.check_target("sm_85")
-    monkeypatch.setattr(nvrtc, "supported_archs", lambda: None)  # an NVRTC that cannot say: NVRTC decides
+    monkeypatch.setattr(nvrtc.compile, "supported_archs", lambda: None)  # an NVRTC that cannot say: NVRTC decides
     assert nvrtc.check_target("sm_20") == "sm_20"
 
 

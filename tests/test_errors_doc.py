@@ -25,7 +25,7 @@ import pytest
 
 from gemmlab.cli.app import run_cli
 from gemmlab.core import gpu
-from gemmlab.measure import profile, sanitize
+from gemmlab.measure import ncu, sanitize
 from gemmlab.results import store
 from gemmlab.results.store import Store
 
@@ -161,13 +161,13 @@ def empty_path(scene: Scene) -> Path:
 
 def no_ncu(scene: Scene) -> None:
     empty_path(scene)
-    scene.mp.setattr(profile, "NCU_SEARCH_GLOBS", ())
+    scene.mp.setattr(ncu.command, "NCU_SEARCH_GLOBS", ())
 
 
 def ncu_not_permitted(scene: Scene) -> None:
     """A real `ncu` process that answers as ncu does for a user the driver keeps from the counters."""
-    ncu = empty_path(scene) / "ncu"
-    ncu.write_text(
+    stand_in = empty_path(scene) / "ncu"
+    stand_in.write_text(
         "#!/bin/sh\n"
         "echo '==PROF== Connected to process 812 (/usr/bin/python3)'\n"
         "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
@@ -176,8 +176,8 @@ def ncu_not_permitted(scene: Scene) -> None:
         "echo '==WARNING== No kernels were profiled.'\n"
         "exit 1\n"
     )
-    ncu.chmod(0o755)
-    scene.mp.setattr(profile, "NCU_SEARCH_GLOBS", ())
+    stand_in.chmod(0o755)
+    scene.mp.setattr(ncu.command, "NCU_SEARCH_GLOBS", ())
 
 
 def no_sanitizer(scene: Scene) -> None:

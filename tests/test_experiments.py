@@ -18,8 +18,8 @@ from gemmlab.report import model, plots
 from gemmlab.results.store import Store
 from gemmlab.studies import experiments, reference
 from gemmlab.studies.experiments.base import REPRODUCE_REPS, Experiment, Layout, Series, matrix_or_vector
+from gemmlab.studies.points import SLOW_REPS
 from gemmlab.studies.reproduce import PROFILER_GIVE_UP, Profiler, profile_experiment, reproduce
-from gemmlab.studies.sweep import SLOW_REPS
 from test_sweep import RUN_INFO, fake_runner
 
 # Points per experiment at the documents' sizes.
@@ -280,7 +280,7 @@ def fake_profiling(monkeypatch: pytest.MonkeyPatch, profile_point: Callable[...,
     """Every GPU point runs through fake_runner on RUN_INFO's GPU and profiles through
     ``profile_point``; ncu is 'found' and the ceilings are CEILINGS. Returns the kernels
     profiled, in order."""
-    from gemmlab.measure import profile, roofline
+    from gemmlab.measure import ncu, roofline
     from gemmlab.studies import sweep as sweep_module
 
     profiled: list[str] = []
@@ -291,19 +291,19 @@ def fake_profiling(monkeypatch: pytest.MonkeyPatch, profile_point: Callable[...,
 
     monkeypatch.setattr(sweep_module, "measure_point", fake_runner)
     monkeypatch.setattr(sweep_module, "run_record", lambda: dict(RUN_INFO))
-    monkeypatch.setattr(profile, "find_ncu", lambda: "/fake/ncu")
-    monkeypatch.setattr(profile, "profile_point", recording)
+    monkeypatch.setattr(ncu.command, "find_ncu", lambda: "/fake/ncu")
+    monkeypatch.setattr(ncu.command, "profile_point", recording)
     monkeypatch.setattr(roofline, "measure_ceilings", lambda: CEILINGS)
     return profiled
 
 
 def no_ncu(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemmlab.measure import profile
+    from gemmlab.measure import ncu
 
     def missing() -> str:
-        raise profile.missing_ncu_error()
+        raise ncu.command.missing_ncu_error()
 
-    monkeypatch.setattr(profile, "find_ncu", missing)
+    monkeypatch.setattr(ncu.command, "find_ncu", missing)
 
 
 def test_cli_reproduce_profile_then_the_roofline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

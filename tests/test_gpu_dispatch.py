@@ -46,15 +46,13 @@ def test_the_tuner_stores_a_verified_pick_per_shape_and_dtype(tuned: Path) -> No
 
     with Store.open(tuned, readonly=True) as store:
         picks = store.picks(current_device()[0])
-    assert {(p["dtype"], Shape(p["m"], p["n"], p["k"])) for p in picks} == {
-        (dtype, s) for dtype in ("float32", "bfloat16") for s in SHAPES
-    }
+    assert {(p.dtype, p.shape) for p in picks} == {(dtype, s) for dtype in ("float32", "bfloat16") for s in SHAPES}
     for p in picks:
-        assert p["verified"] and p["kernel"] in RUNGS and p["median_ms"] > 0 and p["cublas_ms"] > 0
-        assert p["timing_method"] and p["cublas_timing_method"]
-    small = [p for p in picks if (p["m"], p["n"], p["k"]) == (256, 256, 256)]
+        assert p.verified and p.kernel in RUNGS and p.median_ms > 0 and p.cublas_ms and p.cublas_ms > 0
+        assert p.timing_method and p.cublas_timing_method
+    small = [p for p in picks if p.shape == Shape.square(256)]
     # A 256 cube takes a few microseconds: both sides are timed from many launches.
-    assert all(p["timing_method"] in SHORT and p["cublas_timing_method"] in SHORT for p in small), small
+    assert all(p.timing_method in SHORT and p.cublas_timing_method in SHORT for p in small), small
 
 
 def _relative_error(cp, got, want) -> float:

@@ -15,7 +15,8 @@ import pytest
 from gemmlab.core import gpu
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
-from gemmlab.kernels.sgemm import spec as sgemm
+from gemmlab.kernels.sgemm.rung16_edge_strips import tiled_extent
+from gemmlab.kernels.sgemm.rung17_padded_b import PAD_BLOCKS
 from gemmlab.problems.base import relative_error
 
 pytestmark = pytest.mark.gpu
@@ -39,7 +40,7 @@ def test_strips_verify(kernel_id: str, shape: Shape) -> None:
 
     result = run(kernel_id, shape, reps=1, warmup=1, baseline=False, spec=catalogue.variant(kernel_id, {}))
     assert result.error < 1e-5
-    m_tiled, n_tiled = sgemm.tiled_extent(shape.m, 128), sgemm.tiled_extent(shape.n, 256)
+    m_tiled, n_tiled = tiled_extent(shape.m, 128), tiled_extent(shape.n, 256)
     assert result.grid[1] > -(-m_tiled // 128) or (m_tiled, n_tiled) == (shape.m, shape.n)
 
 
@@ -74,7 +75,7 @@ def test_padded_b_launch_after_launch(shape: Shape) -> None:
     cp, prepared, launch = _bound("sgemm_padded_b", shape, seed=8)
     _a, _b, _c_in, c_out, ref, _lib = prepared.buffers
     gx, gy, _ = launch.grid
-    pad_blocks = -(-sgemm.PAD_BLOCKS // gx) * gx
+    pad_blocks = -(-PAD_BLOCKS // gx) * gx
     for i in range(1, 6):
         c_out.fill(cp.nan)
         launch.workspace[16:].fill(0)

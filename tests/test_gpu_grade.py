@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_tool
-from gemmlab.measure.profile import find_ncu
+from gemmlab.measure.ncu.command import find_ncu
 from gemmlab.measure.sanitize import find_sanitizer
 from gemmlab.report.leaderboard import page_link, standings, write_leaderboard
 from gemmlab.results.store import Store
@@ -153,9 +153,9 @@ def test_grading_with_profile_stores_plausible_figures(tmp_path: Path) -> None:
     assert verdicts["broken"].profile is None  # stopped at compile: nothing to profile
 
     with Store.open(db) as store:
-        rows = {r["submission"]: r for r in store.grades(task.name)}
+        rows = {r.submission: r for r in store.grades(task.name)}
         write_leaderboard(tmp_path / "out", task.name, store.grades(task.name), task.thresholds)
-    assert json.loads(rows["naive_define"]["profile"]) == profile and rows["broken"]["profile"] is None
+    assert json.loads(rows["naive_define"].profile) == profile and rows["broken"].profile is None
     page = (tmp_path / "out" / page_link("naive_define")).read_text()
     assert "<h2>Profile (Nsight Compute): naive_define/matmul at 256x256x256 (float32)" in page
     assert "achieved occupancy [%]" in page and "<td>bound by</td>" in page

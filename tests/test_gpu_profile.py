@@ -17,7 +17,7 @@ from gemmlab.core import gpu
 from gemmlab.core.errors import DeviceLimitError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
-from gemmlab.measure.profile import find_ncu, profile_point
+from gemmlab.measure.ncu.command import find_ncu, profile_point
 from test_profile import expected_cgma, expected_requests
 
 # One Nsight Compute at a time: in a shard run by pytest-xdist, these tests share one worker.

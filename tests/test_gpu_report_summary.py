@@ -11,7 +11,8 @@ import pytest
 from gemmlab.core.shapes import Shape
 from gemmlab.report import write_report
 from gemmlab.results.store import Store
-from gemmlab.studies.sweep import plan, sweep
+from gemmlab.studies.points import plan
+from gemmlab.studies.sweep import sweep
 
 pytestmark = pytest.mark.gpu
 

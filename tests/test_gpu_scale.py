@@ -17,8 +17,9 @@ FIELDS = ("kernel", "m", "n", "k", "block_edge", "dtype", "variant", "backend", 
 
 def test_a_gpu_sweep_on_one_worker_per_gpu_stores_what_the_sequential_one_does(tmp_path: Path) -> None:
     from gemmlab.core import gpu
+    from gemmlab.studies.points import plan
     from gemmlab.studies.scale import Pool
-    from gemmlab.studies.sweep import plan, sweep
+    from gemmlab.studies.sweep import sweep
 
     points, refused = plan(["tiled", "cpu_blas"], [Shape.square(n) for n in (128, 256)], [16], "float32", reps=5)
     assert len(points) == 4 and not refused

@@ -101,7 +101,7 @@ def test_fuzzed_shapes_verify_with_c_by_tma(kernel_id: str, dtype: str, m: int, 
     assert result.error <= result.tolerance
 
 
-@pytest.mark.parametrize("dtype", tensor.DTYPES)
+@pytest.mark.parametrize("dtype", tensor_problem.DTYPES)
 def test_cublas_baseline_computes_the_same_product(dtype: str) -> None:
     """The baseline is only a fair comparison if it does the same work: its
     output, in the same layout, matches the float64 reference."""

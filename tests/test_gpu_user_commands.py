@@ -16,12 +16,13 @@ from conftest import needs_tool
 from gemmlab.core.errors import ProfilerError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
-from gemmlab.measure.profile import find_ncu, profile_point
+from gemmlab.measure.ncu.command import find_ncu, profile_point
 from gemmlab.measure.sanitize import check, find_sanitizer
 from gemmlab.report import write_report
 from gemmlab.results.store import Store
 from gemmlab.studies import tune
-from gemmlab.studies.sweep import plan, sweep
+from gemmlab.studies.points import plan
+from gemmlab.studies.sweep import sweep
 
 pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("ncu")]
 
@@ -68,7 +69,7 @@ def test_racecheck_names_the_line_of_a_missing_syncthreads(tmp_path: Path) -> No
 
 @needs_sanitizer
 def test_racecheck_names_the_missing_sync_example() -> None:
-    # The shipped example the README points to: its race is named at the lines
+    # The shipped example docs/walkthroughs.md points to: its race is named at the lines
     # of its tile loop (the stores into As and Bs, the reads of them).
     report = check([str(ROOT / "examples" / "faulty" / "missing_sync" / "matmul.toml")], "racecheck")
     assert report.errors > 0, report.output[-3000:]

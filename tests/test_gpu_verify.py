@@ -12,7 +12,7 @@ import pytest
 from gemmlab.core.dtypes import SAME_TYPE_C_TOLERANCE
 from gemmlab.core.errors import VerificationError
 from gemmlab.core.shapes import Shape
-from gemmlab.kernels import catalogue, user
+from gemmlab.kernels import catalogue
 
 pytestmark = pytest.mark.gpu
 
@@ -22,7 +22,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 def _run(example: str, shape: Shape, dtype: str | None = None):
     from gemmlab.measure.run import run
 
-    spec = user.resolve(str(EXAMPLES / example / "matmul.toml"))
+    spec = catalogue.get(str(EXAMPLES / example / "matmul.toml"))
     return run(spec.id, shape, spec.block_edges[0], dtype, reps=2, warmup=2, spec=spec)
 
 
@@ -96,7 +96,7 @@ def test_an_alpha_beta_kernel_that_ignores_beta_fails(tmp_path: Path) -> None:
     (folder / "matmul.toml").write_text((EXAMPLES / "gemm_alpha_beta" / "matmul.toml").read_text())
     from gemmlab.measure.run import run
 
-    spec = user.resolve(str(folder / "matmul.toml"))
+    spec = catalogue.get(str(folder / "matmul.toml"))
     with pytest.raises(VerificationError, match="relative error"):
         run(spec.id, Shape(64, 64, 64), 16, reps=1, spec=spec)
 

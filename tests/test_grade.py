@@ -16,6 +16,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing
 from gemmlab.measure.run import RunResult
 from gemmlab.report.leaderboard import standings, write_leaderboard
+from gemmlab.results.records import Grade
 from gemmlab.results.store import SCHEMA_VERSION, Store
 from gemmlab.studies import grade
 from gemmlab.studies.grade import FAIL, GRADED, Hidden, TaskError
@@ -144,7 +145,7 @@ class Fakes:
         self.calls: list[tuple[str, str]] = []
         self.fail, self.speed = fail or {}, speed or {}
         for stage in grade.STAGES:
-            monkeypatch.setattr(grade, f"{stage}_stage", self.stage(stage))
+            monkeypatch.setattr(grade.stages, f"{stage}_stage", self.stage(stage))
 
     def stage(self, name: str):
         def run(submission, task, worker):
@@ -260,7 +261,7 @@ def test_a_class_is_stored_ranked_and_resumed(tmp_path: Path, monkeypatch: pytes
     with Store.open(db) as store:
         fixed = grade.grade(grade.find_submissions([folder]), task, store)
         assert [v.submission for v in fixed.graded] == ["cy"] and len(fixed.skipped) == 4
-        history = [(g["attempt"], g["stage"]) for g in store.grades("t") if g["submission"] == "cy"]
+        history = [(g.attempt, g.stage) for g in store.grades("t") if g.submission == "cy"]
         assert history == [(1, "verify"), (2, GRADED)]
         forced = grade.grade(subs[:1], task, store, force=True)
         assert [v.submission for v in forced.graded] == ["ann"]
@@ -278,6 +279,7 @@ def test_the_leaderboard_files(tmp_path: Path) -> None:
         {"submission": "bob", "attempt": 2, "stage": "compile", "reason": "compile: matmul.cu(3): <oops>",
          "share_geomean": None, "grade": FAIL, "created": "2026-11-24T00:01:00Z"},
     ]  # fmt: skip
+    grades = [Grade(task="t", source_hash="h", **row) for row in grades]
     csv_path, html_path = write_leaderboard(tmp_path / "out", "t", grades, (("A", 0.5), ("B", 0.25)))
     with csv_path.open() as handle:
         rows = list(csv.DictReader(handle))
@@ -450,7 +452,7 @@ def test_a_v8_file_gains_the_grades_table(tmp_path: Path) -> None:
         row = {"task": "t", "submission": "ann", "source_hash": "h", "path": "p", "stage": GRADED, "reason": None,
                "share_geomean": 0.5, "grade": "A"}  # fmt: skip
         assert store.add_grade(None, row) == 1 and store.add_grade(None, row) == 2
-        assert [g["attempt"] for g in store.grades("t")] == [1, 2] and store.grades("other") == []
+        assert [g.attempt for g in store.grades("t")] == [1, 2] and store.grades("other") == []
         with pytest.raises(ValueError, match="attempt"):
             store.add_grade(None, {**row, "attempt": 3})
 
@@ -488,7 +490,7 @@ def test_the_map_is_the_pools_where_there_is_one(monkeypatch: pytest.MonkeyPatch
             return ((item, grade.Outcome(value=fn(item))) for item in items)
 
     fake = types.SimpleNamespace(Pool=Pool, INLINE=scale.INLINE, dask_installed=lambda: True)
-    monkeypatch.setattr(grade, "scale", fake)
+    monkeypatch.setattr(grade.grading, "scale", fake)
     with grade.pooled("tcp://host:8786") as pool:
         assert list(pool.map(lambda x: 2 * x, [1, 2])) == [(1, grade.Outcome(2)), (2, grade.Outcome(4))]
     assert opened == ["tcp://host:8786", "closed"]
@@ -589,7 +591,7 @@ def test_a_stages_reason_is_scrubbed_before_it_is_kept(tmp_path: Path, monkeypat
     def leaks(*args) -> None:
         raise GemmlabError(f"the seed is {task.hidden_rule.seed} and the task is {task.path}", "")
 
-    monkeypatch.setattr(grade, "compile_stage", leaks)
+    monkeypatch.setattr(grade.stages, "compile_stage", leaks)
     verdict = grade.staged(submission, task)
     assert verdict.stage == "compile" and "8675309" not in verdict.reason and str(task.path) not in verdict.reason
 
@@ -657,10 +659,10 @@ def test_the_adversarial_classs_compile_attacks_are_refused_without_a_gpu(name: 
         import tomllib
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
-    from gemmlab.kernels import user
+    from gemmlab.kernels import catalogue
 
     expected = tomllib.loads((ADVERSARIAL_CLASS / "expect.toml").read_text())[name]
     with pytest.raises((CompileError, grade.StageFailed)) as caught:
-        grade.confined(user.resolve(str(ADVERSARIAL_CLASS / "class" / name / "matmul.toml")))
+        grade.confined(catalogue.get(str(ADVERSARIAL_CLASS / "class" / name / "matmul.toml")))
     assert all(w in str(caught.value) for w in expected["words"]), str(caught.value)
     assert "5551212" not in str(caught.value)

@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 from gemmlab.report.leaderboard import page_link, write_leaderboard
+from gemmlab.results.records import Grade
 from gemmlab.studies.grade import FAIL, GRADED
 
 OCCUPANCY = {"block": [16, 16, 1], "threads_per_block": 256, "regs_per_thread": 40, "smem_requested": 2048,
              "active_blocks": 6, "active_warps": 48, "occupancy": 0.75, "limiting_factors": ["registers"]}  # fmt: skip
 
 
-def grades() -> list[dict]:
-    return [
+def grades() -> list[Grade]:
+    rows = [
         {"submission": "ann", "attempt": 1, "stage": GRADED, "reason": None, "share_geomean": 0.41, "grade": "B",
          "path": "/c/ann/matmul.toml", "wall_s": 12.25, "occupancy": json.dumps(OCCUPANCY),
          "created": "2026-11-24T00:00:00Z"},
@@ -25,6 +26,7 @@ def grades() -> list[dict]:
          "share_geomean": None, "grade": FAIL, "path": "/c/bob/matmul.toml", "wall_s": 1.5, "occupancy": None,
          "created": "2026-11-24T00:01:00Z"},
     ]  # fmt: skip
+    return [Grade(task="t", source_hash="h", **row) for row in rows]
 
 
 def result(m: int, n: int, k: int, ms: float, base_ms: float, source: str = "/c/ann/matmul.toml") -> dict:
@@ -91,8 +93,8 @@ def test_shares_whose_intervals_overlap_are_marked_within_noise() -> None:
 def test_a_submissions_page_lists_the_kernels_its_timed_calls_ran() -> None:
     from gemmlab.report.leaderboard import submission_page
 
-    row = {"submission": "ann", "attempt": 1, "grade": "A", "share_geomean": 0.9, "stage": "graded", "reason": None,
-           "wall_s": 3.0, "path": "ann/matmul.py", "occupancy": None, "profile": None, "created": "now"}  # fmt: skip
+    row = Grade(task="t", submission="ann", attempt=1, source_hash="h", grade="A", share_geomean=0.9, stage="graded",
+                wall_s=3.0, path="ann/matmul.py", created="now")  # fmt: skip
     results = [{"m": 64, "n": 64, "k": 64, "kernel": "ann/matmul", "kernels_seen": ["my_gemm", "my_epilogue"],
                 "median_ms": 1.0, "gflops": 1.0, "ratio_to_baseline": 0.9, "error": 0.0, "block_edge": 0,
                 "dtype": "float32", "metric": "gflops"}]  # fmt: skip

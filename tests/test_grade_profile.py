@@ -15,10 +15,11 @@ import pytest
 from conftest import database_at
 from gemmlab.core.errors import VerificationError
 from gemmlab.core.shapes import Shape
-from gemmlab.measure import profile as ncu
-from gemmlab.measure.profile import ProfileResult
+from gemmlab.measure import ncu
+from gemmlab.measure.ncu.metrics import ProfileResult
 from gemmlab.measure.watchdog import KernelStopped
 from gemmlab.report.leaderboard import bound_by, page_link, profile_html, write_leaderboard
+from gemmlab.results.records import Grade
 from gemmlab.results.store import SCHEMA_VERSION, Store
 from gemmlab.studies import grade
 from gemmlab.studies.grade import FAIL, GRADED, PROFILE_FIGURES
@@ -70,7 +71,7 @@ def test_without_ncu_the_profile_says_why_and_names_the_fix(tmp_path: Path, monk
     """The real stage and the real profiler, with ncu nowhere to be found: the
     submission keeps a record of where it would have been profiled and why not."""
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr(ncu, "NCU_SEARCH_GLOBS", ())
+    monkeypatch.setattr(ncu.command, "NCU_SEARCH_GLOBS", ())
     sub, task = one_submission(tmp_path)
     worker = InlineWorker()
     record = grade.profile_stage(sub, task, worker)
@@ -92,7 +93,7 @@ def test_a_profile_keeps_the_figures_the_page_shows(tmp_path: Path, monkeypatch:
         return ProfileResult("naive_define/matmul", shape.m, shape.n, shape.k, 32, dtype, (8, 8, 1), (32, 32, 1),
                              figures, device="Test GPU")  # fmt: skip
 
-    monkeypatch.setattr(ncu, "profile_point", fake_profile_point)
+    monkeypatch.setattr(ncu.command, "profile_point", fake_profile_point)
     sub, task = one_submission(tmp_path)
     record = grade.profile_stage(sub, task, InlineWorker())
     # The timed point: the kernel's own block edge (None: its default), the task's first dtype.
@@ -118,7 +119,7 @@ class FakeProfiles:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.profiled: list[str] = []
-        monkeypatch.setattr(grade, "profile_stage", self)
+        monkeypatch.setattr(grade.stages, "profile_stage", self)
 
     def __call__(self, submission: grade.Submission, task: grade.Task, worker: Any) -> dict:
         self.profiled.append(submission.name)
@@ -136,12 +137,12 @@ def test_only_timed_submissions_are_profiled_and_stored(tmp_path: Path, monkeypa
     with Store.open(db) as store:
         plain = grade.grade(subs[2:], task, store)  # cy, without --profile
         summary = grade.grade(subs[:2], task, store, profile=True)
-        rows = {r["submission"]: r for r in store.grades("t")}
+        rows = {r.submission: r for r in store.grades("t")}
     assert profiles.profiled == ["ann"] and plain.graded[0].profile is None
     verdicts = {v.submission: v for v in summary.graded}
     assert verdicts["ann"].stage == GRADED and verdicts["ann"].grade == "A"  # a profile never changes a grade
-    assert json.loads(rows["ann"]["profile"]) == {**PROFILED, "kernel": "ann/matmul"}
-    assert rows["bob"]["profile"] is None and rows["bob"]["grade"] == FAIL and rows["cy"]["profile"] is None
+    assert json.loads(rows["ann"].profile) == {**PROFILED, "kernel": "ann/matmul"}
+    assert rows["bob"].profile is None and rows["bob"].grade == FAIL and rows["cy"].profile is None
     with Store.open(db) as store:  # a second run resumes: nothing is graded or profiled again
         again = grade.grade(subs, task, store, profile=True)
     assert len(again.skipped) == 3 and profiles.profiled == ["ann"]
@@ -156,15 +157,15 @@ def test_a_v11_file_gains_the_profile_column_and_keeps_its_grades(tmp_path: Path
     conn.close()
     with Store.open(path, readonly=True) as store:  # read as it is
         (old,) = store.grades("t")
-        assert store.schema_version == 11 and "profile" not in old
+        assert store.schema_version == 11 and old.profile is None and old.wall_s == 3.5
     with Store.open(path) as store:
         assert store.schema_version == SCHEMA_VERSION == 14 and store.integrity_check() == "ok"
         (old,) = store.grades("t")
-        assert old["profile"] is None and old["wall_s"] == 3.5
+        assert old.profile is None and old.wall_s == 3.5
         row = {"task": "t", "submission": "ann", "source_hash": "h2", "path": "p", "stage": GRADED, "reason": None,
                "share_geomean": 0.5, "grade": "A", "profile": json.dumps(PROFILED)}  # fmt: skip
         assert store.add_grade(None, row) == 2
-        assert json.loads(store.grades("t")[-1]["profile"])["figures"] == FIGURES
+        assert json.loads(store.grades("t")[-1].profile)["figures"] == FIGURES
 
 
 # -- the command line ----------------------------------------------------------------
@@ -176,9 +177,9 @@ def test_cli_profile_option_without_ncu_warns_and_grades(
     from gemmlab.cli import run_cli
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr(ncu, "NCU_SEARCH_GLOBS", ())
+    monkeypatch.setattr(ncu.command, "NCU_SEARCH_GLOBS", ())
     # The real profile stage, run in this process: a worker's child would not see the patched search folders.
-    monkeypatch.setattr(grade.watchdog, "Worker", InlineWorkerContext)
+    monkeypatch.setattr(grade.stages.watchdog, "Worker", InlineWorkerContext)
     folder = cli_class(monkeypatch, tmp_path, "bob")
     shutil.copytree(EXAMPLES / "naive_define", folder / "ann")  # a declaration the profiler can read
     out = tmp_path / "lb"
@@ -219,11 +220,11 @@ def test_the_grade_command_lists_the_option() -> None:
 # -- the page ---------------------------------------------------------------------------
 
 
-def graded_row(profile: dict | None, stage: str = GRADED) -> dict:
-    return {"submission": "ann", "attempt": 1, "stage": stage, "reason": None if stage == GRADED else "verify: x",
-            "share_geomean": 0.4 if stage == GRADED else None, "grade": "B" if stage == GRADED else FAIL,
-            "path": "/c/ann/matmul.toml", "wall_s": 9.0, "occupancy": None,
-            "profile": json.dumps(profile) if profile else None, "created": "2026-11-24T00:00:00Z"}  # fmt: skip
+def graded_row(profile: dict | None, stage: str = GRADED) -> Grade:
+    return Grade(task="t", submission="ann", attempt=1, source_hash="h", stage=stage,
+                 reason=None if stage == GRADED else "verify: x", share_geomean=0.4 if stage == GRADED else None,
+                 grade="B" if stage == GRADED else FAIL, path="/c/ann/matmul.toml", wall_s=9.0,
+                 profile=json.dumps(profile) if profile else None, created="2026-11-24T00:00:00Z")  # fmt: skip
 
 
 def test_a_page_shows_the_profile_as_a_table(tmp_path: Path) -> None:

@@ -21,11 +21,13 @@ from gemmlab.core.errors import DeclarationError
 from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing
 from gemmlab.kernels import catalogue, user
+from gemmlab.kernels.declaration.expressions import expression
 from gemmlab.kernels.spec import kernel_source
 from gemmlab.measure.run import RunResult
 from gemmlab.results.store import Store
 from gemmlab.studies import tune
-from gemmlab.studies.sweep import plan, sweep, variant_spec
+from gemmlab.studies.points import plan, variant_spec
+from gemmlab.studies.sweep import sweep
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 runner = CliRunner()
@@ -117,7 +119,7 @@ def student(tmp_path: Path) -> Path:
 
 
 def test_a_blockdim_kernel_declares_its_block_size_and_compiles_at_each(student: Path) -> None:
-    spec = user.resolve(str(student.with_suffix(".cu")))
+    spec = catalogue.get(str(student.with_suffix(".cu")))
     (bs,) = spec.parameters
     assert (bs.name, bs.kind, bs.values) == ("BS", "launch", (8, 16, 32))
     assert spec.block_edges == (8, 16, 32) and spec.default_block_edge() == 8
@@ -167,7 +169,7 @@ def test_a_launch_only_parameter_besides_the_edge_is_stored_in_the_configuration
     stores it (measure_point runs variant_spec's entry, whose config it stores)."""
     declaration = STUDENT_DECLARATION.replace('edge = "BS"\n', "")
     path = written(tmp_path, "student_param", STUDENT, declaration)
-    spec = user.resolve(str(path))
+    spec = catalogue.get(str(path))
     assert spec.block_edges == () and spec.config == {"BS": 8}
     points, refused = plan([str(path)], [Shape.square(64)], params={"BS": [16, 32]})
     assert [dict(p.config) for p in points] == [{"BS": 16}, {"BS": 32}] and not refused
@@ -219,11 +221,11 @@ def test_a_name_the_file_holds_a_value_under_is_refused(tmp_path: Path) -> None:
 
 def test_the_declared_first_edge_is_the_default_and_the_catalogue_keeps_its_own(student: Path) -> None:
     for example in ("naive_define", "tiled_template"):
-        spec = user.resolve(str(EXAMPLES / example / "matmul.toml"))
+        spec = catalogue.get(str(EXAMPLES / example / "matmul.toml"))
         assert spec.block_edges == (16, 8, 32) and spec.default_block_edge() == 16
         assert catalogue.point(spec.id, Shape.square(64), spec=spec).block_edge == 16
         assert user.all_values(spec) == {"TILE": 16}
-    spec = user.resolve(str(student))
+    spec = catalogue.get(str(student))
     assert catalogue.point(spec.id, Shape(40, 24, 8), spec=spec).block == (8, 8, 1)
     # The catalogue lists the edges its documents measured in ascending order and runs the largest by default.
     for kernel in ("naive", "tiled"):
@@ -242,21 +244,21 @@ def _listed_operators(fix: str) -> tuple[list[str], list[str]]:
 
 def test_the_accepts_hint_lists_every_operator_the_evaluator_takes() -> None:
     with pytest.raises(DeclarationError) as caught:
-        user.expression("n % 16 = 0", "here, accepts[0]", ("n",), condition=True)
+        expression("n % 16 = 0", "here, accepts[0]", ("n",), condition=True)
     assert "`==` to compare, not `=`" in caught.value.fix
     arithmetic, comparisons = _listed_operators(caught.value.fix)
     assert "==" in comparisons and len(comparisons) == 6 and len(arithmetic) == 5
     for n, op in itertools.product((2, 3, 4), comparisons):
-        condition = user.expression(f"n {op} 3", "here", ("n",), condition=True)
+        condition = expression(f"n {op} 3", "here", ("n",), condition=True)
         assert bool(condition({"n": n})) == eval(f"{n} {op} 3"), (n, op)  # two literals and an operator
     for n, op in itertools.product((7, 9), arithmetic):
-        value = user.expression(f"n {op} 3", "here", ("n",))
+        value = expression(f"n {op} 3", "here", ("n",))
         assert value({"n": n}) == eval(f"{n} {op} 3"), (n, op)
     assert caught.value.fix.endswith("), and, or, not.")
-    assert user.expression("n > 1 and not n == 3 or n == 8", "here", ("n",), condition=True)({"n": 8})
+    assert expression("n > 1 and not n == 3 or n == 8", "here", ("n",), condition=True)({"n": 8})
     # The message a refused node gets lists the same operators.
     with pytest.raises(DeclarationError) as refused:
-        user.expression("n is 3", "here", ("n",), condition=True)
+        expression("n is 3", "here", ("n",), condition=True)
     assert _listed_operators(refused.value.fix) == (arithmetic, comparisons)
     assert "a comparison other than == != < <= > >=" in refused.value.cause
 
@@ -271,7 +273,7 @@ def test_the_accepts_hint_lists_every_operator_the_evaluator_takes() -> None:
 )
 def test_c_spellings_in_a_condition_are_named(text: str, hint: str) -> None:
     with pytest.raises(DeclarationError) as caught:
-        user.expression(text, "here", ("n",), condition=True)
+        expression(text, "here", ("n",), condition=True)
     assert hint in caught.value.fix and "`==`" not in caught.value.fix
 
 
@@ -327,6 +329,6 @@ def test_sweep_blocks_zero_names_the_zero_and_the_kernels_edges(student: Path) -
 
 
 def test_a_block_edge_below_one_is_not_told_to_be_smaller(student: Path) -> None:
-    spec = user.resolve(str(student))
+    spec = catalogue.get(str(student))
     (problem,) = spec.violations(Shape.square(64), 0, "float32")
     assert "it is at least 1" in problem and "most a block" not in problem

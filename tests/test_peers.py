@@ -287,14 +287,14 @@ def test_a_peer_backend_records_the_configuration_it_chose() -> None:
 def test_profiling_a_peer_rung_names_its_kernel_and_skips_the_tuning_launches(monkeypatch: pytest.MonkeyPatch) -> None:
     from gemmlab.backends import peers
     from gemmlab.backends.peers import TUNE_LAUNCHES
-    from gemmlab.measure import profile
+    from gemmlab.measure import ncu
 
     monkeypatch.setattr(peers, "import_rung", lambda spec: importlib.import_module(spec.module))
     point = catalogue.point("triton_tc_blocked", catalogue.Shape.square(512), None, "bfloat16")
-    assert profile.mangled_name(point) == "blocked_gemm"
+    assert ncu.command.mangled_name(point) == "blocked_gemm"
     configs = len(importlib.import_module(point.spec.module).configs(2))  # type: ignore[attr-defined]
-    skip = configs * (1 + TUNE_LAUNCHES) + profile.PROFILED_LAUNCH
-    command = profile.ncu_command("ncu", "blocked_gemm", point, skip=profile.launches_to_skip(point))
+    skip = configs * (1 + TUNE_LAUNCHES) + ncu.command.PROFILED_LAUNCH
+    command = ncu.command.ncu_command("ncu", "blocked_gemm", point, skip=ncu.command.launches_to_skip(point))
     assert command[command.index("--launch-skip") + 1] == str(skip)
     assert command[command.index("--kernel-name") + 1] == "blocked_gemm"
 
@@ -303,7 +303,7 @@ def test_profiling_a_peer_rung_names_its_kernel_and_skips_the_tuning_launches(mo
 def test_a_peer_rung_is_profiled_with_the_tensor_core_counters(kernel: str, dtype: str) -> None:
     """Its compiler chooses the instructions, so nothing in the spec claims
     wgmma: the counters are collected as for a user's kernel."""
-    from gemmlab.measure.profile import TENSOR_8BIT, TENSOR_OPS, metrics_for
+    from gemmlab.measure.ncu.metrics import TENSOR_8BIT, TENSOR_OPS, metrics_for
 
     wanted = set(TENSOR_OPS) | (set(TENSOR_8BIT) if dtype == "e4m3" else set())
     assert wanted <= set(metrics_for(catalogue.point(kernel, catalogue.Shape.square(512), None, dtype)))

@@ -19,6 +19,7 @@ import dataclasses
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from gemmlab.core.errors import ProfilerError, VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import Point
-from gemmlab.measure import profile
+from gemmlab.measure import ncu
 from gemmlab.measure.roofline import attainable_gflops, point_coordinates, ridge_point, roofline_plot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
@@ -44,18 +45,21 @@ NAIVE_MANGLED = "_Z5naiveIfLi16EEvPKT_S2_PS0_iii"
 # What ncu has been asked for since before the registry of figures, in this order:
 # the union of the registry's counters must stay this list.
 CUDA_CORE_COUNTERS = (
-    profile.TIME, profile.INST_EXECUTED, profile.FADD, profile.FMUL, profile.FFMA, profile.INTEGER,
-    profile.GLOBAL_LD_REQUESTS, profile.GLOBAL_ST_REQUESTS, profile.GLOBAL_LD_SECTORS, profile.GLOBAL_ST_SECTORS,
-    profile.DRAM_READ, profile.DRAM_WRITE,
-    profile.ACHIEVED_OCCUPANCY, profile.THEORETICAL_OCCUPANCY,
-    profile.LIMIT_BLOCKS, profile.LIMIT_REGISTERS, profile.LIMIT_SHARED_MEM, profile.LIMIT_WARPS,
-    profile.REGISTERS, profile.SMEM_STATIC, profile.SMEM_DYNAMIC,
-    profile.SM_THROUGHPUT, profile.DRAM_THROUGHPUT,
-    profile.SHARED_LD_REQUESTS, profile.SHARED_ST_REQUESTS, profile.SHARED_LD_WAVEFRONTS, profile.SHARED_ST_WAVEFRONTS,
-    profile.BANK_CONFLICTS_LD, profile.BANK_CONFLICTS_ST,
+    ncu.metrics.TIME, ncu.metrics.INST_EXECUTED,
+    ncu.metrics.FADD, ncu.metrics.FMUL, ncu.metrics.FFMA, ncu.metrics.INTEGER,
+    ncu.metrics.GLOBAL_LD_REQUESTS, ncu.metrics.GLOBAL_ST_REQUESTS,
+    ncu.metrics.GLOBAL_LD_SECTORS, ncu.metrics.GLOBAL_ST_SECTORS,
+    ncu.metrics.DRAM_READ, ncu.metrics.DRAM_WRITE,
+    ncu.metrics.ACHIEVED_OCCUPANCY, ncu.metrics.THEORETICAL_OCCUPANCY,
+    ncu.metrics.LIMIT_BLOCKS, ncu.metrics.LIMIT_REGISTERS, ncu.metrics.LIMIT_SHARED_MEM, ncu.metrics.LIMIT_WARPS,
+    ncu.metrics.REGISTERS, ncu.metrics.SMEM_STATIC, ncu.metrics.SMEM_DYNAMIC,
+    ncu.metrics.SM_THROUGHPUT, ncu.metrics.DRAM_THROUGHPUT,
+    ncu.metrics.SHARED_LD_REQUESTS, ncu.metrics.SHARED_ST_REQUESTS,
+    ncu.metrics.SHARED_LD_WAVEFRONTS, ncu.metrics.SHARED_ST_WAVEFRONTS,
+    ncu.metrics.BANK_CONFLICTS_LD, ncu.metrics.BANK_CONFLICTS_ST,
 )  # fmt: skip
 # Only for a kernel that uses the tensor cores.
-TENSOR_COUNTERS = (profile.TENSOR_BF16, profile.TENSOR_FP16, profile.TENSOR_TF32, profile.TENSOR_PIPE)
+TENSOR_COUNTERS = (ncu.metrics.TENSOR_BF16, ncu.metrics.TENSOR_FP16, ncu.metrics.TENSOR_TF32, ncu.metrics.TENSOR_PIPE)
 
 
 # --- what the kernels' structure says the counters must be ----------------------
@@ -99,35 +103,39 @@ def test_structural_cgma_tends_to_warp_size_times_the_document_cgma() -> None:
 
 
 def test_flops_count_an_fma_as_two() -> None:
-    assert profile.flops_executed(10, 20, 30) == 90
+    assert ncu.metrics.flops_executed(10, 20, 30) == 90
 
 
 def test_tensor_flops_sum_the_input_types_and_refuse_a_partial_sum() -> None:
-    metrics: dict[str, float | None] = {profile.TENSOR_BF16: 10, profile.TENSOR_FP16: 20, profile.TENSOR_TF32: 30}
-    assert profile.tensor_flops(metrics) == 60
-    assert profile.tensor_flops({**metrics, profile.TENSOR_TF32: None}) is None
-    assert profile.tensor_flops({}) is None
+    metrics: dict[str, float | None] = {
+        ncu.metrics.TENSOR_BF16: 10,
+        ncu.metrics.TENSOR_FP16: 20,
+        ncu.metrics.TENSOR_TF32: 30,
+    }
+    assert ncu.metrics.tensor_flops(metrics) == 60
+    assert ncu.metrics.tensor_flops({**metrics, ncu.metrics.TENSOR_TF32: None}) is None
+    assert ncu.metrics.tensor_flops({}) is None
 
 
 def test_gips_is_warp_instructions_per_nanosecond() -> None:
-    assert profile.gips(2_000_000, 1_000_000) == pytest.approx(2.0)  # 2e6 inst in 1 ms = 2 GIPS
+    assert ncu.metrics.gips(2_000_000, 1_000_000) == pytest.approx(2.0)  # 2e6 inst in 1 ms = 2 GIPS
 
 
 def test_cgma_counts_loads_and_stores() -> None:
-    assert profile.cgma(640, 9, 1) == 64
-    assert profile.cgma(640, 0, 0) is None
+    assert ncu.metrics.cgma(640, 9, 1) == 64
+    assert ncu.metrics.cgma(640, 0, 0) is None
 
 
 def test_ratio_and_intensity_refuse_a_zero_denominator() -> None:
-    assert profile.ratio(1, 0) is None
-    assert profile.ratio(None, 2) is None
-    assert profile.arithmetic_intensity(100, 50) == 2
+    assert ncu.metrics.ratio(1, 0) is None
+    assert ncu.metrics.ratio(None, 2) is None
+    assert ncu.metrics.arithmetic_intensity(100, 50) == 2
 
 
 def test_limiting_factors_name_every_tied_minimum() -> None:
     limits = {"registers": 8, "shared memory": 32, "warps": 8, "blocks": 32}
-    assert profile.limiting_factors(limits) == ["registers", "warps"]
-    assert profile.limiting_factors({"registers": None}) == []
+    assert ncu.metrics.limiting_factors(limits) == ["registers", "warps"]
+    assert ncu.metrics.limiting_factors({"registers": None}) == []
 
 
 @pytest.mark.parametrize(
@@ -135,16 +143,16 @@ def test_limiting_factors_name_every_tied_minimum() -> None:
     [("1,234,567", 1234567.0), ("12.5", 12.5), ("0", 0.0), ("n/a", None), ("", None), (" 2,048 ", 2048.0)],
 )
 def test_parse_number(text: str, value: float | None) -> None:
-    assert profile.parse_number(text) == value
+    assert ncu.parse.parse_number(text) == value
 
 
 def test_unit_factor_brings_values_to_base_units() -> None:
-    assert profile.unit_factor("nsecond") == 1
-    assert profile.unit_factor("usecond") == 1e3
-    assert profile.unit_factor("msecond") == 1e6
-    assert profile.unit_factor("Mbyte") == 1e6
-    assert profile.unit_factor("byte") == 1
-    assert profile.unit_factor("%") == 1
+    assert ncu.parse.unit_factor("nsecond") == 1
+    assert ncu.parse.unit_factor("usecond") == 1e3
+    assert ncu.parse.unit_factor("msecond") == 1e6
+    assert ncu.parse.unit_factor("Mbyte") == 1e6
+    assert ncu.parse.unit_factor("byte") == 1
+    assert ncu.parse.unit_factor("%") == 1
 
 
 # --- the raw CSV page --------------------------------------------------------------
@@ -155,14 +163,14 @@ def test_synthetic_fixture_is_marked_as_such() -> None:
 
 
 def test_parse_skips_prof_lines_program_output_and_the_units_row() -> None:
-    page = profile.parse_raw_csv(SYNTHETIC.read_text())
+    page = ncu.parse.parse_raw_csv(SYNTHETIC.read_text())
     assert len(page.launches) == 1
-    assert page.units[profile.TIME] == "nsecond"
+    assert page.units[ncu.metrics.TIME] == "nsecond"
     metrics = page.metrics()
-    assert set(profile.metrics_for(naive_point())) <= set(metrics)
-    assert metrics[profile.TIME] == 41216
-    assert metrics[profile.FFMA] == 256**3
-    assert metrics[profile.GLOBAL_LD_REQUESTS] == 1_048_576
+    assert set(ncu.metrics.metrics_for(naive_point())) <= set(metrics)
+    assert metrics[ncu.metrics.TIME] == 41216
+    assert metrics[ncu.metrics.FFMA] == 256**3
+    assert metrics[ncu.metrics.GLOBAL_LD_REQUESTS] == 1_048_576
 
 
 def test_parse_converts_scaled_units() -> None:
@@ -171,13 +179,13 @@ def test_parse_converts_scaled_units() -> None:
         '"","","usecond","Kbyte"\n'
         '"0","k","41.5","1,024"\n'
     )
-    metrics = profile.parse_raw_csv(text).metrics()
-    assert metrics[profile.TIME] == pytest.approx(41_500)
-    assert metrics[profile.DRAM_READ] == pytest.approx(1_024_000)
+    metrics = ncu.parse.parse_raw_csv(text).metrics()
+    assert metrics[ncu.metrics.TIME] == pytest.approx(41_500)
+    assert metrics[ncu.metrics.DRAM_READ] == pytest.approx(1_024_000)
 
 
 def test_parse_without_a_page_finds_no_launch() -> None:
-    assert profile.parse_raw_csv("==PROF== Disconnected\n").launches == []
+    assert ncu.parse.parse_raw_csv("==PROF== Disconnected\n").launches == []
 
 
 def naive_point() -> Point:
@@ -185,7 +193,7 @@ def naive_point() -> Point:
 
 
 def test_result_from_the_synthetic_capture() -> None:
-    r = profile.result_from_output(naive_point(), SYNTHETIC.read_text(), ["ncu"])
+    r = ncu.parse.result_from_output(naive_point(), SYNTHETIC.read_text(), ["ncu"])
     assert r.flops_measured == 2 * 256**3 == r.flops_model
     assert r.flops_ratio == 1
     assert r.time_ms == pytest.approx(0.041216)
@@ -207,15 +215,15 @@ def test_result_from_the_synthetic_capture() -> None:
 
 def test_the_result_fills_the_store_columns() -> None:
     store = pytest.importorskip("gemmlab.results.store")
-    d = profile.result_from_output(naive_point(), SYNTHETIC.read_text()).to_dict()
+    d = ncu.parse.result_from_output(naive_point(), SYNTHETIC.read_text()).to_dict()
     assert set(store.PROFILE_FIELDS) <= set(d)
 
 
 def test_int32_kernels_count_integer_instructions() -> None:
     point = catalogue.point("naive_i32", Shape.square(CAPTURE_N), 16)
-    metrics = profile.parse_raw_csv(SYNTHETIC.read_text()).metrics()
-    r = profile.result_from_metrics(point, metrics)
-    assert r.flops_measured == metrics[profile.INTEGER]
+    metrics = ncu.parse.parse_raw_csv(SYNTHETIC.read_text()).metrics()
+    r = ncu.metrics.result_from_metrics(point, metrics)
+    assert r.flops_measured == metrics[ncu.metrics.INTEGER]
     assert "integer" in r.ops_counter
 
 
@@ -226,16 +234,16 @@ def tc_mma_point(n: int = CAPTURE_N) -> Point:
 def tensor_metrics(tensor_ops: float, cuda_core_flops: int = 1_000) -> dict[str, float | None]:
     """The synthetic page's counters as a bf16 tensor-core launch would show them: the
     products on the tensor path, a few FMULs on the CUDA cores, the pipe 40% busy."""
-    metrics = profile.parse_raw_csv(SYNTHETIC.read_text()).metrics()
-    metrics.update({profile.FADD: 0, profile.FMUL: cuda_core_flops, profile.FFMA: 0})
-    metrics.update({profile.TENSOR_BF16: tensor_ops, profile.TENSOR_FP16: 0, profile.TENSOR_TF32: 0})
-    metrics[profile.TENSOR_PIPE] = 40.0
+    metrics = ncu.parse.parse_raw_csv(SYNTHETIC.read_text()).metrics()
+    metrics.update({ncu.metrics.FADD: 0, ncu.metrics.FMUL: cuda_core_flops, ncu.metrics.FFMA: 0})
+    metrics.update({ncu.metrics.TENSOR_BF16: tensor_ops, ncu.metrics.TENSOR_FP16: 0, ncu.metrics.TENSOR_TF32: 0})
+    metrics[ncu.metrics.TENSOR_PIPE] = 40.0
     return metrics
 
 
 def test_flops_executed_add_the_tensor_cores_operations() -> None:
     model = 2 * CAPTURE_N**3
-    r = profile.result_from_metrics(tc_mma_point(), tensor_metrics(model))
+    r = ncu.metrics.result_from_metrics(tc_mma_point(), tensor_metrics(model))
     assert r.tensor_flops == model
     assert r.flops_measured == model + 1_000
     assert r.flops_ratio == pytest.approx((model + 1_000) / model)
@@ -248,26 +256,26 @@ def test_flops_executed_add_the_tensor_cores_operations() -> None:
 
 def test_a_tensor_core_kernel_without_tensor_values_says_what_its_total_lacks() -> None:
     metrics = tensor_metrics(2 * CAPTURE_N**3)
-    metrics[profile.TENSOR_FP16] = None  # ncu printed n/a: a sum of the other two would pass for the whole
-    r = profile.result_from_metrics(tc_mma_point(), metrics)
+    metrics[ncu.metrics.TENSOR_FP16] = None  # ncu printed n/a: a sum of the other two would pass for the whole
+    r = ncu.metrics.result_from_metrics(tc_mma_point(), metrics)
     assert r.tensor_flops is None
     assert r.flops_measured == 1_000
     assert "the tensor-core products are not in it" in r.ops_counter
 
 
 def test_cuda_core_kernels_neither_ask_for_nor_report_tensor_counters() -> None:
-    assert profile.metrics_for(naive_point()) == CUDA_CORE_COUNTERS
-    assert profile.metrics_for(tc_mma_point()) == CUDA_CORE_COUNTERS + TENSOR_COUNTERS
-    r = profile.result_from_output(naive_point(), SYNTHETIC.read_text())
+    assert ncu.metrics.metrics_for(naive_point()) == CUDA_CORE_COUNTERS
+    assert ncu.metrics.metrics_for(tc_mma_point()) == CUDA_CORE_COUNTERS + TENSOR_COUNTERS
+    r = ncu.parse.result_from_output(naive_point(), SYNTHETIC.read_text())
     assert r.tensor_flops is None and r.tensor_pipe_pct is None
     assert "tensor" not in r.ops_counter
 
 
 def test_a_missing_counter_is_named() -> None:
-    metrics = profile.parse_raw_csv(SYNTHETIC.read_text()).metrics()
-    metrics[profile.FFMA] = None
+    metrics = ncu.parse.parse_raw_csv(SYNTHETIC.read_text()).metrics()
+    metrics[ncu.metrics.FFMA] = None
     with pytest.raises(ProfilerError, match="ffma"):
-        profile.result_from_metrics(naive_point(), metrics)
+        ncu.metrics.result_from_metrics(naive_point(), metrics)
 
 
 # --- real captures (activate when tests/fixtures/ncu/h200_*.csv exist) ------------
@@ -283,7 +291,7 @@ def _capture_point(path: Path) -> Point:
 @pytest.mark.parametrize("path", H200_CAPTURES, ids=[p.stem for p in H200_CAPTURES])
 def test_real_capture_matches_the_kernel_structure(path: Path) -> None:
     point = _capture_point(path)
-    r = profile.result_from_output(point, path.read_text())
+    r = ncu.parse.result_from_output(point, path.read_text())
     loads, stores = expected_requests(point.spec.id, CAPTURE_N, point.block_edge)
     assert r.global_ld_requests == pytest.approx(loads, rel=0.02)
     assert r.global_st_requests == pytest.approx(stores, rel=0.02)
@@ -299,7 +307,11 @@ def test_real_capture_matches_the_kernel_structure(path: Path) -> None:
 
 # The tensor-core capture: each "=== end KERNEL DTYPE" line closes one launch's page.
 TENSOR_LAUNCHES = re.findall(r"(.*?)^=== end (\S+) (\S+)$", TENSOR_CAPTURE.read_text(), re.MULTILINE | re.DOTALL)
-TENSOR_TYPES = {"bfloat16": profile.TENSOR_BF16, "float16": profile.TENSOR_FP16, "tf32": profile.TENSOR_TF32}
+TENSOR_TYPES = {
+    "bfloat16": ncu.metrics.TENSOR_BF16,
+    "float16": ncu.metrics.TENSOR_FP16,
+    "tf32": ncu.metrics.TENSOR_TF32,
+}
 
 
 def test_the_tensor_capture_holds_five_launches_and_every_tensor_counter() -> None:
@@ -308,17 +320,17 @@ def test_the_tensor_capture_holds_five_launches_and_every_tensor_counter() -> No
         ("tc_mma", "bfloat16"), ("tc_wmma", "tf32"),
     ]  # fmt: skip
     # The names gemmlab asks for exist on gh100 (the page names each counter with its suffix).
-    columns = {name.split(".")[0] for name in profile.parse_raw_csv(TENSOR_LAUNCHES[0][0]).launches[0]}
+    columns = {name.split(".")[0] for name in ncu.parse.parse_raw_csv(TENSOR_LAUNCHES[0][0]).launches[0]}
     assert {name.split(".")[0] for name in TENSOR_COUNTERS} <= columns
 
 
 @pytest.mark.parametrize(("page", "kernel", "dtype"), TENSOR_LAUNCHES, ids=[f"{k}-{d}" for _, k, d in TENSOR_LAUNCHES])
 def test_real_tensor_capture_counts_two_flops_per_multiply_add(page: str, kernel: str, dtype: str) -> None:
     """HMMA (tc_mma, tc_wmma) and HGMMA (tc_cluster) alike: 2 * 2048^3, all in the launch's input type."""
-    launch = profile.parse_raw_csv(page)
+    launch = ncu.parse.parse_raw_csv(page)
     assert len(launch.launches) == 1 and f"{kernel}<" in launch.launches[0]["Kernel Name"]
     metrics = launch.metrics()
-    assert profile.tensor_flops(metrics) == metrics[TENSOR_TYPES[dtype]] == 2 * 2048**3
+    assert ncu.metrics.tensor_flops(metrics) == metrics[TENSOR_TYPES[dtype]] == 2 * 2048**3
     assert metrics["sm__pipe_tensor_cycles_active.sum"] > 0
 
 
@@ -344,37 +356,39 @@ https://developer.nvidia.com/ERR_NVGPUCTRPERM
     ],
 )
 def test_ncu_failures_become_profiler_errors(output: str, needle: str) -> None:
-    error = profile.ncu_failure(output, 1)
+    error = ncu.parse.ncu_failure(output, 1)
     assert isinstance(error, ProfilerError)
     assert needle in str(error)
 
 
 def test_a_missing_tensor_counter_says_the_other_kernels_still_profile() -> None:
-    error = profile.ncu_failure(f"==ERROR== Failed to find metric {profile.TENSOR_TF32}\n", 1)
+    error = ncu.parse.ncu_failure(f"==ERROR== Failed to find metric {ncu.metrics.TENSOR_TF32}\n", 1)
     assert isinstance(error, ProfilerError)
     text = str(error)
-    assert profile.TENSOR_TF32 in text and "tensor cores" in text
+    assert ncu.metrics.TENSOR_TF32 in text and "tensor cores" in text
     assert "kernels without tensor cores still profile" in text and "ncu --query-metrics" in text
 
 
 @pytest.mark.parametrize("output", [PERMISSION_DENIED, "==ERROR== Profiling is not supported on this device\n"])
 def test_counter_failures_say_what_still_works(output: str) -> None:
-    text = str(profile.ncu_failure(output, 1))
+    text = str(ncu.parse.ncu_failure(output, 1))
     for command in ("gemmlab run", "gemmlab sweep", "gemmlab reproduce", "gemmlab compile", "gemmlab occupancy"):
         assert command in text
 
 
 def test_the_childs_own_error_comes_back_as_its_class() -> None:
-    line = profile.CHILD_ERROR + json.dumps({"type": "VerificationError", "cause": "wrong result", "fix": "report"})
-    error = profile.ncu_failure(f"==PROF== Connected\n{line}\n==ERROR== The application returned an error code (4).", 4)
+    line = ncu.parse.CHILD_ERROR + json.dumps({"type": "VerificationError", "cause": "wrong result", "fix": "report"})
+    error = ncu.parse.ncu_failure(
+        f"==PROF== Connected\n{line}\n==ERROR== The application returned an error code (4).", 4
+    )
     assert isinstance(error, VerificationError)
     assert str(error) == "wrong result report"
 
 
 def test_an_empty_run_and_an_unknown_exit_are_errors() -> None:
-    assert "profiled no launch" in str(profile.ncu_failure("==WARNING== No kernels were profiled.\n", 0))
-    assert "status 9" in str(profile.ncu_failure("something broke\n", 9))
-    assert profile.ncu_failure(SYNTHETIC.read_text(), 0) is None
+    assert "profiled no launch" in str(ncu.parse.ncu_failure("==WARNING== No kernels were profiled.\n", 0))
+    assert "status 9" in str(ncu.parse.ncu_failure("something broke\n", 9))
+    assert ncu.parse.ncu_failure(SYNTHETIC.read_text(), 0) is None
 
 
 # --- finding ncu ------------------------------------------------------------------
@@ -382,9 +396,9 @@ def test_an_empty_run_and_an_unknown_exit_are_errors() -> None:
 
 def test_missing_ncu_says_how_to_install_and_what_still_works(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(profile, "NCU_SEARCH_GLOBS", (str(tmp_path / "nowhere" / "*" / "ncu"),))
+    monkeypatch.setattr(ncu.command, "NCU_SEARCH_GLOBS", (str(tmp_path / "nowhere" / "*" / "ncu"),))
     with pytest.raises(ProfilerError) as info:
-        profile.find_ncu()
+        ncu.command.find_ncu()
     text = str(info.value)
     assert "ncu" in text and "Install" in text and "nsight-compute" in text.lower()
     for command in ("gemmlab run", "gemmlab sweep", "gemmlab reproduce", "gemmlab compile", "gemmlab occupancy"):
@@ -398,15 +412,15 @@ def test_ncu_is_found_in_an_install_folder(monkeypatch: pytest.MonkeyPatch, tmp_
         folder.mkdir(parents=True)
         (folder / "ncu").write_text("#!/bin/sh\n")
         (folder / "ncu").chmod(0o755)
-    monkeypatch.setattr(profile, "NCU_SEARCH_GLOBS", (str(tmp_path / "nsight-compute" / "*" / "ncu"),))
-    assert profile.find_ncu() == str(tmp_path / "nsight-compute" / "2025.3.1" / "ncu")
+    monkeypatch.setattr(ncu.command, "NCU_SEARCH_GLOBS", (str(tmp_path / "nsight-compute" / "*" / "ncu"),))
+    assert ncu.command.find_ncu() == str(tmp_path / "nsight-compute" / "2025.3.1" / "ncu")
 
 
 # --- the command line ncu runs ----------------------------------------------------
 
 
 def test_ncu_command_profiles_one_named_launch() -> None:
-    cmd = profile.ncu_command("/opt/ncu", NAIVE_MANGLED, naive_point(), python="/usr/bin/python3")
+    cmd = ncu.command.ncu_command("/opt/ncu", NAIVE_MANGLED, naive_point(), python="/usr/bin/python3")
     assert cmd[0] == "/opt/ncu"
 
     def option(name: str) -> str:
@@ -416,39 +430,55 @@ def test_ncu_command_profiles_one_named_launch() -> None:
     assert option("--metrics").split(",") == list(CUDA_CORE_COUNTERS)
     assert option("--kernel-name-base") == "mangled"
     assert option("--kernel-name") == NAIVE_MANGLED
-    assert option("--launch-skip") == str(profile.PROFILED_LAUNCH) == "1"
+    assert option("--launch-skip") == str(ncu.command.PROFILED_LAUNCH) == "1"
     assert option("--launch-count") == "1"
     assert option("--page") == "raw"
     assert option("--print-units") == "base"
     assert "--csv" in cmd
-    child = ["/usr/bin/python3", "-m", "gemmlab.measure.profile", "naive", "16", "256", "256", "256", "float32"]
+    child = ["/usr/bin/python3", "-m", "gemmlab.measure.ncu", "naive", "16", "256", "256", "256", "float32"]
     assert cmd[-9:] == child
+
+
+def test_the_child_of_the_command_line_runs_and_reports_in_words_ncu_reads() -> None:
+    """The tail of ncu's command line, run as it is (no ncu, no GPU needed): the module path
+    starts the child, which reads its arguments and prints the one line the parent reads back,
+    its result on a GPU, otherwise its error (here: no GPU), whose class comes back whole."""
+    point = catalogue.point("naive", Shape.square(64), 16)
+    cmd = ncu.command.ncu_command("/opt/ncu", NAIVE_MANGLED, point, python=sys.executable)
+    proc = subprocess.run(cmd[cmd.index(sys.executable) :], capture_output=True, text=True, timeout=120)
+    output = proc.stdout + proc.stderr
+    if proc.returncode == 0:
+        assert "device" in ncu.parse.child_summary(output)
+    else:
+        assert any(line.startswith(ncu.parse.CHILD_ERROR) for line in output.splitlines()), output
+        error = ncu.parse.ncu_failure(output, proc.returncode)
+        assert error is not None and not isinstance(error, ProfilerError), output
 
 
 def test_mangled_name_tells_tiled_from_tiled_2x2() -> None:
     names = {
-        profile.mangled_name(catalogue.point(kid, Shape.square(256), edge))
+        ncu.command.mangled_name(catalogue.point(kid, Shape.square(256), edge))
         for kid, edge in (("tiled", 16), ("tiled_2x2", 16), ("tiled", 8), ("naive", 16), ("naive_i32", 16))
     }
     assert len(names) == 5
-    assert profile.mangled_name(naive_point()) == NAIVE_MANGLED
+    assert ncu.command.mangled_name(naive_point()) == NAIVE_MANGLED
 
 
 def test_mangled_names_of_kernels_that_need_a_newer_target() -> None:
     """bf16 mma.sync does not compile for sm_75, wgmma only for sm_90a: each takes its oldest target."""
-    assert profile.mangled_name(tc_mma_point()).startswith("_Z6tc_mmaI7gl_bf16")
+    assert ncu.command.mangled_name(tc_mma_point()).startswith("_Z6tc_mmaI7gl_bf16")
     wgmma = catalogue.point("tc_wgmma", Shape.square(CAPTURE_N), dtype="tf32")
-    assert profile.mangled_name(wgmma).startswith("_Z8tc_wgmmaI7gl_tf32")
+    assert ncu.command.mangled_name(wgmma).startswith("_Z8tc_wgmmaI7gl_tf32")
 
 
 def test_ncu_command_adds_the_tensor_counters_for_a_tensor_core_kernel() -> None:
-    cmd = profile.ncu_command("/opt/ncu", "_Z6tc_mma", tc_mma_point(), python="/usr/bin/python3")
+    cmd = ncu.command.ncu_command("/opt/ncu", "_Z6tc_mma", tc_mma_point(), python="/usr/bin/python3")
     assert cmd[cmd.index("--metrics") + 1].split(",") == [*CUDA_CORE_COUNTERS, *TENSOR_COUNTERS]
 
 
 def test_ncu_runs_with_a_dot_as_decimal_point(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
-    env = profile.ncu_environment()
+    env = ncu.command.ncu_environment()
     assert "LC_ALL" not in env and env["LC_NUMERIC"] == "C"
 
 
@@ -465,8 +495,8 @@ def stand_in_for_ncu(
     def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess:
         return answer(cmd) if cmd[0] == "/fake/ncu" else real_run(cmd, **kwargs)
 
-    monkeypatch.setattr(profile, "find_ncu", lambda: "/fake/ncu")
-    monkeypatch.setattr(profile.subprocess, "run", run)
+    monkeypatch.setattr(ncu.command, "find_ncu", lambda: "/fake/ncu")
+    monkeypatch.setattr(ncu.command.subprocess, "run", run)
 
 
 def fake_ncu(monkeypatch: pytest.MonkeyPatch, stdout: str, returncode: int = 0) -> list[list[str]]:
@@ -483,7 +513,7 @@ def fake_ncu(monkeypatch: pytest.MonkeyPatch, stdout: str, returncode: int = 0) 
 
 def test_profile_point_end_to_end_with_a_stand_in_ncu(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = fake_ncu(monkeypatch, SYNTHETIC.read_text())
-    r = profile.profile_point("naive", Shape.square(256), 16)
+    r = ncu.command.profile_point("naive", Shape.square(256), 16)
     assert seen[0][0] == "/fake/ncu" and NAIVE_MANGLED in seen[0]
     assert r.flops_measured == 2 * 256**3
     assert r.ncu_command == seen[0]
@@ -492,7 +522,7 @@ def test_profile_point_end_to_end_with_a_stand_in_ncu(monkeypatch: pytest.Monkey
 def test_profile_point_permission_denied(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_ncu(monkeypatch, PERMISSION_DENIED, returncode=1)
     with pytest.raises(ProfilerError, match="ERR_NVGPUCTRPERM"):
-        profile.profile_point("naive", Shape.square(256), 16)
+        ncu.command.profile_point("naive", Shape.square(256), 16)
 
 
 def test_profile_point_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -501,7 +531,7 @@ def test_profile_point_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
 
     stand_in_for_ncu(monkeypatch, answer)
     with pytest.raises(ProfilerError, match="within 1 s"):
-        profile.profile_point("naive", Shape.square(256), 16, timeout=1)
+        ncu.command.profile_point("naive", Shape.square(256), 16, timeout=1)
 
 
 # --- the CLI ----------------------------------------------------------------------
@@ -537,17 +567,19 @@ def test_cli_profile_shows_the_tensor_cores_share(monkeypatch: pytest.MonkeyPatc
     from gemmlab.cli.profile import profile_rows
 
     model = 2 * 256**3
-    counters = {profile.TENSOR_BF16: f"{model:,}", profile.TENSOR_FP16: "0", profile.TENSOR_TF32: "0",
-                profile.TENSOR_PIPE: "38.5"}  # fmt: skip
+    counters = {ncu.metrics.TENSOR_BF16: f"{model:,}", ncu.metrics.TENSOR_FP16: "0", ncu.metrics.TENSOR_TF32: "0",
+                ncu.metrics.TENSOR_PIPE: "38.5"}  # fmt: skip
     seen = fake_ncu(monkeypatch, with_counters(SYNTHETIC.read_text(), counters))
     args = ["profile", "tc_mma", "--size", "256", "--dtype", "bfloat16"]
     assert runner.invoke(app, args).exit_code == 0
-    assert profile.TENSOR_PIPE in seen[0][seen[0].index("--metrics") + 1]
+    assert ncu.metrics.TENSOR_PIPE in seen[0][seen[0].index("--metrics") + 1]
     data = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     # The synthetic page's FFMAs (naive's 256^3) stay in the total beside the tensor path's products.
     assert data["tensor_flops"] == model and data["flops_measured"] == 2 * model
     assert data["tensor_pipe_pct"] == 38.5
-    rows = {row[0]: row for row in profile_rows(profile.profile_point("tc_mma", Shape.square(256), dtype="bfloat16"))}
+    rows = {
+        row[0]: row for row in profile_rows(ncu.command.profile_point("tc_mma", Shape.square(256), dtype="bfloat16"))
+    }
     assert rows["tensor-core FLOPs"][1:3] == ("33,554,432", "33,554,432")
     assert rows["tensor-core FLOPs"][3].startswith("50.0% of FLOPs executed")
     assert rows["tensor pipe busy [%]"][1] == "38.5"
@@ -555,7 +587,7 @@ def test_cli_profile_shows_the_tensor_cores_share(monkeypatch: pytest.MonkeyPatc
 
 def test_cli_profile_without_ncu_is_one_clean_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(profile, "NCU_SEARCH_GLOBS", ())
+    monkeypatch.setattr(ncu.command, "NCU_SEARCH_GLOBS", ())
     result = runner.invoke(app, ["profile", "naive", "--size", "256"])
     assert result.exit_code == 2
     assert "Traceback" not in result.output and "ncu" in result.output
@@ -574,9 +606,9 @@ L2_SECTORS = "lts__t_sectors.sum"
 
 
 def test_registry_keys_are_unique_and_leave_the_results_fields_alone() -> None:
-    keys = [figure.key for figure in profile.PROFILED]
+    keys = [figure.key for figure in ncu.metrics.PROFILED]
     assert len(keys) == len(set(keys))
-    assert not set(keys) & {field.name for field in dataclasses.fields(profile.ProfileResult)}
+    assert not set(keys) & {field.name for field in dataclasses.fields(ncu.metrics.ProfileResult)}
 
 
 def test_a_figure_added_to_the_registry_reaches_ncu_the_result_the_cli_and_the_report(
@@ -587,15 +619,15 @@ def test_a_figure_added_to_the_registry_reaches_ncu_the_result_the_cli_and_the_r
     from gemmlab.cli.profile import profile_rows
     from gemmlab.report import model, tables
 
-    figure = profile.ProfiledFigure(
+    figure = ncu.metrics.ProfiledFigure(
         "flops_per_l2_sector", "FLOPs per L2 sector", "FLOP/sector", (L2_SECTORS,),
-        lambda c, p: profile.ratio(p.flops, c.get(L2_SECTORS)),
+        lambda c, p: ncu.metrics.ratio(p.flops, c.get(L2_SECTORS)),
     )  # fmt: skip
-    rows_before = [row[0] for row in profile_rows(profile.result_from_output(naive_point(), SYNTHETIC.read_text()))]
-    monkeypatch.setattr(profile, "PROFILED", (*profile.PROFILED, figure))
+    rows_before = [row[0] for row in profile_rows(ncu.parse.result_from_output(naive_point(), SYNTHETIC.read_text()))]
+    monkeypatch.setattr(ncu.metrics, "PROFILED", (*ncu.metrics.PROFILED, figure))
     seen = fake_ncu(monkeypatch, with_counters(SYNTHETIC.read_text(), {L2_SECTORS: "1,048,576"}))
 
-    r = profile.profile_point("naive", Shape.square(CAPTURE_N), 16)
+    r = ncu.command.profile_point("naive", Shape.square(CAPTURE_N), 16)
     assert seen[0][seen[0].index("--metrics") + 1].split(",") == [*CUDA_CORE_COUNTERS, L2_SECTORS]
     assert r.flops_per_l2_sector == r.to_dict()["flops_per_l2_sector"] == 2 * CAPTURE_N**3 / 1_048_576 == 32
     assert r.gips == pytest.approx(2_686_976 / 41216)  # the figures before it are as they were
@@ -625,7 +657,7 @@ def test_ridge_and_roof() -> None:
 
 
 def test_point_coordinates_from_a_profile_and_from_raw_counts() -> None:
-    d = profile.result_from_output(naive_point(), SYNTHETIC.read_text()).to_dict()
+    d = ncu.parse.result_from_output(naive_point(), SYNTHETIC.read_text()).to_dict()
     label, intensity, gflops = point_coordinates(d)
     assert label == "naive"
     assert intensity == d["arithmetic_intensity"] and gflops == d["gflops"]
@@ -634,7 +666,7 @@ def test_point_coordinates_from_a_profile_and_from_raw_counts() -> None:
 
 
 def test_roofline_plot_writes_a_png(tmp_path: Path) -> None:
-    d = profile.result_from_output(naive_point(), SYNTHETIC.read_text()).to_dict()
+    d = ncu.parse.result_from_output(naive_point(), SYNTHETIC.read_text()).to_dict()
     points = [
         d,
         {"label": "tiled", "flops": 2e9, "dram_bytes": 1e8, "time_ms": 0.1},
@@ -671,19 +703,20 @@ def with_tensor_columns(page: str, values: dict[str, str]) -> str:
 
 def test_8bit_kernels_ask_for_the_8bit_tensor_counters_and_16bit_ones_do_not() -> None:
     for point in (fp8_point(), fp8_point("e4m3-bf16"), int8_point()):
-        assert profile.metrics_for(point) == CUDA_CORE_COUNTERS + TENSOR_COUNTERS + profile.TENSOR_8BIT
-    assert not set(profile.TENSOR_8BIT) & set(profile.metrics_for(tc_mma_point()))
+        assert ncu.metrics.metrics_for(point) == CUDA_CORE_COUNTERS + TENSOR_COUNTERS + ncu.metrics.TENSOR_8BIT
+    assert not set(ncu.metrics.TENSOR_8BIT) & set(ncu.metrics.metrics_for(tc_mma_point()))
 
 
 def test_an_fp8_launch_counts_its_tensor_operations_from_a_raw_page() -> None:
     # The H100 profile of 2026-11-24 at 8192 read 4,362,109,952 operations without the 8-bit
     # counters; with them an FP8 launch adds its 2·M·N·K in src_fp8 and 0 in the other paths.
     model = 2 * 8192**3
-    values = {profile.TENSOR_BF16: "0", profile.TENSOR_FP16: "0", profile.TENSOR_TF32: "0",
-              profile.TENSOR_FP8: f"{model}", profile.TENSOR_INT8: "0", profile.TENSOR_PIPE: "67.4"}  # fmt: skip
-    metrics = profile.parse_raw_csv(with_tensor_columns(SYNTHETIC.read_text(), values)).metrics()
-    metrics.update({profile.FADD: 0, profile.FMUL: 4_362_109_952, profile.FFMA: 0})
-    r = profile.result_from_metrics(fp8_point(), metrics)
+    values = {ncu.metrics.TENSOR_BF16: "0", ncu.metrics.TENSOR_FP16: "0", ncu.metrics.TENSOR_TF32: "0",
+              ncu.metrics.TENSOR_FP8: f"{model}", ncu.metrics.TENSOR_INT8: "0",
+              ncu.metrics.TENSOR_PIPE: "67.4"}  # fmt: skip
+    metrics = ncu.parse.parse_raw_csv(with_tensor_columns(SYNTHETIC.read_text(), values)).metrics()
+    metrics.update({ncu.metrics.FADD: 0, ncu.metrics.FMUL: 4_362_109_952, ncu.metrics.FFMA: 0})
+    r = ncu.metrics.result_from_metrics(fp8_point(), metrics)
     assert r.tensor_flops == model
     assert r.flops_measured == model + 4_362_109_952
     assert r.flops_ratio == pytest.approx(1.004, abs=1e-3)
@@ -694,21 +727,21 @@ def test_an_fp8_launch_counts_its_tensor_operations_from_a_raw_page() -> None:
 def test_an_int8_launch_says_its_tensor_operations_are_integer() -> None:
     model = 2 * 4096**3
     metrics = tensor_metrics(0)
-    metrics.update({profile.TENSOR_FP8: 0, profile.TENSOR_INT8: model})
-    r = profile.result_from_metrics(int8_point(), metrics)
+    metrics.update({ncu.metrics.TENSOR_FP8: 0, ncu.metrics.TENSOR_INT8: model})
+    r = ncu.metrics.result_from_metrics(int8_point(), metrics)
     assert r.tensor_flops == model
     assert "int8 ones are integer" in r.ops_counter
 
 
 def test_an_fp8_launch_without_the_fp8_value_says_what_its_total_lacks() -> None:
     metrics = tensor_metrics(0)
-    metrics.update({profile.TENSOR_FP8: None, profile.TENSOR_INT8: 0})
-    r = profile.result_from_metrics(fp8_point(), metrics)
+    metrics.update({ncu.metrics.TENSOR_FP8: None, ncu.metrics.TENSOR_INT8: 0})
+    r = ncu.metrics.result_from_metrics(fp8_point(), metrics)
     assert r.tensor_flops is None
     assert "the tensor-core products are not in it" in r.ops_counter
 
 
 def test_a_missing_8bit_counter_is_named_as_a_tensor_counter() -> None:
-    error = profile.ncu_failure(f"==ERROR== Failed to find metric {profile.TENSOR_FP8}\n", 1)
+    error = ncu.parse.ncu_failure(f"==ERROR== Failed to find metric {ncu.metrics.TENSOR_FP8}\n", 1)
     assert isinstance(error, ProfilerError)
-    assert profile.TENSOR_FP8 in str(error) and "tensor cores" in str(error)
+    assert ncu.metrics.TENSOR_FP8 in str(error) and "tensor cores" in str(error)

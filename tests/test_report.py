@@ -13,7 +13,7 @@ import pytest
 
 from gemmlab.backends import on_host
 from gemmlab.core.errors import CompileError, GemmlabError, UnknownName
-from gemmlab.report import model, plots, tables, write_report
+from gemmlab.report import drawing, model, plots, tables, write_report
 from gemmlab.report.model import Section
 from gemmlab.report.tables import MetricTable
 from gemmlab.studies.experiments.base import PlotSpec
@@ -585,9 +585,9 @@ def test_occupancy_with_a_real_compile(sections: dict[str, Section]) -> None:
 
 def test_size_axis_kinds() -> None:
     square = lambda *ns: [(n, n, n) for n in ns]
-    assert plots.SizeScale.of(square(176, 352, 528)).kind == "linear"
-    assert plots.SizeScale.of(square(256, 512, 1024, 4096)).kind == "log"
-    close = plots.SizeScale.of(square(1025, 1000, 1023))
+    assert drawing.SizeScale.of(square(176, 352, 528)).kind == "linear"
+    assert drawing.SizeScale.of(square(256, 512, 1024, 4096)).kind == "log"
+    close = drawing.SizeScale.of(square(1025, 1000, 1023))
     assert close.kind == "even"
     assert [close.x(s) for s in square(1000, 1023, 1025)] == [0.0, 1.0, 2.0]
 
@@ -703,8 +703,9 @@ def test_a_kernel_only_the_document_measured_keeps_its_table(written: Path) -> N
 
 def test_the_grade_history_prints_readable_times() -> None:
     from gemmlab.report import leaderboard
+    from gemmlab.results.records import Grade
 
-    attempt = {"submission": "ann", "attempt": 1, "created": "2026-11-24T00:01:00Z", "stage": "timed",
-               "grade": "pass", "share_geomean": 0.5}  # fmt: skip
+    attempt = Grade(task="t", submission="ann", attempt=1, source_hash="h", created="2026-11-24T00:01:00Z",
+                    stage="timed", grade="pass", share_geomean=0.5)  # fmt: skip
     text = leaderboard.history_html([attempt])
     assert "<td>2026-11-24 00:01 UTC</td>" in text and "T00:01" not in text

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from gemmlab.report import model, plots, tables
+from gemmlab.report import drawing, model, plots, tables
+from gemmlab.report.drawing import Plot
 from gemmlab.report.model import Section
-from gemmlab.report.plots import Plot
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report_rows.json"
 SIZE = (4000, 4000, 1)
@@ -47,10 +47,10 @@ def legend_entries(fig: Any) -> list[str]:
 
 
 def test_the_value_axis_turns_log_past_one_and_a_half_decades() -> None:
-    assert plots.value_scale([2.0, 20.0, 60.0]) == "linear"  # 1.48 decades
-    assert plots.value_scale([2.0, 70.0]) == "log"  # 1.54 decades
-    assert plots.value_scale([0.0, None, 5.0, 6.0]) == "linear"  # zeros and gaps have no place on a log axis
-    assert plots.value_scale([]) == "linear"
+    assert drawing.value_scale([2.0, 20.0, 60.0]) == "linear"  # 1.48 decades
+    assert drawing.value_scale([2.0, 70.0]) == "log"  # 1.54 decades
+    assert drawing.value_scale([0.0, None, 5.0, 6.0]) == "linear"  # zeros and gaps have no place on a log axis
+    assert drawing.value_scale([]) == "linear"
 
 
 def test_ours_and_the_papers_panels_share_a_log_axis(
@@ -64,7 +64,7 @@ def test_ours_and_the_papers_panels_share_a_log_axis(
     # The GTX 770's times alone span about one decade (52 to 647 ms) and would be drawn
     # linear; ours span three, so the figure's one decision is log, for both panels.
     pub_values = [v for line in published.get_lines() for v in line.get_ydata()]
-    assert plots.value_scale(pub_values) == "linear"
+    assert drawing.value_scale(pub_values) == "linear"
     assert ours.get_yscale() == published.get_yscale() == "log"
     assert all("log scale" in ax.get_ylabel() for ax in (ours, published))
 
@@ -82,7 +82,7 @@ def test_a_figure_of_little_span_stays_linear_and_says_nothing_of_log(
     plots.plot_time_vs_edge(narrow, tmp_path, kernels=("tiled",))
     (fig,) = figures.values()
     values = [v for ax in fig.axes for line in ax.get_lines() for v in line.get_ydata()]
-    assert len(fig.axes) == 2 and plots.value_scale(values) == "linear"
+    assert len(fig.axes) == 2 and drawing.value_scale(values) == "linear"
     assert {ax.get_yscale() for ax in fig.axes} == {"linear"}
     assert not any("log scale" in ax.get_ylabel() for ax in fig.axes)
 
@@ -92,11 +92,11 @@ def test_a_figure_of_little_span_stays_linear_and_says_nothing_of_log(
 
 
 def test_lines_pack_into_figures_of_at_most_eight_a_kernel_kept_whole() -> None:
-    line = lambda: plots._Line([((256, 256, 256), 1.0)], {})
+    line = lambda: drawing.Line([((256, 256, 256), 1.0)], {})
     groups = [[line() for _ in range(n)] for n in (2, 1, 1, 3, 2, 3, 3, 2)]  # 17 lines
-    parts = plots._parts(groups)
+    parts = drawing.in_parts(groups)
     assert len(parts) == 3
-    assert all(len(part) <= plots.MAX_SERIES for part in parts)
+    assert all(len(part) <= drawing.MAX_SERIES for part in parts)
     assert sum(len(part) for part in parts) == 17
     # No kernel's lines are torn across two figures.
     where = {id(x): i for i, part in enumerate(parts) for x in part}
@@ -113,7 +113,7 @@ def test_the_cpu_against_gpu_plot_is_split_into_three_files(
     assert [p.file for p in drawn] == ["cpu_vs_gpu-1.png", "cpu_vs_gpu-2.png", "cpu_vs_gpu-3.png"]
     assert all((tmp_path / p.file).is_file() for p in drawn)
     entries = [legend_entries(figures[p.file]) for p in drawn]
-    assert all(0 < len(names) <= plots.MAX_SERIES for names in entries)
+    assert all(0 < len(names) <= drawing.MAX_SERIES for names in entries)
     assert sum(len(names) for names in entries) == 17
     # The parts share their axes, so that a line in one compares with a line in another.
     limits = {figures[p.file].axes[0].get_ylim() for p in drawn}
@@ -142,7 +142,7 @@ def test_a_tall_legend_grows_its_figure_until_it_fits(tmp_path: Path) -> None:
         ax.plot([1, 2], [i, i + 1], label=f"a long series label, number {i}")
     fig.legend(loc="outside right upper")
     assert _inside(fig)  # as drawn, the legend runs off the figure
-    plots.save_figure(fig, tmp_path, "tall", "a tall legend")
+    drawing.save_figure(fig, tmp_path, "tall", "a tall legend")
     assert _inside(fig) == []
     assert fig.get_size_inches()[1] > 3
 

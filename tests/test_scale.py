@@ -181,7 +181,8 @@ def fault_on_48(kernel, shape, block_edge, dtype, **options):
 def test_a_sweep_on_the_pool_stores_what_the_sequential_one_does(pool, tmp_path):
     from gemmlab.core.shapes import Shape
     from gemmlab.results.store import Store
-    from gemmlab.studies.sweep import plan, sweep
+    from gemmlab.studies.points import plan
+    from gemmlab.studies.sweep import sweep
 
     points, _ = plan(["cpu_blas"], [Shape.square(n) for n in (32, 40, 64)], dtype="float32", reps=3)
     points += plan(["cpu_blas"], [Shape.square(16)], dtype="int32", reps=3)[0]
@@ -199,7 +200,8 @@ def test_a_sweep_on_the_pool_stores_what_the_sequential_one_does(pool, tmp_path)
 def test_a_point_whose_worker_dies_is_stored_as_a_fault(pool, tmp_path):
     from gemmlab.core.shapes import Shape
     from gemmlab.results.store import Store
-    from gemmlab.studies.sweep import plan, sweep
+    from gemmlab.studies.points import plan
+    from gemmlab.studies.sweep import sweep
 
     points, _ = plan(["cpu_blas"], [Shape.square(n) for n in (32, 48, 64)], dtype="float32", reps=3)
     with Store.open(tmp_path / "f.sqlite") as store:
@@ -280,7 +282,8 @@ def stall_on_48(kernel, shape, block_edge, dtype, **options):
 def test_a_gpu_point_past_its_time_limit_on_the_pool_is_stored_as_a_hang(pool, tmp_path):
     from gemmlab.core.shapes import Shape
     from gemmlab.results.store import Store
-    from gemmlab.studies.sweep import SweepPoint, sweep
+    from gemmlab.studies.points import SweepPoint
+    from gemmlab.studies.sweep import sweep
 
     points = [SweepPoint("tiled", Shape.square(n), 16, "float32") for n in (32, 48, 64)]
     with Store.open(tmp_path / "h.sqlite") as store:

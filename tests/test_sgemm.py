@@ -15,7 +15,11 @@ from gemmlab.backends.nvrtc import compile_kernel
 from gemmlab.core.errors import ConstraintError, DeviceLimitError, UnknownName
 from gemmlab.core.shapes import MAX_INDEX, Shape
 from gemmlab.kernels import catalogue
+from gemmlab.kernels.sgemm import family as sgemm_family
 from gemmlab.kernels.sgemm import spec as sgemm
+from gemmlab.kernels.sgemm.rung14_stream_k import STREAM_K_MIN_RUN
+from gemmlab.kernels.sgemm.rung16_edge_strips import EDGE_KC, EDGE_MAX, tiled_extent
+from gemmlab.kernels.sgemm.rung17_padded_b import PAD_BLOCKS
 from gemmlab.problems import sgemm as sgemm_problem
 from gemmlab.problems.base import guard_bytes
 
@@ -111,7 +115,7 @@ def test_every_config_compiles_without_spills() -> None:
     for kid, c, _arch, res in built:
         threads = sgemm.LADDER.rung(kid).threads(c)
         assert res.registers * threads <= 65536, (kid, c)
-        assert res.smem_bytes <= sgemm.MAX_STATIC_SMEM
+        assert res.smem_bytes <= sgemm_family.MAX_STATIC_SMEM
 
 
 def _edge_strips_cover(shape: Shape, grid: tuple[int, int], rows: int, cols: int) -> bool:
@@ -121,8 +125,8 @@ def _edge_strips_cover(shape: Shape, grid: tuple[int, int], rows: int, cols: int
     their right (32 rows each, above the lower strip). True when every output of
     C is computed by exactly one block (counted on a sample of rows and columns
     when C is large)."""
-    m, n, width = shape.m, shape.n, sgemm.EDGE_MAX
-    m_t, n_t = sgemm.tiled_extent(m, rows), sgemm.tiled_extent(n, cols)
+    m, n, width = shape.m, shape.n, EDGE_MAX
+    m_t, n_t = tiled_extent(m, rows), tiled_extent(n, cols)
     gx, gy = grid
     tile_rows = math.ceil(m_t / rows)
     rows_below = math.ceil(n / width) if m_t < m else 0
@@ -194,13 +198,13 @@ def test_grid_covers_c_for_any_shape(kernel_id: str, config: dict) -> None:
         if spec.persistent:
             # A work unit per STREAM_K_MIN_RUN k-tiles of each tile; the runner launches as many
             # blocks as fit, which walk over them.
-            runs = math.ceil(math.ceil(shape.k / config["BK"]) / sgemm.STREAM_K_MIN_RUN)
+            runs = math.ceil(math.ceil(shape.k / config["BK"]) / STREAM_K_MIN_RUN)
             assert (gx, gy) == (tiles_m * tiles_n * runs, 1)
             assert threads * sgemm.outputs_per_thread(spec) == rows * cols
             continue
         if kernel_id in ("sgemm_edge_strips", "sgemm_padded_b"):
             # sgemm_padded_b: the rows of blocks that copy B come first (N % 4 != 0).
-            pad_rows = math.ceil(sgemm.PAD_BLOCKS / gx) if kernel_id == "sgemm_padded_b" and shape.n % 4 else 0
+            pad_rows = math.ceil(PAD_BLOCKS / gx) if kernel_id == "sgemm_padded_b" and shape.n % 4 else 0
             assert _edge_strips_cover(shape, (gx, gy - pad_rows), rows, cols), shape
             continue
         group = config.get("GROUP_M", 1)
@@ -221,10 +225,10 @@ def test_configs_start_with_the_default_and_respect_limits() -> None:
         for c in found:
             assert not sgemm.LADDER.violations(r, c)
             assert 32 <= r.threads(c) <= 1024 and r.threads(c) % 32 == 0
-            assert r.smem_bytes(c) <= (sgemm.MAX_DYNAMIC_SMEM if r.dynamic_smem else 48 * 1024)
+            assert r.smem_bytes(c) <= (sgemm_family.MAX_DYNAMIC_SMEM if r.dynamic_smem else 48 * 1024)
             assert r.outputs(c) <= r.max_accumulators
             if kid not in (*LARGE, "sgemm_cluster_split_k"):  # the large tile's loop, split
-                assert not r.dynamic_smem and r.max_accumulators == sgemm.MAX_ACCUMULATORS
+                assert not r.dynamic_smem and r.max_accumulators == sgemm_family.MAX_ACCUMULATORS
 
 
 def test_candidates_run_outside_the_catalogue() -> None:
@@ -258,7 +262,7 @@ def test_large_tile_geometry_and_dynamic_shared_memory(kid: str) -> None:
     p = catalogue.point(kid, Shape(1000, 1000, 1000), spec=spec)
     # Stream-K counts work units: each of the 32 tiles in runs of STREAM_K_MIN_RUN
     # k-tiles (63 k-tiles of 16: 8 runs), so a few tiles still reach every SM.
-    runs = -(-63 // sgemm.STREAM_K_MIN_RUN)
+    runs = -(-63 // STREAM_K_MIN_RUN)
     assert p.block == (256, 1, 1) and p.grid == ((32 * runs, 1, 1) if spec.persistent else (4, 8, 1))
     assert p.dynamic_smem == stages * 16 * (128 + 256) * 4  # 72 or 96 KB: needs the opt-in
     assert sgemm.outputs_per_thread(spec) == 128
@@ -405,11 +409,11 @@ def test_edge_strips_cover_c_once(shape: Shape) -> None:
 
 
 def test_edge_strips_split_only_narrow_remainders() -> None:
-    assert sgemm.tiled_extent(4097, 128) == 4096  # 1 row below: a strip
-    assert sgemm.tiled_extent(4096 + 32, 128) == 4096  # 32: still a strip
-    assert sgemm.tiled_extent(4096 + 33, 128) == 4096 + 33  # 33: tiles, the last moved up
-    assert sgemm.tiled_extent(4095, 256) == 4095  # 255 left over: tiles
-    assert sgemm.tiled_extent(100, 128) == 100  # smaller than a tile: the guarded tile
+    assert tiled_extent(4097, 128) == 4096  # 1 row below: a strip
+    assert tiled_extent(4096 + 32, 128) == 4096  # 32: still a strip
+    assert tiled_extent(4096 + 33, 128) == 4096 + 33  # 33: tiles, the last moved up
+    assert tiled_extent(4095, 256) == 4095  # 255 left over: tiles
+    assert tiled_extent(100, 128) == 100  # smaller than a tile: the guarded tile
     spec = catalogue.variant("sgemm_edge_strips", {})
     # 4096: no strip, the same grid as rung 15; 4097: 16 x 32 tiles, then 129 blocks
     # for the row below (32 columns each) and 128 for the column (32 rows each).
@@ -435,7 +439,7 @@ def test_padded_b_adds_its_copy_only_when_rows_of_b_are_unaligned() -> None:
         assert spec.workspace_bytes(shape, 1) == 16  # the two counters only
     for shape in (Shape.square(4097), Shape.square(4095), Shape(129, 257, 40)):
         gx, gy, _ = spec.grid(shape, 0)
-        assert gy == edge.grid(shape, 0)[1] + math.ceil(sgemm.PAD_BLOCKS / gx)
+        assert gy == edge.grid(shape, 0)[1] + math.ceil(PAD_BLOCKS / gx)
         assert spec.workspace_bytes(shape, 1) == 16 + 4 * shape.k * math.ceil(shape.n / 4) * 4
     # B of 46340 x 46341 floats fits 32-bit indexing, padded to 46344 columns it does not.
     assert 46340 * 46341 <= MAX_INDEX < 46340 * 46344
@@ -457,9 +461,9 @@ def test_launch_facts_reach_the_kernels_as_template_arguments() -> None:
     and 17 get them as template arguments, after their configuration, and do
     not define them again; the configuration (what is stored) leaves them out."""
     edge, padded = catalogue.get("sgemm_edge_strips"), catalogue.get("sgemm_padded_b")
-    facts = f"{sgemm.EDGE_MAX}, {sgemm.EDGE_KC}"
+    facts = f"{EDGE_MAX}, {EDGE_KC}"
     assert edge.name_expression("float32", 0).endswith(f", 4, 1, {facts}>")
-    assert padded.name_expression("float32", 0).endswith(f", 4, 1, {facts}, {sgemm.PAD_BLOCKS}>")
+    assert padded.name_expression("float32", 0).endswith(f", 4, 1, {facts}, {PAD_BLOCKS}>")
     assert "EDGE_MAX" not in edge.config and "PAD_BLOCKS" not in padded.config
     for spec in (edge, padded):
         text = spec.source_text()

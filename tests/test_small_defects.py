@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import gemmlab.api as lab
 from gemmlab.cli import app
 from gemmlab.cli.dispatch import picks_table
 from gemmlab.core.errors import DeclarationError
+from gemmlab.results.records import Config, Pick
 from gemmlab.results.store import Store
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -71,13 +71,13 @@ def test_declare_into_a_cache_that_cannot_be_made_says_so(caches: tuple[Path, Pa
 # --- dispatch show -------------------------------------------------------------------------
 
 
-def _pick(m: int, n: int, k: int, kernel: str, dtype: str, median_ms: float, cublas_ms: float) -> dict:
-    return {
-        "run_id": None, "gpu_name": "NVIDIA H200", "cc": "9.0", "dtype": dtype, "m": m, "n": n, "k": k,
-        "kernel": kernel, "config": json.dumps({"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8}),
-        "median_ms": median_ms, "cublas_ms": cublas_ms, "verified": True,
-        "timing_method": "CUDA graph of 50 launches", "cublas_timing_method": "50 back-to-back launches",
-    }  # fmt: skip
+def _pick(m: int, n: int, k: int, kernel: str, dtype: str, median_ms: float, cublas_ms: float) -> Pick:
+    return Pick(
+        gpu_name="NVIDIA H200", cc="9.0", dtype=dtype, m=m, n=n, k=k, kernel=kernel,
+        config=Config.of({"BM": 128, "BN": 256, "STAGES": 4, "GROUP_M": 8}), median_ms=median_ms,
+        cublas_ms=cublas_ms, verified=True, timing_method="CUDA graph of 50 launches",
+        cublas_timing_method="50 back-to-back launches",
+    )  # fmt: skip
 
 
 PICKS = [

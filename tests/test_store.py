@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import stat
 from pathlib import Path
@@ -16,21 +17,21 @@ from gemmlab.core.errors import StoreError
 from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing
 from gemmlab.measure.run import RunResult
-from gemmlab.results.store import (
+from gemmlab.results import schema
+from gemmlab.results.records import Config, config_text
+from gemmlab.results.rows import (
     CEILING_FIELDS,
-    MIGRATIONS,
     PEAK_FIELDS,
     PROFILE_FIELDS,
     RUN_FIELDS_IN_ROWS,
-    SCHEMA_VERSION,
-    TUNER_HISTORY,
-    Store,
-    config_text,
     point_key,
     predates_config,
     result_row,
 )
+from gemmlab.results.schema import MIGRATIONS, SCHEMA_VERSION, TUNER_HISTORY
+from gemmlab.results.store import Store
 
+ROOT = Path(__file__).resolve().parent.parent
 RUN = {"gpu_name": "Test GPU", "cc": "9.0", "driver_version": "13.0", "command_line": "pytest"}
 
 
@@ -67,6 +68,25 @@ def test_config_text_is_one_text_per_configuration() -> None:
     assert config_text({"BN": 128, "BM": 64}) == config_text({"BM": 64, "BN": 128}) == '{"BM": 64, "BN": 128}'
     assert config_text('{"BN":128,"BM":64}') == '{"BM": 64, "BN": 128}'  # stored text comes back in one form
     assert config_text(None) == config_text({}) == config_text("") == ""
+
+
+def test_a_config_is_a_value_with_one_text() -> None:
+    given = Config.of({"BN": 128, "BM": 64})
+    assert given == Config('{"BN":128,  "BM":64}') == Config.of(given) and hash(given) == hash(Config.of(given.text))
+    assert str(given) == given.text == '{"BM": 64, "BN": 128}' and list(given.values) == ["BM", "BN"]
+    assert not Config() and Config.of(None) == Config.of({}) == Config("") and Config().values == {}
+    with pytest.raises(ValueError):
+        Config("BM=64")  # not JSON: refused where it is made, not where it is read
+
+
+def test_the_docs_state_the_schema_version_of_the_code() -> None:
+    """Issue 51: the docstrings and docs/architecture.md described the store at
+    older versions than the code's. The newest version each names is the code's."""
+    passage = (ROOT / "docs" / "architecture.md").read_text().split("## The store")[1].split("\n## ")[0]
+    for text in (passage, schema.__doc__ or ""):
+        named = [int(v) for v in re.findall(r"\bv(\d+)\b", text)]
+        assert max(named) == SCHEMA_VERSION, text
+    assert f"`SCHEMA_VERSION` ({SCHEMA_VERSION})" in passage
 
 
 def test_round_trip_of_a_run_result(tmp_path: Path) -> None:
@@ -479,10 +499,8 @@ def test_migration_from_v4_keeps_rows_and_marks_them_unrecorded(tmp_path: Path, 
 def test_a_migration_that_fails_half_way_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "v4.sqlite"
     make_v4_file(db, 1)
-    import gemmlab.results.store as store_module
-
     v1, v2 = TUNER_HISTORY
-    monkeypatch.setattr(store_module, "TUNER_HISTORY", (v1, (*v2, "INSERT INTO no_such_table VALUES (1)")))
+    monkeypatch.setattr(schema, "TUNER_HISTORY", (v1, (*v2, "INSERT INTO no_such_table VALUES (1)")))
     with pytest.raises(StoreError, match="no_such_table"):
         Store.open(db)
     with Store.open(db, readonly=True) as store:

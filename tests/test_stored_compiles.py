@@ -17,7 +17,8 @@ from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.report import model, tables, write_report
 from gemmlab.results.store import COMPILE_FIELDS, SCHEMA_VERSION, Store, config_text
-from gemmlab.studies.sweep import SweepPoint, local_nvrtc_version, sweep
+from gemmlab.studies.points import SweepPoint
+from gemmlab.studies.sweep import local_nvrtc_version, sweep
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report_rows.json"
 EXPERIMENT = "poznan-group1"  # its layout names the GT 240 (1.2): tables for our GPU and the document's

@@ -84,6 +84,11 @@ def test_the_default_kernels_are_the_cross_block_and_persistent_ones() -> None:
     persistent = [s.id for s in catalogue.CATALOGUE if s.persistent]
     assert persistent and set(kernels) == set(CROSS_BLOCK) | set(persistent)
     assert len(kernels) == len(set(kernels)) and kernels[: len(CROSS_BLOCK)] == list(CROSS_BLOCK)
+    # Read off the rungs (Rung.cross_block): the kernels the hand-written list
+    # named, and the persistent FP8 rungs, whose clusters share B by multicast.
+    assert set(CROSS_BLOCK) == {"tc_cluster", "tc_tma_store", "sgemm_stream_k", "sgemm_padded_b",
+                                "tc_fp8_tma_store", "tc_fp8_blockscaled_tma"}  # fmt: skip
+    assert set(kernels) == {*CROSS_BLOCK, "tc_persistent"}
 
 
 @pytest.mark.parametrize("kernel", [*default_kernels(), "tiled", "tiled_2x2", "naive", SQUARE_ONLY])

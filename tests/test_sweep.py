@@ -25,7 +25,8 @@ from gemmlab.core.timing import Timing
 from gemmlab.kernels import catalogue
 from gemmlab.measure.run import RunResult
 from gemmlab.results.store import Store, config_text
-from gemmlab.studies.sweep import SLOW_REPS, SweepPoint, headline, plan, run_record, sweep, timed_point
+from gemmlab.studies.points import SLOW_REPS, SweepPoint, plan, timed_point
+from gemmlab.studies.sweep import headline, run_record, sweep
 
 TESTS = Path(__file__).resolve().parent
 SRC = TESTS.parent / "src"

@@ -17,6 +17,7 @@ from gemmlab.core.errors import CompileError, ConstraintError, DeviceLimitError,
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
+from gemmlab.kernels.tensor import family
 from gemmlab.kernels.tensor import spec as tensor
 from gemmlab.measure.sanitize import small_shapes
 from gemmlab.measure.sass import find_tool, missing_claims, opcodes_of, sass_opcodes, tensor_core_ops, total
@@ -128,7 +129,7 @@ def test_hopper_shared_memory_is_stages_plus_barriers() -> None:
     spec = catalogue.get("tc_warpspecialized")  # 128 x 256 tiles, 4 stages
     point = catalogue.point("tc_warpspecialized", Shape.square(4096), dtype="bfloat16")
     assert point.dynamic_smem == 4 * (128 + 256) * ROW_BYTES + 2 * 4 * 8
-    assert spec.threads_per_block(Shape.square(4096), 0) == 3 * tensor.WARPGROUP
+    assert spec.threads_per_block(Shape.square(4096), 0) == 3 * family.WARPGROUP
 
 
 def test_bf16_rounding_is_nearest_even() -> None:
@@ -184,7 +185,7 @@ def test_bfloat16_out_is_the_tma_store_rungs_alone() -> None:
 def test_tma_store_shared_memory_is_ring_barriers_and_c_boxes() -> None:
     point = catalogue.point("tc_tma_store", Shape.square(4096), dtype="bfloat16-out")
     # 4 stages of 128 + 256 rows, 8 barriers, 2 consumers x 2 boxes of 64 rows x 128 bytes.
-    assert point.dynamic_smem == 4 * (128 + 256) * ROW_BYTES + 2 * 4 * 8 + 2 * 2 * tensor.C_BOX_ROWS * ROW_BYTES
+    assert point.dynamic_smem == 4 * (128 + 256) * ROW_BYTES + 2 * 4 * 8 + 2 * 2 * family.C_BOX_ROWS * ROW_BYTES
     with pytest.raises(ConstraintError, match="bytes of dynamic shared memory"):
         catalogue.variant("tc_tma_store", {"C_BOXES": 4})
     with pytest.raises(ConstraintError, match="C_BOXES must be at least 1"):
@@ -199,12 +200,12 @@ def test_launch_facts_reach_the_kernels_as_template_arguments() -> None:
     warp-specialised rungs get them as template arguments after their
     configuration and do not define them again; the configuration (what is
     stored with results) leaves them out."""
-    split = f"{tensor.PRODUCER_REGS}, {tensor.CONSUMER_REGS}"
+    split = f"{family.PRODUCER_REGS}, {family.CONSUMER_REGS}"
     for kernel_id in SPECIALISED:
         spec = catalogue.get(kernel_id)
         assert spec.config == tensor.LADDER.rung(kernel_id).config(), kernel_id
         assert not {"PRODUCER_REGS", "CONSUMER_REGS", "C_BOX_ROWS"} & set(spec.config), kernel_id
-        facts = f"{split}, {tensor.C_BOX_ROWS}" if kernel_id == "tc_tma_store" else split
+        facts = f"{split}, {family.C_BOX_ROWS}" if kernel_id == "tc_tma_store" else split
         assert spec.name_expression("bfloat16", 0).endswith(f", {facts}>"), kernel_id
         assert not re.search(r"(constexpr int|enum \{) *(PRODUCER_REGS|CONSUMER_REGS|C_BOX_ROWS)\b", spec.source_text())
     assert not catalogue.get("tc_wgmma").template_fixed
@@ -215,13 +216,13 @@ def test_launch_facts_reach_the_kernels_as_template_arguments() -> None:
 def test_register_rule_is_the_split_over_the_consumers() -> None:
     """Four consumer warpgroups (BM = 256) would need more than a block's registers; a
     split that fits 64K can still exceed what three warpgroups hold from launch."""
-    needed = (tensor.PRODUCER_REGS + 4 * tensor.CONSUMER_REGS) * tensor.WARPGROUP
-    assert needed > tensor.MAX_REGISTERS == 65536
+    needed = (family.PRODUCER_REGS + 4 * family.CONSUMER_REGS) * family.WARPGROUP
+    assert needed > family.MAX_REGISTERS == 65536
     with pytest.raises(ConstraintError, match="4 consumer warpgroups do not fit the registers a block holds"):
         catalogue.variant("tc_warpspecialized", {"BM": 256, "BN": 128})
     assert not tensor.LADDER.violations(tensor.LADDER.rung("tc_warpspecialized"), {"BM": 128, "BN": 256, "STAGES": 4})
-    assert tensor.launch_registers(3) == 168 * 384 and tensor.launch_registers(2) == 248 * 256
-    assert tensor.split_fits(24, 240, 2) and tensor.split_fits(40, 232, 2) and not tensor.split_fits(32, 240, 2)
+    assert family.launch_registers(3) == 168 * 384 and family.launch_registers(2) == 248 * 256
+    assert family.split_fits(24, 240, 2) and family.split_fits(40, 232, 2) and not family.split_fits(32, 240, 2)
 
 
 @pytest.mark.parametrize(

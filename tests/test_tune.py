@@ -26,12 +26,14 @@ from gemmlab.kernels.sgemm import spec as sgemm
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.kernels.tensor import spec as tensor
 from gemmlab.measure.run import RunResult
-from gemmlab.results.store import SCHEMA_VERSION, TUNER_HISTORY, Store, config_text
+from gemmlab.results.schema import TUNER_HISTORY
+from gemmlab.results.store import SCHEMA_VERSION, Store, config_text
 from gemmlab.studies import tune
+from gemmlab.studies.candidates import Device
 
 KERNEL = "sgemm_warptile"
 CONFIGS = catalogue.configs(KERNEL)
-DEVICE = ("Fake H200", "9.0")
+DEVICE = Device("Fake H200", "9.0", "sm_90a", 132)
 CUBLAS_GFLOPS = 50_000.0
 # The fake speed of each configuration: later in the list is faster. The two
 # fastest are the traps: the very fastest gives a wrong result, the next does not compile.
@@ -201,7 +203,7 @@ def test_rejected_is_never_best_even_when_everything_else_fails(tmp_path: Path) 
     assert summary.best == {} and summary.unchosen == ["small"]
     assert tuned_rows(db) == []
     with Store.open(db) as store:
-        assert tune.tuned_spec(KERNEL, Shape.square(1024), store, DEVICE[0]) is None
+        assert tune.tuned_spec(KERNEL, Shape.square(1024), store, DEVICE.name) is None
 
 
 def test_size_classes_are_tuned_apart_and_shapes_of_one_class_together(tmp_path: Path) -> None:
@@ -224,9 +226,9 @@ def test_size_classes_are_tuned_apart_and_shapes_of_one_class_together(tmp_path:
     assert summary.best["medium"].gflops == pytest.approx((29_000 * 40_000) ** 0.5)
     assert summary.best["large"].config == CONFIGS[1]
     with Store.open(db) as store:
-        assert tune.tuned_spec(KERNEL, Shape.square(3000), store, DEVICE[0]).config == CONFIGS[2]
-        assert tune.tuned_spec(KERNEL, Shape(8192, 8192, 1024), store, DEVICE[0]).config == CONFIGS[1]
-        assert tune.tuned_spec(KERNEL, Shape.square(512), store, DEVICE[0]) is None  # small was not tuned
+        assert tune.tuned_spec(KERNEL, Shape.square(3000), store, DEVICE.name).config == CONFIGS[2]
+        assert tune.tuned_spec(KERNEL, Shape(8192, 8192, 1024), store, DEVICE.name).config == CONFIGS[1]
+        assert tune.tuned_spec(KERNEL, Shape.square(512), store, DEVICE.name) is None  # small was not tuned
 
 
 def test_best_config_needs_every_shape_of_the_class() -> None:
@@ -262,7 +264,7 @@ def test_devices_are_kept_apart(tmp_path: Path) -> None:
     run_tune(db, FakeRunner())
     other = FakeRunner()
     with Store.open(db) as store:
-        tune.tune(KERNEL, [1024], store, runner=other, device=("Fake H100", "9.0"), progress=False)
+        tune.tune(KERNEL, [1024], store, runner=other, device=DEVICE._replace(name="Fake H100"), progress=False)
         assert len(other.calls) == len(CONFIGS)  # nothing measured on the H200 counts here
         assert tune.tuned_spec(KERNEL, Shape.square(1024), store, "Fake H100") is not None
         assert tune.tuned_spec(KERNEL, Shape.square(1024), store, "Fake A100") is None
@@ -368,11 +370,11 @@ def test_element_types_are_tuned_and_stored_apart(tmp_path: Path) -> None:
     shape = Shape.square(1000)
     with Store.open(db, readonly=True) as store:
         for dtype in ("bfloat16", "tf32"):
-            spec = tune.tuned_spec(TC_KERNEL, shape, store, DEVICE[0], dtype)
+            spec = tune.tuned_spec(TC_KERNEL, shape, store, DEVICE.name, dtype)
             assert spec is not None and spec.config == TC_CONFIGS[TC_FASTEST[dtype]]
-        assert tune.tuned_spec(TC_KERNEL, shape, store, DEVICE[0]).config == TC_CONFIGS[TC_FASTEST["bfloat16"]]
-        assert tune.tuned_spec(TC_KERNEL, shape, store, DEVICE[0], "float16") is None  # not tuned
-        assert tune.tuned_spec(KERNEL, shape, store, DEVICE[0]) is None
+        assert tune.tuned_spec(TC_KERNEL, shape, store, DEVICE.name).config == TC_CONFIGS[TC_FASTEST["bfloat16"]]
+        assert tune.tuned_spec(TC_KERNEL, shape, store, DEVICE.name, "float16") is None  # not tuned
+        assert tune.tuned_spec(KERNEL, shape, store, DEVICE.name) is None
 
 
 # -- the tables of an older gemmlab ------------------------------------------------
@@ -391,12 +393,12 @@ def make_old_file(path: Path, tuner_layout: int) -> None:
     conn.execute(
         "INSERT INTO tuned_candidates (id, gpu_name, cc, kernel, size_class, m, n, k, config, status, median_ms, "
         "gflops, error, date) VALUES (7, ?, ?, ?, 'small', 1024, 1024, 1024, ?, 'ok', 0.1, 20000.0, 1e-7, 'then')",
-        (*DEVICE, KERNEL, OLD_CONFIG),
+        (DEVICE.name, DEVICE.cc, KERNEL, OLD_CONFIG),
     )
     conn.execute(
         "INSERT INTO tuned (gpu_name, cc, kernel, size_class, config, gflops, shapes, date) "
         "VALUES (?, ?, ?, 'small', ?, 20000.0, '[[1024, 1024, 1024]]', 'then')",
-        (*DEVICE, KERNEL, OLD_CONFIG),
+        (DEVICE.name, DEVICE.cc, KERNEL, OLD_CONFIG),
     )
     conn.commit()
     conn.close()
@@ -448,13 +450,13 @@ def test_a_new_file_has_the_tuner_tables(tmp_path: Path) -> None:
 def test_tuned_spec(tmp_path: Path) -> None:
     db = tmp_path / "t.sqlite"
     with Store.open(db) as store:
-        assert tune.tuned_spec(KERNEL, Shape.square(1024), store, DEVICE[0]) is None  # nothing tuned yet
+        assert tune.tuned_spec(KERNEL, Shape.square(1024), store, DEVICE.name) is None  # nothing tuned yet
     run_tune(db, FakeRunner())
     with Store.open(db, readonly=True) as store:
-        spec = tune.tuned_spec(KERNEL, Shape(1000, 17, 3), store, DEVICE[0])
+        spec = tune.tuned_spec(KERNEL, Shape(1000, 17, 3), store, DEVICE.name)
         assert spec is not None and spec.id == KERNEL and spec.config == FASTEST_GOOD
         assert spec.template_extra == tuple(FASTEST_GOOD.values())
-        assert tune.tuned_spec("sgemm_multistage", Shape.square(1024), store, DEVICE[0]) is None
+        assert tune.tuned_spec("sgemm_multistage", Shape.square(1024), store, DEVICE.name) is None
 
 
 def test_a_config_the_kernel_no_longer_takes_is_ignored(tmp_path: Path) -> None:
@@ -465,7 +467,7 @@ def test_a_config_the_kernel_no_longer_takes_is_ignored(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     with Store.open(db) as store:
-        assert tune.tuned_spec(KERNEL, Shape.square(1024), store, DEVICE[0]) is None
+        assert tune.tuned_spec(KERNEL, Shape.square(1024), store, DEVICE.name) is None
 
 
 def test_a_tuned_spec_goes_through_point_and_names_its_config() -> None:
@@ -563,7 +565,7 @@ def fake_run(calls: list):
         used = spec or catalogue.get(kernel_id)
         flat = FakeRunner(speeds=lambda config, shape, dtype: 10_000.0)
         result = flat(used, shape, dtype=dtype or used.dtypes[0], reps=20, warmup=2, max_seconds=1.0, baseline=False)
-        result.device = {"name": DEVICE[0]}
+        result.device = {"name": DEVICE.name}
         return result
 
     return run

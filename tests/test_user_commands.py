@@ -15,16 +15,19 @@ from gemmlab.core.errors import DeclarationError, GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing
 from gemmlab.kernels import catalogue, user
-from gemmlab.measure import profile, sanitize
+from gemmlab.measure import ncu, sanitize
 from gemmlab.measure.run import RunResult
 from gemmlab.report import write_report
 from gemmlab.results.store import Store
 from gemmlab.studies import tune
-from gemmlab.studies.sweep import plan, sweep
+from gemmlab.studies.candidates import Device
+from gemmlab.studies.points import plan
+from gemmlab.studies.sweep import sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 NAIVE = ROOT / "examples" / "naive_define" / "matmul.toml"
 TILED = ROOT / "examples" / "tiled_template" / "matmul.toml"
+FAKE_GPU = Device("Fake GPU", "9.0", "sm_90a", 132)
 RUN_INFO = {"gpu_name": "Fake GPU", "cc": "9.0", "command_line": "test"}
 
 # A kernel with a parameter besides its edge: each thread adds its product STEP
@@ -139,15 +142,15 @@ def test_check_refuses_a_kernel_with_no_small_size(tmp_path: Path, monkeypatch: 
 )
 def test_ncu_command_names_the_users_function_and_declaration(path: Path, edge: int, name: str):
     point = catalogue.point(str(path), Shape.square(512), edge)
-    command = profile.ncu_command("ncu", profile.mangled_name(point), point, python="python")
+    command = ncu.command.ncu_command("ncu", ncu.command.mangled_name(point), point, python="python")
     assert command[command.index("--kernel-name") + 1] == name
-    child = command[command.index("gemmlab.measure.profile") + 1 :]
+    child = command[command.index("gemmlab.measure.ncu") + 1 :]
     assert child == [str(path.resolve()), str(edge), "512", "512", "512", "float32"]
 
 
 def test_a_users_kernel_has_no_analytic_cgma():
     point = catalogue.point(str(TILED), Shape.square(512), 16)
-    figure = next(f for f in profile.PROFILED if f.key == "cgma_analytic")
+    figure = next(f for f in ncu.metrics.PROFILED if f.key == "cgma_analytic")
     assert figure.value({}, point) is None
     assert backends.for_kernel("tiled_template/matmul").analytic_cgma("tiled_template/matmul", point.shape, 16) is None
     # The catalogue's model is still there.
@@ -299,8 +302,8 @@ def test_tune_stores_candidates_and_the_choice_for_a_users_kernel(tmp_path: Path
         return result
 
     with Store.open(tmp_path / "t.db") as store:
-        summary = tune.tune(str(TILED), [512], store, runner=runner, device=("Fake GPU", "9.0"), progress=False)
-        again = tune.tune(str(TILED), [512], store, runner=runner, device=("Fake GPU", "9.0"), progress=False)
+        summary = tune.tune(str(TILED), [512], store, runner=runner, device=FAKE_GPU, progress=False)
+        again = tune.tune(str(TILED), [512], store, runner=runner, device=FAKE_GPU, progress=False)
         chosen = tune.tuned_spec("tiled_template/matmul", Shape.square(512), store, "Fake GPU")
     assert sorted(calls) == [8, 16, 32]  # the second search measured nothing
     assert len(again.already) == 3
@@ -331,7 +334,7 @@ def test_sweep_param_option_is_read():
 
 
 def test_a_users_float_kernel_is_profiled_with_the_tensor_core_counters_too() -> None:
-    from gemmlab.measure.profile import TENSOR_OPS, metrics_for, uses_tensor_cores
+    from gemmlab.measure.ncu.metrics import TENSOR_OPS, metrics_for, uses_tensor_cores
 
     naive = catalogue.point(str(NAIVE), Shape.square(64), 16)
     assert uses_tensor_cores(naive) and set(TENSOR_OPS) <= set(metrics_for(naive))
@@ -349,8 +352,8 @@ def test_run_takes_the_tuned_configuration_of_a_users_kernel(tmp_path: Path, mon
 
     db = tmp_path / "t.db"
     with Store.open(db) as store:
-        tune.tune(str(TILED), [512], store, runner=runner, device=("Fake GPU", "9.0"), progress=False)
-    monkeypatch.setattr(tune, "current_device", lambda: ("Fake GPU", "9.0"))
+        tune.tune(str(TILED), [512], store, runner=runner, device=FAKE_GPU, progress=False)
+    monkeypatch.setattr(tune, "current_device", lambda: FAKE_GPU)
     spec, source = run_cli._spec_to_run(str(TILED), Shape.square(512), db, None, False)
     assert source == "tuned" and spec.block_edges == (16,) and user.all_values(spec) == {"TILE": 16}
     assert spec is not catalogue.get(spec.id)  # so the worker is given the values with the declaration
@@ -378,7 +381,7 @@ def test_tune_runs_a_users_candidates_watched_and_rejects_a_hang(tmp_path: Path,
 
     monkeypatch.setattr(tune, "_watched_runner", watched)
     with Store.open(tmp_path / "t.db") as store:
-        summary = tune.tune(str(TILED), [512], store, device=("Fake GPU", "9.0"), progress=False)
+        summary = tune.tune(str(TILED), [512], store, device=FAKE_GPU, progress=False)
         rejected = store.candidates("Fake GPU", "tiled_template/matmul", status="rejected")
     assert given == [("Worker", "tiled_template/matmul")]
     assert [r["config"] for r in rejected] == ['{"TILE": 32}'] and "time limit" in rejected[0]["reason"]

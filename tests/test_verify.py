@@ -187,7 +187,7 @@ def test_bfloat16_storage_round_trips() -> None:
 
 @pytest.mark.parametrize("example", [*(f"faulty/{f}" for f in FAULTY), *NEW_EXAMPLES])
 def test_the_new_examples_read_and_compile_for_sm_90(example: str) -> None:
-    spec = user.resolve(str(EXAMPLES / example / "matmul.toml"))
+    spec = catalogue.get(str(EXAMPLES / example / "matmul.toml"))
     assert spec.id == f"{Path(example).name}/matmul" and spec.summary
     for dtype in spec.dtypes:
         res = compile_kernel(spec, (spec.block_edges or (0,))[0], dtype, "sm_90").resources
@@ -195,14 +195,14 @@ def test_the_new_examples_read_and_compile_for_sm_90(example: str) -> None:
 
 
 def test_a_16_bit_template_gets_the_cuda_types() -> None:
-    spec = user.resolve(str(EXAMPLES / "half_naive" / "matmul.toml"))
+    spec = catalogue.get(str(EXAMPLES / "half_naive" / "matmul.toml"))
     assert spec.dtypes == ("float16", "bfloat16")
     assert spec.name_expression("float16", 16) == "matmul_half<__half>"
     assert spec.name_expression("bfloat16", 16) == "matmul_half<__nv_bfloat16>"
 
 
 def test_alpha_and_beta_are_named_arguments() -> None:
-    spec = user.resolve(str(EXAMPLES / "gemm_alpha_beta" / "matmul.toml"))
+    spec = catalogue.get(str(EXAMPLES / "gemm_alpha_beta" / "matmul.toml"))
     assert spec.arguments == ("M", "N", "K", "alpha", "A", "B", "beta", "C")
 
 
@@ -338,7 +338,7 @@ def fake_cp(monkeypatch: pytest.MonkeyPatch) -> _NumPyAsCuPy:
 
 
 def _prepared(cp, kernel: str, shape, edge, dtype: str):
-    spec = user.resolve(str(EXAMPLES / kernel / "matmul.toml")) if "/" in kernel or kernel in NEW_EXAMPLES else None
+    spec = catalogue.get(str(EXAMPLES / kernel / "matmul.toml")) if "/" in kernel or kernel in NEW_EXAMPLES else None
     point = catalogue.point(spec.id if spec else kernel, shape, edge, dtype, spec=spec)
     return point.spec.problem.prepare(cp, point, _Rng(1)), point
 

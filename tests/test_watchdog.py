@@ -25,7 +25,8 @@ from gemmlab.kernels import catalogue
 from gemmlab.measure import watchdog
 from gemmlab.measure.run import RunResult
 from gemmlab.results.store import Store
-from gemmlab.studies.sweep import SweepPoint, _isolated, plan, sweep
+from gemmlab.studies.points import SweepPoint, plan
+from gemmlab.studies.sweep import _isolated, sweep
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 RUN_INFO = {"gpu_name": "Fake GPU", "cc": "9.0", "command_line": "test"}

@@ -48,7 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gemmlab.core.errors import GemmlabError
-from gemmlab.measure.profile import find_ncu, ncu_environment, ncu_failure, parse_raw_csv
+from gemmlab.measure.ncu.command import find_ncu, ncu_environment
+from gemmlab.measure.ncu.parse import ncu_failure, parse_raw_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ rung over its warp states, beside gemmlab's own profile of the same launch.
 For every KERNEL:DTYPE:N given (peer rungs included: the launch profiled is the
 first one the runner times, after the backend's configuration search), this
 runs ncu twice on the launch `gemmlab profile` measures:
-  1. `gemmlab profile`'s counters (measure/profile.py: time, FLOPs executed,
+  1. `gemmlab profile`'s counters (measure/ncu/: time, FLOPs executed,
      the tensor pipe's busy share, occupancy, DRAM traffic, bank conflicts);
   2. the WarpStateStats section (the stall table: cycles per issued
      instruction and where warps wait), with issue-slot and tensor-pipe use.
@@ -27,7 +27,7 @@ from pathlib import Path
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
-from gemmlab.measure import profile
+from gemmlab.measure import ncu
 
 EXTRA = (
     "smsp__issue_active.avg.pct_of_peak_sustained_active",
@@ -41,14 +41,14 @@ KEEP = re.compile(r"^  \S|^    (smsp|sm__|dram|launch)|Warp Cycles Per|^    Stal
 def warp_states(kernel_id: str, dtype: str, n: int) -> str:
     """The stall table of the launch `gemmlab profile` measures (text, filtered)."""
     point = catalogue.point(kernel_id, Shape(n, n, n), None, dtype)
-    command = profile.ncu_command(profile.find_ncu(), profile.mangled_name(point), point,
-                                  skip=profile.launches_to_skip(point))  # fmt: skip
+    command = ncu.command.ncu_command(ncu.command.find_ncu(), ncu.command.mangled_name(point), point,
+                                      skip=ncu.command.launches_to_skip(point))  # fmt: skip
     at = command.index("--metrics")
     command[at : at + 2] = ["--metrics", ",".join(EXTRA), "--section", "WarpStateStats", "--print-details", "all"]
     command.remove("--csv")
     at = command.index("--page")
     command[at : at + 2] = ["--page", "details"]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, env=profile.ncu_environment())
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, env=ncu.command.ncu_environment())
     lines = (proc.stdout + proc.stderr).splitlines()
     kept = [line for line in lines if KEEP.search(line) and not _idle_stall(line)]
     return "\n".join(kept) if kept else "\n".join(lines[-20:])
@@ -74,7 +74,7 @@ def main() -> None:
         kernel_id, dtype, n = item.split(":")
         text.append(f"=== {kernel_id} {dtype} {n}^3")
         try:
-            result = profile.profile_point(kernel_id, Shape(int(n), int(n), int(n)), None, dtype)
+            result = ncu.command.profile_point(kernel_id, Shape(int(n), int(n), int(n)), None, dtype)
             found[item] = result.to_dict()
             text.append(json.dumps(result.to_dict(), indent=1, default=str))
         except GemmlabError as exc:

@@ -37,7 +37,8 @@ from gemmlab.core.errors import GemmlabError, ProfilerError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.spec import KernelSpec
-from gemmlab.measure.profile import ProfileResult, find_ncu, profile_point
+from gemmlab.measure.ncu.command import find_ncu, profile_point
+from gemmlab.measure.ncu.metrics import ProfileResult
 from gemmlab.studies.reproduce import PROFILER_GIVE_UP
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's walkthrough for users' kernels, run as a newcomer would, with
+# The walkthrough for users' kernels (docs/walkthroughs.md), run as a newcomer would, with
 # every command's output kept: a CUDA file and a Triton function through run,
 # check, profile, sweep and report, then the faulty examples, each of which a
 # check must catch and name. Usage on a GPU machine, from the repository root:

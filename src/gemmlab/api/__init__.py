@@ -195,7 +195,7 @@ def sweep(
     """Kernels x shapes x block edges, every point stored in ``db`` as it is
     measured; calling it again resumes (stored points are skipped, ``force``
     measures them again). ``sizes``: square shapes; ``shapes``: (M, N, K)s."""
-    from gemmlab.studies.sweep import plan
+    from gemmlab.studies.points import plan
     from gemmlab.studies.sweep import sweep as run_sweep
 
     wanted = [Shape.square(s) for s in sizes or ()] + [Shape(*s) for s in shapes or ()]

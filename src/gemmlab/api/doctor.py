@@ -134,7 +134,7 @@ class Machine:
 
 def probe(db: Path = DEFAULT_PATH) -> Machine:
     """Ask this machine; fast without a GPU (no CUDA context is made when there is no driver)."""
-    from gemmlab.measure.profile import find_ncu
+    from gemmlab.measure.ncu.command import find_ncu
     from gemmlab.measure.sanitize import find_sanitizer
 
     version, error = _nvrtc()

@@ -38,13 +38,14 @@ from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.problems.base import GemmOperands
+from gemmlab.results.records import Pick
 from gemmlab.results.store import DEFAULT_PATH, Store
 from gemmlab.studies.dispatch import Choice, choose
 
 # Where matmul reads the dispatcher's picks when no ``db`` is given.
 DB_VARIABLE = "GEMMLAB_DB"
 
-_PICKS: dict[tuple[str, str], list[dict]] = {}  # (database, GPU name) -> its picks
+_PICKS: dict[tuple[str, str], list[Pick]] = {}  # (database, GPU name) -> its picks
 _CHOSEN: dict[tuple[str, str, Shape, str], tuple[Choice, KernelSpec]] = {}
 
 
@@ -244,10 +245,10 @@ def _db_path(db: str | Path | None) -> Path:
     return Path(db if db is not None else os.environ.get(DB_VARIABLE) or DEFAULT_PATH)
 
 
-def _picks(path: str, gpu_name: str) -> list[dict]:
+def _picks(path: str, gpu_name: str) -> list[Pick]:
     key = (path, gpu_name)
     if key not in _PICKS:
-        found: list[dict] = []
+        found: list[Pick] = []
         if Path(path).is_file():
             with Store.open(path, readonly=True) as store:
                 found = store.picks(gpu_name)

@@ -69,10 +69,10 @@ def refuse_block(spec: KernelSpec, block: list[int] | None) -> None:
 
 
 def gpu_kernel(name: str, command: str) -> KernelSpec:
-    """The GPU kernel ``name`` names (:func:`gemmlab.kernels.user.resolve`); a CPU
+    """The GPU kernel ``name`` names (:func:`gemmlab.kernels.catalogue.get`); a CPU
     baseline is refused by name, with the command that does run it."""
     from gemmlab.backends.cpu import CPU_KERNELS
-    from gemmlab.kernels.user import resolve
+    from gemmlab.kernels import catalogue
 
     if name in CPU_KERNELS:
         raise GemmlabError(
@@ -81,4 +81,4 @@ def gpu_kernel(name: str, command: str) -> KernelSpec:
             f"Run it with `gemmlab run {name} --size 256`, or beside GPU kernels with "
             f"`gemmlab sweep --kernels {name},tiled --sizes 256`.",
         )
-    return resolve(name)
+    return catalogue.get(name)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.cells import cell_len
@@ -17,6 +17,9 @@ from rich.table import Table
 from gemmlab.cli.app import app, console, err_console, friendly
 from gemmlab.cli.sweep import EXIT_FAILED, EXIT_INTERRUPTED, DbOption
 from gemmlab.results.store import DEFAULT_PATH, Store
+
+if TYPE_CHECKING:
+    from gemmlab.results.records import Pick
 
 dispatch_app = typer.Typer(no_args_is_help=True, help="The dispatcher: tune its picks per shape, show them.")
 app.add_typer(dispatch_app, name="dispatch")
@@ -78,11 +81,11 @@ def tune_cmd(
             on_candidate=lambda label: err_console.print(f"[dim]{label}[/]"),
             shape_seconds=dispatch.SHAPE_SECONDS if shape_seconds is None else shape_seconds or None,
         )  # fmt: skip
-        picks = store.picks(device[0])
+        picks = store.picks(device.name)
     for line in summary.lines():
         alarm = line.startswith(("REJECTED", "FAILED"))
         (err_console if alarm else console).print(f"[red]{line}[/]" if alarm else line, highlight=False)
-    console.print(picks_table(picks, device[0], console.width))
+    console.print(picks_table(picks, device.name, console.width))
     console.print(f"stored in {db}", highlight=False)
     if summary.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
@@ -102,8 +105,8 @@ def show_cmd(
     if not picks:
         err_console.print(f"no picks stored in {db}; run `gemmlab dispatch tune` on a GPU.", highlight=False)
         return
-    for name in dict.fromkeys(p["gpu_name"] for p in picks):
-        console.print(picks_table([p for p in picks if p["gpu_name"] == name], name, console.width))
+    for name in dict.fromkeys(p.gpu_name for p in picks):
+        console.print(picks_table([p for p in picks if p.gpu_name == name], name, console.width))
 
 
 # A wrapping column is given at least this many characters (or its longest
@@ -111,7 +114,7 @@ def show_cmd(
 WRAP_MIN = 16
 
 
-def picks_table(picks: list[dict], gpu_name: str, width: int | None = None) -> Table:
+def picks_table(picks: list[Pick], gpu_name: str, width: int | None = None) -> Table:
     """The picks of one GPU as a table for a console ``width`` wide (None: as
     wide as it takes). Every column in one row when that fits; otherwise the
     compact layout: what identifies a pick stacked in one column that wraps,
@@ -123,17 +126,17 @@ def picks_table(picks: list[dict], gpu_name: str, width: int | None = None) -> T
     return _table(title, _COMPACT, [_stacked(c) for c in cells])
 
 
-def _pick_cells(pick: dict) -> dict[str, str]:
+def _pick_cells(pick: Pick) -> dict[str, str]:
     from gemmlab.studies.dispatch import percent_of_cublas
 
     share = percent_of_cublas(pick)
-    method = pick["timing_method"] or "-"
-    if pick["cublas_timing_method"] and pick["cublas_timing_method"] != pick["timing_method"]:
-        method += f" / cuBLAS: {pick['cublas_timing_method']}"
+    method = pick.timing_method or "-"
+    if pick.cublas_timing_method and pick.cublas_timing_method != pick.timing_method:
+        method += f" / cuBLAS: {pick.cublas_timing_method}"
     return {
-        "dtype": pick["dtype"], "shape": f"{pick['m']}x{pick['n']}x{pick['k']}", "kernel": pick["kernel"],
-        "config": pick["config"], "time": f"{pick['median_ms']:.4f}",
-        "cublas": f"{pick['cublas_ms']:.4f}" if pick["cublas_ms"] else "-",
+        "dtype": pick.dtype, "shape": f"{pick.m}x{pick.n}x{pick.k}", "kernel": pick.kernel,
+        "config": pick.config.text, "time": f"{pick.median_ms:.4f}",
+        "cublas": f"{pick.cublas_ms:.4f}" if pick.cublas_ms else "-",
         "share": f"{share:.1f}%" if share else "-", "method": method,
     }  # fmt: skip
 

@@ -104,7 +104,7 @@ def _warn_without_ncu() -> None:
     """Say once, before grading, that no page will have a profile: grading goes
     on without one (each page says why), since the grades do not need it."""
     from gemmlab.core.errors import ProfilerError
-    from gemmlab.measure.profile import find_ncu
+    from gemmlab.measure.ncu.command import find_ncu
 
     try:
         find_ncu()

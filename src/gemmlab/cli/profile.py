@@ -22,7 +22,8 @@ from gemmlab.cli.app import (
     friendly,
     parse_shape,
 )
-from gemmlab.measure.profile import DEFAULT_TIMEOUT_S, ProfileResult, generic_figures
+from gemmlab.measure.ncu.command import DEFAULT_TIMEOUT_S
+from gemmlab.measure.ncu.metrics import ProfileResult, generic_figures
 
 
 @app.command("profile")
@@ -43,7 +44,7 @@ def profile_cmd(
     FLOPs executed counts the CUDA cores' fadd, fmul and ffma (an ffma as two) and, for a kernel that uses the
     tensor cores, their operations (two per multiply-add), also shown apart with the tensor pipe's busy share.
     """
-    from gemmlab.measure.profile import profile_point
+    from gemmlab.measure.ncu.command import profile_point
 
     result = profile_point(kernel_id, parse_shape(size, m, n, k), block, dtype, timeout=timeout)
     if as_json:

@@ -101,7 +101,7 @@ def run(
         refuse_block(kernel_id, block, ())
         run_on_host(backend, kernel_id, shape_of(dims, size, m, n, k), dtype, reps, seed, as_json)
         return
-    target = user.resolve(kernel_id)
+    target = catalogue.get(kernel_id)
     refuse_block(target.id, block, target.block_edges, target.max_edge)
     for name in others:
         if backends.on_host(name):
@@ -137,8 +137,8 @@ def host_backend(name: str) -> HostBackend | None:
     """The backend that runs ``name`` on the host (a CPU baseline), or None for
     a GPU kernel. An id is looked up as sweep looks it up (backends.for_kernel),
     so a misspelt one is compared with every id, the CPU baselines' too; a
-    user's file is left to user.resolve, which reads it."""
-    if user.is_declared(name):
+    user's file is left to catalogue.get, which reads it."""
+    if catalogue.is_file_name(name):
         return None
     backend = backends.for_kernel(name)
     return backend if isinstance(backend, HostBackend) else None
@@ -277,8 +277,8 @@ def _spec_to_run(name: str, shape: Any, db: Path, dtype: str | None, no_tuned: b
     written or the catalogue's own (None)."""
     if given is not None:
         return search(name).variant(given), "given"
-    if user.is_declared(name):
-        declared = user.resolve(name)
+    if catalogue.is_file_name(name):
+        declared = catalogue.get(name)
         tuned = None if no_tuned else stored_tuned_spec(declared.id, shape, db, dtype)
         return (tuned, "tuned") if tuned is not None else (declared, "declaration")
     spec = None if no_tuned else stored_tuned_spec(name, shape, db, dtype)

@@ -13,7 +13,8 @@ from gemmlab.cli.app import DbOption, app, console, err_console, friendly
 from gemmlab.core.errors import GemmlabError, NoGPUError, ProfilerError
 from gemmlab.core.shapes import Shape
 from gemmlab.results.store import CEILING_FIELDS, DEFAULT_PATH, Store
-from gemmlab.studies.sweep import SweepPoint, SweepSummary
+from gemmlab.studies.points import SweepPoint
+from gemmlab.studies.sweep import SweepSummary
 
 if TYPE_CHECKING:
     from gemmlab.studies.experiments.base import Experiment
@@ -179,7 +180,8 @@ def sweep_cmd(
     """
     from gemmlab import backends
     from gemmlab.core import gpu
-    from gemmlab.studies.sweep import plan, run_record, sweep
+    from gemmlab.studies.points import plan
+    from gemmlab.studies.sweep import run_record, sweep
 
     kernel_ids = [k for k in kernels.replace(" ", "").split(",") if k]
     shapes = [Shape.square(n) for n in parse_ints(sizes, "sizes")]
@@ -299,11 +301,12 @@ def reproduce(
 def _profiler(force: bool, run_info: dict) -> Profiler | None:
     """The profiler of this run, with the device's ceilings measured into ``run_info``;
     None, after saying why, when Nsight Compute is missing (the timings go on)."""
-    from gemmlab.measure import profile, roofline
+    from gemmlab.measure import roofline
+    from gemmlab.measure.ncu import command as ncu
     from gemmlab.studies.reproduce import Profiler
 
     try:
-        profile.find_ncu()
+        ncu.find_ncu()
     except ProfilerError as exc:
         err_console.print(f"[yellow]--profile[/]: {escape(str(exc))}", highlight=False, soft_wrap=True)
         err_console.print("Profiling is off; the timings are measured and stored without it.", highlight=False)
@@ -320,7 +323,7 @@ def _profiler(force: bool, run_info: dict) -> Profiler | None:
         run_info.update(peak_gflops_measured=peak, bandwidth_gbs_measured=bandwidth)
         console.print(f"  {peak:,.0f} GFLOP/s, {bandwidth:,.0f} GB/s", highlight=False)
     ceilings = {key: run_info.get(key) for key in CEILING_FIELDS}
-    return Profiler(profile.profile_point, force=force, ceilings=ceilings, gpu_name=run_info.get("gpu_name"))
+    return Profiler(ncu.profile_point, force=force, ceilings=ceilings, gpu_name=run_info.get("gpu_name"))
 
 
 def _none_profiled(profiler: Profiler | None) -> bool:

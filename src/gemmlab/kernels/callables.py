@@ -40,19 +40,18 @@ from typing import Any
 
 from gemmlab.core.errors import DeclarationError, GemmlabError
 from gemmlab.core.shapes import MAX_THREADS_PER_BLOCK, Dim3, Shape
-from gemmlab.kernels.user import (
+from gemmlab.kernels.declaration.base import (
     DOC,
-    FUNCTIONS,
     PROBLEMS,
     SIZE_NAMES,
     DeclaredSpec,
     Parameter,
-    _accepts,
-    _list,
-    _values,
+    accepts_constraint,
+    as_list,
     check_keys,
-    expression,
+    parameter_values,
 )
+from gemmlab.kernels.declaration.expressions import FUNCTIONS, expression
 
 # The module-level name of the declaration in the user's file.
 DECLARATION = "GEMMLAB"
@@ -108,7 +107,7 @@ def load(path: Path) -> PythonKernelSpec:
         raise DeclarationError(f"{at('problem')}: unknown problem {data['problem']!r}.", f"Use {', '.join(PROBLEMS)}.")
     problem, _names = PROBLEMS[data["problem"]]
     arrays = _arrays(data["arrays"], at("arrays"))
-    dtypes = tuple(_list(data["dtypes"], at("dtypes"), 'a list of element types such as ["float32"]'))
+    dtypes = tuple(as_list(data["dtypes"], at("dtypes"), 'a list of element types such as ["float32"]'))
     for dtype in dtypes:
         if dtype not in PYTHON_DTYPES:
             raise DeclarationError(
@@ -126,11 +125,11 @@ def load(path: Path) -> PythonKernelSpec:
     function = _function(module, data["function"], parameters, arrays, at("function"))
     accepts = [
         expression(e, at("accepts", i), ("M", "N", "K", *names), condition=True)
-        for i, e in enumerate(_list(data.get("accepts", []), at("accepts"), "a list of conditions", 0))
+        for i, e in enumerate(as_list(data.get("accepts", []), at("accepts"), "a list of conditions", 0))
     ]
 
     def env(shape: Shape, block_edge: int) -> dict[str, int]:
-        return {"M": shape.m, "N": shape.n, "K": shape.k, **_values(parameters, edge, block_edge)}
+        return {"M": shape.m, "N": shape.n, "K": shape.k, **parameter_values(parameters, edge, block_edge)}
 
     return PythonKernelSpec(
         # The folder and the stem, as for a declared .cu (kernels/user.py).
@@ -143,7 +142,7 @@ def load(path: Path) -> PythonKernelSpec:
         block_edges=next((p.values for p in parameters if p.name == edge), ()),
         grid=_chosen_by_function,
         block=_chosen_by_function,
-        constraints=tuple(_accepts(e, env) for e in accepts),
+        constraints=tuple(accepts_constraint(e, env) for e in accepts),
         max_edge=MAX_THREADS_PER_BLOCK,
         problem=problem,
         templated_on_edge=False,
@@ -299,7 +298,7 @@ def _parameters(raw: Any, where: str) -> tuple[Parameter, ...]:
                 f"{here}: {name!r} cannot be a parameter's name.",
                 "Use the name of a keyword argument of the function.",
             )
-        values = _list(values, here, "a list of whole numbers, the default first")
+        values = as_list(values, here, "a list of whole numbers, the default first")
         if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
             raise DeclarationError(
                 f"{here}: {values} are not all positive whole numbers.", "List whole numbers, the default first."

@@ -17,13 +17,14 @@ from gemmlab.core.dtypes import DTYPE_CTYPES
 from gemmlab.core.errors import DeclarationError, UnknownName, unknown_name
 from gemmlab.core.shapes import MAX_INDEX, Shape
 from gemmlab.kernels.doc.spec import DOC_MATMUL
-from gemmlab.kernels.ladder import Config, Ladder
+from gemmlab.kernels.ladder import Config, Ladder, Rung
 from gemmlab.kernels.lowp.spec import LADDER as LOWP_LADDER
 from gemmlab.kernels.memory.spec import MEMORY_KERNELS
 from gemmlab.kernels.peers.spec import PEERS
 from gemmlab.kernels.sgemm.spec import LADDER as SGEMM_LADDER
 from gemmlab.kernels.spec import KernelSpec, Point
 from gemmlab.kernels.tensor.spec import LADDER as TENSOR_LADDER
+from gemmlab.kernels.user import load_path
 
 # The families whose kernels take named configurations: what `gemmlab tune` searches.
 LADDERS: tuple[Ladder, ...] = (SGEMM_LADDER, TENSOR_LADDER, LOWP_LADDER)
@@ -42,10 +43,11 @@ _PEERS = {spec.id: spec for spec in PEERS}
 assert not set(_PEERS) & set(_BY_ID), "a peer rung shares an id with the catalogue"
 
 
-# Users' kernels (gemmlab.kernels.user), added the first time a command names
-# one by its path; from then on this process finds them by their id as well
-# ("folder/stem": a catalogue id never has a slash), so everything downstream
-# of the command line passes ids, whatever the kernel's origin.
+# Users' kernels (gemmlab.kernels.user, gemmlab.kernels.callables), added the
+# first time a command names one by its path; from then on this process finds
+# them by their id as well ("folder/stem": a catalogue id never has a slash),
+# so everything downstream of the command line passes ids, whatever the
+# kernel's origin.
 _DECLARED: dict[str, KernelSpec] = {}
 # What names a user's kernel rather than a catalogue id.
 FILE_SUFFIXES = (".toml", ".cu", ".py")
@@ -91,9 +93,7 @@ def get(kernel_id: str) -> KernelSpec:
     if kernel_id in _CANDIDATES:
         return variant(kernel_id, {})
     if is_file_name(kernel_id):
-        from gemmlab.kernels import user  # the user module reads the catalogue: imported when needed
-
-        return declare(user.load_path(Path(kernel_id)))
+        return declare(load_path(Path(kernel_id)))
     raise unknown_name("kernel", kernel_id, known_ids(), "`gemmlab kernels` lists every kernel.") from None
 
 
@@ -182,6 +182,14 @@ def _takers(alternative: str, shape: Shape, dtype: str, leaving_out: str) -> Ite
         edge = next((e for e in edges if not other.violations(shape, e, dtype)), None)
         if edge is not None:
             yield other, edge
+
+
+def rungs(*, candidates: bool = True) -> list[Rung]:
+    """Every ladder's rungs in the catalogue's order, each ladder's candidate
+    rungs after its own (``candidates=False``: the catalogue's alone). The
+    studies' lists are these filtered by a rung's facts (Rung.serves,
+    default_for, every_config, cross_block)."""
+    return [rung for ladder in LADDERS for rung in (*ladder.rungs, *(ladder.candidates if candidates else ()))]
 
 
 # Every rung of every ladder, candidates included, by kernel id.

@@ -21,6 +21,9 @@ from gemmlab.kernels.spec import Constraint, KernelSpec
 
 Config = dict[str, int]
 
+# The classes of shape the dispatcher tells apart (studies/dispatch.py: shape_class), which a rung serves.
+SHAPE_CLASSES = ("skinny-m", "skinny-n", "k-heavy", "few-tiles", "large")
+
 
 def _no_rules(c: Config) -> list[str]:
     return []
@@ -86,6 +89,19 @@ class Rung:
     # Blocks of a cluster that share A the same way, each loading BM / multicast_a
     # of its rows (tc_small's PAIR_COLS); None: none do.
     multicast_a: Callable[[Config], int] | None = None
+    # What the studies read of a rung (studies/dispatch.py and studies/stress.py derive their lists from these).
+    # The shape classes (SHAPE_CLASSES) the dispatcher tries it on, each with its place among the rungs
+    # of that class (1: tried first).
+    serves: Mapping[str, int] = field(default_factory=dict)
+    # Shape classes of ``serves`` where the dispatcher times every configuration, not the few best-filling.
+    every_config: tuple[str, ...] = ()
+    # The element types whose fallback it is (a shape no tuned pick takes), each with its place in that
+    # dtype's order (1: tried first).
+    default_for: Mapping[str, int] = field(default_factory=dict)
+    # Whether its blocks (in some configuration) wait for one another or meet through memory: cluster
+    # barriers, multicast, counters, a fix-up of partial tiles. Its .cu's header argues why that is safe;
+    # `gemmlab stress` checks such kernels by default.
+    cross_block: bool = False
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -116,6 +132,18 @@ class Ladder:
     # Rungs written after the newest stored benchmark: configs() and variant()
     # know them, the catalogue does not yet.
     candidates: tuple[Rung, ...] = ()
+
+    def __post_init__(self) -> None:
+        for rung in (*self.rungs, *self.candidates):
+            unknown = {*rung.serves, *rung.every_config} - set(SHAPE_CLASSES)
+            assert not unknown, f"{rung.id} serves unknown shape classes {unknown}"
+            assert set(rung.every_config) <= set(rung.serves), f"{rung.id}: every_config outside the classes it serves"
+        # Each class's and each dtype's rungs in an order: places 1, 2, 3, ... with none shared.
+        orders = [("serves", r.serves) for r in (*self.rungs, *self.candidates)]
+        orders += [("default_for", r.default_for) for r in (*self.rungs, *self.candidates)]
+        for kind, key in {(kind, key) for kind, places in orders for key in places}:
+            found = sorted(places[key] for k, places in orders if k == kind and key in places)
+            assert found == list(range(1, len(found) + 1)), f"the {self.name}'s places in {kind} {key}: {found}"
 
     @cached_property
     def kernels(self) -> tuple[KernelSpec, ...]:

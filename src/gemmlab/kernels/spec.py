@@ -235,7 +235,7 @@ class KernelSpec:
         """The edge a command runs when none is given: for the catalogue, the largest
         its documents measured, the edge those documents ran by default (the
         edges are listed in ascending order). A user's declaration names its
-        default first instead, as for every parameter (gemmlab.kernels.user.DeclaredSpec)."""
+        default first instead, as for every parameter (gemmlab.kernels.declaration.base.DeclaredSpec)."""
         return max(self.block_edges) if self.block_edges else 0
 
     def threads_per_block(self, shape: Shape, block_edge: int) -> int:

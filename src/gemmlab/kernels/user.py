@@ -4,46 +4,65 @@ that says how to launch it. docs/user-kernels.md describes every key.
 
 :func:`load` reads a declaration into a :class:`UserKernelSpec`, a
 :class:`~gemmlab.kernels.spec.KernelSpec` like the catalogue's, so nothing
-downstream asks where a kernel came from; :func:`resolve` is what every
-command calls with the name or path it was given. The ``.cu`` file is never
+downstream asks where a kernel came from; :func:`load_path` reads whichever
+file a command names (a Python kernel through :mod:`gemmlab.kernels.callables`),
+and :func:`gemmlab.kernels.catalogue.get`, which every command calls with the
+name or path it was given, remembers what it read. The ``.cu`` file is never
 changed on disk: a ``#define`` parameter is set in the text handed to NVRTC,
 by rewriting its ``#define`` line in place, so line numbers stay the user's.
 A parameter the file does not name at all (a kernel that reads its block size
 from ``blockDim``) is the declaration's own: it reaches only the expressions
 that name it, the launch's grid and block most often, and never NVRTC.
 
-The declaration's expressions (grid, block, shared memory, accepted sizes,
-template arguments) are read by a small evaluator over Python's ``ast``:
-numbers, names, ``+ - * // %``, comparisons, ``and``/``or``/``not``, and the
-functions ``cdiv``, ``min`` and ``max``. Anything else is refused when the
-declaration is read, naming the file, the key and the expression.
+:func:`load` reads a declaration in steps, each refusing what it finds wrong
+before the next starts: the file, the problem, the source and its function,
+the element types, the arguments, the parameters, the edge, the template
+arguments, then the launch (grid, block, shared memory, accepted sizes).
+The expressions are :mod:`gemmlab.kernels.declaration.expressions`'s.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gemmlab.core.dtypes import DTYPE_ITEMSIZE
 from gemmlab.core.errors import DeclarationError
 from gemmlab.core.shapes import AXES, MAX_GRID_X, MAX_GRID_YZ, MAX_THREADS_PER_BLOCK, Dim3, Shape
 from gemmlab.core.text import read_text
-from gemmlab.kernels import catalogue
+from gemmlab.kernels import callables
+from gemmlab.kernels.declaration.base import (
+    DOC,
+    PROBLEMS,
+    SIZE_NAMES,
+    DeclaredSpec,
+    Parameter,
+    accepts_constraint,
+    as_list,
+    check_keys,
+    parameter_values,
+)
+from gemmlab.kernels.declaration.expressions import FUNCTIONS, Expression, expression
+from gemmlab.kernels.declaration.source import (
+    GlobalFunction,
+    define_pattern,
+    find_function,
+    line_naming,
+    set_define,
+    without_comments,
+)
 from gemmlab.kernels.spec import Constraint, KernelSpec, kernel_source
-from gemmlab.problems.matmul import MATMUL, MATMUL_ARGUMENT_NAMES, SCALARS
+from gemmlab.problems.base import Problem
+from gemmlab.problems.matmul import SCALARS
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-DOC = "docs/user-kernels.md"
-# The problems a declaration may name, with the argument names their kernels may take.
-PROBLEMS = {"matmul": (MATMUL, MATMUL_ARGUMENT_NAMES)}
 # Element types a user's kernel may declare, with the C++ type "dtype" stands
 # for in its template arguments. float16 and bfloat16 are cuda_fp16.h's and
 # cuda_bf16.h's types, A, B and C all in them (unlike the tensor-core rungs'
@@ -53,202 +72,8 @@ USER_DTYPES = tuple(USER_CTYPES)
 # The C++ type alpha and beta are passed as (problems/matmul.py): float32 for
 # every float type, as cuBLAS takes them with FP32 compute, and int for int32.
 SCALAR_CTYPES = {"float32": "float", "float16": "float", "bfloat16": "float", "int32": "int"}
-SIZE_NAMES = ("M", "N", "K", "n")
-FUNCTIONS: dict[str, Callable[..., int]] = {
-    "cdiv": lambda a, b: -(-a // b),
-    "min": min,
-    "max": max,
-}
-ARITY = {"cdiv": (2, 2), "min": (2, 8), "max": (2, 8)}
 REQUIRED_KEYS = ("function", "problem", "dtypes", "arguments", "grid", "block")
 OPTIONAL_KEYS = ("source", "summary", "template", "parameters", "edge", "dynamic_smem", "accepts")
-
-_BINARY: dict[type, Callable[[int, int], int]] = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.FloorDiv: lambda a, b: a // b,
-    ast.Mod: lambda a, b: a % b,
-}
-_COMPARE: dict[type, Callable[[int, int], bool]] = {
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
-    ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b,
-    ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b,
-}
-# How a declaration spells each operator above: the messages list them from
-# here, so a hint never leaves out one the evaluator takes.
-_SYMBOLS = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
-    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-}  # fmt: skip
-# C spellings a student writes in a condition, and what a declaration says instead.
-_C_SPELLINGS = (
-    (re.compile(r"(?<![=!<>])=(?![=<>])"), "`==` to compare, not `=`"),
-    (re.compile(r"&&"), "`and`, not `&&`"),
-    (re.compile(r"\|\|"), "`or`, not `||`"),
-    (re.compile(r"!(?!=)"), "`not`, not `!`"),
-)
-
-
-def allowed(*, condition: bool) -> str:
-    """What an expression may use, in words; ``condition``: an accepted-sizes test."""
-    arithmetic = " ".join(_SYMBOLS[op] for op in _BINARY)
-    text = f"numbers, names, {arithmetic}, cdiv(a, b), min(...), max(...)"
-    if condition:
-        text += f", comparisons ({' '.join(_SYMBOLS[op] for op in _COMPARE)}), and, or, not"
-    return text
-
-
-@dataclass(frozen=True)
-class Expression:
-    """One of the declaration's small expressions, checked when read and
-    evaluated over a mapping of names to integers."""
-
-    text: str
-    where: str  # "FILE, key": named in every error about it
-    tree: ast.expr
-
-    @property
-    def names(self) -> frozenset[str]:
-        """The names the expression reads."""
-        return frozenset(n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name))
-
-    def __call__(self, env: Mapping[str, int]) -> int:
-        try:
-            return int(_evaluate(self.tree, env))
-        except ZeroDivisionError:
-            values = ", ".join(f"{k} = {v}" for k, v in env.items())
-            raise DeclarationError(
-                f"{self.where}: `{self.text}` divides by zero with {values}.",
-                "Change the expression or the parameter values so that no divisor is zero.",
-            ) from None
-
-
-def expression(text: Any, where: str, names: tuple[str, ...], *, condition: bool = False) -> Expression:
-    """``text`` checked as an expression over ``names``; ``condition``: a test
-    (comparisons, and/or/not allowed) rather than a number."""
-    if isinstance(text, bool) or not isinstance(text, str | int):
-        raise DeclarationError(
-            f"{where}: {text!r} is not an expression.", 'Write it as a string such as "cdiv(N, TILE)" or a number.'
-        )
-    source = str(text)
-    try:
-        tree = ast.parse(source.strip(), mode="eval").body
-    except SyntaxError:
-        spelt = [hint for pattern, hint in _C_SPELLINGS if pattern.search(source)] if condition else []
-        raise DeclarationError(
-            f"{where}: `{source}` is not an expression gemmlab can read.",
-            (f"Write {'; '.join(spelt)}. " if spelt else "") + f"Use only {allowed(condition=condition)}.",
-        ) from None
-    _check(tree, source, where, names, condition)
-    return Expression(source, where, tree)
-
-
-def _check(node: ast.AST, text: str, where: str, names: tuple[str, ...], condition: bool) -> None:
-    def refuse(what: str) -> DeclarationError:
-        return DeclarationError(
-            f"{where}: `{text}` uses {what}, which a declaration may not.", f"Use only {allowed(condition=condition)}."
-        )
-
-    if isinstance(node, ast.Constant):
-        if isinstance(node.value, bool) or not isinstance(node.value, int):
-            raise refuse(f"the constant {node.value!r} (only whole numbers are allowed)")
-    elif isinstance(node, ast.Name):
-        if node.id not in names:
-            raise DeclarationError(
-                f"{where}: `{text}` names '{node.id}', which is not known here.",
-                f"Names allowed here: {', '.join(names)}"
-                + (" (declare a parameter under [parameters])." if names else "."),
-            )
-    elif isinstance(node, ast.BinOp):
-        if type(node.op) not in _BINARY:
-            hint = " ('/': use // for whole-number division)" if isinstance(node.op, ast.Div) else ""
-            raise refuse(f"the operator {type(node.op).__name__}{hint}")
-        _check(node.left, text, where, names, False)
-        _check(node.right, text, where, names, False)
-    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        _check(node.operand, text, where, names, False)
-    elif isinstance(node, ast.Call):
-        func = node.func.id if isinstance(node.func, ast.Name) else None
-        if func not in FUNCTIONS or node.keywords:
-            raise refuse(f"the call {ast.unparse(node.func)}(...)")
-        low, high = ARITY[func]
-        if not low <= len(node.args) <= high:
-            raise refuse(f"{func}() with {len(node.args)} arguments")
-        for arg in node.args:
-            _check(arg, text, where, names, False)
-    elif condition and isinstance(node, ast.Compare):
-        if not all(type(op) in _COMPARE for op in node.ops):
-            raise refuse(f"a comparison other than {' '.join(_SYMBOLS[op] for op in _COMPARE)}")
-        for part in (node.left, *node.comparators):
-            _check(part, text, where, names, False)
-    elif condition and isinstance(node, ast.BoolOp):
-        for value in node.values:
-            _check(value, text, where, names, True)
-    elif condition and isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        _check(node.operand, text, where, names, True)
-    else:
-        raise refuse(f"`{ast.unparse(node)}`")
-
-
-def _evaluate(node: ast.expr, env: Mapping[str, int]) -> Any:
-    """The value of a node :func:`_check` accepted."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return env[node.id]
-    if isinstance(node, ast.BinOp):
-        return _BINARY[type(node.op)](_evaluate(node.left, env), _evaluate(node.right, env))
-    if isinstance(node, ast.UnaryOp):
-        value = _evaluate(node.operand, env)
-        return -value if isinstance(node.op, ast.USub) else (not value if isinstance(node.op, ast.Not) else value)
-    if isinstance(node, ast.Call):
-        return FUNCTIONS[node.func.id](*(_evaluate(a, env) for a in node.args))  # type: ignore[union-attr]
-    if isinstance(node, ast.Compare):
-        values = [_evaluate(node.left, env), *(_evaluate(c, env) for c in node.comparators)]
-        return all(_COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, values, values[1:], strict=False))
-    if isinstance(node, ast.BoolOp):
-        results = (_evaluate(v, env) for v in node.values)
-        return all(results) if isinstance(node.op, ast.And) else any(results)
-    raise AssertionError(f"unchecked node {ast.dump(node)}")
-
-
-@dataclass(frozen=True)
-class Parameter:
-    """A value the kernel is declared with: a ``#define`` in its file, a template
-    parameter, or a name of the declaration alone ("launch": one the file never
-    names, which sizes the launch, a kernel reading its block size from
-    ``blockDim``, and is not given to NVRTC)."""
-
-    name: str
-    kind: str  # "define", "template" or "launch" (a Python function's: "keyword")
-    values: tuple[int, ...]  # the first is the default
-
-
-@dataclass(frozen=True)
-class DeclaredSpec(KernelSpec):
-    """What every user's kernel has beside a KernelSpec: the declared
-    parameters, one of which may be the block edge."""
-
-    parameters: tuple[Parameter, ...] = ()
-    edge: str | None = None  # the parameter that is the block edge
-
-    def values(self, block_edge: int) -> dict[str, int]:
-        """Every parameter's value at ``block_edge``: the edge's, the others' defaults."""
-        return _values(self.parameters, self.edge, block_edge)
-
-    def default_block_edge(self) -> int:
-        """The edge parameter's first value, as every parameter's first value is its
-        default (the catalogue's kernels take their largest edge instead: KernelSpec)."""
-        return self.block_edges[0] if self.block_edges else 0
-
-    @property
-    def config(self) -> dict[str, int] | None:
-        fixed = {p.name: p.values[0] for p in self.parameters if p.name != self.edge}
-        return fixed or None
 
 
 @dataclass(frozen=True)
@@ -271,106 +96,8 @@ class UserKernelSpec(DeclaredSpec):
         text = kernel_source(self.source)
         for p in self.parameters:
             if p.kind == "define":
-                text = _set_define(text, p.name, self.values(block_edge)[p.name])
+                text = set_define(text, p.name, self.values(block_edge)[p.name])
         return text
-
-
-def _define_pattern(name: str) -> re.Pattern:
-    # An object-like macro only: `#define TILE 16`, not `#define TILE(x) ...`.
-    return re.compile(rf"^([ \t]*#[ \t]*define[ \t]+{re.escape(name)})(?![\w(])(.*)$", re.MULTILINE)
-
-
-def _set_define(text: str, name: str, value: int) -> str:
-    """``text`` with every ``#define name ...`` line saying ``value``; one line
-    for one line, so NVRTC's line numbers stay those of the user's file."""
-    return _define_pattern(name).sub(lambda m: f"{m.group(1)} {value}", text)
-
-
-def _without_comments(text: str) -> str:
-    """``text`` with comments blanked (their newlines kept), to look for declarations in."""
-    return re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.DOTALL)
-
-
-@dataclass(frozen=True)
-class _Function:
-    """What the file says about the declared ``__global__`` function."""
-
-    template: tuple[tuple[str, str], ...]  # (kind, name): kind "type" or "value"
-    parameters: tuple[str, ...]  # each parameter's declaration text
-
-
-def _find_function(text: str, name: str, where: str) -> _Function:
-    code = _without_comments(text)
-    found = {}
-    for match in re.finditer(r"__global__\b", code):
-        paren = code.find("(", match.end())
-        head = code[match.end() : paren]
-        ident = re.findall(r"\w+", head)
-        if ident:
-            found[ident[-1]] = (match.start(), paren)
-    if name not in found:
-        listed = ", ".join(found) or "none"
-        raise DeclarationError(
-            f"{where}: the file has no __global__ function '{name}' (its __global__ functions: {listed}).",
-            "Set `function` to the name of the kernel in the file.",
-        )
-    start, paren = found[name]
-    template: tuple[tuple[str, str], ...] = ()
-    before = re.search(r"template\s*<([^<>]*)>\s*$", code[:start])
-    if before:
-        params = []
-        for part in filter(None, (p.strip() for p in before.group(1).split(","))):
-            declared = part.split("=")[0].split()
-            kind = "type" if declared[0] in ("typename", "class") else "value"
-            params.append((kind, declared[-1]))
-        template = tuple(params)
-    depth, end = 0, paren
-    for end in range(paren, len(code)):
-        depth += {"(": 1, ")": -1}.get(code[end], 0)
-        if depth == 0:
-            break
-    inside = code[paren + 1 : end].strip()
-    parameters = tuple(p.strip() for p in _top_level_split(inside)) if inside and inside != "void" else ()
-    return _Function(template, parameters)
-
-
-def _top_level_split(text: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    return [*parts, current]
-
-
-def _list(value: Any, where: str, what: str, lo: int = 1, hi: int = 99) -> list:
-    if isinstance(value, str | int) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, list) or not lo <= len(value) <= hi:
-        raise DeclarationError(f"{where}: expected {what}.", f"See {DOC} for an example.")
-    return value
-
-
-def check_keys(
-    data: Mapping[str, Any], required: tuple[str, ...], optional: tuple[str, ...], path: Path, holder: str = ""
-) -> None:
-    """Refuse a declaration with a key gemmlab does not know, or without a
-    required one; ``holder`` says where the keys sit in the file (" in GEMMLAB")."""
-    unknown = sorted(map(str, set(data) - {*required, *optional}))
-    if unknown:
-        raise DeclarationError(
-            f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}{holder}.",
-            f"The keys{holder} are {', '.join((*required, *optional))} ({DOC}).",
-        )
-    missing = [k for k in required if k not in data]
-    if missing:
-        raise DeclarationError(
-            f"{path}: missing {', '.join(missing)}{holder}.",
-            f"Add {'them' if len(missing) > 1 else 'it'}; {DOC} shows an example.",
-        )
 
 
 def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
@@ -378,8 +105,31 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
     file, the key and the fix for every mistake found in it. ``fixed``: parameters
     fixed at a value of their own (see :func:`variant`)."""
     path = Path(path)
+    data = _read(path)
+
+    def at(key: str) -> str:
+        return f"{path}, {key}"
+
+    check_keys(data, REQUIRED_KEYS, OPTIONAL_KEYS, path)
+    problem, argument_names = _problem(data, at)
+    source, text, function = _source(path, data, at)
+    dtypes = _dtypes(data, at)
+    arguments = _arguments(data, at, argument_names, source, function, dtypes)
+    declared = _parameters(data, at, source, text, function)
+    parameters = tuple(_fixed(declared, fixed or {}, path))
+    edge = _edge(data, at, parameters)
+    template = _template(data, at, function, parameters, dtypes)
+    launch = _launch(data, at, arguments, parameters)
+    _check_used(data, at, source, parameters, launch, template)
+    _at_least_one("grid", launch.grid, tuple(declared), launch.sizes)
+    _at_least_one("block", launch.block, tuple(declared), launch.sizes)
+    return _spec(path, data, source, problem, dtypes, arguments, parameters, edge, template, launch)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The declaration's TOML, or DeclarationError for a file that cannot be read or parsed."""
     try:
-        data = tomllib.loads(read_text(path, "kernel's declaration"))
+        return tomllib.loads(read_text(path, "kernel's declaration"))
     except OSError as exc:
         raise DeclarationError(
             f"cannot read the declaration {path}: {exc.strerror or exc}.", f"Check the path; {DOC} shows the format."
@@ -389,18 +139,19 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
             f"{path} is not valid TOML: {exc}.", f"Fix the syntax; {DOC} shows the format."
         ) from None
 
-    def at(key: str) -> str:
-        return f"{path}, {key}"
 
-    check_keys(data, REQUIRED_KEYS, OPTIONAL_KEYS, path)
-
+def _problem(data: Mapping[str, Any], at: Callable[[str], str]) -> tuple[Problem, tuple[str, ...]]:
+    """The declared problem and the argument names its kernels may take."""
     problem_name = data["problem"]
     if problem_name not in PROBLEMS:
         raise DeclarationError(
             f"{at('problem')}: unknown problem {problem_name!r}.", f"Use one of {', '.join(PROBLEMS)}."
         )
-    problem, argument_names = PROBLEMS[problem_name]
+    return PROBLEMS[problem_name]
 
+
+def _source(path: Path, data: Mapping[str, Any], at: Callable[[str], str]) -> tuple[Path, str, GlobalFunction]:
+    """The kernel's file (``source``, or the .cu of the declaration's stem), its text and its declared function."""
     source = path.parent / data.get("source", path.with_suffix(".cu").name)
     if not source.is_file():
         raise DeclarationError(
@@ -409,18 +160,29 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
         )
     text = kernel_source(source)
     function_name = data["function"]
-    function = _find_function(text, function_name, at("function"))
+    return source, text, find_function(text, function_name, at("function"))
 
-    dtypes = tuple(_list(data["dtypes"], at("dtypes"), 'a list of element types such as ["float32"]'))
+
+def _dtypes(data: Mapping[str, Any], at: Callable[[str], str]) -> tuple[str, ...]:
+    """The element types, each one a declared kernel may take."""
+    dtypes = tuple(as_list(data["dtypes"], at("dtypes"), 'a list of element types such as ["float32"]'))
     for dtype in dtypes:
         if dtype not in USER_DTYPES:
             raise DeclarationError(
                 f"{at('dtypes')}: {dtype!r} is not an element type a declared kernel may take yet.",
                 f"Use {' or '.join(USER_DTYPES)}.",
             )
+    return dtypes
 
+
+def _arguments(
+    data: Mapping[str, Any], at: Callable[[str], str], argument_names: tuple[str, ...], source: Path,
+    function: GlobalFunction, dtypes: tuple[str, ...],
+) -> tuple[str, ...]:  # fmt: skip
+    """The names of the function's arguments, in order, checked against what the file declares."""
+    function_name = data["function"]
     arguments = tuple(
-        _list(data["arguments"], at("arguments"), 'a list of argument names such as ["A", "B", "C", "n"]')
+        as_list(data["arguments"], at("arguments"), 'a list of argument names such as ["A", "B", "C", "n"]')
     )
     for arg in arguments:
         if arg not in argument_names:
@@ -452,7 +214,15 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
                 f"{at('arguments')}: {arg} should be {kind}, but {function_name}'s argument is `{decl}`.",
                 "Check the order of the names against the function's arguments.",
             )
+    return arguments
 
+
+def _parameters(
+    data: Mapping[str, Any], at: Callable[[str], str], source: Path, text: str, function: GlobalFunction
+) -> list[Parameter]:
+    """The declared parameters, each with its kind: a template parameter of the
+    function, a ``#define`` of the file, or the declaration's own ("launch")."""
+    function_name = data["function"]
     raw_params = data.get("parameters", {})
     if not isinstance(raw_params, dict):
         raise DeclarationError(
@@ -460,26 +230,26 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
             "Write e.g. `[parameters]` then `TILE = [16, 8, 32]`.",
         )
     template_names = {n for kind, n in function.template if kind == "value"}
-    code = _without_comments(text)
+    code = without_comments(text)
     parameters = []
     for name, values in raw_params.items():
         where = at(f"parameters.{name}")
         if name in SIZE_NAMES or name in FUNCTIONS or name in ("dtype", "itemsize") or not name.isidentifier():
             raise DeclarationError(f"{where}: {name!r} cannot be a parameter's name.", "Use the name the file uses.")
-        values = _list(values, where, "a list of whole numbers, the default first")
+        values = as_list(values, where, "a list of whole numbers, the default first")
         if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
             raise DeclarationError(
                 f"{where}: {values} are not all positive whole numbers.", "List whole numbers, the default first."
             )
         if name in template_names:
             kind = "template"
-        elif _define_pattern(name).search(code):
-            if _define_pattern(name).search(code).group(2).rstrip().endswith("\\"):  # type: ignore[union-attr]
+        elif define_pattern(name).search(code):
+            if define_pattern(name).search(code).group(2).rstrip().endswith("\\"):  # type: ignore[union-attr]
                 raise DeclarationError(
                     f"{where}: the #define of {name} goes on over several lines.", "Write it on one line."
                 )
             kind = "define"
-        elif (line := _line_naming(code, name)) is not None:
+        elif (line := line_naming(code, name)) is not None:
             # The file holds a value of its own under this name (`const int BS = 16;`):
             # a launch sized by the declaration's value would not match it.
             raise DeclarationError(
@@ -491,20 +261,31 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
         else:
             kind = "launch"  # the declaration's own: only its expressions read it (checked below)
         parameters.append(Parameter(name, kind, tuple(values)))
-    param_names = tuple(p.name for p in parameters)
-    declared_parameters = tuple(parameters)
-    parameters = _fixed(parameters, fixed or {}, path)
+    return parameters
 
+
+def _edge(data: Mapping[str, Any], at: Callable[[str], str], parameters: tuple[Parameter, ...]) -> str | None:
+    """The parameter that is the block edge, if one is."""
+    param_names = tuple(p.name for p in parameters)
     edge = data.get("edge")
     if edge is not None and edge not in param_names:
         raise DeclarationError(
             f"{at('edge')}: {edge!r} is not one of the parameters ({', '.join(param_names) or 'none declared'}).",
             "Name the parameter that is the block edge, or leave `edge` out.",
         )
+    return edge
 
+
+def _template(
+    data: Mapping[str, Any], at: Callable[[str], str], function: GlobalFunction, parameters: tuple[Parameter, ...],
+    dtypes: tuple[str, ...],
+) -> tuple[str | Expression, ...]:  # fmt: skip
+    """The template arguments: "dtype" or an expression of the parameters, one per template parameter."""
+    function_name = data["function"]
+    param_names = tuple(p.name for p in parameters)
     if function.template:
         written = data.get("template", [n if kind == "value" else "dtype" for kind, n in function.template])
-        written = _list(written, at("template"), "a list of template arguments", 0)
+        written = as_list(written, at("template"), "a list of template arguments", 0)
         if len(written) != len(function.template):
             raise DeclarationError(
                 f"{at('template')}: {len(written)} template arguments for {function_name}, which takes "
@@ -530,24 +311,53 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
                 f"{at(f'parameters.{p.name}')}: {p.name} is a template parameter that no template argument uses.",
                 "Use it in `template`, or leave `template` out to pass the parameters in the function's order.",
             )
+    return template
 
+
+class _Launch(NamedTuple):
+    """The declaration's launch: its expressions, and the size names they may read."""
+
+    grid: list[Expression]
+    block: list[Expression]
+    dynamic: Expression | None  # dynamic shared memory in bytes
+    accepts: list[Expression]
+    sizes: tuple[str, ...]  # M, N, K, and n for a square-only kernel
+    square: bool
+
+
+def _launch(
+    data: Mapping[str, Any], at: Callable[[str], str], arguments: tuple[str, ...], parameters: tuple[Parameter, ...]
+) -> _Launch:
+    """The grid, block, dynamic shared memory and accepted sizes, as expressions
+    of the sizes and the parameters."""
+    param_names = tuple(p.name for p in parameters)
     square = "n" in arguments
     sizes = ("M", "N", "K", *(("n",) if square else ()))
     names = (*sizes, *param_names)
     grid = [
         expression(e, at(f"grid[{i}]"), names)
-        for i, e in enumerate(_list(data["grid"], at("grid"), "1 to 3 expressions", 1, 3))
+        for i, e in enumerate(as_list(data["grid"], at("grid"), "1 to 3 expressions", 1, 3))
     ]
     block = [
         expression(e, at(f"block[{i}]"), names)
-        for i, e in enumerate(_list(data["block"], at("block"), "1 to 3 expressions", 1, 3))
+        for i, e in enumerate(as_list(data["block"], at("block"), "1 to 3 expressions", 1, 3))
     ]
     smem = data.get("dynamic_smem")
     dynamic = expression(smem, at("dynamic_smem"), (*names, "itemsize")) if smem is not None else None
     accepts = [
         expression(e, at(f"accepts[{i}]"), names, condition=True)
-        for i, e in enumerate(_list(data.get("accepts", []), at("accepts"), "a list of conditions", 0))
+        for i, e in enumerate(as_list(data.get("accepts", []), at("accepts"), "a list of conditions", 0))
     ]
+    return _Launch(grid, block, dynamic, accepts, sizes, square)
+
+
+def _check_used(
+    data: Mapping[str, Any], at: Callable[[str], str], source: Path, parameters: tuple[Parameter, ...],
+    launch: _Launch, template: tuple[str | Expression, ...],
+) -> None:  # fmt: skip
+    """Refuse a parameter of the declaration's own ("launch") that no expression reads."""
+    function_name = data["function"]
+    grid, block, dynamic, accepts = launch.grid, launch.block, launch.dynamic, launch.accepts
     read = {
         name
         for e in (*grid, *block, *accepts, *([dynamic] if dynamic else []), *template)
@@ -564,15 +374,22 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
                 f'["{p.name}", "{p.name}"], grid = ["cdiv(N, {p.name})", "cdiv(M, {p.name})"]. Otherwise spell it as '
                 "the file spells its #define or template parameter, or remove it.",
             )
-    _at_least_one("grid", grid, declared_parameters, sizes)
-    _at_least_one("block", block, declared_parameters, sizes)
-    parameters_t = tuple(parameters)
+
+
+def _spec(
+    path: Path, data: Mapping[str, Any], source: Path, problem: Problem, dtypes: tuple[str, ...],
+    arguments: tuple[str, ...], parameters: tuple[Parameter, ...], edge: str | None,
+    template: tuple[str | Expression, ...], launch: _Launch,
+) -> UserKernelSpec:  # fmt: skip
+    """The UserKernelSpec the declaration makes: its geometry computed from the expressions at each launch."""
+    function_name = data["function"]
+    grid, block, dynamic, accepts, square = launch.grid, launch.block, launch.dynamic, launch.accepts, launch.square
 
     def env(shape: Shape, block_edge: int) -> dict[str, int]:
         sizes = {"M": shape.m, "N": shape.n, "K": shape.k}
         if square:
             sizes["n"] = shape.n
-        return {**sizes, **_values(parameters_t, edge, block_edge)}
+        return {**sizes, **parameter_values(parameters, edge, block_edge)}
 
     def dim3(exprs: list[Expression]) -> Callable[[Shape, int], Dim3]:
         def geometry(shape: Shape, block_edge: int) -> Dim3:
@@ -593,10 +410,10 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
         source_doc=f"your kernel ({path})",
         summary=str(data.get("summary", f"{function_name} from {source.name}")),
         dtypes=dtypes,
-        block_edges=next((p.values for p in parameters_t if p.name == edge), ()),
+        block_edges=next((p.values for p in parameters if p.name == edge), ()),
         grid=dim3(grid),
         block=dim3(block),
-        constraints=(*(_accepts(e, env) for e in accepts), _geometry_limits(dim3(grid), dim3(block))),
+        constraints=(*(accepts_constraint(e, env) for e in accepts), _geometry_limits(dim3(grid), dim3(block))),
         dynamic_smem_bytes=dynamic_bytes if dynamic is not None else None,
         square_only=square,
         max_edge=MAX_THREADS_PER_BLOCK,
@@ -605,7 +422,7 @@ def load(path: Path, fixed: Mapping[str, int] | None = None) -> UserKernelSpec:
         arguments=arguments,
         declaration=path,
         cgma=None,  # gemmlab has no model of a user's kernel's global accesses
-        parameters=parameters_t,
+        parameters=parameters,
         edge=edge,
         template=template,
     )
@@ -652,7 +469,7 @@ def all_values(spec: KernelSpec) -> dict[str, int]:
 
 
 def _check_scalars(
-    arguments: tuple[str, ...], function: _Function, dtypes: tuple[str, ...], where: str, name: str
+    arguments: tuple[str, ...], function: GlobalFunction, dtypes: tuple[str, ...], where: str, name: str
 ) -> None:
     """alpha and beta come together, and are declared in the type gemmlab passes them as."""
     taken = [s for s in SCALARS if s in arguments]
@@ -677,32 +494,6 @@ def _check_scalars(
                 f"argument is `{decl}`.",
                 f"Declare it `{ctype} {arg}` (float32 scalars for every float type, as cuBLAS takes them; {DOC}).",
             )
-
-
-def _values(parameters: tuple[Parameter, ...], edge: str | None, block_edge: int) -> dict[str, int]:
-    """Every parameter's value at ``block_edge``: the edge's, the others' defaults."""
-    return {p.name: block_edge if p.name == edge else p.values[0] for p in parameters}
-
-
-def _accepts(condition: Expression, env: Callable[[Shape, int], dict[str, int]]) -> Constraint:
-    def violation(shape: Shape, block_edge: int) -> str | None:
-        values = env(shape, block_edge)
-        if condition(values):
-            return None
-        named = ", ".join(f"{k} = {v}" for k, v in values.items())
-        return f"the declaration accepts only `{condition.text}`, false for {named}"
-
-    return Constraint(condition.text, violation)
-
-
-def _line_naming(code: str, name: str) -> str | None:
-    """The first line of ``code`` (comments blanked) that names ``name`` outside a
-    string literal and a ``#line`` directive, stripped; None when none does."""
-    word = re.compile(rf"\b{re.escape(name)}\b")
-    for line in code.splitlines():
-        if not re.match(r"\s*#\s*line\b", line) and word.search(re.sub(r'"(?:\\.|[^"\\])*"', '""', line)):
-            return line.strip()
-    return None
 
 
 def _at_least_one(key: str, exprs: list[Expression], parameters: tuple[Parameter, ...], sizes: tuple[str, ...]) -> None:
@@ -752,25 +543,11 @@ def _geometry_limits(grid: Callable[[Shape, int], Dim3], block: Callable[[Shape,
     return Constraint(f"at most {MAX_THREADS_PER_BLOCK} threads per block, grid within the limits", violation)
 
 
-def is_declared(name: str) -> bool:
-    """Whether a command's kernel argument is a path to a user's kernel rather than a catalogue id."""
-    return catalogue.is_file_name(name)
-
-
-def resolve(name_or_path: str) -> KernelSpec:
-    """What a command's kernel argument names: a catalogue id, a user's kernel
-    by its path (see :func:`load_path`) or by the id it was declared under
-    earlier in this process (:func:`gemmlab.kernels.catalogue.get`)."""
-    return catalogue.get(name_or_path)
-
-
 def load_path(path: Path) -> KernelSpec:
     """The user's kernel at ``path``: a declaration (``.toml``), a ``.cu`` file
     with a declaration of the same stem beside it, or a Python file declaring a
     function (:mod:`gemmlab.kernels.callables`)."""
     if path.suffix == ".py":
-        from gemmlab.kernels import callables
-
         return callables.load(path)
     if path.suffix == ".cu":
         declaration = path.with_suffix(".toml")

@@ -52,7 +52,7 @@ from gemmlab.core import gpu
 from gemmlab.core.dtypes import DTYPE_CTYPES
 from gemmlab.core.errors import DeviceLimitError, UnknownName
 from gemmlab.core.timing import Timing, gflops
-from gemmlab.kernels.tensor.spec import WARPGROUP
+from gemmlab.kernels.tensor.family import WARPGROUP
 from gemmlab.measure.run import _time, timing_warnings
 
 LAUNCH_MS = 50.0  # each timed launch: launch overhead and the clock reading are small against it

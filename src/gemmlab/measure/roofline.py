@@ -36,7 +36,7 @@ def point_coordinates(point: dict[str, Any]) -> tuple[str, float | None, float |
     A point is a dict with ``label`` (or ``kernel``), and either
     ``arithmetic_intensity`` or ``flops`` (or ``flops_model``) with ``dram_bytes``
     (or ``dram_bytes_read`` + ``dram_bytes_written``), and either ``gflops`` or
-    ``flops`` with ``time_ms``. :meth:`gemmlab.measure.profile.ProfileResult.to_dict`
+    ``flops`` with ``time_ms``. :meth:`gemmlab.measure.ncu.metrics.ProfileResult.to_dict`
     gives such a dict.
     """
     label = str(point.get("label") or point.get("kernel") or "?")

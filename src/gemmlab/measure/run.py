@@ -268,7 +268,7 @@ def run(
 
     ``spec``: the entry to run instead of the catalogue's, e.g. a tuned
     configuration (:func:`gemmlab.kernels.sgemm.spec.variant`, :func:`gemmlab.studies.tune.tuned_spec`)
-    or a user's kernel (:func:`gemmlab.kernels.user.resolve`); ``kernel_id`` is then only its name.
+    or a user's kernel (:func:`gemmlab.kernels.catalogue.get`); ``kernel_id`` is then only its name.
     Raises ConstraintError / DeviceLimitError before touching the GPU when the
     point cannot run, NoGPUError with no GPU, VerificationError on a wrong result.
     """

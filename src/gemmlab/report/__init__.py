@@ -29,6 +29,7 @@ from pathlib import Path
 from gemmlab.core.environment import cpu_name
 from gemmlab.core.errors import GemmlabError
 from gemmlab.report import distributed, stress
+from gemmlab.report.heatmap import plot_share_heatmap, share_grids
 from gemmlab.report.html import SectionOutput, dispatch_html, index_html, models_html
 from gemmlab.report.model import (
     NO_EXPERIMENT,
@@ -41,11 +42,12 @@ from gemmlab.report.model import (
     slug,
 )
 from gemmlab.report.models import model_results, models_csv, models_plot, models_text, with_facts
-from gemmlab.report.plots import draw, plot_roofline, plot_share_heatmap, share_grids
+from gemmlab.report.plots import draw, plot_roofline
 from gemmlab.report.stress import StressRun
 from gemmlab.report.summary import summary_html
 from gemmlab.report.tables import markdown, metric_tables, occupancy_blocks, unrecorded_note, warnings_csv
 from gemmlab.report.user_pages import UserPage, user_pages, write_pages
+from gemmlab.results.records import Pick
 
 # A report directory carries this file, so that a later run may replace it
 # without risking a directory of the user's that happens to share the name.
@@ -62,7 +64,7 @@ class Stored:
     failures: list[dict] = field(default_factory=list)
     peaks: list[dict] = field(default_factory=list)
     compiles: list[dict] = field(default_factory=list)
-    picks: list[dict] = field(default_factory=list)
+    picks: list[Pick] = field(default_factory=list)
     stress: list[StressRun] = field(default_factory=list)
 
 
@@ -106,7 +108,7 @@ def write_report(
     failures: list[dict] | None = None,
     peaks: list[dict] | None = None,
     compiles: list[dict] | None = None,
-    picks: list[dict] | None = None,
+    picks: list[Pick] | None = None,
     stress_runs: Sequence[StressRun] | None = None,
 ) -> Path:
     """Write tables (Markdown, CSV), plots (PNG) and ``index.html`` to ``out_dir``.
@@ -136,7 +138,7 @@ def write_report(
     only kernels with none stored are compiled now, and their notes say so.
 
     The dispatcher's heatmaps (% of cuBLAS by shape) draw its picks: those
-    of the database, or ``picks`` (:meth:`Store.picks` rows). Distributed
+    of the database, or ``picks`` (:meth:`Store.picks`). Distributed
     results (experiment ``distributed``) get a section of their own
     (:mod:`.distributed`), and so do the stress runs: those of the database,
     or ``stress_runs`` (:func:`.stress.stress_runs`).
@@ -230,7 +232,7 @@ def _move_into_place(staging: Path, out: Path) -> None:
 
 def _render(
     sections: list[Section], root: Path, occupancy: bool, pages: list[UserPage], peaks: list[dict],
-    compiles: list[dict], picks: list[dict], extras: Extras,
+    compiles: list[dict], picks: list[Pick], extras: Extras,
 ) -> None:  # fmt: skip
     reported = [r for section in sections for r in section.rows]
     note = unrecorded_note(reported)
@@ -264,7 +266,7 @@ def _render(
     (root / "index.html").write_text(page, encoding="utf-8")
 
 
-def _dispatch_block(sections: list[Section], picks: list[dict], root: Path) -> str:
+def _dispatch_block(sections: list[Section], picks: list[Pick], root: Path) -> str:
     """The dispatcher's heatmaps, in their own folder, and their block of the page."""
     grids = share_grids([r for section in sections for r in section.rows], picks)
     if not grids:

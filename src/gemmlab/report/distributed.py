@@ -16,7 +16,6 @@ from __future__ import annotations
 import csv
 import html
 import io
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from gemmlab.report.model import UNKNOWN_GPU, Row, ran_on_host, time_span
 from gemmlab.report.tables import fmt
+from gemmlab.results.records import Config
 from gemmlab.studies.distributed import plan
 from gemmlab.studies.distributed.launch import EXPERIMENT
 
@@ -74,7 +74,7 @@ def is_distributed(row: Row) -> bool:
 def _config(row: Row) -> dict:
     text = row.get("config")
     try:
-        config = json.loads(text) if isinstance(text, str) and text else dict(text or {})
+        config = Config(text).values if isinstance(text, str) and text else dict(text or {})
     except ValueError:
         config = {}
     if "gpus" not in config or "scaling" not in config:

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from gemmlab.report.drawing import Plot
 from gemmlab.report.model import Section
 from gemmlab.report.models import MODELS, Entry, ModelsTable
-from gemmlab.report.plots import Plot
 from gemmlab.report.tables import MetricTable, OccupancyBlock, folded_text, shown_and_folded, summary
 from gemmlab.report.warning_text import explain
 

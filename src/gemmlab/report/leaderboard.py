@@ -11,6 +11,7 @@ profile where grading made one (`gemmlab grade --profile`) and its attempts."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import html
 import itertools
 import json
@@ -22,6 +23,7 @@ from gemmlab.core.timing import overlap
 from gemmlab.report.model import readable_time, slug
 from gemmlab.report.user_pages import COLUMNS as RESULT_COLUMNS
 from gemmlab.report.user_pages import UserPage, table_rows
+from gemmlab.results.records import Grade
 
 COLUMNS = ("rank", "submission", "grade", "share_geomean", "share_interval", "stage", "reason", "attempts", "wall_s",
            "graded")  # fmt: skip
@@ -34,7 +36,7 @@ PASSED = "graded"
 NEAR_PEAK_PCT = 60.0
 
 
-def standings(grades: Sequence[dict], trust: Callable[[dict], bool | None] | None = None) -> list[dict]:
+def standings(grades: Sequence[Grade], trust: Callable[[Grade], bool | None] | None = None) -> list[dict]:
     """One row per submission from the grades table's rows (every attempt): its
     latest attempt, ranked. Those that passed every stage come first, fastest
     first, ranked 1, 2, ...; the failed ones follow without a rank, those that
@@ -43,18 +45,18 @@ def standings(grades: Sequence[dict], trust: Callable[[dict], bool | None] | Non
     no part in a submission's standing, and is listed as a row of its own,
     failed at the stage "isolation" with its attempt named; a row from before
     signatures (None) stands, marked so."""
-    latest: dict[str, dict] = {}
+    latest: dict[str, Grade] = {}
     attempts: dict[str, int] = {}
     tampered: list[dict] = []
     for row in grades:
-        name = row["submission"]
+        name = row.submission
         verdict = trust(row) if trust is not None else True
         if verdict is False:
             tampered.append(_tampered_row(row))
             continue
-        attempts[name] = max(attempts.get(name, 0), row["attempt"])
-        if name not in latest or row["attempt"] > latest[name]["attempt"]:
-            latest[name] = {**row, "reason": _unsigned(row["reason"]) if verdict is None and trust else row["reason"]}
+        attempts[name] = max(attempts.get(name, 0), row.attempt)
+        if name not in latest or row.attempt > latest[name].attempt:
+            latest[name] = dataclasses.replace(row, reason=_unsigned(row.reason)) if verdict is None and trust else row
     rows = [_row(row, attempts[name]) for name, row in latest.items()] + tampered
     passed = sorted(
         (r for r in rows if r["stage"] == PASSED), key=lambda r: (-(r["share_geomean"] or 0.0), r["submission"])
@@ -65,23 +67,23 @@ def standings(grades: Sequence[dict], trust: Callable[[dict], bool | None] | Non
     return passed + failed
 
 
-def _row(row: dict, attempts: int) -> dict:
-    keep = ("submission", "grade", "share_geomean", "stage")
-    return {"rank": None, **{k: row[k] for k in keep}, "reason": row["reason"] or "", "attempts": attempts,
-            "wall_s": row.get("wall_s"), "graded": row["created"], "share_interval": None, "noise": ""}  # fmt: skip
+def _row(row: Grade, attempts: int) -> dict:
+    return {"rank": None, "submission": row.submission, "grade": row.grade, "share_geomean": row.share_geomean,
+            "stage": row.stage, "reason": row.reason or "", "attempts": attempts, "wall_s": row.wall_s,
+            "graded": row.created, "share_interval": None, "noise": ""}  # fmt: skip
 
 
 TAMPERED = "isolation"
 
 
-def _tampered_row(row: dict) -> dict:
+def _tampered_row(row: Grade) -> dict:
     """A grades row the grader did not write as it is, shown as itself."""
-    return {"rank": None, "submission": row["submission"], "grade": "fail", "share_geomean": None, "stage": TAMPERED,
-            "reason": (f"{TAMPERED}: attempt {row['attempt']} of {row['submission']} in the database was not written "
+    return {"rank": None, "submission": row.submission, "grade": "fail", "share_geomean": None, "stage": TAMPERED,
+            "reason": (f"{TAMPERED}: attempt {row.attempt} of {row.submission} in the database was not written "
                        "by the grader as it is (its signature does not hold): another process wrote or changed it. "
                        "It counts for nothing; grade the class again as another user or in a container "
                        "(docs/grading.md, 'What isolation covers')."),
-            "attempts": row["attempt"], "wall_s": None, "graded": row.get("created"), "share_interval": None,
+            "attempts": row.attempt, "wall_s": None, "graded": row.created, "share_interval": None,
             "noise": ""}  # fmt: skip
 
 
@@ -156,7 +158,7 @@ pre { margin: 0; white-space: pre-wrap; font-size: 0.85em; max-width: 50em; }
 
 
 def leaderboard_html(
-    task: str, rows: Sequence[dict], bars: Sequence[tuple[str, float | None]] = (), grades: Sequence[dict] = (),
+    task: str, rows: Sequence[dict], bars: Sequence[tuple[str, float | None]] = (), grades: Sequence[Grade] = (),
     isolation: str = "",
 ) -> str:  # fmt: skip
     """The page: the task, its grade bars, the table of :func:`standings` and
@@ -181,13 +183,13 @@ are within noise of each other). {len(rows)} submissions{f"; grades: {bar_text}"
 """
 
 
-def history_html(grades: Sequence[dict]) -> str:
+def history_html(grades: Sequence[Grade]) -> str:
     """Every attempt of every submission, by submission: its worklog across resubmissions."""
     e = html.escape
-    rows = sorted(grades, key=lambda r: (r["submission"], r["attempt"]))
+    rows = sorted(grades, key=lambda r: (r.submission, r.attempt))
     body = "\n".join(
-        f'<tr><td>{e(r["submission"])}</td><td class="num">{r["attempt"]}</td><td>{e(readable_time(r["created"]))}</td>'
-        f'<td>{e(r["stage"])}</td><td>{e(r["grade"])}</td><td class="num">{share_text(r["share_geomean"])}</td></tr>'
+        f'<tr><td>{e(r.submission)}</td><td class="num">{r.attempt}</td><td>{e(readable_time(r.created))}</td>'
+        f'<td>{e(r.stage)}</td><td>{e(r.grade)}</td><td class="num">{share_text(r.share_geomean)}</td></tr>'
         for r in rows
     )
     head = "".join(f"<th>{c}</th>" for c in ("submission", "attempt", "graded", "stage", "grade", "share geomean"))
@@ -212,39 +214,39 @@ def _html_row(row: dict) -> str:
 
 
 def submission_page(
-    task: str, row: dict, attempts: Sequence[dict], results: Sequence[dict], names: Mapping[tuple, str] = {}
+    task: str, row: Grade, attempts: Sequence[Grade], results: Sequence[dict], names: Mapping[tuple, str] = {}
 ) -> str:  # fmt: skip
     """One submission's page: ``row`` its latest attempt (a grades row),
     ``attempts`` all of them, ``results`` its timed shapes (results rows);
     ``names`` says what to call a shape (m, n, k) instead of its sizes (a
     hidden shape by its number)."""
     e = html.escape
-    passed = row["stage"] == PASSED
-    share = f"; {share_text(row['share_geomean'])} of cuBLAS (geometric mean)" if passed else ""
+    passed = row.stage == PASSED
+    share = f"; {share_text(row.share_geomean)} of cuBLAS (geometric mean)" if passed else ""
     parts = [
         "<!doctype html>",
-        f"<html lang='en'><head><meta charset='utf-8'><title>{e(row['submission'])}: {e(task)}</title>"
+        f"<html lang='en'><head><meta charset='utf-8'><title>{e(row.submission)}: {e(task)}</title>"
         f"<style>{_CSS}</style></head><body>",
-        f"<p><a href='../leaderboard.html'>the leaderboard</a></p><h1>{e(row['submission'])}</h1>",
-        f"<p>Task {e(task)}, attempt {row['attempt']}: grade <b>{e(row['grade'])}</b>{share}. "
-        f"{'Passed every check' if passed else 'Stopped at the ' + e(row['stage']) + ' stage'}; graded in "
-        f"{seconds_text(row.get('wall_s')) or '?'} s. File: {e(row.get('path') or '')}.</p>",
+        f"<p><a href='../leaderboard.html'>the leaderboard</a></p><h1>{e(row.submission)}</h1>",
+        f"<p>Task {e(task)}, attempt {row.attempt}: grade <b>{e(row.grade)}</b>{share}. "
+        f"{'Passed every check' if passed else 'Stopped at the ' + e(row.stage) + ' stage'}; graded in "
+        f"{seconds_text(row.wall_s) or '?'} s. File: {e(row.path or '')}.</p>",
     ]
-    if row["reason"]:
-        parts.append(f"<h2>Why it stopped</h2><pre>{e(row['reason'])}</pre>")
+    if row.reason:
+        parts.append(f"<h2>Why it stopped</h2><pre>{e(row.reason)}</pre>")
     if results:
         parts.append(_results_table(row, results, names))
         parts.append(_kernels_html(results))
-    parts.append(_occupancy_html(row.get("occupancy")))
-    parts.append(profile_html(row.get("profile"), passed))
+    parts.append(_occupancy_html(row.occupancy))
+    parts.append(profile_html(row.profile, passed))
     parts.append(history_html(attempts))
     parts.append("</body></html>")
     return "\n".join(p for p in parts if p)
 
 
-def _results_table(row: dict, results: Sequence[dict], names: Mapping[tuple, str]) -> str:
+def _results_table(row: Grade, results: Sequence[dict], names: Mapping[tuple, str]) -> str:
     """The timed shapes as the report's user pages show a kernel's points, a hidden shape by its number."""
-    page = UserPage(row["submission"], row.get("path") or "", list(results), [])
+    page = UserPage(row.submission, row.path or "", list(results), [])
     lines = [(names.get(_mnk(r), line[0]), *line[1:]) for r, line in zip(_by_size(results), table_rows(page),
                                                                            strict=True)]  # fmt: skip
     return _table("Time beside cuBLAS at each shape of the task", RESULT_COLUMNS, lines)
@@ -329,7 +331,7 @@ def profile_html(text: str | None, passed: bool) -> str:
 def _profile_lines(figures: Mapping[str, float | None]) -> list[tuple[str, str]]:
     """One line per kept figure with ncu's value (labels and formats from the
     profile's own registry), then what bounds the launch."""
-    from gemmlab.measure.profile import PROFILED
+    from gemmlab.measure.ncu.metrics import PROFILED
 
     lines = []
     for figure in PROFILED:
@@ -349,8 +351,8 @@ def _table(title: str, columns: Sequence[str], lines: Sequence[Sequence[str]]) -
 
 
 def write_leaderboard(
-    out: Path, task: str, grades: Sequence[dict], bars: Sequence[tuple[str, float | None]] = (),
-    results: Sequence[dict] = (), names: Mapping[tuple, str] = {}, trust: Callable[[dict], bool | None] | None = None,
+    out: Path, task: str, grades: Sequence[Grade], bars: Sequence[tuple[str, float | None]] = (),
+    results: Sequence[dict] = (), names: Mapping[tuple, str] = {}, trust: Callable[[Grade], bool | None] | None = None,
     isolation: str = "",
 ) -> list[Path]:  # fmt: skip
     """leaderboard.csv and leaderboard.html in ``out`` (made if missing), and a
@@ -361,7 +363,7 @@ def write_leaderboard(
     rows = standings(grades, trust)
     # Pages, like the board, only from rows the grader wrote (or from before signatures).
     grades = [r for r in grades if trust is None or trust(r) is not False]
-    latest_path = {r["submission"]: r.get("path") for r in sorted(grades, key=lambda r: r["attempt"])}
+    latest_path = {r.submission: r.path for r in sorted(grades, key=lambda r: r.attempt)}
     for row in rows:
         if row["stage"] == PASSED:
             row["share_interval"] = share_interval(
@@ -372,11 +374,11 @@ def write_leaderboard(
     write_csv(csv_path, rows)
     html_path.write_text(leaderboard_html(task, rows, bars, grades, isolation))
     (out / PAGES).mkdir(exist_ok=True)
-    for name in {r["submission"] for r in grades}:
-        attempts = [r for r in grades if r["submission"] == name]
-        latest = max(attempts, key=lambda r: r["attempt"])
+    for name in {r.submission for r in grades}:
+        attempts = [r for r in grades if r.submission == name]
+        latest = max(attempts, key=lambda r: r.attempt)
         # Results are replaced per point, so those of the latest attempt are the ones stored.
-        mine = [r for r in results if r.get("source") == latest.get("path")] if latest["stage"] == PASSED else []
+        mine = [r for r in results if r.get("source") == latest.path] if latest.stage == PASSED else []
         page = submission_page(task, latest, attempts, mine, names)
         (out / page_link(name)).write_text(page, encoding="utf-8")
     return [csv_path, html_path]

@@ -18,7 +18,7 @@ from typing import Any
 from gemmlab.backends import on_host
 from gemmlab.core.errors import GemmlabError, unknown_name
 from gemmlab.kernels import catalogue
-from gemmlab.measure.profile import generic_figures
+from gemmlab.measure.ncu.metrics import generic_figures
 from gemmlab.studies import dispatch
 from gemmlab.studies import experiments as registry
 from gemmlab.studies.distributed import launch
@@ -145,7 +145,7 @@ def _profiled(key: str) -> Callable[[Row], float | None]:
 
 
 def profiled_metrics() -> tuple[Metric, ...]:
-    """A metric for each figure of the profiler's registry (gemmlab.measure.profile.PROFILED)
+    """A metric for each figure of the profiler's registry (gemmlab.measure.ncu.metrics.PROFILED)
     that the report does not read from a column of its own (METRICS below)."""
     return tuple(
         Metric(f.key, f.label, f.label, f.unit or "count", _profiled(f.key), f.higher_is_better, profiled=True)

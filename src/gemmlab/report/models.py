@@ -20,7 +20,7 @@ from gemmlab.kernels.peers.spec import MODELS as PEER_LANGUAGES
 from gemmlab.kernels.peers.spec import PEERS
 from gemmlab.measure import compile_time
 from gemmlab.measure.compile_time import CompileTime
-from gemmlab.report.plots import Plot, _figure, save_figure
+from gemmlab.report.drawing import Plot, figure, save_figure
 
 MODELS = ("CUDA C++", "Triton", "CuTe DSL", "cuBLAS")
 # The backend a result was run by, as the model it was written in (the peers' is split by kernel).
@@ -116,7 +116,7 @@ def models_plot(rows: list[ModelsRow], out: Path, stem: str = "programming_model
     dtypes = sorted({r.dtype for r in rows})
     if not dtypes:
         return []
-    fig, axes = _figure(1, len(dtypes))
+    fig, axes = figure(1, len(dtypes))
     width = 0.8 / len(MODELS)
     for ax, dtype in zip(axes[0], dtypes, strict=True):
         mine = [r for r in rows if r.dtype == dtype]

@@ -1,23 +1,38 @@
 """The report's plots (PNG for the page, SVG beside each): each plot kind that
 an experiment's layout can name (``PLOTS``), and the roofline every section
-gets where its rows allow one.
-
-Where ours and the published figures share a figure they share the kind of
-value axis too (:func:`value_scale`, decided once from every value shown), a
-figure grows until its legends fit inside it (:func:`_fit`), and a plot with
-more than ``MAX_SERIES`` lines is drawn as several figures (:func:`_parts`)."""
+gets where its rows allow one. How they are drawn (axes, legends, figures
+that fit their legends, dense plots split) is :mod:`gemmlab.report.drawing`."""
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from gemmlab.backends import on_host
 from gemmlab.core.errors import UnknownName
+from gemmlab.report.drawing import (
+    DPI,
+    OURS_LINE,
+    PUBLISHED_LINE,
+    Line,
+    Plot,
+    SizeScale,
+    axis_label,
+    diagonals,
+    draw_lines,
+    edge_axis,
+    figure,
+    in_parts,
+    legend,
+    log_scale,
+    save_figure,
+    shared_legend,
+    short_number,
+    value_axis,
+    value_scale,
+)
 from gemmlab.report.model import (
     BANDWIDTH,
     E2E_GFLOPS,
@@ -38,7 +53,6 @@ from gemmlab.report.model import (
     published_only_kernels,
     roofline_ceilings,
     roofline_points,
-    size_label,
     size_of,
     size_text,
     slug,
@@ -46,156 +60,6 @@ from gemmlab.report.model import (
 from gemmlab.report.tables import place_published
 from gemmlab.studies.experiments.base import PlotSpec
 from gemmlab.studies.reference import METRIC_TITLES
-
-DPI = 100
-
-# Beyond 1.5 decades between the smallest and the largest value a linear axis
-# squeezes the small ones onto its floor, so the axis turns logarithmic.
-LOG_SPAN = 10**1.5
-
-# More lines than this and neither the colours nor the legend can be told apart.
-MAX_SERIES = 8
-
-# Line styles where ours and a document's figures share axes, as the titles say.
-OURS_LINE = "-"
-PUBLISHED_LINE = "--"
-
-
-@dataclass(frozen=True)
-class Plot:
-    file: str  # relative to the section's directory
-    caption: str
-
-
-def _short(value: float) -> str:
-    """A bar label: three significant digits at most, never exponents."""
-    if abs(value) >= 100:
-        return f"{value:.0f}"
-    return f"{value:.1f}" if abs(value) >= 1 else f"{value:.2f}"
-
-
-def _figure(nrows: int = 1, ncols: int = 1, width: float | None = None, height: float | None = None) -> tuple:
-    # A bare Figure renders PNGs with Agg and leaves pyplot's backend alone
-    # (a notebook keeps its own), and needs no display.
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width or 6.0 * ncols, height or 4.2 * nrows), layout="constrained")
-    return fig, fig.subplots(nrows, ncols, squeeze=False)
-
-
-def _fit(fig: Any) -> None:
-    """Grow ``fig`` until everything drawn, its legends above all, lies inside it:
-    constrained layout makes room beside the axes for a legend outside them but
-    lets a legend taller than the figure run off its top and bottom."""
-    for _ in range(3):
-        fig.draw_without_rendering()
-        drawn = fig.get_tightbbox(fig._get_renderer())
-        width, height = fig.get_size_inches()
-        over_x = max(0.0, -drawn.x0) + max(0.0, drawn.x1 - width)
-        over_y = max(0.0, -drawn.y0) + max(0.0, drawn.y1 - height)
-        if over_x < 0.01 and over_y < 0.01:
-            return
-        fig.set_size_inches(width + over_x + 0.2, height + over_y + 0.2)
-
-
-def save_figure(fig: Any, out: Path, stem: str, caption: str) -> Plot:
-    """``stem``.png for the page and ``stem``.svg beside it, a vector copy to zoom into."""
-    _fit(fig)
-    for suffix in (".png", ".svg"):
-        fig.savefig(out / f"{stem}{suffix}", dpi=DPI, bbox_inches="tight", pad_inches=0.1)
-    return Plot(f"{stem}.png", caption)
-
-
-def _x(size: SizeKey) -> float:
-    """Where a size sits on a size axis: N for N x N, the geometric mean otherwise."""
-    m, n, k = size
-    return float(n) if m == n else (m * n * k) ** (1 / 3)
-
-
-@dataclass(frozen=True)
-class SizeScale:
-    """A size axis: log2 where the sizes span a factor of 8 or more, evenly
-    spaced where some sit too close to label apart (1000, 1023, 1025)."""
-
-    sizes: tuple[SizeKey, ...]
-    kind: str  # "linear", "log" or "even"
-
-    @classmethod
-    def of(cls, sizes: Iterable[SizeKey]) -> SizeScale:
-        ordered = tuple(sorted(set(sizes), key=_x))
-        xs = [_x(size) for size in ordered]
-        kind = "log" if len(xs) > 1 and xs[-1] / xs[0] >= 8 else "linear"
-        t = [math.log2(x) for x in xs] if kind == "log" else xs
-        if len(t) > 2 and min(b - a for a, b in itertools.pairwise(t)) < 0.12 * (t[-1] - t[0]):
-            kind = "even"
-        return cls(ordered, kind)
-
-    def x(self, size: SizeKey) -> float:
-        return float(self.sizes.index(size)) if self.kind == "even" else _x(size)
-
-    def apply(self, ax: Any) -> None:
-        from matplotlib.ticker import NullLocator
-
-        if self.kind == "log":
-            ax.set_xscale("log", base=2)
-        ax.set_xticks([self.x(size) for size in self.sizes], labels=[size_label(size) for size in self.sizes])
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xlabel("matrix size N (N×N)" + (", evenly spaced" if self.kind == "even" else ""))
-
-
-def _edge_axis(ax: Any, edges: Sequence[int]) -> None:
-    from matplotlib.ticker import NullLocator
-
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(list(edges), labels=[str(e) for e in edges])
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlabel("block edge b (threads per block: b×b)")
-
-
-def value_scale(values: Iterable[float]) -> str:
-    """ "log" where the positive ``values`` span more than ``LOG_SPAN``, else
-    "linear". A figure that shows ours beside the published figures decides
-    once, from both, so that its panels are read the same way."""
-    positive = [v for v in values if v and v > 0]
-    return "log" if positive and max(positive) / min(positive) > LOG_SPAN else "linear"
-
-
-def _value_axis(ax: Any, metric: Metric, values: Iterable[float], scale: str | None = None) -> None:
-    """The y axis of ``metric``: ``scale`` (the figure's decision), else decided from ``values``."""
-    values = [v for v in values if v and v > 0]
-    scale = (scale or value_scale(values)) if values else "linear"
-    if scale == "log":
-        _log_scale(ax, "y", min(values), max(values))
-    ax.set_ylabel(_axis_label(f"{metric.short} [{metric.unit}]", scale))
-    ax.grid(True, which="major", alpha=0.3)
-
-
-def _axis_label(text: str, scale: str) -> str:
-    return f"{text}, log scale" if scale == "log" else text
-
-
-def _log_scale(ax: Any, which: str, lo: float, hi: float) -> None:
-    """Make ``ax``'s x or y axis logarithmic, labelled with plain numbers (0.5,
-    20, 1000) rather than powers of ten; over fewer than three decades the ticks
-    also fall on 2 and 5."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    ax.set_xscale("log") if which == "x" else ax.set_yscale("log")
-    axis = ax.xaxis if which == "x" else ax.yaxis
-    subs = (1.0, 2.0, 5.0) if hi / lo < 1e3 else (1.0,)
-    axis.set_major_locator(LogLocator(base=10, subs=subs))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    axis.set_minor_formatter(NullFormatter())
-
-
-def _legend(ax: Any, title: str | None = None, outside: bool = False) -> None:
-    if not ax.get_legend_handles_labels()[0]:
-        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
-        return
-    if outside:
-        ax.legend(title=title, fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    else:
-        ax.legend(title=title, fontsize="small")
 
 
 def _published_series(section: Section, kernel: str, metric: Metric) -> tuple[dict[CellKey, float], str]:
@@ -218,19 +82,6 @@ def _cells_of(series: Series, metric: Metric) -> dict[CellKey, float]:
     return {key: v for key, row in series.cells.items() if (v := metric.value(row)) is not None}
 
 
-def _shared_legend(fig: Any, axes: Any, title: str, order: Sequence[str]) -> None:
-    """One legend for all panels, right of them, in ``order``."""
-    handles: dict[str, Any] = {}
-    for ax in axes.flat:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            handles.setdefault(label, handle)
-        if not ax.get_legend_handles_labels()[0]:
-            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
-    labels = [label for label in order if label in handles]
-    if labels:
-        fig.legend([handles[x] for x in labels], labels, title=title, loc="outside right upper", fontsize="small")
-
-
 def plot_vs_size(section: Section, out: Path) -> list[Plot]:
     """Per kernel: time and GFLOPS (or GB/s) against size, a line per block edge;
     a second row with the document's figures where it has them."""
@@ -249,7 +100,7 @@ def plot_vs_size(section: Section, out: Path) -> list[Plot]:
         # axis per metric (a column), decided from both rows.
         scale = SizeScale.of({size for _, cells in panel_rows for c in cells for size, _ in c} or s.sizes())
         y_scales = [value_scale(v for _, cells in panel_rows for v in cells[c].values()) for c in range(len(metrics))]
-        fig, axes = _figure(len(panel_rows), 2, width=12.5, height=4.0 * len(panel_rows) + 0.5)
+        fig, axes = figure(len(panel_rows), 2, width=12.5, height=4.0 * len(panel_rows) + 0.5)
         for r, (who, cells_per_metric) in enumerate(panel_rows):
             for c, (metric, cells) in enumerate(zip(metrics, cells_per_metric, strict=True)):
                 ax = axes[r][c]
@@ -263,9 +114,9 @@ def plot_vs_size(section: Section, out: Path) -> list[Plot]:
                         label=f"b = {edge_label(edge)}",
                     )
                 scale.apply(ax)
-                _value_axis(ax, metric, cells.values(), y_scales[c])
+                value_axis(ax, metric, cells.values(), y_scales[c])
                 ax.set_title(f"{metric.title}, {who}", fontsize="medium")
-        _shared_legend(fig, axes, "block edge", [f"b = {edge_label(e)}" for e in edges])
+        shared_legend(fig, axes, "block edge", [f"b = {edge_label(e)}" for e in edges])
         fig.suptitle(f"{s.label}: time and {headline.title} against size")
         caption = f"{s.label}: kernel time and {headline.title} against matrix size, a line per block edge"
         if len(panel_rows) > 1:
@@ -291,7 +142,7 @@ def plot_time_vs_edge(section: Section, out: Path, kernels: Sequence[str]) -> li
         sizes = sorted({size for _, cells in panels for size, _ in cells})
         colour = {size: f"C{i % 10}" for i, size in enumerate(sizes)}
         y_scale = value_scale(v for _, cells in panels for v in cells.values())
-        fig, axes = _figure(1, len(panels), width=5.5 * len(panels) + 1.5, height=4.5)
+        fig, axes = figure(1, len(panels), width=5.5 * len(panels) + 1.5, height=4.5)
         for ax, (who, cells) in zip(axes[0], panels, strict=True):
             edges = sorted({e for _, e in cells if e is not None})
             for size in sorted({sz for sz, _ in cells}):
@@ -303,31 +154,14 @@ def plot_time_vs_edge(section: Section, out: Path, kernels: Sequence[str]) -> li
                     color=colour[size],
                     label=size_text(size),
                 )
-            _edge_axis(ax, edges)
-            _value_axis(ax, metric, cells.values(), y_scale)
+            edge_axis(ax, edges)
+            value_axis(ax, metric, cells.values(), y_scale)
             ax.set_title(who, fontsize="medium")
-        _shared_legend(fig, axes, "matrix size", [size_text(size) for size in sizes])
+        shared_legend(fig, axes, "matrix size", [size_text(size) for size in sizes])
         fig.suptitle(f"{s.label}: time against block edge")
         caption = f"{s.label}: time against block edge, a line per matrix size"
         plots.append(save_figure(fig, out, f"{slug(s.label)}_time_vs_edge", caption))
     return plots
-
-
-@dataclass
-class _Line:
-    """A line against size, drawn once all lines of an axis are known."""
-
-    points: list[tuple[SizeKey, float]]
-    style: dict[str, Any]
-
-
-def _draw_lines(ax: Any, lines: list[_Line]) -> SizeScale:
-    scale = SizeScale.of(size for line in lines for size, _ in line.points)
-    for line in lines:
-        pts = sorted(line.points, key=lambda p: _x(p[0]))
-        ax.plot([scale.x(size) for size, _ in pts], [v for _, v in pts], **line.style)
-    scale.apply(ax)
-    return scale
 
 
 def plot_speedup(section: Section, out: Path, slow: str, fast: str, edge: int) -> list[Plot]:
@@ -341,9 +175,7 @@ def plot_speedup(section: Section, out: Path, slow: str, fast: str, edge: int) -
             if a is not None and b:
                 pts.append((size, a / b))
         if pts:
-            lines.append(
-                _Line(pts, {"marker": "o", "ls": OURS_LINE, "color": "C0", "label": f"ours, {section.device}"})
-            )
+            lines.append(Line(pts, {"marker": "o", "ls": OURS_LINE, "color": "C0", "label": f"ours, {section.device}"}))
     pub_slow, dev = _published_series(section, slow, TIME)
     pub_fast, _ = _published_series(section, fast, TIME)
     pts = [
@@ -352,38 +184,24 @@ def plot_speedup(section: Section, out: Path, slow: str, fast: str, edge: int) -
         if e == edge and v and (size, e) in pub_slow
     ]
     if pts:
-        lines.append(_Line(pts, {"marker": "s", "ls": PUBLISHED_LINE, "color": "C1", "label": f"published, {dev}"}))
+        lines.append(Line(pts, {"marker": "s", "ls": PUBLISHED_LINE, "color": "C1", "label": f"published, {dev}"}))
     if not lines:
         return []
-    fig, axes = _figure(width=7.5, height=4.5)
+    fig, axes = figure(width=7.5, height=4.5)
     ax = axes[0][0]
-    _draw_lines(ax, lines)
+    draw_lines(ax, lines)
     ax.axhline(1.0, color="grey", ls=":", lw=1)
     ax.set_ylabel(f"speed-up: {slow} time / {fast} time [×]")
     ax.grid(True, alpha=0.3)
     ax.set_title(f"Shared-memory speed-up at block edge {edge}")
-    _legend(ax)
+    legend(ax)
     caption = f"Speed-up of {fast} over {slow} at block edge {edge} against size (above 1: shared memory wins)"
     return [save_figure(fig, out, f"speedup_{slug(fast)}_over_{slug(slow)}", caption)]
 
 
-def _parts(groups: Sequence[list[_Line]], limit: int = MAX_SERIES) -> list[list[_Line]]:
-    """The lines of ``groups`` packed, in order, into figures of at most ``limit``
-    lines, a group (one kernel's lines: ours and the document's) kept together
-    where it fits in one figure."""
-    parts: list[list[_Line]] = [[]]
-    for group in groups:
-        for start in range(0, len(group), limit):
-            chunk = group[start : start + limit]
-            if len(parts[-1]) + len(chunk) > limit:
-                parts.append([])
-            parts[-1].extend(chunk)
-    return [part for part in parts if part]
-
-
-def _cpu_gpu_lines(section: Section) -> list[list[_Line]]:
+def _cpu_gpu_lines(section: Section) -> list[list[Line]]:
     """One group of lines per kernel: ours (a line per host memory) and the paper's."""
-    groups: dict[str, list[_Line]] = {}
+    groups: dict[str, list[Line]] = {}
     colours: dict[str, str] = {}
     for s in section.series:
         metric = E2E_GFLOPS if s.has(E2E_GFLOPS) else GFLOPS
@@ -400,7 +218,7 @@ def _cpu_gpu_lines(section: Section) -> list[list[_Line]]:
         style = {"marker": "s" if again else "o", "ls": OURS_LINE, "color": colour}
         if again:
             style["markerfacecolor"] = "none"
-        groups.setdefault(s.kernel, []).append(_Line(pts, {**style, "label": f"{s.label} ({how})"}))
+        groups.setdefault(s.kernel, []).append(Line(pts, {**style, "label": f"{s.label} ({how})"}))
     # One dashed line per kernel, even where it has a series per host memory.
     subjects = {s.kernel: s.kernel for s in section.series} | dict(published_only_kernels(section))
     for kernel, label in subjects.items():
@@ -412,7 +230,7 @@ def _cpu_gpu_lines(section: Section) -> list[list[_Line]]:
             best[size] = max(v, best.get(size, v))
         colour = colours.setdefault(kernel, f"C{len(colours) % 10}")
         style = {"marker": "x", "ls": PUBLISHED_LINE, "color": colour, "label": f"published {label} ({dev})"}
-        groups.setdefault(kernel, []).append(_Line(list(best.items()), style))
+        groups.setdefault(kernel, []).append(Line(list(best.items()), style))
     return list(groups.values())
 
 
@@ -421,7 +239,7 @@ def plot_cpu_gpu(section: Section, out: Path) -> list[Plot]:
     edge), end to end where the copies were timed; the paper's figures dashed.
     More than ``MAX_SERIES`` lines become several figures on the same axes."""
     groups = _cpu_gpu_lines(section)
-    parts = _parts(groups)
+    parts = in_parts(groups)
     if not parts:
         return []
     every = [v for group in groups for line in group for _, v in line.points if v > 0]
@@ -430,14 +248,14 @@ def plot_cpu_gpu(section: Section, out: Path) -> list[Plot]:
     caption = "GFLOPS against N: CPU baselines and GPU kernels, end to end (copies included) where timed"
     plots = []
     for i, lines in enumerate(parts, 1):
-        fig, axes = _figure(width=10.5, height=5.0)
+        fig, axes = figure(width=10.5, height=5.0)
         ax = axes[0][0]
-        _draw_lines(ax, lines)
-        _value_axis(ax, GFLOPS, every, y_scale)
+        draw_lines(ax, lines)
+        value_axis(ax, GFLOPS, every, y_scale)
         ax.set_ylim(*y_limits)  # the same axes in every part, to compare across them
         part = f" (part {i} of {len(parts)})" if len(parts) > 1 else ""
         fig.suptitle(f"CPU against GPU{part}: ours (solid) on {section.devices()}, published (dashed)")
-        _legend(ax, outside=True)
+        legend(ax, outside=True)
         stem = f"cpu_vs_gpu-{i}" if len(parts) > 1 else "cpu_vs_gpu"
         plots.append(save_figure(fig, out, stem, caption + part))
     return plots
@@ -471,7 +289,7 @@ def plot_bandwidth_bars(section: Section, out: Path) -> list[Plot]:
     if not labels:
         return []
     dev = "; ".join(dict.fromkeys(pub_devices)) or "no published figures"
-    fig, axes = _figure(1, 2, width=13.0, height=5.0)
+    fig, axes = figure(1, 2, width=13.0, height=5.0)
     width = 0.4
     xs = range(len(labels))
     for c, fraction in enumerate((False, True)):
@@ -484,7 +302,7 @@ def plot_bandwidth_bars(section: Section, out: Path) -> list[Plot]:
                 continue
             heights = [data.get(label, 0.0) / base for label in labels]
             bars = ax.bar([x + (j - 0.5) * width for x in xs], heights, width, color=colour, label=who)
-            ax.bar_label(bars, labels=[_short(h) if h else "" for h in heights], fontsize="x-small", padding=2)
+            ax.bar_label(bars, labels=[short_number(h) if h else "" for h in heights], fontsize="x-small", padding=2)
         ax.set_xticks(
             list(xs),
             labels=[label.replace(" (no gemmlab", "\n(no gemmlab") for label in labels],
@@ -501,9 +319,9 @@ def plot_bandwidth_bars(section: Section, out: Path) -> list[Plot]:
             every = [v for v in (*ours.values(), *pub.values()) if v > 0]
             y_scale = value_scale(every)
             if y_scale == "log":
-                _log_scale(ax, "y", min(every), max(every))
+                log_scale(ax, "y", min(every), max(every))
                 ax.set_ylim(min(every) / 1.5, max(every) * 2.0)  # room for the labels
-            ax.set_ylabel(_axis_label("bandwidth [GB/s] (bytes read + written / time)", y_scale))
+            ax.set_ylabel(axis_label("bandwidth [GB/s] (bytes read + written / time)", y_scale))
             ax.set_title("Absolute", fontsize="medium")
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside lower center", ncols=2, fontsize="small")
@@ -525,7 +343,7 @@ def plot_compare_largest(section: Section, out: Path) -> list[Plot]:
     if not picks:
         return []
     one_size = len({size for _, size in picks.values()}) == 1
-    fig, axes = _figure(width=max(7.0, 1.2 * len(picks) + 3.0), height=5.0)
+    fig, axes = figure(width=max(7.0, 1.2 * len(picks) + 3.0), height=5.0)
     ax = axes[0][0]
     all_edges = sorted({e for s, size in picks.values() for e in s.edges()}, key=edge_order)
     colour = {edge: f"C{j % 10}" for j, edge in enumerate(all_edges)}
@@ -544,7 +362,7 @@ def plot_compare_largest(section: Section, out: Path) -> list[Plot]:
     ax.set_xticks(
         range(len(picks)), labels=labels, rotation=25 if tilt else 0, ha="right" if tilt else "center", fontsize="small"
     )
-    _value_axis(ax, headline, values)
+    value_axis(ax, headline, values)
     at = size_text(next(iter(picks.values()))[1]) if one_size else "each kernel's largest size"
     ax.set_title(f"All kernels at {at}, {section.devices()}")
     shown = [e for e in all_edges if e in handles]
@@ -587,7 +405,7 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
         return []
     ncols = min(2, len(panels))
     nrows = math.ceil(len(panels) / ncols)
-    fig, axes = _figure(nrows, ncols, width=5.6 * ncols, height=5.4 * nrows + 0.6)
+    fig, axes = figure(nrows, ncols, width=5.6 * ncols, height=5.4 * nrows + 0.6)
     # One style per kernel across the panels, so that one legend serves them all.
     labels = list(dict.fromkeys(label for _, points, _, _ in panels for label in points))
     markers = "osD^v<>pP*X"
@@ -603,9 +421,9 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
             handles[label] = ax.scatter([p for p, _ in pts], [o for _, o in pts], marker=marker, color=colour)
         if scale == "log":
             lo, hi = min(every) / 2, max(every) * 2
-            _log_scale(ax, "x", lo, hi)
-            _log_scale(ax, "y", lo, hi)
-            _diagonals(ax, lo, hi)
+            log_scale(ax, "x", lo, hi)
+            log_scale(ax, "y", lo, hi)
+            diagonals(ax, lo, hi)
         else:
             lo, hi = 0.0, max(every) * 1.1
             ax.plot([lo, hi], [lo, hi], color="grey", lw=0.9)
@@ -615,8 +433,8 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
         title, unit = METRIC_TITLES[ref]
         if any(m in (E2E_TIME, E2E_GFLOPS) for m in used):
             title += " (GPU: end to end)"
-        ax.set_xlabel(f"{_axis_label(f'published [{unit}]', scale)}\n{'; '.join(dict.fromkeys(devices))}")
-        ax.set_ylabel(_axis_label(f"ours [{unit}], {section.devices()}", scale))
+        ax.set_xlabel(f"{axis_label(f'published [{unit}]', scale)}\n{'; '.join(dict.fromkeys(devices))}")
+        ax.set_ylabel(axis_label(f"ours [{unit}], {section.devices()}", scale))
         better = "above" if used[0].higher_is_better else "below"
         ax.set_title(f"{title}\n{better} the solid diagonal: ours is better", fontsize="medium")
         ax.grid(True, alpha=0.2)
@@ -637,35 +455,6 @@ def plot_published_vs_ours(section: Section, out: Path) -> list[Plot]:
         "(where the document gives no block edge, our best edge at that size)"
     )
     return [save_figure(fig, out, "published_vs_ours", caption)]
-
-
-def _diagonals(ax: Any, lo: float, hi: float) -> None:
-    """Lines where ours = ratio x published, for ratio 1 (solid) and powers of ten."""
-    for power in range(-8, 9):
-        ratio = 10.0**power
-        start, stop = max(lo, lo / ratio), min(hi, hi / ratio)
-        if stop <= start:
-            continue  # this diagonal misses the plotted square
-        ax.plot(
-            [lo, hi],
-            [lo * ratio, hi * ratio],
-            color="grey",
-            lw=0.9 if power == 0 else 0.5,
-            ls="-" if power == 0 else ":",
-        )
-        # Label the diagonals with room for it, in the middle of the visible part.
-        if power and math.log(stop / start) > 0.3 * math.log(hi / lo):
-            x_mid = math.sqrt(start * stop)
-            ax.text(
-                x_mid,
-                x_mid * ratio,
-                f"{ratio:g}×",
-                fontsize="x-small",
-                color="grey",
-                rotation=45,
-                ha="center",
-                va="bottom",
-            )
 
 
 # Beyond this many points the per-point labels (block edge, size) hide the markers.
@@ -720,71 +509,3 @@ def draw(spec: PlotSpec, section: Section, out: Path) -> list[Plot]:
             f"Use one of {', '.join(PLOTS)}, or add the plot function to PLOTS in gemmlab/report/plots.py.",
         ) from None
     return fn(section, out, **dict(spec.options))
-
-
-# -- the dispatcher's heatmap -----------------------------------------------------------------------------------------
-
-DISPATCHER = "dispatcher"
-
-
-@dataclass(frozen=True)
-class ShareGrid:
-    """% of cuBLAS on one GPU and element type: a row per series (the
-    dispatcher's picks, then each rung), a column per shape; None where a
-    series has no figure for a shape."""
-
-    gpu_name: str
-    dtype: str
-    shapes: tuple[tuple[int, int, int], ...]
-    series: tuple[str, ...]
-    percent: tuple[tuple[float | None, ...], ...]
-
-
-def share_grids(rows: Sequence[dict], picks: Sequence[dict], experiment: str = "dispatch") -> list[ShareGrid]:
-    """One grid per (GPU, element type) with a pick or a result of ``experiment``:
-    the dispatcher's row from its picks (cuBLAS's time over the pick's), each
-    rung's from its best configuration's stored ratio to cuBLAS."""
-    cells: dict[tuple[str, str], dict[str, dict[tuple[int, int, int], float]]] = {}
-    for p in picks:
-        if p.get("cublas_ms") and p.get("median_ms"):
-            series = cells.setdefault((p["gpu_name"], p["dtype"]), {}).setdefault(DISPATCHER, {})
-            series[(p["m"], p["n"], p["k"])] = 100.0 * p["cublas_ms"] / p["median_ms"]
-    for r in rows:
-        if r.get("experiment") != experiment or not r.get("ratio_to_baseline"):
-            continue
-        series = cells.setdefault((r["gpu_name"], r["dtype"]), {}).setdefault(r["kernel"], {})
-        shape = (r["m"], r["n"], r["k"])
-        series[shape] = max(series.get(shape, 0.0), 100.0 * r["ratio_to_baseline"])
-    grids = []
-    for (gpu_name, dtype), by_series in sorted(cells.items()):
-        shapes = tuple(
-            sorted({s for found in by_series.values() for s in found}, key=lambda s: (s[0] * s[1] * s[2], s))
-        )
-        names = tuple(sorted(by_series, key=lambda name: (name != DISPATCHER, name)))
-        percent = tuple(tuple(by_series[name].get(s) for s in shapes) for name in names)
-        grids.append(ShareGrid(gpu_name, dtype, shapes, names, percent))
-    return grids
-
-
-def plot_share_heatmap(grid: ShareGrid, out: Path) -> Plot:
-    """The grid as a heatmap, each cell labelled with its %, centred on 100% (red below, blue above)."""
-    from matplotlib.colors import TwoSlopeNorm
-
-    fig, axes = _figure(width=max(6.0, 0.55 * len(grid.shapes) + 2.5), height=max(2.5, 0.45 * len(grid.series) + 1.8))
-    ax = axes[0][0]
-    values = [[math.nan if v is None else v for v in row] for row in grid.percent]
-    finite = [v for row in values for v in row if not math.isnan(v)]
-    norm = TwoSlopeNorm(vcenter=100.0, vmin=min(50.0, *finite), vmax=max(150.0, *finite))
-    image = ax.imshow(values, cmap="RdBu", norm=norm, aspect="auto")
-    ax.set_xticks(range(len(grid.shapes)), ["x".join(map(str, s)) for s in grid.shapes], rotation=60, ha="right")
-    ax.set_yticks(range(len(grid.series)), grid.series)
-    for i, row in enumerate(values):
-        for j, v in enumerate(row):
-            if not math.isnan(v):
-                ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=7)
-    fig.colorbar(image, ax=ax, label="% of cuBLAS")
-    ax.set_title(f"% of cuBLAS, {grid.dtype} on {grid.gpu_name}")
-    stem = f"share_{grid.dtype}_{grid.gpu_name}".replace(" ", "_").replace("/", "_")
-    caption = (f"{grid.dtype} on {grid.gpu_name}: the dispatcher's pick and each rung's best configuration, "
-               "as cuBLAS's time over theirs (timed in alternation); blank: not measured.")  # fmt: skip
-    return save_figure(fig, out, stem, caption)

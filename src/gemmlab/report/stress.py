@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gemmlab.report.model import readable_time, time_span
-from gemmlab.results.store import STRESS_FAILURE_FIELDS, STRESS_SUMMARY_FIELDS
+from gemmlab.results.rows import STRESS_FAILURE_FIELDS, STRESS_SUMMARY_FIELDS
 
 ANCHOR = "stress-runs"
 TITLE = "Stress runs"

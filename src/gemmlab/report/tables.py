@@ -30,7 +30,9 @@ from gemmlab.report.model import (
     size_label,
     slug,
 )
-from gemmlab.results.store import COMPILES_FROM, CONFIG_RECORDED_FROM, config_text, predates_config
+from gemmlab.results.records import config_text
+from gemmlab.results.rows import predates_config
+from gemmlab.results.schema import COMPILES_FROM, CONFIG_RECORDED_FROM
 from gemmlab.studies import experiments as registry
 
 if TYPE_CHECKING:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import csv
 import html
 import io
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gemmlab.report.drawing import save_figure
 from gemmlab.report.model import Row, integer_dtype, slug
-from gemmlab.report.plots import save_figure
+from gemmlab.results.records import Config
 
 # The page's folder names start with this, so that they never meet a section's.
 PREFIX = "kernel-"
@@ -85,7 +85,7 @@ def _config(row: Row) -> str:
     config = row.get("config")
     if isinstance(config, str) and config:
         try:
-            config = json.loads(config)
+            config = Config(config).values
         except ValueError:
             return config
     return " ".join(f"{name}={value}" for name, value in (config or {}).items()) or "-"

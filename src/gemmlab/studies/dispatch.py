@@ -43,7 +43,6 @@ then by distance between log M, log N and log K; else the first of
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -64,10 +63,12 @@ from gemmlab.core.errors import (
 )
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
-from gemmlab.kernels.ladder import cdiv
-from gemmlab.kernels.sgemm.spec import REG_OVERHEAD
+from gemmlab.kernels.ladder import SHAPE_CLASSES, cdiv
+from gemmlab.kernels.sgemm.family import REG_OVERHEAD
 from gemmlab.kernels.spec import KernelSpec
-from gemmlab.results.store import Store, config_text
+from gemmlab.results.records import Config, Pick
+from gemmlab.results.store import Store
+from gemmlab.studies.candidates import Device, Runner, current_device, measure_candidate
 from gemmlab.studies.suite import Suite
 
 # The results of every candidate tried are stored under this experiment.
@@ -86,67 +87,35 @@ PER_RUNG = 3
 MAX_PER_SHAPE = 32
 SHAPE_SECONDS = 10.0
 COMPILE_THREADS = 4
-# Rungs made for one shape class, whose every configuration is tried on the
-# shapes of that class (short launches: the whole search costs seconds).
-EVERY_CONFIG = {
-    "sgemm_gemv_split": ("skinny-m",),
-    "sgemm_skinny": ("skinny-m",),
-    "sgemm_skinny_n": ("skinny-n",),
-    # 18 configurations, whose speed depends on how many clusters the GPU holds at
-    # once, which the fill score does not model. (sgemm_split_k, before it at
-    # K-heavy shapes, now gives its three best-filling of 22.)
-    "sgemm_cluster_split_k": ("few-tiles", "k-heavy"),
-    "tc_small": ("few-tiles",),  # 17 configurations, 2 to 20 us each at the few-tile shapes
-    # 12 configurations, about 60 us each at 1024 x 1024 x 16384, where the ones
-    # that fill the GPU alike differ by their ring's depth, which the fill score
-    # does not model (7 stages against 4: 54 us against 58, on an H100).
-    "tc_split_k": ("k-heavy",),
-}
 # The SM the block-residency model assumes (an H100's or H200's: sm_90).
 SM = sm_limits((9, 0))
 
-# The rungs each shape class tries, best guess first. Rungs of either ladder;
-# a rung without the element type is passed over, one not in the catalogue
-# yet is skipped with a note. Each class ends with an sm_80 rung, which is what
-# a GPU before Hopper gets (the Hopper rungs have no configuration it runs).
-FP32_CANDIDATES = {
-    # sgemm_gemv_split first: it takes M of 1 to 4 (decoding), sgemm_skinny up to 16.
-    "skinny-m": ("sgemm_gemv_split", "sgemm_skinny", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
-    "skinny-n": ("sgemm_skinny_n", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
-    # sgemm_cluster_split_k (sm_90 on) before sgemm_split_k: the large tile's
-    # speed with K split, and no block waiting out a tile's fix-up.
-    "k-heavy": ("sgemm_cluster_split_k", "sgemm_split_k", "sgemm_stream_k", "sgemm_small_tile", "sgemm_multistage"),
-    "few-tiles": (
-        "sgemm_small_tile",
-        "sgemm_cluster_split_k",
-        "sgemm_split_k",
-        "sgemm_multistage",
-        "sgemm_stream_k",
-        "sgemm_padded_b",
-    ),
-    # sgemm_small_tile last: its 128 x 64 tile, 2 blocks per SM, for a short K
-    # (one block's epilogue runs beside the other's main loop).
-    "large": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_stream_k", "sgemm_multistage", "sgemm_small_tile"),
-}
-# tc_any_k ends every class: the one rung that takes an odd K (or a bfloat16 C
-# whose rows are not whole 16 bytes) at tensor-core speed.
-TENSOR_CANDIDATES = {
-    "skinny-m": ("tc_gemv", "tc_split_k", "tc_mma_pipeline", "tc_wgmma", "tc_tma_store", "tc_any_k"),
-    "skinny-n": ("tc_gemv", "tc_split_k", "tc_mma_pipeline", "tc_wgmma", "tc_tma_store", "tc_any_k"),
-    "k-heavy": ("tc_split_k", "tc_persistent", "tc_wgmma", "tc_tma_store", "tc_any_k"),
-    "few-tiles": ("tc_small", "tc_split_k", "tc_split_tail", "tc_wgmma", "tc_persistent", "tc_tma_store", "tc_any_k"),
-    # tc_split_tail second: it differs from tc_tma_store where the tiles leave a last wave part full.
-    "large": ("tc_tma_store", "tc_split_tail", "tc_cluster", "tc_persistent", "tc_mma_pipeline", "tc_any_k"),
-}
-CANDIDATES = {"float32": FP32_CANDIDATES, "bfloat16": TENSOR_CANDIDATES, "bfloat16-out": TENSOR_CANDIDATES}
+
+def serving(dtype: str, shape_class: str) -> tuple[str, ...]:
+    """The rungs that take ``dtype`` and serve ``shape_class`` (Rung.serves), in their order there."""
+    found = [r for r in catalogue.rungs() if dtype in r.dtypes and shape_class in r.serves]
+    return tuple(r.id for r in sorted(found, key=lambda r: r.serves[shape_class]))
+
+
+def fallbacks(dtype: str) -> tuple[str, ...]:
+    """The rungs that are ``dtype``'s default (Rung.default_for), in their order."""
+    found = [r for r in catalogue.rungs() if dtype in r.default_for]
+    return tuple(r.id for r in sorted(found, key=lambda r: r.default_for[dtype]))
+
+
+# Each of these is read off the rungs (kernels/ladder.py: Rung's serves, every_config, default_for).
 # What matmul runs on a shape no tuned pick accepts: the first of these whose
 # default configuration accepts it and runs on the GPU (FP32: the top rung,
 # then a rung that takes any size; BF16: Hopper's, then the sm_80 rungs).
-DEFAULTS = {
-    "float32": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_swizzle_l2"),
-    "bfloat16": ("tc_tma_store", "tc_cluster", "tc_any_k", "tc_mma_pipeline", "tc_wmma"),
-    "bfloat16-out": ("tc_tma_store", "tc_any_k"),
-}
+DEFAULTS = {dtype: fallbacks(dtype) for dtype in dict.fromkeys(d for r in catalogue.rungs() for d in r.default_for)}
+# The rungs each shape class tries per element type, best guess first; one
+# without the element type is left out. Each class ends with an sm_80 rung,
+# which is what a GPU before Hopper gets (the Hopper rungs have no
+# configuration it runs).
+CANDIDATES = {dtype: {cls: serving(dtype, cls) for cls in SHAPE_CLASSES} for dtype in DEFAULTS}
+# Rungs made for one shape class, whose every configuration is tried on the
+# shapes of that class (short launches: the whole search costs seconds).
+EVERY_CONFIG = {r.id: r.every_config for r in catalogue.rungs() if r.every_config}
 
 TUNED, NEAREST, DEFAULT = "tuned", "nearest", "default"
 
@@ -345,34 +314,31 @@ def log_distance(a: Shape, b: Shape) -> float:
     return math.dist((math.log(a.m), math.log(a.n), math.log(a.k)), (math.log(b.m), math.log(b.n), math.log(b.k)))
 
 
-def choose(picks: Sequence[dict], shape: Shape, dtype: str, arch: str | None = None) -> Choice:
+def choose(picks: Sequence[Pick], shape: Shape, dtype: str, arch: str | None = None) -> Choice:
     """The kernel and configuration for ``shape`` among ``picks`` (the stored
-    rows of one GPU, see :meth:`Store.picks`), as the module's docstring says;
+    picks of one GPU, see :meth:`Store.picks`), as the module's docstring says;
     ConstraintError when nothing of the element type takes the shape."""
-    mine = [p for p in picks if p["dtype"] == dtype and p["verified"]]
+    mine = [p for p in picks if p.dtype == dtype and p.verified]
     top = catalogue.variant(DEFAULTS[dtype][0], {})
     fits_top = accepts(top, shape, dtype, arch) is None
     cls = shape_class(shape)
 
-    def nearness(pick: dict) -> tuple[bool, bool, float]:
+    def nearness(pick: Pick) -> tuple[bool, bool, float]:
         # On an H100 on 2026-11-24, 8192 cubed in bfloat16 took 4097's pick
         # (tc_any_k, the odd-size rung) by log distance alone: 26% of cuBLAS.
-        tuned = Shape(pick["m"], pick["n"], pick["k"])
+        tuned = pick.shape
         return (shape_class(tuned) != cls, (accepts(top, tuned, dtype, arch) is None) != fits_top,
                 log_distance(shape, tuned))  # fmt: skip
 
     mine.sort(key=nearness)
     for pick in mine:
-        config = json.loads(pick["config"]) if pick["config"] else {}
         try:
-            spec = catalogue.variant(pick["kernel"], config)
+            spec = catalogue.variant(pick.kernel, pick.config.values)
         except GemmlabError:
             continue  # a kernel or configuration this gemmlab no longer has
         if accepts(spec, shape, dtype, arch) is None:
-            tuned_shape = Shape(pick["m"], pick["n"], pick["k"])
-            return Choice(pick["kernel"], spec.config or {}, TUNED if tuned_shape == shape else NEAREST, tuned_shape,
-                          pick["median_ms"], pick["cublas_ms"], pick.get("timing_method"),
-                          pick.get("cublas_timing_method"))  # fmt: skip
+            return Choice(pick.kernel, spec.config or {}, TUNED if pick.shape == shape else NEAREST, pick.shape,
+                          pick.median_ms, pick.cublas_ms, pick.timing_method, pick.cublas_timing_method)  # fmt: skip
     return default_choice(shape, dtype, arch)
 
 
@@ -392,15 +358,12 @@ def default_choice(shape: Shape, dtype: str, arch: str | None = None) -> Choice:
 
 # -- tuning ---------------------------------------------------------------------
 
-# runner(spec, shape, *, dtype, reps, warmup, max_seconds, baseline) -> RunResult
-Runner = Callable[..., Any]
-
 
 @dataclass
 class DispatchSummary:
     gpu_name: str
     cc: str
-    picked: list[dict] = field(default_factory=list)  # the rows stored in the dispatch table
+    picked: list[Pick] = field(default_factory=list)  # the picks stored in the dispatch table
     already: list[str] = field(default_factory=list)  # shapes with a pick stored before
     notes: list[str] = field(default_factory=list)  # rungs passed over
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (candidate at shape, why)
@@ -453,35 +416,29 @@ def compile_candidates(found: Sequence[Candidate], shape: Shape, dtype: str, arc
         list(pool.map(build, found[1:]))
 
 
-def measure_candidate(spec: KernelSpec, shape: Shape, **options: Any) -> Any:
-    """The default runner: :func:`gemmlab.measure.run.run` on the candidate's own entry."""
-    from gemmlab.measure.run import run
-
-    return run(spec.id, shape, spec=spec, **options)
-
-
 def tune_suite(
     suite: Suite, store: Store, *, dtypes: Sequence[str] | None = None, runner: Runner | None = None,
-    device: tuple[str, str, str, int] | None = None, run_record: dict | None = None, per_rung: int = PER_RUNG,
+    device: Device | None = None, run_record: dict | None = None, per_rung: int = PER_RUNG,
     force: bool = False, budget_seconds: float | None = None, max_seconds: float = 5.0,
     rungs: Sequence[str] | None = None, on_candidate: Callable[[str], None] | None = None,
     shape_seconds: float | None = SHAPE_SECONDS, compiler: Compiler | None = None,
 ) -> DispatchSummary:  # fmt: skip
     """Tune the dispatcher on every shape of ``suite`` in each of ``dtypes``
     (default: the suite's) and store the fastest verified pick per shape.
-    ``device``: (name, compute capability, arch, SMs), default GPU 0's. A shape
+    ``device``: the GPU the picks are filed under and pruned for, default GPU 0. A shape
     with a stored pick on this GPU is skipped unless ``force``. ``rungs``:
     try these for every shape instead of its class's (each where it has the
     element type). ``shape_seconds``: start no more candidates of a shape after
     this many seconds of timing them (None: no limit). ``compiler``: compiles
     a shape's candidates before they are timed, outside that budget (default:
     :func:`compile_candidates` with the default runner, none with another)."""
-    name, cc, arch, sms = device or current_device()
+    device = device or current_device()
+    name, cc, arch, sms = device.name, device.cc, device.arch, device.sms
     if compiler is None and runner is None:
         compiler = compile_candidates
     summary = DispatchSummary(name, cc)
     run_ids: list[int] = []
-    stored = {(p["dtype"], Shape(p["m"], p["n"], p["k"])) for p in store.picks(name)}
+    stored = {(p.dtype, p.shape) for p in store.picks(name)}
     start = time.monotonic()
     try:
         for dtype in dtypes or suite.dtypes:
@@ -505,7 +462,7 @@ def tune_suite(
                 if not run_ids:
                     run_ids.append(store.start_run(run_record or {}))
                 store.add_results(run_ids[0], EXPERIMENT, [r for _, r in results])
-                summary.picked.append(_store_pick(store, run_ids[0], (name, cc), entry.shape, dtype, results))
+                summary.picked.append(_store_pick(store, run_ids[0], device, entry.shape, dtype, results))
     except KeyboardInterrupt:
         summary.interrupted = True
     return summary
@@ -546,31 +503,23 @@ def _measured(
 
 
 def _store_pick(
-    store: Store, run_id: int, device: tuple[str, str], shape: Shape, dtype: str, results: list[tuple[Candidate, Any]]
-) -> dict:
+    store: Store, run_id: int, device: Device, shape: Shape, dtype: str, results: list[tuple[Candidate, Any]]
+) -> Pick:
     """The fastest verified candidate as the shape's pick."""
     candidate, best = min(results, key=lambda found: found[1].timing.median_ms)
     base = best.baseline_timing
-    pick = {
-        "run_id": run_id, "gpu_name": device[0], "cc": device[1], "dtype": dtype, "m": shape.m, "n": shape.n,
-        "k": shape.k, "kernel": candidate.kernel, "config": config_text(candidate.spec.config),
-        "median_ms": best.timing.median_ms, "cublas_ms": base.median_ms if base else None, "verified": True,
-        "timing_method": best.timing.method, "cublas_timing_method": base.method if base else None,
-    }  # fmt: skip
+    pick = Pick(
+        run_id=run_id, gpu_name=device.name, cc=device.cc, dtype=dtype, m=shape.m, n=shape.n, k=shape.k,
+        kernel=candidate.kernel, config=Config.of(candidate.spec.config), median_ms=best.timing.median_ms,
+        cublas_ms=base.median_ms if base else None, verified=True, timing_method=best.timing.method,
+        cublas_timing_method=base.method if base else None,
+    )  # fmt: skip
     store.set_pick(pick)
     return pick
 
 
-def current_device(device_index: int = 0) -> tuple[str, str, str, int]:
-    """(name, compute capability, arch, SMs) of the GPU: what picks are filed under and pruned for."""
-    from gemmlab.core import gpu
-
-    info = gpu.describe(device_index)
-    return info.name, f"{info.cc[0]}.{info.cc[1]}", info.arch, info.sm_count
-
-
-def percent_of_cublas(pick: dict) -> float | None:
+def percent_of_cublas(pick: Pick) -> float | None:
     """cuBLAS's time over the pick's, as a percentage (same work on both sides)."""
-    if not pick.get("cublas_ms") or not pick.get("median_ms"):
+    if not pick.cublas_ms or not pick.median_ms:
         return None
-    return 100.0 * pick["cublas_ms"] / pick["median_ms"]
+    return 100.0 * pick.cublas_ms / pick.median_ms

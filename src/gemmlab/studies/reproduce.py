@@ -31,7 +31,8 @@ from gemmlab.core.shapes import Shape
 from gemmlab.results.store import Store
 from gemmlab.studies.experiments import select
 from gemmlab.studies.experiments.base import REPRODUCE_REPS, Experiment
-from gemmlab.studies.sweep import SweepPoint, SweepSummary, compiles_of, sweep
+from gemmlab.studies.points import SweepPoint
+from gemmlab.studies.sweep import SweepSummary, compiles_of, sweep
 
 if TYPE_CHECKING:
     from gemmlab.studies.scale import Pool

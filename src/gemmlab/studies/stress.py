@@ -52,11 +52,11 @@ from gemmlab.kernels.spec import KernelSpec
 from gemmlab.measure import watchdog
 from gemmlab.measure.sanitize import small_shapes
 
-# The kernels that synchronise across blocks or through memory, besides the
-# persistent ones (KernelSpec.persistent): a cluster's barriers and multicast,
-# a TMA store's async proxy, stream-K's partial-tile fix-up, and the padded
-# kernel's ticket counters.
-CROSS_BLOCK = ("tc_cluster", "tc_tma_store", "sgemm_stream_k", "sgemm_padded_b")
+# The catalogue's kernels that synchronise across blocks or through memory
+# (Rung.cross_block: a cluster's barriers and multicast, stream-K's
+# partial-tile fix-up, the padded kernel's ticket counters); the persistent
+# ones (KernelSpec.persistent) are stressed too.
+CROSS_BLOCK = tuple(rung.id for rung in catalogue.rungs(candidates=False) if rung.cross_block)
 DEFAULT_PROCESSES = 4
 # Launches of one draw: enough that a kernel's state kept between launches (a
 # workspace's counters) is exercised, few enough that shapes change often.

@@ -60,7 +60,7 @@ them and creates them with its other tables), written and read through
   reads it (:func:`tuned_spec`).
 
 Configurations are stored as the results table stores them
-(:func:`gemmlab.results.store.config_text`): JSON with sorted keys, every
+(:class:`gemmlab.results.records.Config`): JSON with sorted keys, every
 parameter of the kernel's template.
 """
 
@@ -93,7 +93,9 @@ from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue, user
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.measure import watchdog
-from gemmlab.results.store import Store, config_text
+from gemmlab.results.records import Config, config_text
+from gemmlab.results.store import Store
+from gemmlab.studies.candidates import Device, Runner, current_device, measure_candidate
 
 # The upper bound of each size class on max(M, N, K); anything above is "large".
 SIZE_CLASS_LIMITS = (("small", 1024), ("medium", 4096))
@@ -103,9 +105,6 @@ DEFAULT_SIZES = (1024, 4096, 8192)  # one of each class
 MIN_REPS = 10
 
 OK, REJECTED, SKIPPED = "ok", "rejected", "skipped"
-
-# runner(spec, shape, *, dtype, reps, warmup, max_seconds, baseline) -> RunResult (see measure_candidate)
-Runner = Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -200,7 +199,7 @@ def config_label(config: dict) -> str:
 
 def config_json(kernel_id: str, config: dict) -> str:
     """The stored form of a configuration: every parameter (those not given
-    keep their defaults), as :func:`~gemmlab.results.store.config_text` writes
+    keep their defaults), as :func:`~gemmlab.results.records.config_text` writes
     it. A configuration the kernel cannot take raises ConstraintError. A user's
     kernel's configuration is every declared parameter, the edge's included."""
     found = search(kernel_id)
@@ -267,24 +266,6 @@ class TuneSummary:
         return out
 
 
-def current_device() -> tuple[str, str]:
-    """(name, compute capability) of GPU 0: what tuned configurations are filed under."""
-    from gemmlab.core import gpu
-
-    info = gpu.describe(0)
-    return info.name, f"{info.cc[0]}.{info.cc[1]}"
-
-
-def measure_candidate(
-    spec: KernelSpec, shape: Shape, *, dtype: str, reps: int, warmup: int, max_seconds: float, baseline: bool
-) -> Any:
-    """The default runner: :func:`gemmlab.measure.run.run` on the candidate's own entry."""
-    from gemmlab.measure.run import run
-
-    return run(spec.id, shape, dtype=dtype, spec=spec, reps=reps, warmup=warmup, max_seconds=max_seconds,
-               baseline=baseline)  # fmt: skip
-
-
 def tune(
     kernel_id: str,
     sizes: Sequence[int | Shape],
@@ -298,7 +279,7 @@ def tune(
     max_seconds: float = 5.0,
     configs: Sequence[dict] | None = None,
     runner: Runner | None = None,
-    device: tuple[str, str] | None = None,
+    device: Device | None = None,
     progress: bool = True,
     console: Any = None,
 ) -> TuneSummary:
@@ -312,9 +293,10 @@ def tune(
     series: the runner times fewer than ``reps`` only launches longer than
     ``max_seconds / reps``, and fewer than MIN_REPS only launches over
     ``max_seconds / MIN_REPS`` (0.5 s at the defaults, far above any rung
-    at 8192). ``runner`` defaults to :func:`measure_candidate`; ``device``
-    (name, compute capability) to GPU 0's. Ctrl-C stops after storing what is
-    measured, chooses nothing, and the same call resumes.
+    at 8192). ``runner`` defaults to
+    :func:`~gemmlab.studies.candidates.measure_candidate`; ``device`` (tuned
+    configurations are filed under its name) to GPU 0. Ctrl-C stops after
+    storing what is measured, chooses nothing, and the same call resumes.
     """
     dtype = resolved_dtype(kernel_id, dtype)  # UnknownName for a kernel outside the ladders
     found = search(kernel_id)
@@ -325,13 +307,13 @@ def tune(
     shapes = list(dict.fromkeys(s if isinstance(s, Shape) else Shape.square(s) for s in sizes))
     if not shapes or min(min(s.m, s.n, s.k) for s in shapes) < 1:
         raise GemmlabError("Tuning needs positive sizes.", "Example: --sizes 1024,4096.")
-    gpu_name, cc = device or current_device()
+    device = device or current_device()
     watched = runner is None and catalogue.get(kernel_id).declaration is not None
     with contextlib.ExitStack() as stack:
         if watched:  # a user's candidates run in the watchdog's worker: a fault or a hang is stopped and rejected
             runner = _watched_runner(stack.enter_context(watchdog.Worker()), kernel_id)
         return _tune(kernel_id, shapes, store, found, dtype, budget_seconds, force, reps, warmup, max_seconds,
-                     configs, runner or measure_candidate, (gpu_name, cc), progress, console)  # fmt: skip
+                     configs, runner or measure_candidate, device, progress, console)  # fmt: skip
 
 
 def _watched_runner(worker: Any, kernel_id: str) -> Runner:
@@ -355,10 +337,10 @@ def _watched_runner(worker: Any, kernel_id: str) -> Runner:
 def _tune(
     kernel_id: str, shapes: list[Shape], store: Store, found: Search, dtype: str, budget_seconds: float | None,
     force: bool, reps: int, warmup: int, max_seconds: float, configs: Sequence[dict] | None, runner: Runner,
-    device: tuple[str, str], progress: bool, console: Any,
+    device: Device, progress: bool, console: Any,
 ) -> TuneSummary:  # fmt: skip
     """:func:`tune` once its kernel, shapes, runner and device are settled."""
-    gpu_name, cc = device
+    gpu_name, cc = device.name, device.cc
     candidates = [config_json(kernel_id, c) for c in (configs or search_space(kernel_id, shapes, dtype))]
 
     todo = [(c, s) for c in dict.fromkeys(candidates) for s in shapes]
@@ -384,7 +366,7 @@ def _tune(
             label = _label(kernel_id, config, shape)
             if bar:
                 bar.start(label)
-            spec = found.variant(json.loads(config))
+            spec = found.variant(Config(config).values)
             try:
                 result = runner(spec, shape, dtype=dtype, reps=reps, warmup=warmup, max_seconds=max_seconds,
                                 baseline=shape not in timed_cublas)  # fmt: skip
@@ -450,7 +432,7 @@ def tuned_spec(
     if found is None:
         return None
     try:
-        return search(kernel_id).variant(json.loads(found))
+        return search(kernel_id).variant(Config(found).values)
     except (GemmlabError, ValueError):
         return None
 
@@ -467,7 +449,7 @@ def stored_tuned_spec(kernel_id: str, shape: Shape, db: str | Path, dtype: str |
     except (UnknownName, ConstraintError):
         return None
     with Store.open(db, readonly=True) as store:
-        return tuned_spec(kernel_id, shape, store, current_device()[0], dtype)
+        return tuned_spec(kernel_id, shape, store, current_device().name, dtype)
 
 
 # -- plumbing -------------------------------------------------------------------
@@ -480,7 +462,7 @@ def _label(kernel_id: str, config: str, shape: Shape) -> str:
 def _in_template_order(kernel_id: str, config: str) -> dict:
     """A stored configuration (sorted keys) with its parameters in the kernel's
     template order, the order people read them in (see config_label)."""
-    values = json.loads(config)
+    values = Config(config).values
     ordered = {name: values[name] for name in search(kernel_id).params if name in values}
     return ordered | values
 

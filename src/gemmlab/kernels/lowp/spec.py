@@ -27,7 +27,7 @@ from collections.abc import Callable
 from gemmlab.core.shapes import Dim3, Shape
 from gemmlab.kernels.ladder import Config, Ladder, Rung, cdiv, grid_rows_fit, needs
 from gemmlab.kernels.spec import Constraint, KernelSpec
-from gemmlab.kernels.tensor.spec import (
+from gemmlab.kernels.tensor.family import (
     C_BOX_ROWS,
     CONSUMER_REGS,
     HOPPER,
@@ -263,6 +263,7 @@ RUNGS: tuple[Rung, ...] = (
             # the same runs (benchmarks/results/2026-11-25g_h100_fp8-bn144.txt, 2026-11-25h_h200_fp8-bn144.txt).
         ),
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
+        cross_block=True,  # clusters of CLUSTER blocks share B by multicast
         # Its types add the mixed pair (A e5m2, B e4m3), a backward pass's product.
         **PERSISTENT
         | dict(rules=lambda c: _persistent_rules(c) + _scaling_rule(c, (0, 1)), dtypes=(*FP8_WITH_BF16, *MIXED)),
@@ -285,6 +286,7 @@ RUNGS: tuple[Rung, ...] = (
             Config(BN=128, STAGES=4, C_BOXES=4),
         ),
         sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
+        cross_block=True,  # tc_fp8_tma_store's clusters
         **BLOCKSCALED_PERSISTENT,
         **HOPPER,
     ),

@@ -18,8 +18,8 @@ from typing import Any
 from gemmlab import backends
 from gemmlab.core.errors import UnknownName
 from gemmlab.core.shapes import Shape
+from gemmlab.studies.points import SweepPoint, plan
 from gemmlab.studies.reference import Published
-from gemmlab.studies.sweep import SweepPoint, plan
 
 REPRODUCE_REPS = 20
 

@@ -4,8 +4,8 @@ to and from the GPU counted in the time."""
 from __future__ import annotations
 
 from gemmlab.studies.experiments.base import Experiment, Layout, Series, plot
+from gemmlab.studies.points import E2E
 from gemmlab.studies.reference import Published, PublishedTable
-from gemmlab.studies.sweep import E2E
 
 SIZES = (256, 512, 1024, 2048)
 
