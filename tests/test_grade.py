@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -616,6 +617,31 @@ def test_a_python_submission_runs_in_an_empty_home_of_its_own_that_is_removed(tm
         home = environment["HOME"]
     assert seen["HOME"] == seen["cwd"] == seen["tmp"] == home and seen["private"] == "1"
     assert seen["grader"] is None and not Path(home).exists()
+
+
+def _imports_in_a_child(module: str) -> int:
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode
+
+
+def test_a_relative_pythonpath_reaches_what_a_sandboxed_worker_starts(tmp_path: Path, monkeypatch) -> None:
+    """Seen on an H200 on 2026-11-29: graded from a checkout with PYTHONPATH=src,
+    a CuPy submission failed its sanitize stage, because the worker moves into
+    its empty HOME and the sanitizer's run of Python could no longer find
+    gemmlab there. The sandbox hands on PYTHONPATH with absolute entries."""
+    from gemmlab.measure import watchdog
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "gemmlab_marker_module.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["lib", os.environ.get("PYTHONPATH", "")]))
+    submission = grade.Submission("eve", tmp_path, tmp_path / "matmul.py", ())
+    with grade.sandbox(submission) as environment, watchdog.Worker(environment) as worker:
+        returncode = worker.call("a child's import", 60, _imports_in_a_child, "gemmlab_marker_module")
+    assert environment["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path / "lib")
+    assert returncode == 0
 
 
 def test_an_own_kernels_task_fails_a_library_gemm_naming_it(tmp_path: Path) -> None:

@@ -378,6 +378,11 @@ def sandbox(submission: Submission) -> Iterator[dict[str, str | None]]:
     home = tempfile.mkdtemp(prefix=f"gemmlab-grade-{submission.name}-")
     environment: dict[str, str | None] = {name: None for name in os.environ if name.startswith(("GEMMLAB_", "DASK_"))}
     environment.update(PRIVATE, HOME=home, TMPDIR=home, TMP=home, TEMP=home, GEMMLAB_CACHE=home)
+    if os.environ.get("PYTHONPATH"):
+        # The worker starts in ``home``: a relative entry (PYTHONPATH=src, run from a checkout) would
+        # no longer find gemmlab in the processes it starts, the sanitizer's run among them.
+        entries = os.environ["PYTHONPATH"].split(os.pathsep)
+        environment["PYTHONPATH"] = os.pathsep.join(os.path.abspath(entry) for entry in entries if entry)
     try:
         yield environment
     finally:
