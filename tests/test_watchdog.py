@@ -377,6 +377,51 @@ def test_closing_a_worker_ends_what_it_started_even_outside_its_group() -> None:
     assert alive == []
 
 
+def _orphans_a_daemon(marker: str) -> None:
+    """In the worker: a process that starts a daemon (a session of its own)
+    and exits at once, as a submission imported in the sanitizer's run does."""
+    import subprocess
+    import sys
+
+    sleeper = "[sys.executable, '-c', 'import time; time.sleep(300)', sys.argv[1]]"
+    starter = f"import subprocess, sys; subprocess.Popen({sleeper}, start_new_session=True)"
+    subprocess.run([sys.executable, "-c", starter, marker], check=True)
+
+
+def _marked(marker: str) -> list[int]:
+    from gemmlab.core import processes
+
+    found = []
+    for pid in processes.parents():
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes() and "Z" not in _state(pid):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def test_closing_a_worker_ends_a_daemon_whose_parent_had_already_exited() -> None:
+    """Seen on an H200 on 2026-11-29: a submission that starts sleepers at its
+    import left 220 of them behind a graded class, started from the
+    sanitizer's run of Python, which had exited; they went to init and out of
+    reach. The worker adopts its descendants' orphans (a child subreaper)."""
+    import time
+    import uuid
+
+    marker = f"gemmlab-orphan-{uuid.uuid4().hex}"
+    with watchdog.Worker() as worker:
+        worker.call("orphans a daemon", 60, _orphans_a_daemon, marker)
+        assert _marked(marker), "the daemon did not start"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _marked(marker):
+        time.sleep(0.05)
+    left = _marked(marker)
+    for pid in left:  # a failing run must not leave it sleeping
+        os.kill(pid, 9)
+    assert left == []
+
+
 def _state(pid: int) -> str:
     try:
         stat = open(f"/proc/{pid}/stat").read()

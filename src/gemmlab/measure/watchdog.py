@@ -283,6 +283,7 @@ def _serve(conn: Connection, parent: int, log: str | None = None,
     ``environment``, send its stderr to ``log``, say ready, then run calls
     until the pipe closes."""
     os.setsid()
+    processes.adopt_orphans()  # what its descendants leave behind stays its descendant, for close's sweep
     for name, value in (environment or {}).items():
         if value is None:
             os.environ.pop(name, None)
