@@ -48,6 +48,13 @@ esac
 out=${2:?usage: gpu_tiers.sh $tier OUT_DIR}
 mkdir -p "$out"
 export PYTHONPATH=${PYTHONPATH:-src}
+# Without cupti-python (a dependency) the checks that read GPU activity fail by
+# design; on the lent machines it is not installed: carry its wheel (docs/testing.md).
+if ! python3 -c "from cupti import cupti" 2>/dev/null; then
+    echo "gpu_tiers.sh: cupti-python, a dependency of gemmlab, is not importable here;" \
+        "install it (pip install 'cupti-python>=13.0.1,<14') and run again" >&2
+    exit 2
+fi
 export GEMMLAB_TEST_CACHE=${GEMMLAB_TEST_CACHE:-${TMPDIR:-/tmp}/gemmlab-gpu-tiers-cache}
 {
     nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
