@@ -25,7 +25,7 @@ def test_a_kernel_by_id_by_path_and_by_the_id_of_a_path_read_before() -> None:
 
 
 def test_declare_builds_the_same_kernel_as_the_toml_beside_the_file(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(lab, "DECLARED_DIR", tmp_path)
+    monkeypatch.setattr(lab.kernels, "DECLARED_DIR", tmp_path)
     source = EXAMPLES / "tiled_template" / "matmul.cu"
     toml = lab.kernel(source).spec
     mine = lab.declare(
@@ -47,7 +47,7 @@ def _keys(kernel: lab.Kernel) -> dict:
 
 
 def test_declare_refuses_what_toml_cannot_say(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(lab, "DECLARED_DIR", tmp_path)
+    monkeypatch.setattr(lab.kernels, "DECLARED_DIR", tmp_path)
     source = EXAMPLES / "naive_define" / "matmul.cu"
     with pytest.raises(DeclarationError, match="is not a value a declaration takes"):
         lab.declare(source, function="x", grid=[1.5])

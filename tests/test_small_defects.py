@@ -31,7 +31,7 @@ def caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]
     monkeypatch.setenv("GEMMLAB_CACHE", str(cache))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    monkeypatch.setattr(lab, "DECLARED_DIR", None)
+    monkeypatch.setattr(lab.kernels, "DECLARED_DIR", None)
     return cache, home
 
 
