@@ -18,6 +18,8 @@ from gemmlab.kernels import catalogue
 from gemmlab.results.store import DEFAULT_PATH, Store
 from gemmlab.studies.sweep import SweepSummary
 
+__all__ = ["DEFAULT_PATH", "Comparison", "Result", "Results", "Store", "Sweep", "failures", "results"]
+
 # The order the command line's tables use; a result's other fields follow in the frame.
 _HEADLINE = ("kernel", "m", "n", "k", "block_edge", "dtype", "median_ms", "gflops", "ratio_to_baseline", "error")
 
