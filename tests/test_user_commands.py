@@ -342,7 +342,7 @@ def test_a_users_float_kernel_is_profiled_with_the_tensor_core_counters_too() ->
 
 
 def test_run_takes_the_tuned_configuration_of_a_users_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from gemmlab.cli import run as run_cli
+    from gemmlab.api.run import configured
 
     def runner(spec, shape, *, dtype, reps, warmup, max_seconds, baseline):
         edge = spec.default_block_edge()
@@ -354,11 +354,49 @@ def test_run_takes_the_tuned_configuration_of_a_users_kernel(tmp_path: Path, mon
     with Store.open(db) as store:
         tune.tune(str(TILED), [512], store, runner=runner, device=FAKE_GPU, progress=False)
     monkeypatch.setattr(tune, "current_device", lambda: FAKE_GPU)
-    spec, source = run_cli._spec_to_run(str(TILED), Shape.square(512), db, None, False)
+    spec, source = configured(catalogue.get(str(TILED)), Shape.square(512), db, None, tuned=True)
     assert source == "tuned" and spec.block_edges == (16,) and user.all_values(spec) == {"TILE": 16}
     assert spec is not catalogue.get(spec.id)  # so the worker is given the values with the declaration
-    declared, source = run_cli._spec_to_run(str(TILED), Shape.square(512), db, None, True)
+    declared, source = configured(catalogue.get(str(TILED)), Shape.square(512), db, None, tuned=False)
     assert source == "declaration" and declared is catalogue.get("tiled_template/matmul")
+
+
+def test_run_from_python_takes_the_tuned_configuration_as_the_command_line_does(tmp_path: Path, monkeypatch) -> None:
+    """Issue 51: `gemmlab run sgemm_padded_b 4096` ran the tuned configuration,
+    `gemmlab.api.run("sgemm_padded_b", 4096)` the catalogue's default. Both now
+    go through gemmlab.api.run's policy: tuned unless told otherwise, or given."""
+    import gemmlab.api as lab
+    from gemmlab.measure import run as measure_run
+
+    kernel = "sgemm_warptile"
+    configs = catalogue.configs(kernel)
+    favoured = configs[1]
+
+    def tuning_runner(spec, shape, *, dtype, reps, warmup, max_seconds, baseline):
+        result = fake_runner([])("tiled", shape, 16, dtype, reps=reps, warmup=warmup, max_seconds=max_seconds)
+        result.kernel, result.config = spec.id, spec.config
+        result.gflops = 900.0 if spec.config == favoured else 100.0
+        return result
+
+    db = tmp_path / "t.db"
+    monkeypatch.setattr(tune, "current_device", lambda: FAKE_GPU)
+    with Store.open(db) as store:
+        tune.tune(kernel, [1024], store, runner=tuning_runner, device=FAKE_GPU, progress=False, configs=configs[:3])
+    ran = []
+
+    def measured(kernel_id, shape, edge, kind, *, spec=None, **options):
+        ran.append(spec.config)
+        result = fake_runner([])("tiled", shape, 16, kind or "float32", reps=1, warmup=0, max_seconds=1)
+        result.kernel, result.config = kernel_id, spec.config
+        return result
+
+    monkeypatch.setattr(measure_run, "run", measured)
+    tuned = lab.run(kernel, 1024, db=db)
+    assert ran[-1] == favoured and tuned.config_source == "tuned"
+    lab.run(kernel, 1024, db=db, tuned=False)
+    assert ran[-1] == catalogue.get(kernel).config
+    given = lab.run(kernel, 1024, db=db, config=configs[2])
+    assert ran[-1] == configs[2] and given.config_source == "given"
 
 
 def test_tune_runs_a_users_candidates_watched_and_rejects_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -10,8 +10,19 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gemmlab import backends
-from gemmlab.backends.base import HostBackend
+import gemmlab.api as lab
+from gemmlab.api.results import DEFAULT_PATH
+from gemmlab.api.run import (
+    best,
+    config_label,
+    host_backend,
+    host_seconds,
+    kernels_seen_text,
+    measure_on_host,
+    on_host,
+    refuse_block,
+    run_kernels,
+)
 from gemmlab.cli.app import (
     BlockOpt,
     DtypeOpt,
@@ -30,11 +41,6 @@ from gemmlab.cli.app import (
 from gemmlab.core.errors import ConstraintError, GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import within_noise
-from gemmlab.kernels import catalogue, user
-from gemmlab.kernels.spec import KernelSpec
-from gemmlab.measure.activity import distinct
-from gemmlab.results.store import DEFAULT_PATH
-from gemmlab.studies.tune import config_label, search, stored_tuned_spec
 
 
 @app.command()
@@ -88,8 +94,6 @@ def run(
     A kernel tuned on this GPU (`gemmlab tune`) runs with its stored configuration for the size's class.
     `gemmlab run best M N K --dtype fp32|bf16` runs what the dispatcher picks for the shape (`gemmlab dispatch tune`).
     """
-    from gemmlab.measure import watchdog
-
     if kernel_id == BEST:
         run_best(shape_of(dims, size, m, n, k), dtype, db, reps, as_json)
         return
@@ -101,23 +105,17 @@ def run(
         refuse_block(kernel_id, block, ())
         run_on_host(backend, kernel_id, shape_of(dims, size, m, n, k), dtype, reps, seed, as_json)
         return
-    target = catalogue.get(kernel_id)
+    target = lab.kernel(kernel_id).spec
     refuse_block(target.id, block, target.block_edges, target.max_edge)
     for name in others:
-        if backends.on_host(name):
+        if on_host(name):
             refuse_on_host(name, ["--vs"])
     # Every product needs K (matmul, the FP32 ladder, the tensor cores); the memory lab's kernels do not.
     shape = shape_of(dims, size, m, n, k, target.problem.metric != "gbs")
     given = parse_config(config) if config is not None else None
-    specs = [_spec_to_run(kernel_id, shape, db, dtype, no_tuned, given)]
-    specs += [_spec_to_run(name, shape, db, dtype, no_tuned) for name in others]
-    results = []
-    with watchdog.Worker() as worker:
-        for i, (name, (spec, config_source)) in enumerate(zip((kernel_id, *others), specs, strict=True)):
-            # The kernels compared take their own default block edges, and the first one's element type.
-            edge, kind = (block, dtype) if i == 0 else (None, results[0][0].dtype)
-            result = _run_one(worker, name, spec, shape, edge, kind, timeout, reps=reps, flush_l2=flush_l2, seed=seed)
-            results.append((result, config_source if result.config else None))
+    specs = [target, *(lab.kernel(name).spec for name in others)]
+    results = run_kernels(specs, shape, block, dtype, db=db, tuned=not no_tuned, config=given, timeout=timeout,
+                                 reps=reps, flush_l2=flush_l2, seed=seed)  # fmt: skip
     if as_json:
         rows = [{**r.to_dict(), "config_source": source} for r, source in results]
         emit_json(rows[0] if not others else rows)
@@ -133,34 +131,6 @@ def run(
 BEST = "best"  # `gemmlab run best M N K`: the dispatcher's pick
 
 
-def host_backend(name: str) -> HostBackend | None:
-    """The backend that runs ``name`` on the host (a CPU baseline), or None for
-    a GPU kernel. An id is looked up as sweep looks it up (backends.for_kernel),
-    so a misspelt one is compared with every id, the CPU baselines' too; a
-    user's file is left to catalogue.get, which reads it."""
-    if catalogue.is_file_name(name):
-        return None
-    backend = backends.for_kernel(name)
-    return backend if isinstance(backend, HostBackend) else None
-
-
-def refuse_block(kernel: str, block: int | None, edges: tuple[int, ...], max_edge: int = 0) -> None:
-    """ConstraintError for a --block that cannot apply: to a kernel without a
-    block edge (``edges`` empty), or an edge below 1, which no kernel takes."""
-    if block is None:
-        return
-    if not edges:
-        raise ConstraintError(
-            f"{kernel} has no block edge to choose, so --block does not apply to it.",
-            "Leave out --block for it, or declare a block parameter (docs/user-kernels.md).",
-        )
-    if block < 1:
-        raise ConstraintError(
-            f"--block {block}: a block edge counts threads along a side of the block, so it is positive.",
-            f"{kernel} takes block edges from 1 to {max_edge}; its listed ones are {', '.join(map(str, edges))}.",
-        )
-
-
 def refuse_on_host(kernel: str, flags: list[str]) -> None:
     """ConstraintError naming the options that only a GPU kernel's run takes, given for a CPU baseline."""
     if not flags:
@@ -172,29 +142,23 @@ def refuse_on_host(kernel: str, flags: list[str]) -> None:
     )
 
 
-def run_on_host(backend: HostBackend, kernel_id: str, shape: Shape, dtype: str | None, reps: int,
+def run_on_host(backend: Any, kernel_id: str, shape: Shape, dtype: str | None, reps: int,
                 seed: int | None, as_json: bool) -> None:  # fmt: skip
     """A CPU baseline verified against the float64 reference and timed on this host, as a sweep measures it."""
     kind = dtype or backend.dtypes(kernel_id)[0]
-    seconds = backend.predicted_ms(kernel_id, shape, 0) / 1e3
+    seconds = host_seconds(backend, kernel_id, shape, kind)
     # Announced only for a point that will run: the backend's own error names what stops one that will not.
-    if seconds > LONG_HOST_RUN_S and not backend.violations(kernel_id, shape, 0, kind):
+    if seconds is not None:
         took = f"{seconds / 60:,.0f} minutes" if seconds > 120 else f"{seconds:.0f} s"
         err_console.print(f"{kernel_id} on {shape}: each call may take about {took} (at a desktop core's speed, "
                           "several calls in all); Ctrl-C stops it.", highlight=False)  # fmt: skip
-    row = backend.measure(kernel_id, shape, kind, reps=reps, max_seconds=HOST_SERIES_S, seed=seed)
+    row = measure_on_host(backend, kernel_id, shape, kind, reps, seed)
     if as_json:
         emit_json({**row, "timing": asdict(row["timing"])})
         return
     console.print(host_table(row))
     for w in row["warnings"]:
         err_console.print(f"[yellow]warning:[/] {w}")
-
-
-# The host's timed series stops near this many seconds (at least 3 calls), as a GPU run's does.
-HOST_SERIES_S = 10.0
-# A CPU baseline predicted to take longer than this a call is announced first.
-LONG_HOST_RUN_S = 10.0
 
 
 def shape_of(
@@ -215,13 +179,7 @@ def shape_of(
 
 def run_best(shape: Shape, dtype: str | None, db: Path, reps: int, as_json: bool) -> None:
     """The dispatcher's pick for ``shape``, why it was picked, run, verified and timed beside cuBLAS."""
-    from gemmlab.api.matmul import dispatch
-    from gemmlab.measure.run import run as run_kernel
-    from gemmlab.studies.suite import dtype_name
-
-    kind = dtype_name(dtype or "float32")
-    choice, spec = dispatch(shape, kind, db)
-    result = run_kernel(choice.kernel, shape, None, kind, spec=spec, reps=reps)
+    choice, result = best(shape, dtype, db, reps)
     if as_json:
         base = result.baseline_timing
         methods = {"timing_method": result.timing.method, "baseline_timing_method": base.method if base else None}
@@ -232,23 +190,6 @@ def run_best(shape: Shape, dtype: str | None, db: Path, reps: int, as_json: bool
     console.print(result_table(result, choice.reason))
     for w in result.warnings:
         err_console.print(f"[yellow]warning:[/] {w}")
-
-
-def _run_one(worker: Any, name: str, spec: KernelSpec | None, shape: Any, edge: int | None, kind: str | None,
-             timeout: float | None, **options: Any) -> Any:  # fmt: skip
-    """One kernel's result; a user's kernel runs in the watchdog's worker, so
-    that a fault or a hang ends with a message naming it, not a frozen terminal."""
-    from gemmlab.measure import watchdog
-    from gemmlab.measure.run import run as run_kernel
-    from gemmlab.measure.run import run_declared
-
-    if spec is None or spec.declaration is None:
-        return run_kernel(name, shape, edge, kind, spec=spec, **options)
-    limit = timeout or watchdog.point_time_limit(spec.id, shape, edge, reps=options["reps"], warmup=2, max_seconds=10)
-    label = f"{spec.id} {shape}" + (f" b{edge}" if edge else "")
-    # The worker reads the declaration again; a tuned configuration goes with it as values.
-    values = user.all_values(spec) if spec is not catalogue.get(spec.id) else None
-    return worker.call(label, limit, run_declared, catalogue.reference(spec.id), values, shape, edge, kind, **options)
 
 
 def parse_config(text: str) -> dict[str, int]:
@@ -267,22 +208,6 @@ def parse_config(text: str) -> dict[str, int]:
             raise GemmlabError(f"--config gives {key} twice.", f"Give each parameter once: --config {key}={value}.")
         found[key] = int(value)
     return found
-
-
-def _spec_to_run(name: str, shape: Any, db: Path, dtype: str | None, no_tuned: bool,
-                 given: dict[str, int] | None = None) -> tuple[KernelSpec | None, str]:  # fmt: skip
-    """The entry to run for ``name`` and where its configuration comes from: the
-    configuration ``given`` (--config) over the kernel's default, else the one
-    `gemmlab tune` chose on this GPU for the size's class, else a declaration as
-    written or the catalogue's own (None)."""
-    if given is not None:
-        return search(name).variant(given), "given"
-    if catalogue.is_file_name(name):
-        declared = catalogue.get(name)
-        tuned = None if no_tuned else stored_tuned_spec(declared.id, shape, db, dtype)
-        return (tuned, "tuned") if tuned is not None else (declared, "declaration")
-    spec = None if no_tuned else stored_tuned_spec(name, shape, db, dtype)
-    return spec, "tuned" if spec else "catalogue default"
 
 
 def host_table(row: dict) -> Table:
@@ -381,7 +306,7 @@ def measured_rows(r: Any) -> list[tuple[str, str]]:
     if getattr(r, "activity", ""):
         rows.append(("GPU work seen by", r.activity))
     if getattr(r, "kernels_seen", None):
-        rows.append(("kernels the timed calls ran", distinct(r.kernels_seen, limit=4)))
+        rows.append(("kernels the timed calls ran", kernels_seen_text(r.kernels_seen, limit=4)))
     if getattr(r, "input_sets", 0):
         rows.append(("input sets (renewed before every launch)", f"{r.input_sets}; {r.l2_policy}"))
     if getattr(r, "floor_ms", None):
