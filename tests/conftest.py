@@ -61,6 +61,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             reason = gpu_unavailable_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}"))
+            elif "whole_gpu" in item.keywords and os.environ.get("PYTEST_XDIST_WORKER"):
+                # The README's command runs the suite in pytest-xdist workers; a timing beside other tests is not one.
+                item.add_marker(pytest.mark.skip(reason="times a kernel, so it needs the GPU to itself: run it "
+                                                 "without -n (benchmarks/scripts/gpu_tiers.sh whole)"))  # fmt: skip
     if config.getoption("shard"):
         keep, others = shard_of(items, *parse_shard(config.getoption("shard")))
         config.hook.pytest_deselected(items=others)

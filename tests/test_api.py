@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import builtins
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from typer.testing import CliRunner
 
 import gemmlab.api as lab
 from conftest import needs_numba
-from gemmlab.core.errors import DeclarationError, GemmlabError
+from gemmlab.api.compile import chosen_target
+from gemmlab.cli import app
+from gemmlab.core import gpu
+from gemmlab.core.errors import ConstraintError, DeclarationError, GemmlabError, NoGPUError
 from gemmlab.core.extras import MissingExtra
 from gemmlab.kernels import catalogue
 
@@ -60,6 +66,40 @@ def test_declare_refuses_what_toml_cannot_say(tmp_path, monkeypatch) -> None:
 def test_compile_needs_no_gpu() -> None:
     resources = lab.kernel(EXAMPLES / "naive_define" / "matmul.toml").compile(arch="sm_90", block=16)
     assert resources["arch"] == "sm_90" and resources["registers"] > 0 and resources["block_edge"] == 16
+
+
+def _no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_gpu():
+        raise NoGPUError("No usable NVIDIA driver or GPU on this machine (test).", gpu.NO_GPU_FIX)
+
+    monkeypatch.setattr(gpu, "_cupy", no_gpu)
+
+
+def test_compile_refuses_the_edges_the_command_line_refuses_with_its_error(monkeypatch) -> None:
+    pytest.importorskip("cuda.core")
+    _no_gpu(monkeypatch)
+    with pytest.raises(ConstraintError) as python:
+        lab.kernel("tiled").compile(arch="sm_80", block=64)
+    terminal = CliRunner().invoke(app, ["compile", "tiled", "--arch", "sm_80", "--block", "64"])
+    assert terminal.exit_code == python.value.exit_code == 2
+    assert f"error: {python.value}" == " ".join(terminal.output.split())
+    assert "The block edge 64 is over tiled's largest" in str(python.value)
+    # What the command line compiles, Python compiles to the same row.
+    terminal = CliRunner().invoke(app, ["compile", "tiled", "--arch", "sm_80", "--block", "16", "--json"])
+    assert [lab.kernel("tiled").compile(arch="sm_80", block=16)] == json.loads(terminal.stdout)
+
+
+def test_compile_without_an_arch_takes_the_command_lines_target_and_says_which(monkeypatch) -> None:
+    pytest.importorskip("cuda.core")
+    _no_gpu(monkeypatch)
+    row = lab.kernel("tiled").compile()
+    assert row["arch"] == "sm_90" == chosen_target(None)[0]
+    assert row["block_edge"] == catalogue.get("tiled").default_block_edge()
+    # A kernel of architecture-specific instructions: the sm_90a its compile took, as the command line has it.
+    assert lab.kernel("tc_wgmma").compile()["arch"] == "sm_90a"
+    # With a GPU, its architecture.
+    monkeypatch.setattr(gpu, "describe", lambda index: SimpleNamespace(arch="sm_80"))
+    assert lab.kernel("tiled").compile(block=16)["arch"] == "sm_80"
 
 
 def test_run_needs_one_shape() -> None:

@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import needs_tool
+from gemmlab.api.compile import catalogue_for
 from gemmlab.cli import app
-from gemmlab.cli.compile import catalogue_for
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError, NoGPUError, VerificationError
 from gemmlab.kernels import catalogue

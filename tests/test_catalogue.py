@@ -157,7 +157,7 @@ def test_a_ladder_refuses_rungs_that_share_a_place_or_serve_an_unknown_class() -
     with pytest.raises(AssertionError, match="places in serves large"):
         ladder(replace(rung, serves={"large": 1}), replace(other, serves={"large": 1}))
     with pytest.raises(AssertionError, match="places in default_for float32"):
-        ladder(replace(rung, default_for={"float32": 2}))
+        ladder(replace(rung, serves={}, default_for={"float32": 2}))
     with pytest.raises(AssertionError, match="unknown shape classes"):
         ladder(replace(rung, serves={"tall": 1}))
     with pytest.raises(AssertionError, match="every_config outside"):

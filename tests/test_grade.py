@@ -371,10 +371,10 @@ def test_cli_grades_a_class_and_writes_the_leaderboard(
 def cli_class(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *names: str) -> Path:
     """A class of ``names`` for `gemmlab grade`, graded by fakes in this
     process: ann is timed at 0.3 of cuBLAS, bob fails to compile."""
-    from gemmlab.cli import grade as grade_cli
+    from gemmlab.api import grade as grade_api
 
     Fakes(monkeypatch, fail={"bob": ("compile", CompileError("matmul.cu(7): error"))}, speed={"ann": 0.3})
-    monkeypatch.setattr(grade_cli, "_check_sanitizer", lambda: None)
+    monkeypatch.setattr(grade_api, "check_sanitizer", lambda: None)
     monkeypatch.setattr(grade, "pooled", lambda scheduler: _inline())
     return class_of(tmp_path, *names)
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from gemmlab.api.distributed import keep_results
 from gemmlab.backends import cpu
 from gemmlab.cli.app import app
-from gemmlab.cli.distributed import keep_results
 from gemmlab.core.errors import StoreError
 from gemmlab.core.outputs import OutputError, check_output, write_file, write_text
 from gemmlab.core.shapes import Shape
@@ -331,7 +331,7 @@ def test_a_set_aside_file_goes_to_the_ranks_answers_when_nothing_can_be_written(
     def refuse(path: Path, text: str, flag: str = "--out") -> Path:
         raise OutputError(f"Cannot write {path}: no.", "")
 
-    monkeypatch.setattr("gemmlab.cli.distributed.write_text", refuse)
+    monkeypatch.setattr("gemmlab.api.distributed.write_text", refuse)
     with pytest.raises(StoreError) as info:
         keep_results(FOUND, {"rows": [1, 2, 3]}, locked_db, tmp_path / "rows.json", tmp_path / "logs")
     assert f"kept in the ranks' answers ({tmp_path / 'logs'}/<P>gpu/rank0.json)" in info.value.fix

@@ -199,7 +199,7 @@ def test_readme_installs_the_cpu_extra_for_reproduce_and_ci_runs_its_test_comman
     block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
     assert block == [
         "python3 -m pip install '.[cpu]' && gemmlab reproduce",
-        "python3 -m pip install -e '.[test]' && python3 -m pytest -q",
+        "python3 -m pip install -e '.[test]' && python3 -m pytest -q -n auto --dist loadgroup",
     ]
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "python3 -m pip install -q -e '.[test]'" in ci and "\npython3 -m pytest -q\n" in ci
+    assert "python3 -m pip install -q -e '.[test]'" in ci and "\npython3 -m pytest -q -n auto --dist loadgroup\n" in ci

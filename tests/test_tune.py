@@ -555,7 +555,7 @@ def test_cli_tune_and_run_a_tensor_kernel_per_dtype(tmp_path: Path, monkeypatch:
     # bfloat16 (the kernel's first) was not tuned: the tf32 choice is not used for it.
     run_bf16 = cli.invoke(app, ["run", TC_KERNEL, "--size", "1000", "--db", str(db), "--json"])
     data = json.loads(run_bf16.output)
-    assert calls[-1] is None and data["config_source"] == "catalogue default"
+    assert calls[-1] is catalogue.get(TC_KERNEL) and data["config_source"] == "catalogue default"
     assert data["config"] == tensor.LADDER.rung(TC_KERNEL).config()
 
 
@@ -585,11 +585,11 @@ def test_cli_run_uses_the_tuned_config(tmp_path: Path, monkeypatch: pytest.Monke
 
     default = cli.invoke(app, ["run", KERNEL, "--size", "1000", "--db", str(db), "--no-tuned", "--json"])
     data = json.loads(default.output)
-    assert calls[-1] is None
+    assert calls[-1] is catalogue.get(KERNEL)  # the catalogue's own entry, resolved once
     assert data["config"] == sgemm.LADDER.rung(KERNEL).config() and data["config_source"] == "catalogue default"
 
     other_class = cli.invoke(app, ["run", KERNEL, "--size", "2048", "--db", str(db)], env={"COLUMNS": "200"})
-    assert calls[-1] is None and "configuration (catalogue default)" in other_class.output
+    assert calls[-1] is catalogue.get(KERNEL) and "configuration (catalogue default)" in other_class.output
 
     table = cli.invoke(app, ["run", KERNEL, "--size", "1000", "--db", str(db)], env={"COLUMNS": "200"})
     assert "configuration (tuned)" in table.output and tune.config_label(FASTEST_GOOD) in table.output
@@ -642,5 +642,5 @@ def test_cli_run_without_a_database_creates_none(tmp_path: Path, monkeypatch: py
     monkeypatch.chdir(tmp_path)
     result = cli.invoke(app, ["run", KERNEL, "--size", "1000", "--json"])
     assert result.exit_code == 0, result.output
-    assert calls == [None] and json.loads(result.output)["config_source"] == "catalogue default"
+    assert calls == [catalogue.get(KERNEL)] and json.loads(result.output)["config_source"] == "catalogue default"
     assert list(tmp_path.iterdir()) == []

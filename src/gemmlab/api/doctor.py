@@ -163,6 +163,21 @@ def _nvrtc() -> tuple[str | None, str | None]:
         return None, f"{type(exc).__name__}: {exc}"
 
 
+def versions() -> str:
+    """gemmlab's version, then what a bug report needs beside it; none of these
+    looks at a GPU, so `--version` answers on any machine."""
+    import platform
+
+    from gemmlab import __version__
+
+    nvrtc = _nvrtc()[0] or "not found"  # no NVRTC wheel or library: say so rather than fail
+    try:
+        cupy = metadata.version("cupy-cuda13x")
+    except metadata.PackageNotFoundError:
+        cupy = "not installed"
+    return f"gemmlab {__version__}\nPython {platform.python_version()}, NVRTC {nvrtc}, CuPy {cupy}"
+
+
 def _gpus() -> tuple[tuple[Gpu, ...], str | None]:
     try:
         infos = [gpu.describe(i) for i in range(gpu.device_count())]

@@ -46,13 +46,13 @@ class Kernel:
 
         return sweep([self], sizes, **options)
 
-    def compile(self, arch: str = "sm_90", block: int | None = None, dtype: str | None = None) -> dict:
-        """Compile for ``arch`` (no GPU needed) and return the resources: registers, shared memory, spills."""
-        from gemmlab.backends.nvrtc import compile_kernel, normalise_arch
+    def compile(self, arch: str | None = None, block: int | None = None, dtype: str | None = None) -> dict:
+        """Compile one block edge (no GPU needed) as `gemmlab compile` does, and return its row: the
+        architecture compiled for, registers, shared memory, stack, spills. ``arch`` None: this GPU's, or
+        sm_90 without one; ``block`` None: the kernel's default edge."""
+        from gemmlab.api.compile import compile_one
 
-        edge = block if block is not None else self.spec.default_block_edge()
-        compiled = compile_kernel(self.spec, edge, dtype or self.spec.dtypes[0], normalise_arch(arch))
-        return {"kernel": self.id, "arch": compiled.arch, "block_edge": edge, **vars(compiled.resources)}
+        return compile_one(self.spec, arch, block, dtype)
 
     def _repr_html_(self) -> str:
         rows = [("id", self.id), ("summary", self.spec.summary), ("element types", ", ".join(self.spec.dtypes)),

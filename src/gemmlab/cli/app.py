@@ -28,29 +28,10 @@ err_console = Console(stderr=True)
 DbOption = Annotated[Path, typer.Option("--db", help="Results database (SQLite), created on first use.")]
 
 
-def versions() -> str:
-    """gemmlab's version, then what a bug report needs beside it; none of these
-    looks at a GPU, so `--version` answers on any machine."""
-    import platform
-    from importlib import metadata
-
-    from gemmlab import __version__
-
-    try:
-        from gemmlab.backends.nvrtc import nvrtc_version
-
-        nvrtc = nvrtc_version()
-    except Exception:  # no NVRTC wheel or library: say so rather than fail
-        nvrtc = "not found"
-    try:
-        cupy = metadata.version("cupy-cuda13x")
-    except metadata.PackageNotFoundError:
-        cupy = "not installed"
-    return f"gemmlab {__version__}\nPython {platform.python_version()}, NVRTC {nvrtc}, CuPy {cupy}"
-
-
 def _print_version(asked: bool) -> None:
     if asked:
+        from gemmlab.api.doctor import versions
+
         sys.stdout.write(versions() + "\n")
         raise typer.Exit()
 

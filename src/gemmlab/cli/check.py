@@ -8,10 +8,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from gemmlab.api import catalogue
+from gemmlab.api.check import DEFAULT_JOBS, TOOLS, KernelCheck, KernelVerdict, parse_point, sanitizer_tools, verdicts
 from gemmlab.cli import batch
 from gemmlab.cli.app import app, console, emit_json, err_console, friendly
-from gemmlab.measure.sanitize import DEFAULT_JOBS, TOOLS, parse_point
-from gemmlab.measure.sanitizer_findings import KernelCheck, KernelVerdict
 
 # Failed points printed per kernel; the rest are counted.
 SHOWN_FAILURES = 5
@@ -36,16 +36,9 @@ def check_cmd(
     wrong result does not stop the tools. A user's kernel runs at the small sizes its declaration accepts;
     findings name the lines of its own file.
     """
-    from gemmlab.kernels import catalogue
-    from gemmlab.measure.sanitize import check_kernels, find_sanitizer, require_tool
-    from gemmlab.measure.sanitizer_findings import verdicts
-
-    tools = [require_tool(t) for t in dict.fromkeys(tool or TOOLS)]
-    find_sanitizer()  # before any kernel: without it there is nothing to check
-    resolved = batch.each(kernel_ids or catalogue.kernel_ids(), lambda name: catalogue.get(name).id)
-    ids = [status.value for status in resolved if status.ok]
-    reports = [check_kernels(ids, t, jobs=jobs) for t in tools] if ids else []
-    found = {v.kernel: v for v in verdicts(reports)}
+    tools = sanitizer_tools(tool)
+    resolved = batch.each(kernel_ids or catalogue.kernel_ids(), catalogue.kernel_id)
+    found = verdicts([status.value for status in resolved if status.ok], tools, jobs)
     if as_json:
         emit_json([_json(v) for v in found.values()])
     elif found:

@@ -7,31 +7,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 
+from gemmlab.api.dispatch import Pick, percent_of_cublas, picks, tune
+from gemmlab.api.results import DEFAULT_PATH
 from gemmlab.cli.app import app, console, err_console, friendly
 from gemmlab.cli.sweep import EXIT_FAILED, EXIT_INTERRUPTED, DbOption
-from gemmlab.results.store import DEFAULT_PATH, Store
-
-if TYPE_CHECKING:
-    from gemmlab.results.records import Pick
 
 dispatch_app = typer.Typer(no_args_is_help=True, help="The dispatcher: tune its picks per shape, show them.")
 app.add_typer(dispatch_app, name="dispatch")
 
 
 def parse_dtypes(text: str | None) -> list[str] | None:
-    """'fp32,bf16' -> ['float32', 'bfloat16']; None keeps the suite's."""
-    from gemmlab.studies.suite import dtype_name
-
+    """'fp32, bf16' -> ['fp32', 'bf16'] (the tuner names them); None keeps the suite's."""
     if text is None:
         return None
-    return [dtype_name(part) for part in text.replace(" ", "").split(",") if part]
+    return [part for part in text.replace(" ", "").split(",") if part]
 
 
 @dispatch_app.command("tune")
@@ -66,26 +62,18 @@ def tune_cmd(
 ) -> None:
     """Tune the dispatcher on the shape suite: per shape, verify and time a handful of rungs and configurations
     beside cuBLAS, and store the fastest verified one for this GPU."""
-    from gemmlab.studies import dispatch
-    from gemmlab.studies.suite import load_suite
-    from gemmlab.studies.sweep import run_record
-
-    loaded = load_suite(suite, suite_file)
-    dtypes = parse_dtypes(dtype)
-    device = dispatch.current_device()  # NoGPUError before the database is created
-    with Store.open(db) as store:
-        summary = dispatch.tune_suite(
-            loaded, store, dtypes=dtypes, device=device, run_record=run_record(),
-            per_rung=per_rung or dispatch.PER_RUNG, force=force, budget_seconds=budget_seconds,
-            rungs=[r.strip() for r in rungs.split(",") if r.strip()] if rungs else None,
-            on_candidate=lambda label: err_console.print(f"[dim]{label}[/]"),
-            shape_seconds=dispatch.SHAPE_SECONDS if shape_seconds is None else shape_seconds or None,
-        )  # fmt: skip
-        picks = store.picks(device.name)
+    # An unknown suite or element type, or no GPU, is refused before the database is created.
+    tuned = tune(
+        suite, dtypes=parse_dtypes(dtype), db=db, suite_file=suite_file, per_rung=per_rung,
+        rungs=[r.strip() for r in rungs.split(",") if r.strip()] if rungs else None, force=force,
+        budget_seconds=budget_seconds, shape_seconds=shape_seconds,
+        on_candidate=lambda label: err_console.print(f"[dim]{label}[/]"),
+    )  # fmt: skip
+    summary = tuned.summary
     for line in summary.lines():
         alarm = line.startswith(("REJECTED", "FAILED"))
         (err_console if alarm else console).print(f"[red]{line}[/]" if alarm else line, highlight=False)
-    console.print(picks_table(picks, device.name, console.width))
+    console.print(picks_table(tuned.picks, tuned.gpu_name, console.width))
     console.print(f"stored in {db}", highlight=False)
     if summary.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
@@ -100,13 +88,12 @@ def show_cmd(
     gpu: Annotated[str | None, typer.Option(help="The GPU's name as stored (default: every GPU's picks).")] = None,
 ) -> None:
     """Print the stored picks: per GPU, element type and shape, the kernel, its time and its share of cuBLAS."""
-    with Store.open(db, readonly=True) as store:
-        picks = store.picks(gpu)
-    if not picks:
+    stored = picks(db, gpu)
+    if not stored:
         err_console.print(f"no picks stored in {db}; run `gemmlab dispatch tune` on a GPU.", highlight=False)
         return
-    for name in dict.fromkeys(p.gpu_name for p in picks):
-        console.print(picks_table([p for p in picks if p.gpu_name == name], name, console.width))
+    for name in dict.fromkeys(p.gpu_name for p in stored):
+        console.print(picks_table([p for p in stored if p.gpu_name == name], name, console.width))
 
 
 # A wrapping column is given at least this many characters (or its longest
@@ -127,8 +114,6 @@ def picks_table(picks: list[Pick], gpu_name: str, width: int | None = None) -> T
 
 
 def _pick_cells(pick: Pick) -> dict[str, str]:
-    from gemmlab.studies.dispatch import percent_of_cublas
-
     share = percent_of_cublas(pick)
     method = pick.timing_method or "-"
     if pick.cublas_timing_method and pick.cublas_timing_method != pick.timing_method:

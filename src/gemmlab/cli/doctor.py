@@ -11,8 +11,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from gemmlab.api.results import DEFAULT_PATH
 from gemmlab.cli.app import app, console, emit_json, friendly
-from gemmlab.results.store import DEFAULT_PATH
 
 if TYPE_CHECKING:
     from gemmlab.api.doctor import Row

@@ -11,10 +11,10 @@ from typing import Annotated
 import typer
 
 from gemmlab.api import Results, results
+from gemmlab.api.results import DEFAULT_PATH
 from gemmlab.cli.app import app, console, err_console, friendly
 from gemmlab.core.errors import StoreError
 from gemmlab.core.outputs import OutputError, check_output, is_stdout
-from gemmlab.results.store import DEFAULT_PATH
 
 
 class Format(str, Enum):

@@ -4,16 +4,18 @@ against a task; a leaderboard of them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
+from gemmlab.api.grade import DEFAULT_OUT, Plan, grade_class, passed
+from gemmlab.api.results import DEFAULT_PATH
 from gemmlab.cli.app import DbOption, app, console, err_console, friendly
 from gemmlab.core.errors import GemmlabError
-from gemmlab.results.store import DEFAULT_PATH, Store
 
-DEFAULT_OUT = Path("gemmlab-grades")
+if TYPE_CHECKING:
+    from gemmlab.api.grade import Verdict
 
 
 @app.command("grade")
@@ -46,30 +48,9 @@ def grade_cmd(
     --profile adds an Nsight Compute profile at the task's largest public shape (or its profile_shape) to the
     page of each submission that was timed; it never changes a grade.
     """
-    from gemmlab.report.leaderboard import write_leaderboard
-    from gemmlab.studies import grade
-    from gemmlab.studies.sweep import run_record
-
-    the_task = grade.load_task(task)
-    found = grade.find_submissions(submissions)
-    with Store.open(db) as store:
-        pending = grade.to_grade(found, the_task, store, force=force)
-        if pending:
-            _check_sanitizer()
-        if pending and profile:
-            _warn_without_ncu()
-        console.print(f"{the_task.name}: {len(pending)} to grade, {len(found) - len(pending)} graded before.",
-                      highlight=False)  # fmt: skip
-        with grade.pooled(scheduler) as pool:
-            if pending:
-                console.print(f"grading on: {escape(pool.describe())}", highlight=False)
-            summary = grade.grade(found, the_task, store, map_fn=pool.map, force=force, run_record=run_record(),
-                                  on_verdict=_print_verdict, profile=profile)  # fmt: skip
-        key, since = grade.grader_key(), store.grades_signed_from()
-        paths = write_leaderboard(out, the_task.name, store.grades(the_task.name), the_task.thresholds,
-                                  store.rows(the_task.experiment), grade.hidden_names(the_task),
-                                  trust=lambda row: grade.trusted(row, key, since),
-                                  isolation=grade.isolation_in_force())  # fmt: skip
+    graded = grade_class(submissions, task, db, out, scheduler=scheduler, force=force, profile=profile,
+                         on_plan=_print_plan, on_pool=_print_pool, on_verdict=_print_verdict)  # fmt: skip
+    summary = graded.summary
     if summary.written_meanwhile:
         err_console.print(
             f"[yellow]warning[/]: another process wrote the results database while "
@@ -83,8 +64,8 @@ def grade_cmd(
     if walls:
         console.print(f"{len(walls)} graded in {sum(walls):.0f} s of workers' time, {sum(walls) / len(walls):.1f} s "
                       "each on average", highlight=False)  # fmt: skip
-    console.print(f"leaderboard: {', '.join(map(str, paths))} (a page per submission in {out / 'submissions'}); "
-                  f"results in {db}", highlight=False)  # fmt: skip
+    console.print(f"leaderboard: {', '.join(map(str, graded.leaderboard))} (a page per submission in "
+                  f"{out / 'submissions'}); results in {db}", highlight=False)  # fmt: skip
     if summary.errors:
         raise GemmlabError(
             f"{len(summary.errors)} submission(s) could not be graded (see above); nothing was stored for them.",
@@ -92,32 +73,20 @@ def grade_cmd(
         )
 
 
-def _check_sanitizer() -> None:
-    """Refuse before grading anything when compute-sanitizer is missing: every
-    submission would fail its sanitizer stage for a reason not its own."""
-    from gemmlab.measure.sanitize import find_sanitizer
-
-    find_sanitizer()
-
-
-def _warn_without_ncu() -> None:
-    """Say once, before grading, that no page will have a profile: grading goes
-    on without one (each page says why), since the grades do not need it."""
-    from gemmlab.core.errors import ProfilerError
-    from gemmlab.measure.ncu.command import find_ncu
-
-    try:
-        find_ncu()
-    except ProfilerError as exc:
+def _print_plan(plan: Plan) -> None:
+    if plan.no_profiles is not None:
+        exc = plan.no_profiles
         err_console.print(f"[yellow]--profile[/]: {escape(exc.cause)} Grading goes on without profiles; each "
                           f"page says why. {escape(exc.fix)}", highlight=False)  # fmt: skip
+    console.print(f"{plan.task.name}: {plan.pending} to grade, {plan.graded_before} graded before.", highlight=False)
 
 
-def _print_verdict(verdict: object) -> None:
-    from gemmlab.studies.grade import GRADED, Verdict
+def _print_pool(where: str) -> None:
+    console.print(f"grading on: {escape(where)}", highlight=False)
 
-    assert isinstance(verdict, Verdict)
-    if verdict.stage == GRADED:
+
+def _print_verdict(verdict: Verdict) -> None:
+    if passed(verdict):
         share = "" if verdict.share_geomean is None else f"{verdict.share_geomean:.3f} of cuBLAS, "
         console.print(f"{escape(verdict.submission)}: {share}grade {escape(verdict.grade)}{_wall(verdict)}"
                       f"{_profile_note(verdict.profile)}", highlight=False)  # fmt: skip

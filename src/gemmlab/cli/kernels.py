@@ -8,14 +8,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gemmlab.backends import cpu
+from gemmlab.api import catalogue
 from gemmlab.cli.app import (
     app,
     console,
     emit_json,
     friendly,
 )
-from gemmlab.kernels import catalogue
 
 
 @app.command()
@@ -27,37 +26,8 @@ def kernels(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
     shapes, which the dispatcher searches; the peers are Triton and CuTe DSL.
     The CPU baselines run on this host, without a GPU; cpu_naive and
     cpu_blocked need numba, the cpu extra."""
-    specs = (
-        *catalogue.CATALOGUE,
-        *(catalogue.get(i) for i in catalogue.candidate_ids()),
-        *(catalogue.get(i) for i in catalogue.peer_ids()),
-    )
-    on_gpu = [
-        {
-            "id": s.id,
-            "backend": s.backend,
-            "source_doc": s.source_doc,
-            "summary": s.summary,
-            "source": s.source,
-            "block_edges": list(s.block_edges),
-            "dtypes": list(s.dtypes),
-            "constraints": s.needs,
-        }
-        for s in specs
-    ]
-    on_host = [
-        {
-            "id": kernel_id,
-            "backend": cpu.BACKEND.name,
-            "source_doc": cpu.CPU_SOURCE_DOC[kernel_id],
-            "summary": summary,
-            "source": "backends/cpu.py",
-            "block_edges": [],
-            "dtypes": list(cpu.CPU_DTYPES),
-            "constraints": cpu.needs(kernel_id),
-        }
-        for kernel_id, summary in cpu.CPU_KERNELS.items()
-    ]
+    on_gpu = catalogue.gpu_kernels()
+    on_host = catalogue.cpu_baselines()
     if as_json:
         emit_json([*on_gpu, *on_host])
         return

@@ -8,13 +8,19 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from gemmlab.api.catalogue import gpu_kernel
+from gemmlab.api.compile import (
+    KernelOccupancy,
+    OccupancyColumn,
+    kernel_occupancy,
+    occupancy_rows,
+    occupancy_target,
+    raw_occupancy,
+)
 from gemmlab.cli import batch
 from gemmlab.cli.app import app, console, emit_json, friendly
-from gemmlab.cli.choices import chosen_target, gpu_kernel, kernel_arch, refuse_block
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
-from gemmlab.measure.kernel_occupancy import OccupancyColumn
-from gemmlab.measure.occupancy import occupancy_table, theoretical_occupancy
 
 # The row of a kernel's table that says why an edge has no figures.
 OVER_THE_LIMIT = "Over the device's limit"
@@ -57,24 +63,22 @@ def occupancy(
                 "The raw form needs --cc and --threads.",
                 "Example: gemmlab occupancy --cc 9.0 --threads 256 --regs 32 --smem 4096, or name a kernel.",
             )
-        result = theoretical_occupancy(cc, threads, regs, smem, dynamic_smem=dynamic_smem, carveout=carveout)
+        column = raw_occupancy(cc, threads, regs, smem, dynamic_smem=dynamic_smem, carveout=carveout)
         if as_json:
-            emit_json(result.to_dict())
+            emit_json(_json_cells(column))
         else:
-            column = OccupancyColumn(f"{threads} threads", 0, result)
             console.print(render_table(f"Occupancy, compute capability {cc}", [column]))
         return
-    from gemmlab.measure.kernel_occupancy import compile_arch_for
-
-    target, note = (compile_arch_for(cc), None) if cc and not arch else chosen_target(arch)
+    target, note = occupancy_target(arch, cc)
     found: list[dict] = []
 
     def one(name: str) -> None:
-        columns, title, kernel = _kernel_columns(name, target, cc, block, Shape.square(size), carveout)
+        spec = gpu_kernel(name, "occupancy")
+        table = kernel_occupancy(spec, target, cc, block, Shape.square(size), carveout)
         if as_json:
-            found.extend({"kernel": kernel, "block": c.label, **_json_cells(c)} for c in columns)
+            found.extend({"kernel": table.kernel, "block": c.label, **_json_cells(c)} for c in table.columns)
         else:
-            console.print(render_table(title, columns))
+            console.print(render_table(_title(table), table.columns))
 
     statuses = batch.each(kernel_ids, one)
     if as_json and found:
@@ -82,26 +86,9 @@ def occupancy(
     batch.finish(statuses, [note] if note else [])
 
 
-def _kernel_columns(
-    name: str, target: str, cc: str | None, block: list[int] | None, shape: Shape, carveout: int | None
-) -> tuple[list[OccupancyColumn], str, str]:
-    """The columns of one kernel's table, its title and the kernel's id; an
-    error when no edge of it fits the device at all."""
-    from gemmlab.backends import NVRTC
-    from gemmlab.backends.python import no_ahead_of_time
-    from gemmlab.measure.kernel_occupancy import occupancy_columns
-
-    spec = gpu_kernel(name, "occupancy")
-    if spec.backend != NVRTC:
-        raise no_ahead_of_time(spec, "occupancy")
-    refuse_block(spec, block)
-    arch = kernel_arch(spec, target)
-    columns = occupancy_columns(spec, arch, cc or arch, block, shape, carveout=carveout)
-    refused = [c.refusal for c in columns if c.refusal is not None]
-    if len(refused) == len(columns):
-        raise refused[0]
-    title = f"Occupancy of {spec.id}, {arch} compile" + (f", rules of compute capability {cc}" if cc else "")
-    return columns, title, spec.id
+def _title(table: KernelOccupancy) -> str:
+    rules = f", rules of compute capability {table.cc}" if table.cc else ""
+    return f"Occupancy of {table.kernel}, {table.arch} compile{rules}"
 
 
 def _json_cells(column: OccupancyColumn) -> dict:
@@ -119,8 +106,7 @@ def render_table(title: str, columns: list[OccupancyColumn]) -> Table:
         # Narrow enough that a refusal's sentence wraps rather than widening its column.
         table.add_column(column.label, justify="right", max_width=REASON_WIDTH)
     table.add_column("device limit", justify="right", style="dim")
-    rows = occupancy_table([(c.label, c.result) for c in columns if c.result is not None])
-    for label, cells in rows:
+    for label, cells in occupancy_rows(columns):
         figures = iter(cells[:-1])
         table.add_row(label, *(next(figures) if c.result is not None else "-" for c in columns), cells[-1])
     if any(c.refusal is not None for c in columns):

@@ -9,9 +9,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from gemmlab.api.peak import measure
+from gemmlab.api.results import DEFAULT_PATH
 from gemmlab.cli.app import app, console, emit_json, err_console, friendly
 from gemmlab.cli.sweep import DbOption
-from gemmlab.results.store import DEFAULT_PATH, Store
 
 
 @app.command("peak")
@@ -32,21 +33,14 @@ def peak_cmd(
     Each instruction runs alone for a second, so that the clock settles under load; then 10 launches are timed.
     The SM clock is read after each, and the nominal rate at that clock is shown beside the measured one.
     """
-    from gemmlab.core import gpu
-    from gemmlab.measure import peak
-    from gemmlab.studies.sweep import run_record
-
     # An unknown element type, or no GPU, is refused before the database is created.
-    dtypes = peak.checked_dtypes(dtype)
-    gpu.cupy()
-    with Store.open(db) as store:
-        peaks = peak.measure(dtypes)
-        store.add_peaks(store.start_run(run_record()), [p.row() for p in peaks])
+    found = measure(dtype, db)
+    peaks = found.measured
     if as_json:
         emit_json([p.to_dict() for p in peaks])
         return
     # The instruction's name starts with its family's (fma, mma.sync, wgmma).
-    table = Table(title=f"Measured peaks on {gpu.describe(0).name}; nominal: the rated rate at that SM clock")
+    table = Table(title=f"Measured peaks on {found.gpu_name}; nominal: the rated rate at that SM clock")
     for col in ("instruction", "dtype", "TFLOP/s", "SM clock", "nominal", "of nominal"):
         table.add_column(col, justify="left" if col in ("instruction", "dtype") else "right", overflow="fold")
     for p in peaks:
@@ -57,7 +51,7 @@ def peak_cmd(
             f"{p.ratio_to_nominal:.1%}" if p.ratio_to_nominal else "n/a",
         )  # fmt: skip
     console.print(table)
-    for family, why in peak.left_out(gpu.describe(0).cc):
+    for family, why in found.left_out:
         console.print(f"not measured: {family}: {why}", highlight=False)
     for p in peaks:
         for w in p.warnings:

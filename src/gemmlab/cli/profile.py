@@ -8,6 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from gemmlab.api.profile import DEFAULT_TIMEOUT_S, ProfileResult, generic_figures, profile
 from gemmlab.cli.app import (
     BlockOpt,
     DtypeOpt,
@@ -22,8 +23,6 @@ from gemmlab.cli.app import (
     friendly,
     parse_shape,
 )
-from gemmlab.measure.ncu.command import DEFAULT_TIMEOUT_S
-from gemmlab.measure.ncu.metrics import ProfileResult, generic_figures
 
 
 @app.command("profile")
@@ -44,9 +43,7 @@ def profile_cmd(
     FLOPs executed counts the CUDA cores' fadd, fmul and ffma (an ffma as two) and, for a kernel that uses the
     tensor cores, their operations (two per multiply-add), also shown apart with the tensor pipe's busy share.
     """
-    from gemmlab.measure.ncu.command import profile_point
-
-    result = profile_point(kernel_id, parse_shape(size, m, n, k), block, dtype, timeout=timeout)
+    result = profile(kernel_id, parse_shape(size, m, n, k), block, dtype, timeout=timeout)
     if as_json:
         emit_json(result.to_dict())
         return

@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 
+from gemmlab.api.report import DEFAULT_OUT, write_report
+from gemmlab.api.results import DEFAULT_PATH
 from gemmlab.cli.app import app, console, friendly
-from gemmlab.results.store import DEFAULT_PATH
-
-DEFAULT_OUT = Path("gemmlab-report")
 
 
 @app.command()
@@ -35,8 +34,6 @@ def report(
 
     Per experiment, tables (sizes x block edges) with the documents' figures beside ours; sections of their own
     for distributed results and stress runs. The database is only read: nothing is written beside it."""
-    from gemmlab.report import write_report
-
     names = [name.strip() for name in experiments.split(",") if name.strip()] if experiments else None
     index = write_report(db, out, names, occupancy=occupancy)
     console.print(f"Report written: {index}")

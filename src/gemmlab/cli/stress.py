@@ -12,10 +12,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from gemmlab.api.results import DEFAULT_PATH
+from gemmlab.api.stress import DEFAULT_PROCESSES, LAUNCHES_PER_DRAW, MAX_DIM, StressResult, replay_draw, stress
 from gemmlab.cli.app import DbOption, app, console, emit_json, err_console, friendly
 from gemmlab.core.errors import GemmlabError, VerificationError
-from gemmlab.results.store import DEFAULT_PATH, Store
-from gemmlab.studies.stress import DEFAULT_PROCESSES, LAUNCHES_PER_DRAW, MAX_DIM, StressPlan, StressResult
 
 # How many failed draws are listed below the table; all of them are stored.
 LISTED_FAILURES = 20
@@ -48,20 +48,11 @@ def stress_cmd(
     Each draw, a shape the kernel accepts, is launched --launches-per-draw times, each launch from a poisoned output
     and checked. Without --seconds or --launches, it runs for 60 seconds.
     """
-    from gemmlab.studies.stress import default_kernels, gpu_checker, stress
-
     if replay is not None:
         _replay(kernel_ids or [], replay, max_dim, launches_per_draw)
         return
-    if seconds is None and launches is None:
-        seconds = 60.0
-    plan = StressPlan(tuple(kernel_ids or default_kernels()), processes, seconds, launches, launches_per_draw, seed,
-                      max_dim, load)  # fmt: skip
-    checker = gpu_checker()  # no GPU: said before the database is touched
-    with Store.open(db) as store:
-        from gemmlab.studies.sweep import run_record
-
-        result = stress(plan, checker=checker, store=store, run_record=run_record())
+    result = stress(kernel_ids, processes=processes, load=load, seconds=seconds, launches=launches,
+                    launches_per_draw=launches_per_draw, seed=seed, max_dim=max_dim, db=db)  # fmt: skip
     if as_json:
         emit_json({"summaries": [s.row() for s in result.summaries], "failures": result.failures,
                    "load_gemms": result.load_gemms, "load_error": result.load_error, "seconds": result.seconds,
@@ -103,8 +94,6 @@ def _print(result: StressResult, db: Path) -> None:
 
 
 def _replay(kernel_ids: list[str], text: str, max_dim: int, launches: int) -> None:
-    from gemmlab.studies.stress import replay
-
     if len(kernel_ids) != 1:
         raise GemmlabError("--replay checks one kernel's draw.", "Name exactly one kernel with --replay SEED:DRAW.")
     try:
@@ -114,6 +103,6 @@ def _replay(kernel_ids: list[str], text: str, max_dim: int, launches: int) -> No
             f"--replay takes SEED:DRAW, two whole numbers, not {text!r}.",
             "Copy them from the stress run's list of failures, e.g. --replay 3:41.",
         ) from None
-    point, error = replay(kernel_ids[0], seed, index, max_dim=max_dim, launches=launches)
+    point, error = replay_draw(kernel_ids[0], seed, index, max_dim=max_dim, launches=launches)
     console.print(f"{point.label(0).rsplit(' (', 1)[0]}: {launches} launches, largest relative error {error:.2e}",
                   highlight=False)  # fmt: skip

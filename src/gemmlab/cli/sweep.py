@@ -9,17 +9,28 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from gemmlab.api.results import DEFAULT_PATH, Store
+from gemmlab.api.sweep import (
+    experiments,
+    make_profiler,
+    measure_ceilings,
+    ncu_missing,
+    needs_gpu,
+    open_pool,
+    own_edges,
+    plan_points,
+    profile_experiments,
+    run_experiments,
+    run_points,
+    run_record,
+    write_report,
+)
 from gemmlab.cli.app import DbOption, app, console, err_console, friendly
-from gemmlab.core.errors import GemmlabError, NoGPUError, ProfilerError
+from gemmlab.core.errors import GemmlabError, ProfilerError
 from gemmlab.core.shapes import Shape
-from gemmlab.results.store import CEILING_FIELDS, DEFAULT_PATH, Store
-from gemmlab.studies.points import SweepPoint
-from gemmlab.studies.sweep import SweepSummary
 
 if TYPE_CHECKING:
-    from gemmlab.studies.experiments.base import Experiment
-    from gemmlab.studies.reproduce import Profiler
-    from gemmlab.studies.scale import Pool
+    from gemmlab.api.sweep import Experiment, Pool, Profiler, SweepSummary
 
 DEFAULT_REPORT_DIR = Path("gemmlab-report")
 EXIT_FAILED = 4
@@ -97,7 +108,7 @@ def parse_blocks(text: str, kernels: list[str]) -> list[int]:
     values = _whole_numbers(text, "blocks", "16,32")
     bad = [v for v in values if v < 1]
     if bad:
-        known = _own_edges(kernels)
+        known = own_edges(kernels)
         listed = "; ".join(f"{k}: {','.join(map(str, edges))}" for k, edges in known.items())
         raise GemmlabError(
             f"--blocks {text}: a block edge counts threads along a side of the block, so it is positive; "
@@ -107,23 +118,6 @@ def parse_blocks(text: str, kernels: list[str]) -> list[int]:
             else "Give positive edges, e.g. --blocks 16,32, or leave --blocks out to run each kernel's own.",
         )
     return values
-
-
-def _own_edges(kernels: list[str]) -> dict[str, tuple[int, ...]]:
-    """The block edges each kernel documents, by id; kernels without an edge, or
-    that cannot be found (the sweep's plan names those), are left out."""
-    from gemmlab import backends
-
-    found = {}
-    for name in kernels:
-        try:
-            kernel = backends.kernel_id(name)
-            edges = backends.for_kernel(kernel).block_edges(kernel)
-        except GemmlabError:
-            continue
-        if edges != (0,):
-            found[kernel] = edges
-    return found
 
 
 def parse_params(texts: list[str]) -> dict[str, list[int] | None]:
@@ -178,36 +172,23 @@ def sweep_cmd(
     A user's kernel runs with its parameters as declared (the edge from --blocks); --param sweeps the others.
     With --workers or --scheduler the points run on Dask workers, each worker process a point's isolation.
     """
-    from gemmlab import backends
-    from gemmlab.core import gpu
-    from gemmlab.studies.points import plan
-    from gemmlab.studies.sweep import run_record, sweep
-
     kernel_ids = [k for k in kernels.replace(" ", "").split(",") if k]
     shapes = [Shape.square(n) for n in parse_ints(sizes, "sizes")]
     edges = parse_blocks(blocks, kernel_ids) if blocks else None
-    points, refused = plan(kernel_ids, shapes, edges, dtype, reps=reps, params=parse_params(param or []))
-    on_gpu = any(not backends.on_host(p.kernel) for p in points)
-    if on_gpu:
-        # Without a GPU every GPU point would fail alike: say so before the
-        # database is created or any CPU point is measured.
-        gpu.cupy()
-    for label, why in refused:
+    # Without a GPU, a plan with GPU points is refused here, before the database is created.
+    planned = plan_points(kernel_ids, shapes, edges, dtype, reps=reps, params=parse_params(param or []))
+    on_gpu = planned.on_gpu
+    for label, why in planned.refused:
         err_console.print(f"[dim]skipped: {label}: {why}[/]", highlight=False)
     if profile and not on_gpu:
         console.print("--profile: nothing to profile (CPU baselines only).", highlight=False)
     with Store.open(db) as store, _pool(workers, scheduler, on_gpu) as pool:
         run_info = run_record() if profile and on_gpu else None
         profiler = _profiler(force, run_info) if run_info is not None else None
-
-        def profile_stored(point: SweepPoint, rows: list[dict]) -> None:
-            if profiler is not None:
-                profiler.profile(store, rows)
-
         # isolate None: the worker runs users' kernels only.
-        summary = sweep(points, store, force=force, max_seconds=max_seconds, console=err_console, run_info=run_info,
-                        after_point=profile_stored if profiler else None, isolate=isolate or None,
-                        timeout=timeout, pool=pool)  # fmt: skip
+        summary = run_points(planned.points, store, force=force, max_seconds=max_seconds, console=err_console,
+                             run_info=run_info, profiler=profiler, isolate=isolate or None, timeout=timeout,
+                             pool=pool)  # fmt: skip
     _print_summary(summary)
     if profiler:
         _print_profile_summary(profiler)
@@ -216,19 +197,10 @@ def sweep_cmd(
 
 
 def _pool(workers: int | None, scheduler: str | None, on_gpu: bool) -> AbstractContextManager[Pool | None]:
-    """The Dask pool the points run on; none (today's one point after another here) without either option."""
-    if workers is None and scheduler is None:
+    """The Dask pool the points run on, said; none (today's one point after another here) without either option."""
+    pool = open_pool(workers, scheduler, on_gpu)
+    if pool is None:
         return nullcontext()
-    from gemmlab.core import gpu
-    from gemmlab.studies.scale import Pool
-
-    if scheduler is not None:
-        pool = Pool(scheduler)
-    elif on_gpu:
-        pool = Pool(gpus=min(workers, gpu.device_count()))
-    else:
-        pool = Pool(gpus=0, cpu_workers=workers)
-    pool.open()
     console.print(f"running on {pool.describe()}", highlight=False)
     return pool
 
@@ -251,12 +223,7 @@ def reproduce(
     scheduler: SchedulerOption = None,
 ) -> None:
     """Re-run the source documents' experiments on this machine and write the report beside their figures."""
-    from gemmlab import backends
-    from gemmlab.studies import experiments
-    from gemmlab.studies.reproduce import reproduce as run_experiments
-    from gemmlab.studies.sweep import run_record
-
-    chosen = experiments.select(experiment_names)
+    chosen = experiments(experiment_names)
     if list_only:
         _print_experiments(chosen)
         return
@@ -265,12 +232,12 @@ def reproduce(
     def announce(experiment: Experiment, n_points: int) -> None:
         console.rule(f"{experiment.name}: {experiment.title} ({n_points} points)")
 
-    on_gpu = any(not backends.on_host(k) for e in chosen for k in e.kernels)
+    on_gpu = needs_gpu(k for e in chosen for k in e.kernels)
     with Store.open(db) as store, _pool(workers, scheduler, on_gpu) as pool:
         run_info = run_record()  # once: every experiment of this call shares the description
         profiler = _profiler(force, run_info) if profile else None
-        outcomes = run_experiments([e.name for e in chosen], store, sizes=size_list, force=force,
-                                   run_info=run_info, on_start=announce, pool=pool)  # fmt: skip
+        outcomes = run_experiments(chosen, store, sizes=size_list, force=force, run_info=run_info,
+                                   on_start=announce, pool=pool)  # fmt: skip
         failed = False
         for outcome in outcomes:
             name = outcome.experiment.name
@@ -287,11 +254,7 @@ def reproduce(
             _exit_for(True, failed)
         measured = [o.experiment.name for o in outcomes if o.status == "done"]
         if profiler:
-            for name in measured:
-                if profiler.summary.stopped:
-                    break
-                console.print(f"profiling {name} with Nsight Compute...", highlight=False)
-                profiler.profile(store, store.rows(name))
+            profile_experiments(profiler, store, measured, on_start=_say_profiling)
             _print_profile_summary(profiler)
     if measured:
         _write_report(db, out, measured)
@@ -301,29 +264,24 @@ def reproduce(
 def _profiler(force: bool, run_info: dict) -> Profiler | None:
     """The profiler of this run, with the device's ceilings measured into ``run_info``;
     None, after saying why, when Nsight Compute is missing (the timings go on)."""
-    from gemmlab.measure import roofline
-    from gemmlab.measure.ncu import command as ncu
-    from gemmlab.studies.reproduce import Profiler
-
-    try:
-        ncu.find_ncu()
-    except ProfilerError as exc:
-        err_console.print(f"[yellow]--profile[/]: {escape(str(exc))}", highlight=False, soft_wrap=True)
+    missing = ncu_missing()
+    if missing is not None:
+        err_console.print(f"[yellow]--profile[/]: {escape(str(missing))}", highlight=False, soft_wrap=True)
         err_console.print("Profiling is off; the timings are measured and stored without it.", highlight=False)
         return None
     console.print("measuring the roofline's ceilings (cuBLAS SGEMM, device-to-device copy)...", highlight=False)
-    try:
-        peak, bandwidth = roofline.measure_ceilings()
-    except NoGPUError:
-        raise
-    except Exception as exc:  # an optional figure: its failure (out of memory, say) must not cost the run
-        err_console.print(f"[yellow]no ceilings[/]: {escape(str(exc) or type(exc).__name__)}; the report will have "
-                          "no roofline plot.", highlight=False, soft_wrap=True)  # fmt: skip
+    failure = measure_ceilings(run_info)
+    if failure is not None:
+        err_console.print(f"[yellow]no ceilings[/]: {escape(str(failure) or type(failure).__name__)}; the report "
+                          "will have no roofline plot.", highlight=False, soft_wrap=True)  # fmt: skip
     else:
-        run_info.update(peak_gflops_measured=peak, bandwidth_gbs_measured=bandwidth)
+        peak, bandwidth = run_info["peak_gflops_measured"], run_info["bandwidth_gbs_measured"]
         console.print(f"  {peak:,.0f} GFLOP/s, {bandwidth:,.0f} GB/s", highlight=False)
-    ceilings = {key: run_info.get(key) for key in CEILING_FIELDS}
-    return Profiler(ncu.profile_point, force=force, ceilings=ceilings, gpu_name=run_info.get("gpu_name"))
+    return make_profiler(force, run_info)
+
+
+def _say_profiling(experiment: str) -> None:
+    console.print(f"profiling {experiment} with Nsight Compute...", highlight=False)
 
 
 def _none_profiled(profiler: Profiler | None) -> bool:
@@ -340,14 +298,10 @@ def _print_profile_summary(profiler: Profiler) -> None:
 
 
 def _write_report(db: Path, out: Path, names: list[str]) -> None:
-    try:
-        from gemmlab.report import write_report
-    except ModuleNotFoundError as exc:
-        if exc.name != "gemmlab.report":
-            raise
+    index = write_report(db, out, names)
+    if index is None:
         console.print(f"The report is not built yet; the results are in {db}.", highlight=False)
         return
-    index = write_report(db, out, names)
     console.print(f"report: {index}", highlight=False)
 
 

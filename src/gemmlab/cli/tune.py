@@ -9,11 +9,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from gemmlab.api.results import DEFAULT_PATH
+from gemmlab.api.tune import DEFAULT_SIZES, MIN_REPS, TuneSummary, config_label, resolved_dtype, tune
 from gemmlab.cli.app import app, console, err_console, friendly
 from gemmlab.cli.sweep import EXIT_FAILED, EXIT_INTERRUPTED, DbOption, parse_ints
-from gemmlab.core.shapes import Shape
-from gemmlab.results.store import DEFAULT_PATH, Store
-from gemmlab.studies.tune import DEFAULT_SIZES, MIN_REPS, TuneSummary, config_label
 
 
 @app.command("tune")
@@ -50,15 +49,11 @@ def tune_cmd(
     `gemmlab run` then uses the configuration stored for this GPU and element type (--no-tuned: catalogue default).
     A second run resumes: stored candidates are skipped.
     """
-    from gemmlab.studies import tune
-
-    # A kernel outside the ladders, or an element type it lacks, is refused before the database is created.
-    dtype = tune.resolved_dtype(kernel_id, dtype)
-    shapes = [Shape.square(n) for n in parse_ints(sizes, "sizes")]
-    device = tune.current_device()  # likewise without a GPU
-    with Store.open(db) as store:
-        summary = tune.tune(kernel_id, shapes, store, dtype=dtype, budget_seconds=budget_seconds, force=force,
-                            reps=reps, device=device, console=err_console)  # fmt: skip
+    # A kernel outside the ladders, or an element type it lacks, is refused before the sizes are read;
+    # that and a machine without a GPU before the database is created.
+    dtype = resolved_dtype(kernel_id, dtype)
+    summary = tune(kernel_id, parse_ints(sizes, "sizes"), dtype=dtype, db=db, budget_seconds=budget_seconds,
+                   force=force, reps=reps, console=err_console)  # fmt: skip
     _print(summary)
     console.print(f"stored in {db}", highlight=False)
     if summary.interrupted:

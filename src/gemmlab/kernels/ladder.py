@@ -141,7 +141,7 @@ class Ladder:
         # Each class's and each dtype's rungs in an order: places 1, 2, 3, ... with none shared.
         orders = [("serves", r.serves) for r in (*self.rungs, *self.candidates)]
         orders += [("default_for", r.default_for) for r in (*self.rungs, *self.candidates)]
-        for kind, key in {(kind, key) for kind, places in orders for key in places}:
+        for kind, key in sorted({(kind, key) for kind, places in orders for key in places}):
             found = sorted(places[key] for k, places in orders if k == kind and key in places)
             assert found == list(range(1, len(found) + 1)), f"the {self.name}'s places in {kind} {key}: {found}"
 

@@ -68,9 +68,9 @@ L2_FLUSHED = "inputs written afresh, then a buffer of twice L2's size written, b
 # Before each timed call the stream is held busy this long on the GPU, so that
 # the start event runs only once the call's launch has been queued behind it:
 # with an idle GPU the events would also time the host's work between them
-# (a Triton or CuTe DSL rung's Python launcher, 40 to 100 us on the H100 of
-# 2026-11-24, where Nsight Compute put triton_tc_tma at 195 us and the events
-# at 286 us). Longer than any launcher's host time; it costs that per sample.
+# (a Triton or CuTe DSL rung's Python launcher: 40 to 100 us on an H100;
+# docs/peer-ladders.md, "With the runner's hold"). Longer than any launcher's
+# host time; it costs that per sample.
 HOLD_NS = 300_000
 HOLD_SOURCE = r"""
 extern "C" __global__ void gemmlab_hold(unsigned long long ns) {

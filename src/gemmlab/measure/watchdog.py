@@ -289,8 +289,9 @@ def _serve(conn: Connection, parent: int, log: str | None = None,
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
-    if environment and environment.get("HOME"):
-        os.chdir(environment["HOME"])
+    home = (environment or {}).get("HOME")
+    if home:
+        os.chdir(home)
         tempfile.tempdir = None  # TMPDIR may have changed
     if log is not None:
         sys.stderr.flush()

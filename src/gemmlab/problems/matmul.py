@@ -222,9 +222,10 @@ def _baseline(
     """cuBLAS doing the same work, and the array it writes: cublasGemmEx in the
     kernel's type, through gemmlab.problems.cublas, so that a short problem's
     baseline is captured into a CUDA graph as the kernel is (CuPy's matmul
-    refuses capture, and its Python calls back to back timed the host: on an
-    H100 on 2026-11-24 one 384-cubed SGEMM measured 17 to 109 us over sixteen
-    graded submissions). int32 has none (cuBLAS has no int32 GEMM of this shape)."""
+    refuses capture, and its Python calls back to back timed the host: 17 to
+    109 us for one 384-cubed SGEMM on an H100, where graph replays measure 8.3
+    to 10.1 us; docs/dispatch.md, "Timing short problems"). int32 has none
+    (cuBLAS has no int32 GEMM of this shape)."""
     if dtype not in CUDA_TYPES:
         return None, None
     lib_out = c0.copy() if with_scalars else cp.empty((a.shape[0], b.shape[1]), dtype=a.dtype)

@@ -225,12 +225,12 @@ def _cpu_gpu_lines(section: Section) -> list[list[Line]]:
         _, pub, dev = _published_pick(section, kernel, (E2E_GFLOPS, GFLOPS))
         if not pub:
             continue
-        best: dict[SizeKey, float] = {}
+        top: dict[SizeKey, float] = {}
         for (size, _), v in pub.items():
-            best[size] = max(v, best.get(size, v))
+            top[size] = max(v, top.get(size, v))
         colour = colours.setdefault(kernel, f"C{len(colours) % 10}")
         style = {"marker": "x", "ls": PUBLISHED_LINE, "color": colour, "label": f"published {label} ({dev})"}
-        groups.setdefault(kernel, []).append(Line(list(best.items()), style))
+        groups.setdefault(kernel, []).append(Line(list(top.items()), style))
     return list(groups.values())
 
 

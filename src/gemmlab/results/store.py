@@ -355,7 +355,8 @@ class Store(TuningTables, GradeTables):
         if table not in self._tables_guarded():
             return []
         with self._guard():
-            query, params = f"SELECT * FROM {table}", ()
+            query = f"SELECT * FROM {table}"
+            params: tuple[object, ...] = ()
             if run_id is not None:
                 query, params = query + " WHERE run_id = ?", (run_id,)
             cursor = self._conn.execute(query + " ORDER BY id", params)
@@ -510,7 +511,8 @@ class Store(TuningTables, GradeTables):
         if "failures" not in self._tables_guarded():
             return []
         with self._guard():
-            query, params = "SELECT * FROM failures", ()
+            query = "SELECT * FROM failures"
+            params: tuple[object, ...] = ()
             if not all_experiments:
                 query, params = query + " WHERE COALESCE(experiment, '') = COALESCE(?, '')", (experiment,)
             cursor = self._conn.execute(query + " ORDER BY id", params)

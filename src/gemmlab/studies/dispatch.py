@@ -82,8 +82,8 @@ PER_RUNG = 3
 # them, so that the quick suite tunes in a few minutes (a candidate takes about
 # half a second once compiled). Compiling is not counted: a shape's candidates
 # are compiled first (:func:`compile_candidates`, COMPILE_THREADS at once),
-# since on a fresh machine the large-tile rungs take seconds each to compile
-# and the 2026-11-24b run lost 10 of 32 candidates at 512 and 11 at 4096 to it.
+# since on a fresh machine the large-tile rungs take seconds each to compile:
+# counted, that left candidates untimed (docs/sgemm-ladder.md, "The tuner's budget").
 MAX_PER_SHAPE = 32
 SHAPE_SECONDS = 10.0
 COMPILE_THREADS = 4
@@ -324,8 +324,8 @@ def choose(picks: Sequence[Pick], shape: Shape, dtype: str, arch: str | None = N
     cls = shape_class(shape)
 
     def nearness(pick: Pick) -> tuple[bool, bool, float]:
-        # On an H100 on 2026-11-24, 8192 cubed in bfloat16 took 4097's pick
-        # (tc_any_k, the odd-size rung) by log distance alone: 26% of cuBLAS.
+        # Log distance alone once gave 8192 cubed in bfloat16 4097's pick (tc_any_k,
+        # the odd-size rung): 26% of cuBLAS (docs/dispatch.md, "The full suite").
         tuned = pick.shape
         return (shape_class(tuned) != cls, (accepts(top, tuned, dtype, arch) is None) != fits_top,
                 log_distance(shape, tuned))  # fmt: skip

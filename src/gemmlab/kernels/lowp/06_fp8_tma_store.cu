@@ -17,15 +17,10 @@
 // epilogue (64 KB of float32 C through per-thread stores) with the tensor
 // cores idle, and a 4-stage ring drains in 1.1 us at FP8's rate. docs/lowp-ladder.md has the arithmetic.
 // Predicted: 1150-1450 TFLOP/s at 8192 (docs/lowp-ladder.md, rung 6).
-// Measured (H100, docs/lowp-ladder.md rounds 4 and 5): 1178 TFLOP/s at 8192
-// with 128 x 128 tiles and PROMOTE_K = 256; with the default 128 x 256 tiles
-// in two passes, 829-856 us (1285-1326 TFLOP/s), 95-96% of cuBLASLt's
-// _scaled_mm timed beside it, and 117-121 us (1136-1175) at 4096, 96-97%.
-// Round 6 (only the promotion's adds between groups): float32 C unchanged,
-// bfloat16 C 2-5% faster, 806-823 us at 8192 (95%), on the H100 and H200.
-// Round 10 (descriptors in uniform registers; H200): the tuner's best 100.8%
-// of cuBLASLt at 8192 with a float32 C, 101.4% with a bfloat16 C (766 us,
-// 1435 TFLOP/s), 104-107% at 4096.
+// Measured (docs/lowp-ladder.md, rounds 4 to 10, which have each change's
+// figures): after round 10 (descriptors in uniform registers; H200), the
+// tuner's best 100.8% of cuBLASLt at 8192 with a float32 C, 101.4% with a
+// bfloat16 C (766 us, 1435 TFLOP/s), 104-107% at 4096.
 // Synchronisation: tc_tma_store's; see fp8_persistent.cuh.
 
 #include "fp8_persistent.cuh"

@@ -12,14 +12,11 @@
 // Should teach: once partial sums are promoted anyway, block scales cost one
 // FFMA where the per-tensor rung has one FADD: nothing the tensor cores see.
 // Predicted: within 3% of tc_fp8_tma_store (docs/lowp-ladder.md, rung 7).
-// Measured (H100, docs/lowp-ladder.md round 5): with scales loaded by the
-// consumers from global memory, 73% of the per-tensor rate; staged by the
-// scale warp, 974-997 us at 8192 (1103-1128 TFLOP/s) and 134-137 us at
-// 4096, 87-89% of tc_fp8_tma_store timed beside it, and 90-91% of
-// cuBLASLt's block-scaled product (torch._scaled_mm) on both GPUs. Round 6
-// (the next group prepared during the current one): 897-898 us at 8192 and
-// 126-128 us at 4096, 93% of the per-tensor rung and 95-98% of cuBLASLt's
-// block-scaled product (float32 C, H100 and H200).
+// Measured (docs/lowp-ladder.md, rounds 5, 6 and 10, which have each change's
+// figures; round 5 has why the scales are staged by a scale warp): after
+// round 6 (the next group prepared during the current one), 897-898 us at
+// 8192 and 126-128 us at 4096, 93% of the per-tensor rung and 95-98% of
+// cuBLASLt's block-scaled product (torch._scaled_mm; float32 C, H100 and H200).
 // Synchronisation: tc_fp8_tma_store's, the scale warp's arrivals on each
 // full barrier, and the consumer warps' on scales_free before the scale
 // warp overwrites a stage's scales (argued in fp8_persistent.cuh).

@@ -23,6 +23,7 @@ overflow."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from gemmlab.core.shapes import Dim3, Shape
 from gemmlab.kernels.ladder import Config, Ladder, Rung, cdiv, grid_rows_fit, needs
@@ -149,13 +150,14 @@ def scale_stage_bytes(c: Config) -> int:
 
 
 # The mma.sync rungs: a cp.async ring without barriers.
-MMA = dict(dynamic_smem=True, k_bytes_multiple=ROWS_16, threads=warp_threads, smem_bytes=lambda c: ring_bytes(c, 0),
-           cgma=reuse_cgma)  # fmt: skip
-PERSISTENT = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
-                  smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c),
-                  fixed=Config(PRODUCER_REGS=FP8_PRODUCER_REGS, CONSUMER_REGS=FP8_CONSUMER_REGS, C_BOX_ROWS=C_BOX_ROWS),
-                  cgma=reuse_cgma, rules=_persistent_rules,
-                  persistent=True, dtypes=FP8_WITH_BF16)  # fmt: skip
+MMA: dict[str, Any] = dict(dynamic_smem=True, k_bytes_multiple=ROWS_16, threads=warp_threads,
+                           smem_bytes=lambda c: ring_bytes(c, 0), cgma=reuse_cgma)  # fmt: skip
+PERSISTENT: dict[str, Any] = dict(
+    threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+    smem_bytes=lambda c: ring_bytes(c, 2) + c_boxes_bytes(c),
+    fixed=Config(PRODUCER_REGS=FP8_PRODUCER_REGS, CONSUMER_REGS=FP8_CONSUMER_REGS, C_BOX_ROWS=C_BOX_ROWS),
+    cgma=reuse_cgma, rules=_persistent_rules, persistent=True, dtypes=FP8_WITH_BF16,
+)  # fmt: skip
 BLOCKSCALED_PERSISTENT = PERSISTENT | dict(
     # a third barrier per stage: scales_free, the consumers' word that the stage's scales are read
     smem_bytes=lambda c: ring_bytes(c, 3) + c_boxes_bytes(c) + scale_stage_bytes(c),
@@ -167,8 +169,9 @@ BLOCKSCALED_PERSISTENT = PERSISTENT | dict(
         )
     ),
 )
-SPECIALISED = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP, smem_bytes=lambda c: ring_bytes(c, 2),
-                   fixed=REGISTER_SPLIT, cgma=reuse_cgma)  # fmt: skip
+SPECIALISED: dict[str, Any] = dict(threads=lambda c: (c["BM"] // 64 + 1) * WARPGROUP,
+                                   smem_bytes=lambda c: ring_bytes(c, 2), fixed=REGISTER_SPLIT,
+                                   cgma=reuse_cgma)  # fmt: skip
 
 RUNGS: tuple[Rung, ...] = (
     Rung(

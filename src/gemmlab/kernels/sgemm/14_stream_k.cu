@@ -21,19 +21,12 @@
 // the tile. Nobody waits for anybody: a block that is not last moves on.
 // The arithmetic and the copies of a tile are sgemm_spread_copies's; the
 // pipeline starts afresh for each piece of work, from its first k-tile.
-// Third round (issue 21, H100): with fewer tiles than SMs the grid was one
-// block per tile and most SMs idled: 1024 x 1024 x 16384 is 32 tiles of 128 x
-// 256. Now the grid counts a work unit per MIN_RUN k-tiles of each tile (the
+// With fewer tiles than SMs (issue 21, third round; 1024 x 1024 x 16384 is
+// 32 tiles of 128 x 256) one block per tile would leave most SMs idle, so the
+// grid counts a work unit per STREAM_K_MIN_RUN k-tiles of each tile (the
 // runner still launches no more blocks than the GPU holds) and the whole
-// problem is the tail. Predicted there: 32 x 1024 k-tiles over 132 blocks,
-// 248 each (4.1 blocks a tile); at the 2.78 us per k-tile that rung 16 takes
-// at 4096 (2.85 ms for 4 waves of 256), 0.69 ms, plus the partials (each
-// block at most two of 128 KB, the last of a tile reading about 5: 640 KB at
-// about 130 GB/s of L2 per SM, 5 us): 0.70-0.76 ms against cuBLAS's 0.734,
-// 97-105% (split-K's best, 64 x 128 in 8 slices, took 0.912). 128 x 4096 x
-// 4096: 16 tiles x 256 k-tiles over 132 blocks, 31 each: 86 us of k-tiles, a
-// fix-up of about 9 partials (1.1 MB, 9 us) per tile: 95-110 us against
-// cuBLAS's 131 (split-K: 156). Measurement: pending GPU run.
+// problem is the tail. Prediction and measurement: docs/sgemm-ladder.md,
+// "Rung 22, stream-K for few tiles, and sgemm_skinny_n's staging".
 // Predicted (H200, written before measuring): +2.5% at N = 4096 (3.88 waves
 // instead of 4, less the partial sums' round trip through L2), 47.4 -> 48.6
 // TFLOP/s; at 4097 +15% (4.25 instead of 5), 38.6 -> 44 TFLOP/s, still 9% under
@@ -47,8 +40,8 @@
 // includes every other contributor's increment (read-modify-writes carry each
 // one into the value read), then its __threadfence: an acquire pattern, which
 // synchronises with each writer's release; __syncthreads hands that on to
-// every thread's __ldcg reads. (Until 2026-11-23 every thread fenced before
-// and after the barrier; that was correct only because __threadfence is
+// every thread's __ldcg reads. (The earlier version, every thread fencing
+// before and after the barrier, was correct only because __threadfence is
 // fence.sc.gpu, and a fence.acq_rel would have broken it: finding 1 of
 // docs/synchronisation.md.) Slots are not reused within a launch (slot 0 for
 // a block's first tail tile, 1 for its last), the last arriver zeroes the

@@ -30,17 +30,13 @@
 // The FFMAs (16 x 4096 x 4096 = 268 M, 2.1 M per SM) take 4.1 us at the
 // 1.98 GHz boost clock, hidden behind the loads if K_STEPS x 16 bytes x 256
 // threads = 32 KB per SM in flight is enough (Little: 25 GB/s per SM x
-// about 1 us of DRAM latency under load = 25 KB). Measurement: pending GPU run.
-// Second round (issue 21, after the H100 measured 58% of cuBLAS at 1 x 4096 x
-// 4096 with ROWS = 16, COL_VECS = 8: 128 blocks, one per SM, each waiting out an
-// L2 round trip for A per chunk with nothing in flight). Predicted: at M = 1,
-// ROWS = 1, COL_VECS = 2 (strips of 8 columns, 32-byte segments: whole
-// sectors), 4 warps, K_STEPS = 12 (95 registers: four blocks fit an SM): 512
-// blocks, 3.9 per SM, 12 loads of 16 bytes per thread always in flight, 96 KB
-// per SM, four times Little's 25 KB;
-// B's 67.1 MB at 90% of 3.35 TB/s: 22 us (3.0 TB/s), at cuBLAS's speed if
-// cuBLAS runs at the bandwidth. ROWS of 2 and 4 the same bytes and time.
-// Measurement: pending GPU run.
+// about 1 us of DRAM latency under load = 25 KB). Measured:
+// docs/sgemm-ladder.md, rung 20.
+// The configurations of 1 to 4 rows in blocks of 4 warps with 12 loads in
+// flight (issue 21, second round) make four blocks per SM at M = 1, so that
+// 96 KB of B per SM, four times Little's 25 KB, stays in flight; why, the
+// prediction and the measurement: docs/sgemm-ladder.md, "Rung 21 and the
+// skinny rungs' second round".
 
 #include "vec4_io.cuh"
 

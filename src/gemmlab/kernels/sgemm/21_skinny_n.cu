@@ -30,34 +30,20 @@
 // of one wavefront each per 4 x COLS FFMAs, so the FFMA and shared pipes take
 // about 8 us each, hidden behind the loads (if the hardware merges the rows'
 // identical addresses; if it takes a wavefront per 8 lanes regardless, 32 us:
-// THREAD_ROWS = 2 halves that). Measurement: pending GPU run.
-// Third round (issue 21): the H100 run of 2026-11-24b timed all 17
-// configurations at 4096 x 16 x 4096 and kept split-K's 72.3 us: every one of
-// them was slower. The staging of B was a loop of one 4-byte L2 load and one
-// shared store per trip (32 trips a chunk at the default), not unrolled, so
-// each chunk waited out up to 32 L2 round trips in turn (about 0.5 us each
-// under load: 16 chunks x several us), and A's loads were issued only at the
-// top of each chunk, so no DRAM read was in flight during the staging. Now a
-// thread issues all its words of B's chunk as 4-byte cp.async copies at once
-// (one round trip, no registers), and each slot of A is reloaded with the next chunk's the moment it is
-// used (as sgemm_skinny does for B). Predicted: per chunk one L2 round trip
-// (about 1 us) and the FFMAs, with A's 32 KB per SM in flight throughout: 16
-// chunks at 1.3-1.6 us, 21-26 us at 4096 x 16 x 4096, against cuBLAS's 82 us
-// and split-K's 72. Measured: 70.1 us on an H100 (events) against cuBLAS's
-// 66.8 (2026-11-24c), 55.4 us on an H200 (graph replays) against 41.6
-// (2026-11-24f; THREAD_ROWS = 2, 128 blocks, one per SM).
-// Fourth round (issue 21): with one block of 4 warps per SM, each chunk still
-// waits out its copy of B with nothing else to run: 16 chunks of an L2 round
-// trip and a barrier. B's chunks are now double-buffered: the next chunk's
-// copies are issued before this chunk's FFMAs, and the wait is for the group
-// before the last, so the copy overlaps the arithmetic. The two buffers must
-// fit 48 KB of static shared memory (K_STEPS <= 8 at COLS = 16, ROW_LANES = 8).
-// Predicted (H200, 4096 x 16 x 4096): shared memory then bounds it (4
-// wavefronts per 16-byte load of B, COLS of them per float4 of A, for
-// 4 x COLS x THREAD_ROWS FFMAs): about 15 us at THREAD_ROWS = 2, DRAM about
-// 14 us; with latency, 25-35 us, against the 55.4 us before. Measured on an
-// H100 (2026-11-24, graph replays, tree 7d4fd8b): 43.4 us at THREAD_ROWS = 2,
-// 100.0% of cuBLAS's 43.4 us, the default 55.5 us; the H200 run is pending.
+// THREAD_ROWS = 2 halves that). Measured: docs/sgemm-ladder.md, rung 21.
+// Staging of B (issue 21, third and fourth rounds): a thread issues all its
+// words of B's chunk as 4-byte cp.async copies at once (one L2 round trip, no
+// registers held), and each slot of A is reloaded with the next chunk's the
+// moment it is used (as sgemm_skinny does for B). B's chunks are
+// double-buffered: the next chunk's copies are issued before this chunk's
+// FFMAs, and the wait is for the group before the last, so the copy overlaps
+// the arithmetic. The two buffers must fit 48 KB of static shared memory
+// (K_STEPS <= 8 at COLS = 16, ROW_LANES = 8). Why (a staging loop of one L2
+// round trip per word left every configuration slower than split-K), the
+// predictions and the measurements (at THREAD_ROWS = 2, cuBLAS's time at
+// 4096 x 16 x 4096 on an H100): docs/sgemm-ladder.md, "Rung 22, stream-K for
+// few tiles, and sgemm_skinny_n's staging" and "Rung 23, and sgemm_skinny_n's
+// double-buffered B".
 // Synchronisation (inside a block only): the barrier at the top of a trip
 // orders every thread's reads of the buffer the trip refills (read in the trip
 // before) before any copy into it; cp.async.wait_group 1 then the barrier after

@@ -36,7 +36,7 @@
 // only 3 MB (1 us of loaded latency). B's 67.1 MB at 2.8-3.0 TB/s: 22-24 us;
 // the fix-up reads 16 x 512 bytes per strip (256 KB in all, in L2) once the
 // strip's last slice lands: under 1 us. 23-25 us against cuBLAS's 24.8: 99-108%.
-// Measurement: pending GPU run.
+// Measured: docs/sgemm-ladder.md, rung 22's section.
 // Synchronisation (docs/synchronisation.md, sgemm_split_k's section: the same
 // pattern): writer of a partial strip: each thread's __stcg stores,
 // __syncthreads, then thread 0's __threadfence and relaxed atomicAdd (.gpu) on

@@ -14,18 +14,16 @@
 // per tile, rank and group for that rank's share of its cluster's sum.
 // Idea: with fewer tiles than SMs, sgemm_split_k (small tiles, the partials in
 // global memory, the last block of a tile adding all of them) and
-// sgemm_stream_k (the large tile, the same fix-up) both measured 64-74% of
-// cuBLAS at 128 x 4096 x 4096 on an H100 (2026-11-24, tree 7d4fd8b). Nsight
-// Compute on stream-K there: SMs active 77% of the kernel's time, the busiest
-// 22% above the average, i.e. about 25 us of 149 in which the few blocks that
-// arrive last at a tile read about nine 128 KB partials each while the other
-// SMs idle, and the FMA pipe at 56% of its peak while active. Here every block
-// of a tile is resident at once (a cluster is scheduled whole), so no
-// block waits for a tile's last arriver: each leaves its partial in its own
-// shared memory, and after one cluster barrier each block adds its share of
-// the tile (1 / SPLITS of every thread's float4s) over all SPLITS blocks,
-// in slice order, and stores it. The fix-up is spread over the tile's SPLITS
-// SMs and goes over the SM-to-SM network, not through L2.
+// sgemm_stream_k (the large tile, the same fix-up) leave most SMs idle while
+// the few blocks that arrive last at a tile read every other block's partial
+// through L2 (Nsight Compute on stream-K at 128 x 4096 x 4096 on an H100:
+// docs/sgemm-ladder.md, "Rung 23, and sgemm_skinny_n's double-buffered B").
+// Here every block of a tile is resident at once (a cluster is scheduled
+// whole), so no block waits for a tile's last arriver: each leaves its
+// partial in its own shared memory, and after one cluster barrier each block
+// adds its share of the tile (1 / SPLITS of every thread's float4s) over all
+// SPLITS blocks, in slice order, and stores it. The fix-up is spread over the
+// tile's SPLITS SMs and goes over the SM-to-SM network, not through L2.
 // Predicted (H100, written before measuring): 128 x 4096 x 4096, 128 x 256
 // tiles, SPLITS = 8: 16 clusters of 8 (128 blocks, one per SM, if the GPU
 // holds 16 such clusters at once: two per GPC), 32 k-tiles a block at the
@@ -36,25 +34,16 @@
 // 256 k-tiles a block, 712 us plus about 3, 99-101% of cuBLAS's 712.6 us.
 // If the GPU holds fewer clusters than the launch has, the rest run as a
 // second wave and the time nearly doubles.
-// Measured (H100, 2026-11-24, tree 2cbe7ca; docs/sgemm-ladder.md, rung 23):
-// missed. The H100 holds 15 clusters of 8 and 30 of 4 (a cluster's blocks
-// share a GPC), so both shapes ran as two waves (221.7 and 1483.5 us). In one
-// wave, SPLITS = 6 took 153.5 us (64.6%), 3.57 us a k-tile. At 1024 x 1024 the
-// 128 x 128 tile in two slices took 60.4 us, 100.0% of cuBLAS.
-// Second round (GROUPS): the H100 and H200 hold 15 clusters of 8 and 30 of 4
-// but 66 of 2, so a tile's slices may also be several clusters of 2 whose
-// sums meet in global memory: each block leaves its share of its cluster's
-// sum (1 / SPLITS of the tile) in a slot, and the last of a rank's GROUPS
-// blocks to arrive adds them. At 128 x 4096 x 4096, 16 tiles x 4 clusters of
-// 2 are 128 blocks in one wave, and the fix-up a last arriver reads is 4 x 64
-// KB, not split-K's 8 x 64 KB or stream-K's nine 128 KB partials.
-// Predicted (H100): 32 k-tiles a block at the 3.1-3.6 us rung 23 took per
-// k-tile at this shape, 99-115 us, plus about 4 us: 92-108% of cuBLAS's 98.6
-// (as written then; 103-119 us is 83-96%).
-// Measured (H100, tree 0e187ff): 144.5 us (68.0%), 4.2 us a k-tile; the 128 x
-// 128 tile in 2 clusters of 2 took 129.7 us (76.1%), and with BK = 8 (half the
-// loop's code; its warps had waited on instruction fetches) 79.4% in the
-// dispatcher (tree 498b2c7). docs/sgemm-ladder.md has the profile.
+// Measured (H100; docs/sgemm-ladder.md, rung 23 and its second round): the
+// prediction missed. A cluster's blocks share a GPC, so an H100 or H200 holds
+// 15 clusters of 8 and 30 of 4 but 66 of 2, and both shapes ran as two waves.
+// Hence GROUPS: a tile's slices may also be several clusters of SPLITS
+// blocks whose sums meet in global memory: each block leaves its share of its
+// cluster's sum (1 / SPLITS of the tile) in a slot, and the last of a rank's
+// GROUPS blocks to arrive adds them. At 128 x 4096 x 4096, 16 tiles x 4
+// clusters of 2 are 128 blocks in one wave, and the fix-up a last arriver
+// reads is 4 x 64 KB, not split-K's 8 x 64 KB or stream-K's nine 128 KB
+// partials. The worklog has each configuration's time and the profile.
 // Synchronisation (docs/synchronisation.md): inside a block, the ring as
 // sgemm_spread_copies. Within a cluster: cp.async.wait_group 0 then
 // __syncthreads leaves no copy into the ring pending and no warp reading it,

@@ -139,7 +139,7 @@ def build(rung: Rung, c: Config) -> KernelSpec:
     # one grid row per GROUP_M rows of tiles (see 10_swizzle_l2.cu).
     group = c.get("GROUP_M", 1)
     grid = lambda s, b: (cdiv(s.n, cols) * group, cdiv(cdiv(s.m, rows), group), 1)
-    constraints = (grid_rows_fit(rows * group),)
+    constraints: tuple[Constraint, ...] = (grid_rows_fit(rows * group),)
     if rung.persistent:
         grid = lambda s, b: (cdiv(s.m, rows) * cdiv(s.n, cols), 1, 1)
         constraints = ()

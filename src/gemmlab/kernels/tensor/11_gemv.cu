@@ -22,11 +22,10 @@
 // software pipeline); with PREFETCH = 0 a batch is loaded and multiplied in
 // the same iteration, and ptxas puts each mma right behind its own loads.
 // NO_L1 = 1 streams the big operand past L1 (ld.global.nc.L1::no_allocate).
-// Which wins is the GPU's to say, so both are configurations: on the H100
-// (2026-11-24) the pipelined, L1-bypassing version, written because the first
-// one held 16 x 4096 x 4096 at 76.5% of cuBLAS, measured slower at every
-// 16-row shape (4096 x 16 x 4096 bfloat16-out: 13.98 us against 9.05 us),
-// with the 32 MB operand largely in the 50 MB L2 between graph-timed launches.
+// Which wins is the GPU's to say, so both are configurations: on an H100 the
+// L1 bypass lost at every shape, the 32 MB operand being largely in the 50 MB
+// L2 between graph-timed launches, and the pipeline alone was the fastest or
+// within 2% (docs/tensor-ladder.md, "Issue 21, third round", and its round 4).
 // Predicted (docs/tensor-ladder.md): the big operand at 85-90% of DRAM
 // bandwidth: 1 x 4096 x 4096 reads 32 MB, 10-11 us on an H100 (3.35 TB/s);
 // the small rows (at most 128 KB at K = 4096) come from L1 and L2.

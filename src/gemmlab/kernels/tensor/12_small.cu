@@ -27,21 +27,17 @@
 // Predicted (docs/tensor-ladder.md): 512: about 2.5 us, 135-155% of cuBLAS;
 // 1024: 3.5-4 us, 160-180%; 128 x 4096 x 4096 (bound by its bytes): about
 // 11-13 us, 110-130%.
-// PAIR = 2 (round 10 of issue 21): two vertically adjacent row tiles share
-// their B (the same columns, the same slice of K) as tc_cluster's blocks do:
-// a cluster holds PAIR x SPLITS blocks, rank p x SPLITS + slice for row tile
-// p of the pair, and each block's producer loads half of B's BN rows and
-// multicasts it to both blocks of its slice. At 4096 x 128 x 4096 the 64 row
-// tiles each read all of B (1 MB) from L2; pairs halve that. Measured in round
-// 10, pairs lost everywhere, and were taken out. Round 12 (2026-11-24) found
-// where their time went (Nsight Compute, 1024, 128 x 64 tiles): the cluster
-// barriers at the start and end, whose release fences waited for memory
-// operations (ERRBAR, MEMBAR.ALL.GPU), held 16% of the warp samples. With the
-// relaxed barriers below, row pairs of 128 x 64 tiles beat the best
-// unpaired configuration at 1000 (9.4 against 9.5-9.6 us on an H100, 8.6
-// against 9.4 on an H200); at 1024 pairs still lose (7.27 us against 6.55).
-// Column pairs (below) did better wherever both were timed, and row pairs
-// left the tuner's search.
+// PAIR = 2: two vertically adjacent row tiles share their B (the same
+// columns, the same slice of K) as tc_cluster's blocks do: a cluster holds
+// PAIR x SPLITS blocks, rank p x SPLITS + slice for row tile p of the pair,
+// and each block's producer loads half of B's BN rows and multicasts it to
+// both blocks of its slice. At 4096 x 128 x 4096 the 64 row tiles each read
+// all of B (1 MB) from L2; pairs halve that. The pair's cluster barriers at
+// the start and the end order no memory (below): with release fences, which
+// wait for memory operations, they held 16% of the pairs' warp samples. Row
+// pairs lost to column pairs (below) wherever both were timed and are not
+// searched (docs/tensor-ladder.md, issue 21's tenth, twelfth and thirteenth
+// rounds).
 // PAIR_COLS = 2 (round 13): the same for two horizontally adjacent column
 // tiles sharing A (cuBLAS's clusters at 1000 and 1024): each producer loads
 // half of A's BM rows, multicast to both, and its own B. At 1000 the 128 x 64
@@ -90,15 +86,13 @@
 //   registers, stores its share of C, and waits before leaving. The arrive's
 //   fence so covers the cluster reads, not C's global stores (measured 3-5%
 //   off the skinny shapes' two-slice picks, issue 21 round 11).
-// - a bfloat16 C with SPLITS = 1 (staged through the ring, 2026-11-24): the
-//   same first steps (no TMA write pending, the fence, bar.sync 1) before the
-//   consumers write the rounded tile into the ring, then a second bar.sync 1
-//   between those writes and the consumers' reads of it for the copy out.
-//   Predicted (H100, written before measuring): the pair stores left 16-byte
-//   pieces of 8 rows per warp instruction, half a 32-byte sector each; whole
-//   512-byte runs take bfloat16-out 1024 from 7.46 us (76.7% of cuBLAS, tree
-//   498b2c7) to about the float32 C's 6.9 us, 80-85%. Measured (H100, config
-//   table): 6.16 us, 93.5%; 512: 3.34 us, 104.5% (95.6% before).
+// - a bfloat16 C with SPLITS = 1 (staged through the ring, so that a warp
+//   writes 512 contiguous bytes of C where the pair stores wrote 16-byte
+//   pieces of 8 rows, half a 32-byte sector each; docs/tensor-ladder.md,
+//   issue 21's fourth round): the same first steps (no TMA write pending, the
+//   fence, bar.sync 1) before the consumers write the rounded tile into the
+//   ring, then a second bar.sync 1 between those writes and the consumers'
+//   reads of it for the copy out.
 // - one launch and the next (programmatic dependent launch, 2026-11-28): the
 //   runner launches this kernel with programmatic stream serialization
 //   (KernelSpec.dependent_launch), so its blocks may start while the launch

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from gemmlab.core.arch import sm_limits
 from gemmlab.core.shapes import Dim3, Shape
@@ -135,7 +136,7 @@ def c_boxes_bytes(c: Config) -> int:
 
 # Every rung from tc_mma on: rows of A and B in whole 16-byte pieces (16-byte copies, TMA row strides).
 ROWS_16 = 16
-HOPPER = dict(min_cc=(9, 0), archs=("sm_90a",), tma=True, dynamic_smem=True, k_bytes_multiple=ROWS_16)
+HOPPER: dict[str, Any] = dict(min_cc=(9, 0), archs=("sm_90a",), tma=True, dynamic_smem=True, k_bytes_multiple=ROWS_16)
 
 
 def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:

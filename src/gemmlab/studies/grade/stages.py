@@ -365,7 +365,7 @@ def isolation_in_force() -> str:
 
 
 # What every grading worker is started with (see staged).
-PRIVATE = {"GEMMLAB_PRIVATE_CACHE": "1"}
+PRIVATE: dict[str, str | None] = {"GEMMLAB_PRIVATE_CACHE": "1"}
 
 
 @contextlib.contextmanager
