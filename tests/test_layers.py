@@ -69,3 +69,17 @@ def test_the_check_sees_an_upward_import() -> None:
         "def f():\n    from gemmlab import report\n"
     )
     assert _imported_layers(tree) == [(2, "results"), (6, "report")]
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "cli").glob("*.py")), ids=lambda p: p.name)
+def test_the_command_line_goes_through_the_api(path: Path) -> None:
+    """Issue 51: one front door. A command parses and prints; what runs, and
+    with which configuration, is the API's to decide, the same for a notebook
+    and the terminal. So the command line imports the API and core (errors,
+    shapes: the vocabulary both speak), nothing between them."""
+    between = [
+        f"line {line}: imports {layer}"
+        for line, layer in _imported_layers(ast.parse(path.read_text()))
+        if layer not in ("core", "api", "cli")
+    ]
+    assert between == [], f"{path.name} reaches below the API: {between}"
