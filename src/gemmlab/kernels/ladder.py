@@ -10,10 +10,12 @@ it is what KernelSpec.config, RunResult.config and the tuner store."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 from gemmlab.core.errors import ConstraintError, UnknownName
 from gemmlab.core.shapes import MAX_GRID_YZ, Dim3, Shape
@@ -230,3 +232,16 @@ def grid_y_fits(grid: Callable[[Shape, int], tuple[int, int, int]]) -> Constrain
         return None
 
     return Constraint(f"at most {MAX_GRID_YZ} rows of blocks in grid y", check)
+
+
+def rungs_beside(spec_file: str, package: str) -> tuple[tuple[Rung, ...], tuple[Rung, ...]]:
+    """The rungs of a ladder, read from the ``rungNN_name.py`` modules beside
+    ``spec_file`` in their numbers' order, each module's ``RUNG``: those in the
+    catalogue, then the candidates (a module that sets ``CANDIDATE = True``:
+    written after the newest stored benchmark of its ladder). Adding a rung is
+    its ``.cu``, its module and its worklog entry; the ladder finds it."""
+    modules = [importlib.import_module(f"{package}.{path.stem}")
+               for path in sorted(Path(spec_file).parent.glob("rung[0-9][0-9]_*.py"))]  # fmt: skip
+    listed = tuple(m.RUNG for m in modules if not getattr(m, "CANDIDATE", False))
+    candidates = tuple(m.RUNG for m in modules if getattr(m, "CANDIDATE", False))
+    return listed, candidates

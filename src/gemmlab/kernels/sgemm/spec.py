@@ -23,70 +23,20 @@ is the ladder: its rungs in order, then its candidate rungs.
 
 from __future__ import annotations
 
-from gemmlab.kernels.ladder import Ladder, Rung
-from gemmlab.kernels.sgemm import (
-    rung01_coalesced,
-    rung02_smem,
-    rung03_1d_blocktile,
-    rung04_2d_blocktile,
-    rung05_vectorized,
-    rung06_swizzled,
-    rung07_warptile,
-    rung08_double_buffer,
-    rung09_multistage,
-    rung10_swizzle_l2,
-    rung11_large_tile,
-    rung12_lean_loop,
-    rung13_spread_copies,
-    rung14_stream_k,
-    rung15_column_order,
-    rung16_edge_strips,
-    rung17_padded_b,
-    rung18_small_tile,
-    rung19_split_k,
-    rung20_skinny,
-    rung21_skinny_n,
-    rung22_gemv_split,
-    rung23_cluster_split_k,
-)
+from gemmlab.kernels.ladder import Ladder, Rung, rungs_beside
 from gemmlab.kernels.sgemm.family import build, limits
 from gemmlab.kernels.spec import KernelSpec
 
-RUNGS: tuple[Rung, ...] = (
-    rung01_coalesced.RUNG,
-    rung02_smem.RUNG,
-    rung03_1d_blocktile.RUNG,
-    rung04_2d_blocktile.RUNG,
-    rung05_vectorized.RUNG,
-    rung06_swizzled.RUNG,
-    rung07_warptile.RUNG,
-    rung08_double_buffer.RUNG,
-    rung09_multistage.RUNG,
-    rung10_swizzle_l2.RUNG,
-    rung11_large_tile.RUNG,
-    rung12_lean_loop.RUNG,
-    rung13_spread_copies.RUNG,
-    rung14_stream_k.RUNG,
-    rung15_column_order.RUNG,
-    rung16_edge_strips.RUNG,
-    rung17_padded_b.RUNG,
-)
-
-
-# Rungs written after the newest stored benchmark (benchmarks/results/*_sgemm.json,
-# which docs/sgemm-ladder.md and tests/test_worklog.py hold the catalogue to).
-# LADDER.configs() and LADDER.variant() know them, and gemmlab.measure.run.run(kernel_id,
-# shape, spec=LADDER.variant(kernel_id, {})) runs them; they move into RUNGS, and with
-# it into the catalogue, in the change that stores a benchmark measuring them.
+# The rungs in their numbers' order, each the RUNG of its rungNN_name.py beside
+# this file, then the candidates: modules that set CANDIDATE = True, written
+# after the newest stored benchmark (benchmarks/results/*_sgemm.json, which docs/sgemm-ladder.md
+# and tests/test_worklog.py hold the catalogue to). LADDER.configs(),
+# LADDER.variant() and the dispatcher's search know them; they join the
+# catalogue when the change that stores a benchmark measuring them drops CANDIDATE.
 # From rung 18 on they serve the shapes the large tiles lose (issue 21).
-CANDIDATE_RUNGS: tuple[Rung, ...] = (
-    rung18_small_tile.RUNG,
-    rung19_split_k.RUNG,
-    rung20_skinny.RUNG,
-    rung21_skinny_n.RUNG,
-    rung22_gemv_split.RUNG,
-    rung23_cluster_split_k.RUNG,
-)
+RUNGS: tuple[Rung, ...]
+CANDIDATE_RUNGS: tuple[Rung, ...]
+RUNGS, CANDIDATE_RUNGS = rungs_beside(__file__, __package__ or "")
 
 LADDER = Ladder("FP32 ladder", RUNGS, limits, build, candidates=CANDIDATE_RUNGS)
 SGEMM_KERNELS: tuple[KernelSpec, ...] = LADDER.kernels

@@ -29,48 +29,19 @@ module is the ladder: its rungs in order, then its candidate rungs.
 
 from __future__ import annotations
 
-from gemmlab.kernels.ladder import Ladder, Rung
+from gemmlab.kernels.ladder import Ladder, Rung, rungs_beside
 from gemmlab.kernels.spec import KernelSpec
-from gemmlab.kernels.tensor import (
-    rung01_wmma,
-    rung02_mma,
-    rung03_mma_pipeline,
-    rung04_wgmma,
-    rung05_warpspecialized,
-    rung06_persistent,
-    rung07_cluster,
-    rung08_tma_store,
-    rung09_any_k,
-    rung10_split_k,
-    rung11_gemv,
-    rung12_small,
-    rung13_split_tail,
-)
 from gemmlab.kernels.tensor.family import block_limits, build
 
-RUNGS: tuple[Rung, ...] = (
-    rung01_wmma.RUNG,
-    rung02_mma.RUNG,
-    rung03_mma_pipeline.RUNG,
-    rung04_wgmma.RUNG,
-    rung05_warpspecialized.RUNG,
-    rung06_persistent.RUNG,
-    rung07_cluster.RUNG,
-    rung08_tma_store.RUNG,
-)
-
-# Rungs written after the newest stored tensor benchmark (benchmarks/results/
-# *_tensor.json, which docs/tensor-ladder.md and tests/test_worklog.py hold the
-# catalogue to). LADDER.configs() and LADDER.variant() know them, and so does
-# the dispatcher's search (catalogue.ladder); they move into RUNGS, and with it
-# into the catalogue, in the change that stores a benchmark measuring them.
-CANDIDATE_RUNGS: tuple[Rung, ...] = (
-    rung09_any_k.RUNG,
-    rung10_split_k.RUNG,
-    rung11_gemv.RUNG,
-    rung12_small.RUNG,
-    rung13_split_tail.RUNG,
-)
+# The rungs in their numbers' order, each the RUNG of its rungNN_name.py beside
+# this file, then the candidates: modules that set CANDIDATE = True, written
+# after the newest stored benchmark (benchmarks/results/*_tensor.json, which docs/tensor-ladder.md
+# and tests/test_worklog.py hold the catalogue to). LADDER.configs(),
+# LADDER.variant() and the dispatcher's search know them; they join the
+# catalogue when the change that stores a benchmark measuring them drops CANDIDATE.
+RUNGS: tuple[Rung, ...]
+CANDIDATE_RUNGS: tuple[Rung, ...]
+RUNGS, CANDIDATE_RUNGS = rungs_beside(__file__, __package__ or "")
 
 LADDER = Ladder("tensor-core ladder", RUNGS, block_limits, build, candidates=CANDIDATE_RUNGS)
 TENSOR_KERNELS: tuple[KernelSpec, ...] = LADDER.kernels
