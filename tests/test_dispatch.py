@@ -50,6 +50,20 @@ def test_the_quick_suite_is_a_small_subset_without_the_largest_squares() -> None
     assert SUITE_PATH.is_file()
 
 
+def test_the_suite_ships_inside_the_package_so_dispatch_tune_works_from_a_plain_install() -> None:
+    """Issue 50: `gemmlab dispatch tune` failed after `pip install .`, because the
+    suite lived in the checkout's benchmarks/. It is package data now: inside the
+    package folder and named by pyproject.toml's package-data."""
+    import gemmlab
+    from gemmlab.studies.suite import tomllib
+
+    package = Path(gemmlab.__file__).resolve().parent
+    assert SUITE_PATH.is_file() and SUITE_PATH.is_relative_to(package)
+    pyproject = tomllib.loads((package.parents[1] / "pyproject.toml").read_text())
+    shipped = pyproject["tool"]["setuptools"]["package-data"]["gemmlab"]
+    assert str(SUITE_PATH.relative_to(package)) in shipped
+
+
 def test_a_suite_file_with_a_stray_quick_shape_or_a_bad_shape_is_refused(tmp_path: Path) -> None:
     stray = tmp_path / "stray.toml"
     stray.write_text('[[group]]\nname = "g"\nsquares = [64]\nquick = [[32, 32, 32]]\n')

@@ -1,5 +1,5 @@
 """Is the dispatcher at cuBLAS speed on every shape? Tunes the dispatcher on
-the chosen suite (benchmarks/shapes.toml; --tune quick to tune only the quick
+the chosen suite (src/gemmlab/studies/shapes.toml; --tune quick to tune only the quick
 subset and see what the nearest picks give) on this GPU, then runs its pick for
 every shape of the chosen suite beside cuBLAS (verified against float64 first,
 timed in alternation; both sides from CUDA graphs or back-to-back launches

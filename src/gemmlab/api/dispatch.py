@@ -1,5 +1,5 @@
 """The dispatcher's table from Python and for `gemmlab dispatch`: per GPU,
-element type and shape of the shape suite (benchmarks/shapes.toml), the
+element type and shape of the shape suite (gemmlab/studies/shapes.toml), the
 fastest verified rung and configuration, tuned beside cuBLAS
 (:mod:`gemmlab.studies.dispatch`), and the stored picks read back.
 :func:`gemmlab.api.matmul.dispatch` chooses from them for `gemmlab run best`
@@ -44,7 +44,7 @@ def tune(
     on_candidate: Callable[[str], None] | None = None,
 ) -> Tuned:
     """Per shape of the ``suite`` ("quick" or "full", from ``suite_file`` or
-    the checkout's benchmarks/shapes.toml), verify and time a handful of rungs
+    gemmlab/studies/shapes.toml), verify and time a handful of rungs
     and configurations beside cuBLAS on this GPU, and store the fastest
     verified one in ``db``; shapes with a pick are skipped unless ``force``.
     ``dtypes``: names or their short forms (fp32, bf16, bf16-out; default: the

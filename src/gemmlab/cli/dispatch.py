@@ -1,6 +1,6 @@
 """`gemmlab dispatch tune` and `gemmlab dispatch show`: the dispatcher's
 picks per shape on this GPU (gemmlab.studies.dispatch), tuned on the shape
-suite (benchmarks/shapes.toml); `gemmlab run best M N K` and
+suite (gemmlab/studies/shapes.toml); `gemmlab run best M N K` and
 ``gemmlab.matmul`` read them."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def tune_cmd(
     ] = None,
     db: DbOption = DEFAULT_PATH,
     suite_file: Annotated[
-        Path | None, typer.Option("--suite-file", help="A shapes.toml (default: the checkout's benchmarks/).")
+        Path | None, typer.Option("--suite-file", help="A shapes.toml (default: the suite gemmlab ships).")
     ] = None,
     per_rung: Annotated[
         int | None, typer.Option(min=1, help="Configurations tried per rung and shape (default: 3).")

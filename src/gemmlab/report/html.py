@@ -155,7 +155,7 @@ def dispatch_html(plots: Sequence[Plot], folder: str) -> str:
     )
     return (
         "<section id='dispatch'><h2>The dispatcher against cuBLAS</h2><p>Per shape of the suite "
-        "(benchmarks/shapes.toml), the pick `gemmlab dispatch tune` stored and each rung it tried, as a share of "
+        "(gemmlab/studies/shapes.toml), the pick `gemmlab dispatch tune` stored and each rung it tried, as a share of "
         "cuBLAS's speed on the same GPU; each figure was timed in alternation with cuBLAS, short problems on both "
         f"sides from CUDA graphs or back-to-back launches.</p>{figures}</section>"
     )

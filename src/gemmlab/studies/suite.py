@@ -1,4 +1,4 @@
-"""The shape suite (benchmarks/shapes.toml): the shapes the dispatcher is
+"""The shape suite (gemmlab/studies/shapes.toml): the shapes the dispatcher is
 tuned and judged on, in groups (squares, odd sizes, skinny M and N, K-heavy,
 small K, tall and thin), each with its repetitions, and the quick subset that
 tunes in a few minutes on one GPU. Pure: read and checked without a GPU."""
@@ -16,8 +16,8 @@ try:  # Python 3.11 and later; tomli (the same parser) before
 except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
-# The repository's copy, beside the benchmarks it feeds (a source checkout).
-SUITE_PATH = Path(__file__).resolve().parents[3] / "benchmarks" / "shapes.toml"
+# Package data beside this module, so that `gemmlab dispatch tune` works from a plain install.
+SUITE_PATH = Path(__file__).resolve().with_name("shapes.toml")
 SUBSETS = ("quick", "full")
 # The element types the suite may name: the FP32 ladder's and the tensor-core ladder's two C types.
 SUITE_DTYPES = ("float32", "bfloat16", "bfloat16-out")
@@ -56,7 +56,7 @@ def dtype_name(dtype: str) -> str:
 
 def load_suite(subset: str = "quick", path: str | Path | None = None) -> Suite:
     """The ``subset`` ("quick" or "full") of the suite at ``path`` (default:
-    the repository's benchmarks/shapes.toml). A shape listed in two groups is
+    the repository's gemmlab/studies/shapes.toml). A shape listed in two groups is
     kept once, with the first group's repetitions."""
     if subset not in SUBSETS:
         raise GemmlabError(f"There is no '{subset}' suite.", f"Use --suite {' or --suite '.join(SUBSETS)}.")
@@ -65,8 +65,8 @@ def load_suite(subset: str = "quick", path: str | Path | None = None) -> Suite:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise GemmlabError(
-            f"The shape suite {path} does not exist (it lives in a source checkout's benchmarks/).",
-            "Run from a checkout of gemmlab, or give --suite-file the path of a shapes.toml.",
+            f"The shape suite {path} does not exist.",
+            "Give --suite-file the path of a shapes.toml, or reinstall gemmlab: its own suite is package data.",
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise GemmlabError(f"{path} is not valid TOML: {exc}.", "Correct the file (see its comments).") from None
