@@ -1,0 +1,52 @@
+"""benchmarks/scripts/heldout_bench.py without a GPU: the shapes it draws (the
+same for a seed, within each distribution's bounds, a fresh draw otherwise)
+and the summary it reports."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_SPEC = importlib.util.spec_from_file_location("heldout_bench", ROOT / "benchmarks" / "scripts" / "heldout_bench.py")
+bench = importlib.util.module_from_spec(_SPEC)
+sys.modules["heldout_bench"] = bench
+_SPEC.loader.exec_module(bench)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("distribution", list(bench.DISTRIBUTIONS))
+def test_a_seed_draws_the_same_shapes_and_another_seed_others(distribution: str) -> None:
+    first = bench.draw(distribution, 40, seed=7)
+    assert first == bench.draw(distribution, 40, seed=7)
+    assert first != bench.draw(distribution, 40, seed=8)
+    assert len(set(first)) > 20  # drawn, not a handful of shapes repeated
+
+
+def test_each_distribution_keeps_to_its_bounds() -> None:
+    for m, n, k in bench.draw("log-uniform", 500, seed=1):
+        assert all(bench.LOW <= d <= bench.HIGH for d in (m, n, k))
+    llm = bench.draw("llm", 500, seed=1)
+    assert all(1 <= m <= 8192 and (n, k) in bench.LLM_WEIGHTS for m, n, k in llm)
+    assert min(m for m, _, _ in llm) < 16 and max(m for m, _, _ in llm) > 2048  # decode and prefill both
+    for dims in bench.draw("squares-rects", 500, seed=1):
+        assert max(dims) <= bench.HIGH and min(dims) >= bench.LOW
+        assert max(dims) // min(dims) in (1, 2, 3, 4, 5, 6, 7, 8, 16)  # a square or a 1:2..1:8 rectangle
+
+
+def test_the_log_uniform_draw_covers_every_decade() -> None:
+    sides = [d for shape in bench.draw("log-uniform", 400, seed=3) for d in shape]
+    decades = {int(math.log10(s)) for s in sides}
+    assert decades == {1, 2, 3, 4}
+
+
+def test_the_summary_is_the_geomean_the_tenth_percentile_and_the_minimum() -> None:
+    shares = [100.0] * 9 + [25.0]
+    s = bench.summary(shares)
+    assert s["count"] == 10 and s["min"] == 25.0 and s["p10"] == 25.0
+    assert s["geomean"] == pytest.approx(math.exp((9 * math.log(100) + math.log(25)) / 10))
+    assert bench.summary(list(range(1, 101)))["p10"] == 10
+    assert bench.summary([]) == {"count": 0}
