@@ -1,5 +1,7 @@
-"""``gemmlab.matmul``: a matrix product on CuPy arrays by the kernel the
-dispatcher picked for this shape and GPU (:mod:`gemmlab.studies.dispatch`).
+"""``gemmlab.matmul``: a matrix product on CuPy arrays or PyTorch tensors by
+the kernel the dispatcher picked for this shape and GPU
+(:mod:`gemmlab.studies.dispatch`). Tensors are taken through DLPack, bfloat16
+ones natively, and the result comes back as a tensor (:mod:`gemmlab.api.arrays`).
 
 What it takes (docs/dispatch.md):
 
@@ -29,10 +31,12 @@ distributed ladder's local GEMMs) use it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
 
+from gemmlab.api.arrays import is_torch, to_cupy, to_torch, torch_stream
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
@@ -55,29 +59,38 @@ def matmul(
 ) -> Any:  # fmt: skip
     """``alpha * a @ b + beta * c`` by the dispatcher's kernel for this shape
     and GPU (see the module's docstring for the types and layouts); a new CuPy
-    array. ``db``: the results database holding the tuned picks (default:
+    array, or a tensor where the caller gave tensors. ``db``: the results database holding the tuned picks (default:
     $GEMMLAB_DB, else gemmlab-results.sqlite here); without one, each element
     type's default rung runs."""
     cp = gpu.cupy()  # NoGPUError, with its fix, on a machine without a usable GPU
+    tensors = any(is_torch(x) for x in (a, b, c))
+    a, b, c = (to_cupy(cp, x, name, "gemmlab.matmul") for x, name in ((a, "a"), (b, "b"), (c, "c")))
     device = _one_device(cp, "gemmlab.matmul", a, b, c)
     dtype, shape, b_is_transposed = check_operands(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype)
     _choice, spec = dispatch(shape, dtype, db, device)
+    with cp.cuda.Device(device), torch_stream(cp, device) if tensors else contextlib.nullcontext():
+        out = _product(cp, spec, dtype, shape, a, b, c, alpha, beta, b_is_transposed, device)
+    return to_torch(cp, out, dtype == "bfloat16-out") if tensors else out
+
+
+def _product(cp: Any, spec: KernelSpec, dtype: str, shape: Shape, a: Any, b: Any, c: Any, alpha: float, beta: float,
+             b_is_transposed: bool, device: int) -> Any:  # fmt: skip
+    """matmul's launch and its epilogue on CuPy's current stream: a new CuPy array."""
     from gemmlab.measure.gemm import launch_gemm
 
-    with cp.cuda.Device(device):
-        if dtype == "float32":
-            out = cp.empty((shape.m, shape.n), dtype=cp.float32)
-            c_in = c if c is not None else cp.zeros_like(out)  # the kernels read C whatever beta is
-            launch_gemm(spec, dtype, GemmOperands(a, b, c_in, out, alpha, beta), device)
-            return out
-        bt = b.T if b_is_transposed else cp.ascontiguousarray(b.T)
-        out = cp.empty((shape.m, shape.n), dtype=cp.uint16 if dtype == "bfloat16-out" else cp.float32)
-        launch_gemm(spec, dtype, GemmOperands(a, bt, out, out), device)
-        if alpha != 1.0:
-            out *= cp.float32(alpha)
-        if c is not None and beta != 0.0:
-            out += cp.float32(beta) * c
+    if dtype == "float32":
+        out = cp.empty((shape.m, shape.n), dtype=cp.float32)
+        c_in = c if c is not None else cp.zeros_like(out)  # the kernels read C whatever beta is
+        launch_gemm(spec, dtype, GemmOperands(a, b, c_in, out, alpha, beta), device)
         return out
+    bt = b.T if b_is_transposed else cp.ascontiguousarray(b.T)
+    out = cp.empty((shape.m, shape.n), dtype=cp.uint16 if dtype == "bfloat16-out" else cp.float32)
+    launch_gemm(spec, dtype, GemmOperands(a, bt, out, out), device)
+    if alpha != 1.0:
+        out *= cp.float32(alpha)
+    if c is not None and beta != 0.0:
+        out += cp.float32(beta) * c
+    return out
 
 
 class Matmul:
@@ -100,6 +113,8 @@ class Matmul:
         self, a: Any, b: Any, *, out: Any = None, out_dtype: str | None = None, db: str | Path | None = None
     ) -> None:  # fmt: skip
         cp = gpu.cupy()
+        self._tensors = any(is_torch(x) for x in (a, b, out))
+        a, b, out = (to_cupy(cp, x, name, "gemmlab.Matmul") for x, name in ((a, "a"), (b, "b"), (out, "out")))
         device = _one_device(cp, "gemmlab.Matmul", a, b, out)
         dtype, shape, b_is_transposed = check_operands(a, b, out_dtype=out_dtype)
         if dtype != "float32" and not b_is_transposed:
@@ -129,11 +144,19 @@ class Matmul:
                 operands = GemmOperands(a, b.T, self.out, self.out)
             self._bound = bind_gemm(spec, dtype, operands, device)
         self._keep = (a, b)  # the arrays the launch arguments point into
+        self._cp, self._device = cp, device
+        # A caller who gave tensors gets a tensor: the same memory as out, made once.
+        self._result = to_torch(cp, self.out, dtype == "bfloat16-out") if self._tensors else self.out
 
     def run(self) -> Any:
-        """Launch the product on CuPy's current stream; :attr:`out`."""
-        self._bound.launch()
-        return self.out
+        """Launch the product on CuPy's current stream (PyTorch's, for a caller
+        who gave tensors); :attr:`out`, as a tensor for such a caller."""
+        if self._tensors:
+            with torch_stream(self._cp, self._device):
+                self._bound.launch()
+        else:
+            self._bound.launch()
+        return self._result
 
 
 def _one_device(cp: Any, caller: str, *arrays: Any) -> int:
@@ -141,7 +164,9 @@ def _one_device(cp: Any, caller: str, *arrays: Any) -> int:
     with the fix when one is not a CuPy array or they are on different GPUs."""
     given = [x for x in arrays if x is not None]
     if not all(isinstance(x, cp.ndarray) for x in given):
-        raise GemmlabError(f"{caller} takes CuPy arrays.", "Move the matrices to the GPU first: cupy.asarray(a).")
+        kinds = ", ".join(sorted({type(x).__name__ for x in given if not isinstance(x, cp.ndarray)}))
+        raise GemmlabError(f"{caller} takes CuPy arrays and PyTorch tensors on the GPU; got {kinds}.",
+                           "Move the matrices to the GPU first: cupy.asarray(a), or torch's a.cuda().")  # fmt: skip
     device = given[0].device.id
     if any(x.device.id != device for x in given):
         raise GemmlabError("The matrices of one matmul are on different GPUs.", "Put them on one device.")
