@@ -275,3 +275,61 @@ def test_a_round_slowed_by_heat_is_taken_again_and_a_power_capped_one_only_count
     # slowdown and is taken again once, clean; the power-capped round stays, flagged.
     assert out.retaken == 1 and len(out.kernel) == len(out.library) == 4
     assert sum(1 for s in out.kernel + out.library if s.slowed) == 1
+
+
+class _FakeNvml:
+    """pynvml's process queries, answering with the pids given."""
+
+    def __init__(self, compute: list[int], graphics: list[int] = ()) -> None:
+        from types import SimpleNamespace
+
+        self.nvmlDeviceGetComputeRunningProcesses = lambda handle: [SimpleNamespace(pid=p) for p in compute]
+        self.nvmlDeviceGetGraphicsRunningProcesses = lambda handle: [SimpleNamespace(pid=p) for p in graphics]
+
+
+def _with_nvml(monkeypatch, fake: _FakeNvml) -> None:
+    import sys
+
+    from gemmlab.core import gpu
+
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(gpu, "_nvml_handle", lambda index: object())
+
+
+def test_another_process_on_the_gpu_is_named_and_this_ones_family_is_not(monkeypatch) -> None:
+    """Issue 48: CUPTI sees this process's work only; NVML names the other
+    processes with a context on the GPU, so a timing they could share says so.
+    This process, its parent and its children are not others."""
+    import os
+    import subprocess
+
+    from gemmlab.core import gpu
+    from gemmlab.measure.run import other_process_warnings
+
+    child = subprocess.Popen(["sleep", "30"])
+    own_session = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        family = [os.getpid(), os.getppid(), child.pid]
+        _with_nvml(monkeypatch, _FakeNvml(family, [own_session.pid]))
+        # A child in a session of its own is still this process's own work.
+        assert gpu.other_processes(0) == []
+        _with_nvml(monkeypatch, _FakeNvml([os.getpid(), 999_999_999]))
+        others = gpu.other_processes(0)
+        assert others == [(999_999_999, "?")]
+        (said,) = other_process_warnings(others)
+        assert "pid 999999999" in said and "CUPTI" in said
+    finally:
+        child.kill()
+        own_session.kill()
+
+
+def test_nvml_that_cannot_tell_gives_no_warning(monkeypatch) -> None:
+    """A list without this process (a container's NVML reports the host's pids)
+    or no NVML at all: nothing can be told, and nothing is claimed."""
+    from gemmlab.core import gpu
+    from gemmlab.measure.run import other_process_warnings
+
+    _with_nvml(monkeypatch, _FakeNvml([12345, 67890]))
+    assert gpu.other_processes(0) is None
+    monkeypatch.setattr(gpu, "_nvml_handle", lambda index: None)
+    assert gpu.other_processes(0) is None and other_process_warnings(None) == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -256,6 +257,38 @@ def _nvml_handle(index: int) -> Any:
         return pynvml.nvmlDeviceGetHandleByIndex(index)
     except Exception:  # no NVML, or not permitted
         return None
+
+
+def other_processes(index: int = 0) -> list[tuple[int, str]] | None:
+    """The processes other than this one, its ancestors and its descendants
+    that NVML says hold a context on GPU ``index`` (compute or graphics), as
+    (pid, name). CUPTI sees only this process's work; this is how work of
+    another process on the same GPU is told. None where NVML cannot tell: no
+    NVML or no permission, or a list without this process (which holds a
+    context when it asks), as in a container whose NVML reports the host's pids."""
+    handle = _nvml_handle(index)
+    if handle is None:
+        return None
+    import pynvml
+
+    from gemmlab.core import processes
+
+    listed: set[int] = set()
+    for query in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+        found = _try(lambda q=query: getattr(pynvml, q)(handle))
+        if found is None:
+            return None
+        listed |= {int(p.pid) for p in found}
+    me = os.getpid()
+    if me not in listed:
+        return None
+    table = processes.parents()
+    family = {me} | processes.descendants(me, table)
+    pid = me
+    while pid in table and table[pid][0] not in family and table[pid][0] > 0:
+        pid = table[pid][0]
+        family.add(pid)
+    return [(pid, processes.name_of(pid)) for pid in sorted(listed - family)]
 
 
 def current_sm_clock_mhz(index: int = 0) -> float | None:

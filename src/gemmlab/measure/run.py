@@ -182,12 +182,19 @@ def _measure(
             if baseline and prepared.baseline is not None:
                 prepared.baseline()  # the library's own warm-up (handle, workspace, heuristics)
                 cp_stream.synchronize()
-                library_side = series.Side(activity.LIBRARY, lambda i: pool.sets[i].prepared.baseline(), checked=False)
+
+                def library(i: int) -> None:
+                    routine = pool.sets[i].prepared.baseline
+                    assert routine is not None  # every set is bound as the first was, with the library's routine
+                    routine()
+
+                library_side = series.Side(activity.LIBRARY, library, checked=False)
             timed = series.Series(cp, cp_stream, pool, activity.Recorder(), flush=flush, device_index=device_index)
             outcome = series.timed(timed, kernel_side, library_side, reps=reps, max_seconds=max_seconds)
             error = max(error, outcome.error)
             sm_clock_mhz = gpu.current_sm_clock_mhz(device_index)
             clock_events = gpu.clock_slowdown_reasons(device_index)
+            assert prepared.redraw is not None  # every GPU problem draws a second input set
             prepared.redraw()
             prepared.poison()
             launch()
@@ -333,7 +340,22 @@ def run(
     result.slowed_samples = sum(1 for s in outcome.kernel + outcome.library if s.slowed)  # kept ones
     result.sm_clock_after_mhz = m.sm_clock_mhz
     result.warnings = timing_warnings(m.timing, m.clock_events) + series_warnings(result, outcome)
+    result.warnings += other_process_warnings(gpu.other_processes(info.index))
     return result
+
+
+def other_process_warnings(others: list[tuple[int, str]] | None) -> list[str]:
+    """A warning naming the other processes that held a context on the GPU
+    when it was timed (NVML): CUPTI records this process's work only, so
+    theirs could have shared the GPU unseen."""
+    if not others:
+        return []
+    named = ", ".join(f"{name} (pid {pid})" for pid, name in others[:4])
+    more = f" and {len(others) - 4} more" if len(others) > 4 else ""
+    return [
+        f"other processes held a context on this GPU when it was timed: {named}{more}; work of theirs could "
+        "have shared the GPU with the timed calls, and CUPTI, which records this process only, would not see it"
+    ]
 
 
 def floor_of(point: Point, info: gpu.DeviceInfo, clock_mhz: float | None = None) -> floor.Floor:
