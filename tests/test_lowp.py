@@ -16,6 +16,7 @@ from gemmlab.core.errors import ConstraintError, GemmlabError
 from gemmlab.core.extras import MissingExtra
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
+from gemmlab.kernels.lowp import family
 from gemmlab.kernels.lowp import spec as lowp
 from gemmlab.measure.sass import find_tool, missing_claims, sass_opcodes, total
 from gemmlab.problems import lowp as problem
@@ -119,8 +120,8 @@ def test_the_tolerance_follows_how_long_the_tensor_cores_sum() -> None:
     promoted, whole = problem.fp8_tolerance(128), problem.fp8_tolerance(4096)
     assert promoted == pytest.approx(1e-4 + 4 * 2.0**-13)
     assert whole == pytest.approx(1e-4 + 128 * 2.0**-13) and whole > 20 * promoted
-    assert lowp._chain(lowp.LADDER.rung("tc_fp8_wgmma"), {"PROMOTE": 0}) == 0
-    assert lowp._chain(lowp.LADDER.rung("tc_fp8_wgmma"), {"PROMOTE": 1}) == 128
+    assert family._chain(lowp.LADDER.rung("tc_fp8_wgmma"), {"PROMOTE": 0}) == 0
+    assert family._chain(lowp.LADDER.rung("tc_fp8_wgmma"), {"PROMOTE": 1}) == 128
 
 
 def test_the_baseline_without_pytorch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -357,8 +358,8 @@ def test_persistent_fp8_rungs_compile_without_serialised_wgmma(kernel_id: str, c
 
 def test_promotion_every_256_k_doubles_the_chain_and_its_tolerance() -> None:
     rung = lowp.LADDER.rung("tc_fp8_tma_store")
-    assert lowp._chain(rung, rung.config({})) == 128
-    assert lowp._chain(rung, rung.config({"BN": 128, "PROMOTE_K": 256})) == 256
+    assert family._chain(rung, rung.config({})) == 128
+    assert family._chain(rung, rung.config({"BN": 128, "PROMOTE_K": 256})) == 256
     # 8 k = 32 steps in the tensor cores between promotions instead of 4: the bound's linear term doubles.
     assert problem.fp8_tolerance(256) == pytest.approx(1e-4 + 8 * 2.0**-13)
     longer = catalogue.variant("tc_fp8_tma_store", {"BN": 128, "PROMOTE_K": 256})
