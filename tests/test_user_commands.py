@@ -11,7 +11,7 @@ import pytest
 
 from gemmlab import backends
 from gemmlab.backends.nvrtc import Resources
-from gemmlab.core.errors import DeclarationError, GemmlabError
+from gemmlab.core.errors import DeclarationError, GemmlabError, UnknownName
 from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing
 from gemmlab.kernels import catalogue, user
@@ -21,7 +21,7 @@ from gemmlab.report import write_report
 from gemmlab.results.store import Store
 from gemmlab.studies import tune
 from gemmlab.studies.candidates import Device
-from gemmlab.studies.points import plan
+from gemmlab.studies.points import parameter_configs, plan
 from gemmlab.studies.sweep import sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -289,6 +289,24 @@ def test_tune_searches_a_declarations_parameters(two_params: Path):
     # At 24 only TILE = 8 divides n: the declaration's accepts filters the rest.
     assert {c["TILE"] for c in tune.search_space(str(two_params), [Shape.square(24)])} == {8}
     assert tune.search_space(str(TILED), [Shape.square(1000)]) == [{"TILE": 16}, {"TILE": 8}, {"TILE": 32}]
+
+
+def test_a_users_kernel_is_told_by_the_catalogue_not_by_a_slash(two_params: Path, monkeypatch):
+    monkeypatch.setattr(catalogue, "_DECLARED", {})
+    # A slash that names no user's kernel (a misspelt catalogue id): the tuner
+    # refuses it as it refuses any other name outside its ladders, listing the
+    # tunable kernels, rather than taking it for a user's kernel.
+    with pytest.raises(UnknownName, match="Unknown tunable kernel 'sgemm/warptile'") as found:
+        tune.resolved_dtype("sgemm/warptile")
+    assert "sgemm_warptile" in found.value.fix
+    # Nor does a sweep take it for one whose parameters it sets.
+    assert not catalogue.is_declared("sgemm/warptile")
+    assert parameter_configs("sgemm/warptile", {"STEP": [2, 4]}) == [None]
+    # A user's kernel read by its path is then known by its id, folder/stem.
+    kernel_id = catalogue.get(str(two_params)).id
+    assert catalogue.is_declared(kernel_id)
+    assert tune.search_space(kernel_id, [Shape.square(24)]) == tune.search_space(str(two_params), [Shape.square(24)])
+    assert parameter_configs(kernel_id, {"STEP": [2, 4]}) == [(("STEP", 2),), (("STEP", 4),)]
 
 
 def test_tune_stores_candidates_and_the_choice_for_a_users_kernel(tmp_path: Path):

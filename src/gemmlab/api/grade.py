@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from gemmlab.studies.grade import Task, Verdict
     from gemmlab.studies.grade.grading import GradeSummary
 
-__all__ = ["DEFAULT_OUT", "Graded", "Plan", "check_sanitizer", "grade_class", "ncu_missing", "passed"]
+__all__ = ["DEFAULT_OUT", "Graded", "Plan", "check_sanitizer", "grade_class", "passed"]
 
 # Where leaderboard.csv, leaderboard.html and the submissions' pages go.
 DEFAULT_OUT = Path("gemmlab-grades")
@@ -62,6 +62,7 @@ def grade_class(
     each verdict as it is stored. A submission graded before and unchanged is
     skipped unless ``force``; ``profile`` adds an Nsight Compute profile to the
     page of each timed submission, never to its grade."""
+    from gemmlab.measure.ncu.command import ncu_missing
     from gemmlab.report.leaderboard import write_leaderboard
     from gemmlab.studies import grade
     from gemmlab.studies.sweep import run_record
@@ -94,18 +95,6 @@ def check_sanitizer() -> None:
     from gemmlab.measure.sanitize import find_sanitizer
 
     find_sanitizer()
-
-
-def ncu_missing() -> ProfilerError | None:
-    """Why no page will have a profile (Nsight Compute is missing), or None.
-    Grading goes on without one (each page says why): the grades do not need it."""
-    from gemmlab.measure.ncu.command import find_ncu
-
-    try:
-        find_ncu()
-    except ProfilerError as exc:
-        return exc
-    return None
 
 
 def passed(verdict: Verdict) -> bool:

@@ -9,7 +9,7 @@ and a missing GPU said before anything is stored) and :func:`run_points`
 (every point not stored yet, measured and stored, each profiled right after
 it when a profiler is given). The command line adds what only it offers: a
 Dask pool (:func:`open_pool`) and Nsight Compute's profiles beside the
-roofline's ceilings (:func:`ncu_missing`, :func:`measure_ceilings`,
+roofline's ceilings (:func:`~gemmlab.measure.ncu.command.ncu_missing`, :func:`measure_ceilings`,
 :func:`make_profiler`).
 """
 
@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 from gemmlab import backends
 from gemmlab.api.kernels import Kernel, kernel
 from gemmlab.api.results import Sweep
-from gemmlab.core.errors import DeclarationError, GemmlabError, NoGPUError, ProfilerError
+from gemmlab.core.errors import DeclarationError, GemmlabError, NoGPUError
 from gemmlab.core.shapes import Shape
+from gemmlab.measure.ncu.command import ncu_missing
 from gemmlab.results.store import DEFAULT_PATH, Store
 from gemmlab.studies.points import SweepPoint
 from gemmlab.studies.sweep import SweepSummary
@@ -191,27 +192,14 @@ def open_pool(workers: int | None, scheduler: str | None, on_gpu: bool) -> Pool 
 
     if scheduler is not None:
         pool = Pool(scheduler)
-    elif on_gpu:
-        pool = Pool(gpus=min(workers, gpu.device_count()))
     else:
-        pool = Pool(gpus=0, cpu_workers=workers)
+        assert workers is not None  # without a scheduler, the number of workers was given
+        pool = Pool(gpus=min(workers, gpu.device_count())) if on_gpu else Pool(gpus=0, cpu_workers=workers)
     pool.open()
     return pool
 
 
 # -- profiling: `sweep --profile` and `reproduce --profile` --------------------
-
-
-def ncu_missing() -> ProfilerError | None:
-    """Why Nsight Compute cannot profile on this machine, or None when it can.
-    Without it the timings are measured and stored all the same."""
-    from gemmlab.measure.ncu import command as ncu
-
-    try:
-        ncu.find_ncu()
-    except ProfilerError as exc:
-        return exc
-    return None
 
 
 def measure_ceilings(run_info: dict) -> Exception | None:

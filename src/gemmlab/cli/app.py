@@ -111,9 +111,10 @@ BlockOpt = Annotated[int | None, typer.Option(help="Block edge (default: the ker
 DtypeOpt = Annotated[str | None, typer.Option(help="float32, int32, ... (default: the kernel's first).")]
 
 
-def _usage_errors() -> tuple[type[Exception], ...]:
-    """Click's usage-error class: typer >= 0.2x carries its own copy of click."""
-    found: list[type[Exception]] = []
+def _usage_errors() -> tuple[type[Any], ...]:
+    """Click's usage-error class: typer >= 0.2x carries its own copy of click.
+    (Typed Any: the two classes share no base that has their format_message.)"""
+    found: list[type[Any]] = []
     try:
         from typer._click.exceptions import UsageError as vendored
 

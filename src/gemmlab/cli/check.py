@@ -38,14 +38,14 @@ def check_cmd(
     """
     tools = sanitizer_tools(tool)
     resolved = batch.each(kernel_ids or catalogue.kernel_ids(), catalogue.kernel_id)
-    found = verdicts([status.value for status in resolved if status.ok], tools, jobs)
+    found = verdicts([status.value for status in resolved if status.value is not None], tools, jobs)
     if as_json:
         emit_json([_json(v) for v in found.values()])
     elif found:
         console.print(_table(tools, list(found.values())))
     for verdict in found.values():
         _print_findings(verdict)
-    batch.finish([batch.Status(s.name, error=found[s.value].error()) if s.ok else s for s in resolved])
+    batch.finish([batch.Status(s.name, error=found[s.value].error()) if s.value is not None else s for s in resolved])
 
 
 def _table(tools: list[str], found: list[KernelVerdict]) -> Table:

@@ -40,7 +40,7 @@ def compile_cmd(
     if not names:
         raise ConstraintError(f"No catalogue kernel compiles for {target} with these options.", left_out)
     statuses = batch.each(names, lambda name: compiled(gpu_kernel(name, "compile"), target, block, dtype))
-    rows = [row for status in statuses if status.ok for row in status.value]
+    rows = [row for status in statuses if status.value is not None for row in status.value]  # those that compiled
     # No rows when every kernel failed: then their errors alone.
     if rows and as_json:
         emit_json(rows)

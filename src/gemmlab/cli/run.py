@@ -174,7 +174,7 @@ def shape_of(
     if len(dims) not in (1, 3):
         raise GemmlabError(f"Give one size (a square) or three (M N K), not {len(dims)}.",
                            "Example: gemmlab run best 16 4096 4096.")  # fmt: skip
-    return parse_shape(dims[0], None, None, None) if len(dims) == 1 else parse_shape(None, *dims)
+    return parse_shape(dims[0], None, None, None) if len(dims) == 1 else parse_shape(None, dims[0], dims[1], dims[2])
 
 
 def run_best(shape: Shape, dtype: str | None, db: Path, reps: int, as_json: bool) -> None:

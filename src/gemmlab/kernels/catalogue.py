@@ -83,6 +83,13 @@ def is_file_name(name: str) -> bool:
     return name.endswith(FILE_SUFFIXES) or Path(name).is_file()
 
 
+def is_declared(kernel_id: str) -> bool:
+    """Whether ``kernel_id`` is the id of a user's kernel this process has read
+    (see :func:`declare`): what tells a user's kernel named by its id from
+    anything else, never the spelling of the id."""
+    return kernel_id in _DECLARED
+
+
 def get(kernel_id: str) -> KernelSpec:
     """The entry for ``kernel_id``: a catalogue id, a user's kernel by the path
     of its file (read and remembered, see :func:`declare`) or by the id it was

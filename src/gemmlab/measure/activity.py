@@ -316,10 +316,10 @@ def _readers(cupti: Any) -> Any:
 
     def make(cls: type) -> Any:
         name = cls.__name__
-        if name.startswith("ActivityKernel") and (fields := at(cls, "start", "end", "correlation_id", "name")):
+        if name.startswith("ActivityKernel") and (launch := at(cls, "start", "end", "correlation_id", "name")):
 
             def kernel(record: Any, names: dict[int, str]) -> tuple:
-                start, end, correlation, text = read(record.ptr, fields)
+                start, end, correlation, text = read(record.ptr, launch)
                 if correlation not in names:
                     names[correlation] = ctypes.string_at(text).decode(errors="replace") if text else "?"
                 return ("kernel", names[correlation], start, end, 0, correlation)

@@ -148,10 +148,10 @@ class _Slots:
 
     def refill(self) -> None:
         """Fresh inputs in every slot, their float64 products kept here, every C poisoned."""
-        xp = self.xp
+        xp, s = self.xp, self.shape
         self.references = []
         for slot in self.shared:
-            a, b = (random_matrix(xp, self.rng, *slot[n].array.shape, self.dtype) for n in ("A", "B"))
+            a, b = random_matrix(xp, self.rng, s.m, s.k, self.dtype), random_matrix(xp, self.rng, s.k, s.n, self.dtype)
             slot["A"].array[...], slot["B"].array[...] = a, b
             self.references.append(a.astype(xp.float64) @ b.astype(xp.float64))
             poison(xp, slot["C"].array, self.dtype)

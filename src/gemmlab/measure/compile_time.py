@@ -58,5 +58,5 @@ def source_text(spec: KernelSpec) -> str:
     module, found in the installed package; a CUDA C++ rung's ``.cu`` with its
     local headers inlined, as NVRTC compiles it."""
     if isinstance(spec, PeerSpec):
-        return resources.files("gemmlab").joinpath("kernels", str(spec.source)).read_text(encoding="utf-8")
+        return (resources.files("gemmlab") / "kernels" / str(spec.source)).read_text(encoding="utf-8")
     return spec.source_text()

@@ -51,7 +51,9 @@ def measure(
     the kernel's own figures plus ``h2d_ms``, ``d2h_ms``, ``e2e_gflops`` and
     ``host_memory``."""
     if kernel_runner is None:
-        from gemmlab.measure.run import run as kernel_runner
+        from gemmlab.measure.run import run
+
+        kernel_runner = run
     for kind in host_memory:
         if kind not in HOST_MEMORY:
             raise ValueError(f"host memory must be one of {HOST_MEMORY}, not {kind!r}")

@@ -55,6 +55,7 @@ def floor_ms(
     memory_ms = dram / (bandwidth_gbs * 1e9) * 1e3 if bandwidth_gbs and dram else 0.0
     clock = f" at {clock_mhz:.0f} MHz" if clock_mhz else ""
     if compute_ms >= memory_ms and compute_ms > 0:
+        assert rate is not None  # a compute time needs a rate
         why = f"{flops:.3g} operations at {gpu}'s peak of {rate / 1e3:.1f} TFLOP/s for {dtype} ({pipe}{clock})"
         return Floor(compute_ms, why)
     if memory_ms > 0:

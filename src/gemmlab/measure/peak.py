@@ -68,7 +68,7 @@ SEED = 1  # operand bits and chain starting values; any value does
 FFMA_THREADS, FFMA_CHAINS, FFMA_UNROLL = 256, 8, 32
 MMA_THREADS, MMA_ACCUMULATORS, MMA_UNROLL = 256, 8, 4
 WGMMA_CONSUMERS = 2
-# One iteration of the wgmma kernel is one hopper.cuh wgmma_slice: a 128-byte row of
+# One iteration of the wgmma kernel is one wgmma.cuh wgmma_slice: a 128-byte row of
 # K in 32-byte steps (16 bf16/fp16 or 8 tf32 elements each).
 WGMMA_SLICE_STEPS = 4
 

@@ -142,9 +142,9 @@ def kernel_check(kernel_id: str, tool: str, runs: list[tuple[list[str], Sanitize
         lines = run.output.splitlines()
         for point in points:
             prefix = failed_prefix(point)
-            error = next((line[len(prefix) :] for line in lines if line.startswith(prefix)), None)
-            if error is not None:
-                failed.append((point, error))
+            reason = next((line[len(prefix) :] for line in lines if line.startswith(prefix)), None)
+            if reason is not None:
+                failed.append((point, reason))
             elif run.code != 0 and ran_line(point) not in lines:
                 not_run += 1
     timed_out = any(run.code is None for _, run in runs)

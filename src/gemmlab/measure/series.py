@@ -306,7 +306,8 @@ class Series:
                     error = self.pool.judged(i, errors[i], when)
                 self.error = max(self.error, error)
         launches = len(sets)
-        taken = Sample(elapsed / launches, launches, slowed, None if None in (before, after) else after - before)
+        energy = None if before is None or after is None else after - before
+        taken = Sample(elapsed / launches, launches, slowed, energy)
         self.ids.append((side.role, number))
         self.taken[(side.role, number)] = taken
         return taken

@@ -62,8 +62,8 @@ def standings(grades: Sequence[Grade], trust: Callable[[Grade], bool | None] | N
         (r for r in rows if r["stage"] == PASSED), key=lambda r: (-(r["share_geomean"] or 0.0), r["submission"])
     )
     failed = sorted((r for r in rows if r["stage"] != PASSED), key=lambda r: (-_progress(r["stage"]), r["submission"]))
-    for i, row in enumerate(passed, 1):
-        row["rank"] = i
+    for i, ranked in enumerate(passed, 1):
+        ranked["rank"] = i
     return passed + failed
 
 
@@ -99,7 +99,8 @@ def share_interval(results: Sequence[dict]) -> tuple[float, float] | None:
     highs = [r.get("ratio_high") for r in results]
     if not results or any(v is None or v <= 0 for v in lows + highs):
         return None
-    return (math.exp(sum(map(math.log, lows)) / len(lows)), math.exp(sum(map(math.log, highs)) / len(highs)))
+    low, high = ([v for v in values if v is not None] for values in (lows, highs))  # all of them, as checked
+    return (math.exp(sum(map(math.log, low)) / len(low)), math.exp(sum(map(math.log, high)) / len(high)))
 
 
 def mark_noise(rows: list[dict]) -> None:

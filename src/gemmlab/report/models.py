@@ -72,7 +72,7 @@ def models_rows(
     figure measured beside any of them). Rows without GFLOPS (failed, wrong)
     are left out: only verified results count."""
     lines, compile_s = lines or {}, compile_s or {}
-    points: dict[tuple, dict[str, Entry]] = {}
+    points: dict[tuple[str, int, int, int], dict[str, Entry]] = {}
     for row in results:
         if row.get("gflops") is None:
             continue

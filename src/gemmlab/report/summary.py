@@ -349,9 +349,9 @@ def speedups(section: Section) -> list[SpeedUp]:
     for device, cells in by_device.items():
         host = all(on_host for _, on_host, _ in cells)
         cpus = _distinct(section.rows, "cpu")
-        ours = (cpus[0] if len(cpus) == 1 else "our CPU") if host else section.gpu_name
+        machine = (cpus[0] if len(cpus) == 1 else "our CPU") if host else section.gpu_name
         compared = " and ".join(dict.fromkeys(_compared_by(m, host) for _, _, m in cells))
-        found.append(SpeedUp(section.experiment, ours, device, compared, tuple(f for f, _, _ in cells)))
+        found.append(SpeedUp(section.experiment, machine, device, compared, tuple(f for f, _, _ in cells)))
     return found
 
 

@@ -82,13 +82,13 @@ def _size(row: Row) -> str:
 
 
 def _config(row: Row) -> str:
-    config = row.get("config")
+    config = values = row.get("config")
     if isinstance(config, str) and config:
         try:
-            config = Config(config).values
+            values = Config(config).values
         except ValueError:
             return config
-    return " ".join(f"{name}={value}" for name, value in (config or {}).items()) or "-"
+    return " ".join(f"{name}={value}" for name, value in (values or {}).items()) or "-"
 
 
 def _number(value: object, spec: str) -> str:

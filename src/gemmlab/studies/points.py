@@ -15,6 +15,7 @@ from gemmlab import backends
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue, user
+from gemmlab.kernels.declaration.base import DeclaredSpec
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.results.rows import point_key
 
@@ -110,10 +111,10 @@ def parameter_configs(kernel_id: str, params: Mapping[str, Sequence[int] | None]
     return [tuple(combo) for combo in itertools.product(*axes)]
 
 
-def _declared(kernel_id: str) -> KernelSpec | None:
+def _declared(kernel_id: str) -> DeclaredSpec | None:
     """A user's kernel's entry; None for any other (a catalogue id, a CPU baseline, another backend's)."""
-    spec = catalogue.get(kernel_id) if "/" in kernel_id else None
-    return spec if spec is not None and spec.declaration is not None else None
+    spec = catalogue.get(kernel_id) if catalogue.is_declared(kernel_id) else None
+    return spec if isinstance(spec, DeclaredSpec) else None
 
 
 def check_params(kernels: Sequence[str], params: Mapping[str, Sequence[int] | None]) -> None:

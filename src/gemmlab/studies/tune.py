@@ -125,12 +125,18 @@ def search(kernel: str) -> Search:
     """The search of ``kernel`` (a catalogue id, or a user's kernel by path or id);
     UnknownName, listing every tunable kernel, for a catalogue kernel outside the
     ladders, and a clear error for a user's kernel without parameters."""
-    if catalogue.is_file_name(kernel) or "/" in kernel:
+    if _is_users(kernel):
         return _user_search(catalogue.get(kernel))
     ladder = catalogue.ladder(kernel)
     rung = ladder.rung(kernel)
     return Search(kernel, rung.dtypes, rung.params, rung.config, lambda: ladder.configs(kernel),
                   lambda config: ladder.variant(kernel, config))  # fmt: skip
+
+
+def _is_users(kernel: str) -> bool:
+    """Whether ``kernel`` names a user's kernel: the path of its file, or the id
+    of one this process has read."""
+    return catalogue.is_file_name(kernel) or catalogue.is_declared(kernel)
 
 
 def _user_search(spec: KernelSpec) -> Search:
@@ -157,7 +163,7 @@ def search_space(kernel: str, shapes: Sequence[Shape], dtype: str | None = None)
     the shapes (its declaration's accepts and the launch limits: the rest would
     only be skipped)."""
     found = search(kernel)
-    if not (catalogue.is_file_name(kernel) or "/" in kernel):
+    if not _is_users(kernel):
         return found.configs()
     kind = dtype or found.dtypes[0]
     kept = []

@@ -76,6 +76,18 @@ def find_ncu() -> str:
     raise missing_ncu_error()
 
 
+def ncu_missing() -> ProfilerError | None:
+    """Why Nsight Compute cannot profile on this machine (:func:`find_ncu` finds
+    no ncu), or None when it can. What asked for profiles goes on without them: a
+    sweep measures and stores its timings all the same, and grading its grades
+    (each page says why it has no profile)."""
+    try:
+        find_ncu()
+    except ProfilerError as exc:
+        return exc
+    return None
+
+
 def mangled_name(point: Point) -> str:
     """The kernel's mangled name: it carries the template arguments, so `tiled<float, 16>`
     never matches `tiled_2x2` or another edge. The name does not depend on the
@@ -188,7 +200,7 @@ def _child(argv: list[str]) -> int:
         result = run(kernel_id, Shape(int(m), int(n), int(k)), int(edge), dtype, reps=1,
                      warmup=WARMUP_LAUNCHES, baseline=False)  # fmt: skip
     except GemmlabError as exc:
-        info = {"type": type(exc).__name__, "cause": exc.cause, "fix": exc.fix}
+        info: dict[str, object] = {"type": type(exc).__name__, "cause": exc.cause, "fix": exc.fix}
         print(CHILD_ERROR + json.dumps(info), flush=True)
         return exc.exit_code
     info = {"device": result.device.get("name", ""), "error": result.error, "arch": result.arch}

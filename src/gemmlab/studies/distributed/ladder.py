@@ -163,6 +163,7 @@ class CollectiveMatmul(Algorithm):
     compute stream multiplies a chunk only after its exchange has landed."""
 
     name = "collective_matmul"
+    c: torch.Tensor  # made by prepare, before anything runs
 
     def prepare(self, a: torch.Tensor, bt: torch.Tensor) -> None:
         b, ctx = self.blocks, self.ctx
@@ -250,6 +251,7 @@ class Summa(Algorithm):
     every grid column, and each rank adds A_panel . B_panel into C_ij."""
 
     name = "summa"
+    c: torch.Tensor  # made by prepare, before anything runs
 
     def prepare(self, a: torch.Tensor, bt: torch.Tensor) -> None:
         b, ctx = self.blocks, self.ctx

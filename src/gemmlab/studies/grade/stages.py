@@ -101,6 +101,7 @@ def compile_on_device(reference: str, task: Task) -> str:
     """In the worker: read the kernel, check it takes every shape of the task in
     every dtype, and compile it for this GPU; returns the arch compiled for."""
     from gemmlab import backends
+    from gemmlab.backends.base import DeviceBackend
     from gemmlab.core import gpu
     from gemmlab.kernels import catalogue
 
@@ -117,8 +118,10 @@ def compile_on_device(reference: str, task: Task) -> str:
         points = [_task_point(spec, task, i, shape, dtype) for i, shape in enumerate(task.shapes)]
         firsts.append(points[0])
     info = gpu.describe(0)
+    backend = backends.for_spec(spec)
+    assert isinstance(backend, DeviceBackend)  # a submission is a .cu or a Python function: it runs on the GPU
     for point in firsts:
-        backends.for_spec(spec).compile(point, info)
+        backend.compile(point, info)
     return info.arch
 
 
