@@ -118,5 +118,5 @@ def test_source_text_reads_a_peer_module_and_a_cuda_rung_with_its_headers() -> N
     module = Path(catalogue.__file__).parent / "peers" / "triton_tma.py"
     assert peer == module.read_text() and "def launcher(" in peer
     cuda = compile_time.source_text(catalogue.get("tc_wgmma"))
-    header = (Path(catalogue.__file__).parent / "tensor" / "hopper.cuh").read_text()
-    assert '#include "hopper.cuh"' not in cuda and header.strip().splitlines()[-1] in cuda
+    header = (Path(catalogue.__file__).parent / "tensor" / "wgmma.cuh").read_text()
+    assert '#include "wgmma.cuh"' not in cuda and header.strip().splitlines()[-1] in cuda

@@ -248,8 +248,8 @@ def test_row_bytes_agree_between_python_and_cuda() -> None:
     tensor maps' SWIZZLE_128B mode and the CUDA code's descriptor bits and XOR
     pattern fix it, so it cannot change alone. The two statements must agree."""
     folder = resources.files("gemmlab").joinpath("kernels", "tensor")
-    hopper = re.search(r"constexpr int TMA_ROW_BYTES = (\d+);", folder.joinpath("hopper.cuh").read_text())
+    tma = re.search(r"constexpr int TMA_ROW_BYTES = (\d+);", folder.joinpath("tma.cuh").read_text())
     mma = re.search(r"constexpr int MMA_BK = (\d+);", folder.joinpath("mma_tiles.cuh").read_text())
-    assert hopper and mma, "hopper.cuh and mma_tiles.cuh state the row once each"
-    assert int(hopper.group(1)) == ROW_BYTES
+    assert tma and mma, "tma.cuh and mma_tiles.cuh state the row once each"
+    assert int(tma.group(1)) == ROW_BYTES
     assert int(mma.group(1)) * 2 == ROW_BYTES  # 16-bit elements

@@ -38,7 +38,7 @@ DTYPES = (*DTYPES_16, "tf32")
 BF16_OUT = "bfloat16-out"
 # One swizzled shared-memory row of the mma.sync and Hopper rungs: 128 bytes
 # of K (64 16-bit elements, 32 tf32), the span of the tensor maps' SWIZZLE_128B.
-# The CUDA code states it once too (TMA_ROW_BYTES in hopper.cuh, MMA_BK
+# The CUDA code states it once too (TMA_ROW_BYTES in tma.cuh, MMA_BK
 # 16-bit elements in mma_tiles.cuh); tests/test_tensor.py checks they agree.
 ROW_BYTES = 128
 # cuda_runtime's cudaDataType values (library_types.h) for cublasGemmEx.

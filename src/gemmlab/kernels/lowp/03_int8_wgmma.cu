@@ -17,6 +17,9 @@
 // Synchronisation: tc_warpspecialized's full/empty ring, unchanged
 // (docs/synchronisation.md); only the instruction and the accumulator type differ.
 
+#include "../tensor/mbarrier.cuh"
+#include "../tensor/tma.cuh"
+#include "../tensor/pipeline.cuh"
 #include "wgmma8.cuh"
 
 template <typename T, int BM, int BN, int STAGES, int PRODUCER_REGS, int CONSUMER_REGS>
@@ -25,40 +28,23 @@ tc_int8_wgmma(const __grid_constant__ CUtensorMap a_map, const __grid_constant__
               int* __restrict__ c, int m, int n, int k) {
     constexpr int BK = TMA_ROW_BYTES;  // one byte an element
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
-    constexpr int CONSUMERS = BM / 64;
-    using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
     extern __shared__ __align__(1024) unsigned char smem[];
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
-    unsigned long long* empty = full + STAGES;
-
-    const int tid = threadIdx.x, group = tid / 128;
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     const int tiles = (k + BK - 1) / BK;
-    auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
-
-    init_ring<STAGES>(full, empty, CONSUMERS);
-    __syncthreads();
-
-    if (group == 0) {
-        Registers::release();
-        if (tid == 0)
-            produce_k_tiles<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, tiles);
-    } else {
-        Registers::claim();
-        const int slab = group - 1, thread = tid % 128;
-        int acc[BN / 2] = {};
-        for (int t = 0; t < tiles; ++t) {
-            const int s = t % STAGES;
-            mbar_wait(&full[s], (t / STAGES) % 2);
-            wgmma_fence();
-            wgmma_s8_slice<BN>(acc, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
-            wgmma_commit();
-            wgmma_wait<1>();
-            if (t > 0 && thread == 0) mbar_arrive(&empty[(t - 1) % STAGES]);
-        }
-        wgmma_wait<0>();
-        fence_int_registers(acc);
-        store_wgmma_int<BN>(acc, c, m, n, row0 + slab * 64, col0, thread);
-    }
+    warp_specialized_tile<BM, BN, BK, STAGES, PRODUCER_REGS, CONSUMER_REGS>(
+        smem, &a_map, &b_map, row0, col0, tiles,
+        [&](unsigned long long* full, unsigned long long* empty, int slab, int thread) {
+            int acc[BN / 2] = {};
+            consume_k_ring<STAGES, A_BYTES, B_BYTES>(
+                smem, full, slab, 0, tiles,
+                [&](const unsigned char* a_rows, const unsigned char* b_rows) {
+                    wgmma_s8_slice<BN>(acc, a_rows, b_rows);
+                },
+                [&](int v) {
+                    if (thread == 0) mbar_arrive(&empty[v % STAGES]);
+                });
+            fence_int_registers(acc);
+            store_wgmma_int<BN>(acc, c, m, n, row0 + slab * 64, col0, thread);
+        });
 }

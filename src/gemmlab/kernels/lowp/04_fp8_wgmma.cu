@@ -19,6 +19,9 @@
 // Synchronisation: tc_int8_wgmma's; with PROMOTE a consumer releases each
 // stage once wgmma.wait_group<0> says the wgmma that read it has completed.
 
+#include "../tensor/tma.cuh"
+#include "../tensor/wgmma.cuh"
+#include "../tensor/pipeline.cuh"
 #include "wgmma8.cuh"
 
 template <typename T, int BM, int BN, int STAGES, int SCALING, int PROMOTE, int PRODUCER_REGS, int CONSUMER_REGS>
@@ -28,58 +31,27 @@ tc_fp8_wgmma(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ 
              int k) {
     constexpr int BK = TMA_ROW_BYTES;
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
-    constexpr int CONSUMERS = BM / 64;
-    using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
     static_assert(SCALING == SCALE_TENSOR || SCALING == SCALE_ROWCOL, "block scales: tc_fp8_blockscaled");
     static_assert(!PROMOTE || BN == 128, "two 64 x BN slabs per thread fit only for BN = 128");
     extern __shared__ __align__(1024) unsigned char smem[];
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
-    unsigned long long* empty = full + STAGES;
-
-    const int tid = threadIdx.x, group = tid / 128;
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     const int tiles = (k + BK - 1) / BK;
-    auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
-
-    init_ring<STAGES>(full, empty, CONSUMERS);
-    __syncthreads();
-
-    if (group == 0) {
-        Registers::release();
-        if (tid == 0)
-            produce_k_tiles<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, tiles);
-    } else {
-        Registers::claim();
-        const int slab = group - 1, thread = tid % 128;
-        float acc[BN / 2] = {};
-        for (int t = 0; t < tiles; ++t) {
-            const int s = t % STAGES;
-            mbar_wait(&full[s], (t / STAGES) % 2);
-            const unsigned char* a_rows = stage(s) + slab * 64 * TMA_ROW_BYTES;
+    warp_specialized_tile<BM, BN, BK, STAGES, PRODUCER_REGS, CONSUMER_REGS>(
+        smem, &a_map, &b_map, row0, col0, tiles,
+        [&](unsigned long long* full, unsigned long long* empty, int slab, int thread) {
+            float acc[BN / 2] = {};
             if constexpr (PROMOTE) {
-                float part[BN / 2];
+                consume_k_promoted<T, BN, STAGES, A_BYTES, B_BYTES>(smem, full, empty, slab, thread, tiles, [&](int) {
+                    return [&](const float (&part)[BN / 2]) {
 #pragma unroll
-                for (int i = 0; i < BN / 2; ++i) part[i] = 0.f;
-                wgmma_fence();
-                wgmma_slice<T, BN>(part, a_rows, stage(s) + A_BYTES);
-                wgmma_commit();
-                wgmma_wait<0>();
-                fence_registers(part);
-                if (thread == 0) mbar_arrive(&empty[s]);
-#pragma unroll
-                for (int i = 0; i < BN / 2; ++i) acc[i] += part[i];
+                        for (int i = 0; i < BN / 2; ++i) acc[i] += part[i];
+                    };
+                });
+                fence_registers(acc);
             } else {
-                wgmma_fence();
-                wgmma_slice<T, BN>(acc, a_rows, stage(s) + A_BYTES);
-                wgmma_commit();
-                // Tile t's group may still run; tile t - 1's has finished: release its stage.
-                wgmma_wait<1>();
-                if (t > 0 && thread == 0) mbar_arrive(&empty[(t - 1) % STAGES]);
+                consume_k_slice<T, BN, STAGES, A_BYTES, B_BYTES>(acc, smem, full, empty, slab, thread, 0, tiles);
             }
-        }
-        wgmma_wait<0>();
-        fence_registers(acc);
-        store_wgmma_scaled<SCALING, BN>(acc, c, scale_a, scale_b, m, n, row0 + slab * 64, col0, thread);
-    }
+            store_wgmma_scaled<SCALING, BN>(acc, c, scale_a, scale_b, m, n, row0 + slab * 64, col0, thread);
+        });
 }

@@ -16,6 +16,9 @@
 // issue's target: 90% of the per-tensor rate). Measurement: pending a GPU run.
 // Synchronisation: tc_fp8_wgmma's with PROMOTE = 1.
 
+#include "../tensor/tma.cuh"
+#include "../tensor/wgmma.cuh"
+#include "../tensor/pipeline.cuh"
 #include "wgmma8.cuh"
 
 template <typename T, int BM, int BN, int STAGES, int PRODUCER_REGS, int CONSUMER_REGS>
@@ -25,57 +28,32 @@ tc_fp8_blockscaled(const __grid_constant__ CUtensorMap a_map, const __grid_const
                    int n, int k) {
     constexpr int BK = TMA_ROW_BYTES;
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
-    constexpr int CONSUMERS = BM / 64;
-    using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     static_assert(BM % 64 == 0 && BN == SCALE_BLOCK, "64-row warpgroup slabs; one block of B's scales per tile");
     static_assert(BK == SCALE_BLOCK, "one tile is one K block of the scales");
     extern __shared__ __align__(1024) unsigned char smem[];
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
-    unsigned long long* empty = full + STAGES;
-
-    const int tid = threadIdx.x, group = tid / 128;
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     const int tiles = (k + BK - 1) / BK;
-    auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
-
-    init_ring<STAGES>(full, empty, CONSUMERS);
-    __syncthreads();
-
-    if (group == 0) {
-        Registers::release();
-        if (tid == 0)
-            produce_k_tiles<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, tiles);
-    } else {
-        Registers::claim();
-        const int slab = group - 1, thread = tid % 128;
-        // This thread's two rows of C (the accumulator fragment's g and g + 8) and the tile's first column.
-        const int row = row0 + slab * 64 + 16 * (thread / 32) + (thread % 32) / 4;
-        float acc[BN / 2] = {};
-        for (int t = 0; t < tiles; ++t) {
-            const int s = t % STAGES;
-            // The K block's scales, read while the tensor cores work (0 for rows past M: nothing is stored there).
-            const float lo = block_scale(scale_a, scale_b, m, n, t, row, col0);
-            const float hi = block_scale(scale_a, scale_b, m, n, t, row + 8, col0);
-            mbar_wait(&full[s], (t / STAGES) % 2);
-            float part[BN / 2];
+    warp_specialized_tile<BM, BN, BK, STAGES, PRODUCER_REGS, CONSUMER_REGS>(
+        smem, &a_map, &b_map, row0, col0, tiles,
+        [&](unsigned long long* full, unsigned long long* empty, int slab, int thread) {
+            // This thread's two rows of C (the accumulator fragment's g and g + 8) and the tile's first column.
+            const int row = row0 + slab * 64 + 16 * (thread / 32) + (thread % 32) / 4;
+            float acc[BN / 2] = {};
+            consume_k_promoted<T, BN, STAGES, A_BYTES, B_BYTES>(smem, full, empty, slab, thread, tiles, [&](int t) {
+                // The K block's scales, read while the tensor cores work (0 for rows past M: nothing is stored there).
+                const float lo = block_scale(scale_a, scale_b, m, n, t, row, col0);
+                const float hi = block_scale(scale_a, scale_b, m, n, t, row + 8, col0);
+                return [&acc, lo, hi](const float (&part)[BN / 2]) {
 #pragma unroll
-            for (int i = 0; i < BN / 2; ++i) part[i] = 0.f;
-            wgmma_fence();
-            wgmma_slice<T, BN>(part, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_registers(part);
-            if (thread == 0) mbar_arrive(&empty[s]);
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                acc[4 * j] += lo * part[4 * j];
-                acc[4 * j + 1] += lo * part[4 * j + 1];
-                acc[4 * j + 2] += hi * part[4 * j + 2];
-                acc[4 * j + 3] += hi * part[4 * j + 3];
-            }
-        }
-        wgmma_wait<0>();
-        fence_registers(acc);
-        store_wgmma_scaled<SCALE_BLOCKS, BN>(acc, c, scale_a, scale_b, m, n, row0 + slab * 64, col0, thread);
-    }
+                    for (int j = 0; j < BN / 8; ++j) {
+                        acc[4 * j] += lo * part[4 * j];
+                        acc[4 * j + 1] += lo * part[4 * j + 1];
+                        acc[4 * j + 2] += hi * part[4 * j + 2];
+                        acc[4 * j + 3] += hi * part[4 * j + 3];
+                    }
+                };
+            });
+            fence_registers(acc);
+            store_wgmma_scaled<SCALE_BLOCKS, BN>(acc, c, scale_a, scale_b, m, n, row0 + slab * 64, col0, thread);
+        });
 }

@@ -64,7 +64,7 @@ def wgmma_rules(c: Config) -> list[str]:
         needs(c["BM"] % 64 == 0 and 64 <= c["BM"] <= 256, "BM must be 64, 128, 192 or 256 (64-row warpgroup slabs)")
         + needs(c["BN"] in (128, 256), "BN must be 128 or 256 (the N of one wgmma)")
         + needs(c["STAGES"] >= 2, "STAGES must be at least 2")
-        # The tensor ladder's register split (hopper.cuh's RegisterSplit checks the same sum).
+        # The tensor ladder's register split (pipeline.cuh's RegisterSplit checks the same sum).
         + needs(
             split_fits(PRODUCER_REGS, CONSUMER_REGS, consumers),
             f"{consumers} consumer warpgroups do not fit the registers a block holds",

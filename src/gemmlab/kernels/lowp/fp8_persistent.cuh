@@ -107,6 +107,12 @@
 // first stage, so the wait cannot deadlock; the ring's argument is untouched
 // (each slab still releases each use of a stage after its own wait).
 
+#include "../cluster.cuh"
+#include "../tensor/mbarrier.cuh"
+#include "../tensor/tma.cuh"
+#include "../tensor/wgmma.cuh"
+#include "../tensor/epilogue.cuh"
+#include "../tensor/pipeline.cuh"
 #include "wgmma8.cuh"
 
 // STAGGER: named barrier 3 over both consumers (256 threads), as the waiting one or the arriving one.

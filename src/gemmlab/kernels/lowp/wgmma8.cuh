@@ -1,17 +1,19 @@
 // Shared by the lowp ladder's Hopper rungs (sm_90a): the 8-bit wgmma
 // instructions and the epilogues. Everything else (TMA, mbarriers, wgmma
-// descriptors, setmaxnreg) is the tensor ladder's hopper.cuh.
+// descriptors, setmaxnreg) is the tensor ladder's: tensor/mbarrier.cuh,
+// tma.cuh, wgmma.cuh, epilogue.cuh and pipeline.cuh.
 //
 // An 8-bit tile is what the 16-bit rungs load, byte for byte: a TMA box of
 // rows x 128 bytes in the 128-byte swizzle, now 128 elements of K per row.
-// One wgmma step is 32 bytes of K (k = 32 here, 16 there), so hopper.cuh's
+// One wgmma step is 32 bytes of K (k = 32 here, 16 there), so wgmma.cuh's
 // descriptors and its wgmma_slice (4 steps per row, the descriptor 32 bytes
 // further each) serve unchanged. 8-bit wgmma reads both operands K-major
 // only, which is the ladder's layout; its accumulator fragment is the 16-bit
-// one (hopper.cuh's `wgmma`), in int32 for int8.
+// one (wgmma.cuh's `wgmma`), in int32 for int8.
 
 #include "types8.cuh"
-#include "../tensor/hopper.cuh"
+#include "../tensor/wgmma.cuh"
+#include "../tensor/epilogue.cuh"
 
 // FP8: float32 sums; the trailing immediates are scale-a and scale-b (1: no
 // negation). 8-bit types take no transpose immediates.
@@ -66,7 +68,7 @@ __device__ __forceinline__ void wgmma_fp8_fresh_slice(float (&d)[N / 2], unsigne
 }
 
 // Box `box` of a warpgroup's 64 x N float32 sums into a 64 x 128-byte box
-// in the 128-byte swizzle, without the bank conflicts of hopper.cuh's
+// in the 128-byte swizzle, without the bank conflicts of epilogue.cuh's
 // write_wgmma_box (which the bfloat16 C keeps: see below).
 //
 // Bank arithmetic. A box row is 128 bytes, all 32 banks, so only the swizzle

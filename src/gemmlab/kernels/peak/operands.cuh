@@ -1,6 +1,6 @@
 // Shared by the tensor-core peak kernels (mma_sync.cu, wgmma.cu): operand
 // bits that look like data. Include after tc_common.cuh (directly or through
-// hopper.cuh), which declares the element-type tags.
+// wgmma.cuh), which declares the element-type tags.
 //
 // Values in +-[0.5, 1) with random mantissas: the tensor cores switch as many
 // bits as with real data (all zeros would draw less power and let the clock

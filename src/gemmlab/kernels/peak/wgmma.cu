@@ -5,7 +5,7 @@
 // One 64-row A slab and one 256-row B tile (40 KB, 128-byte swizzled rows as
 // TMA writes them) are filled once; then each of CONSUMERS warpgroups issues,
 // per loop iteration, one group of 4 wgmma over the tiles' 128-byte rows
-// (hopper.cuh's wgmma_slice, the rungs' own inner loop), commits it and waits
+// (wgmma.cuh's wgmma_slice, the rungs' own inner loop), commits it and waits
 // only for the group before, so one group runs while the next is issued. The
 // warpgroups share the tiles: which values they multiply does not matter.
 // Launch: CONSUMERS x 128 threads per block; the 64 x 256 accumulators take
@@ -13,7 +13,8 @@
 // Should teach: with nothing to load, how close wgmma comes to the tensor
 // cores' nominal rate, and at what clock the GPU holds it.
 
-#include "../tensor/hopper.cuh"
+#include "../tensor/tma.cuh"
+#include "../tensor/wgmma.cuh"
 #include "operands.cuh"
 
 constexpr int PEAK_WGMMA_N = 256;  // the widest wgmma: the fewest instructions per FLOP
@@ -23,7 +24,7 @@ template <typename T, int CONSUMERS>
 __global__ void __launch_bounds__(CONSUMERS * 128, 1) peak_wgmma(float* __restrict__ out, int iterations,
                                                                  unsigned seed) {
     // 1024-byte alignment: the 128-byte swizzle repeats every 8 rows, and the
-    // descriptor's pattern must line up with the addresses (see hopper.cuh).
+    // descriptor's pattern must line up with the addresses (see tma.cuh).
     __shared__ __align__(1024) unsigned char tiles[(PEAK_A_ROWS + PEAK_WGMMA_N) * TMA_ROW_BYTES];
     unsigned* words = reinterpret_cast<unsigned*>(tiles);
     for (int i = threadIdx.x; i < static_cast<int>(sizeof(tiles) / 4); i += blockDim.x)

@@ -16,7 +16,7 @@
 constexpr int PEAK_WGMMA_N = 256;
 constexpr int PEAK_A_ROWS = 64;
 
-// One 128-byte row of K: FP8 through hopper.cuh's wgmma_slice, int8 through wgmma8.cuh's.
+// One 128-byte row of K: FP8 through wgmma.cuh's wgmma_slice, int8 through wgmma8.cuh's.
 template <typename T>
 __device__ __forceinline__ void peak8_slice(float (&d)[PEAK_WGMMA_N / 2], const void* a, const void* b) {
     wgmma_slice<T, PEAK_WGMMA_N>(d, a, b);

@@ -20,7 +20,10 @@
 //             barrier (nobody reads stage t % STAGES any more); thread 0
 //             issues tile t + STAGES into it.
 
-#include "hopper.cuh"
+#include "mbarrier.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+#include "epilogue.cuh"
 
 template <typename T, int BM, int BN, int STAGES>
 __global__ void __launch_bounds__(BM / 64 * 128)

@@ -32,7 +32,9 @@
 // two phases ahead of its waiters, since each phase of full[s] needs the
 // previous phase of empty[s] and the reverse.
 
-#include "hopper.cuh"
+#include "tma.cuh"
+#include "epilogue.cuh"
+#include "pipeline.cuh"
 
 template <typename T, int BM, int BN, int STAGES, int PRODUCER_REGS, int CONSUMER_REGS>
 __global__ void __launch_bounds__((BM / 64 + 1) * 128, 1)
@@ -41,42 +43,15 @@ tc_warpspecialized(const __grid_constant__ CUtensorMap a_map, const __grid_const
     using S = typename T::storage;
     constexpr int BK = TMA_ROW_BYTES / sizeof(S);
     constexpr int A_BYTES = BM * TMA_ROW_BYTES, B_BYTES = BN * TMA_ROW_BYTES;
-    constexpr int CONSUMERS = BM / 64;
-    using Registers = RegisterSplit<PRODUCER_REGS, CONSUMER_REGS, CONSUMERS>;
     static_assert(BM % 64 == 0 && (BN == 128 || BN == 256), "64-row warpgroup slabs; N of one wgmma");
     extern __shared__ __align__(1024) unsigned char smem[];
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * (A_BYTES + B_BYTES));
-    unsigned long long* empty = full + STAGES;
-
-    const int tid = threadIdx.x, group = tid / 128;
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     const int tiles = (k + BK - 1) / BK;
-    auto stage = [&](int s) { return smem + s * (A_BYTES + B_BYTES); };
-
-    init_ring<STAGES>(full, empty, CONSUMERS);
-    __syncthreads();
-
-    if (group == 0) {
-        Registers::release();
-        if (tid == 0)
-            produce_k_tiles<STAGES, A_BYTES, B_BYTES, BK>(smem, full, empty, &a_map, &b_map, row0, col0, tiles);
-    } else {
-        Registers::claim();
-        const int slab = group - 1;  // this consumer's 64 rows of the block tile
-        const int thread = tid % 128;
-        float acc[BN / 2] = {};
-        for (int t = 0; t < tiles; ++t) {
-            const int s = t % STAGES;
-            mbar_wait(&full[s], (t / STAGES) % 2);
-            wgmma_fence();
-            wgmma_slice<T, BN>(acc, stage(s) + slab * 64 * TMA_ROW_BYTES, stage(s) + A_BYTES);
-            wgmma_commit();
-            // Tile t's group may still run; tile t - 1's has finished: release its stage.
-            wgmma_wait<1>();
-            if (t > 0 && thread == 0) mbar_arrive(&empty[(t - 1) % STAGES]);
-        }
-        wgmma_wait<0>();
-        fence_registers(acc);
-        store_wgmma_tile<BN>(acc, c, m, n, row0 + slab * 64, col0, thread);
-    }
+    warp_specialized_tile<BM, BN, BK, STAGES, PRODUCER_REGS, CONSUMER_REGS>(
+        smem, &a_map, &b_map, row0, col0, tiles,
+        [&](unsigned long long* full, unsigned long long* empty, int slab, int thread) {
+            float acc[BN / 2] = {};
+            consume_k_slice<T, BN, STAGES, A_BYTES, B_BYTES>(acc, smem, full, empty, slab, thread, 0, tiles);
+            store_wgmma_tile<BN>(acc, c, m, n, row0 + slab * 64, col0, thread);
+        });
 }

@@ -21,7 +21,11 @@
 // resident grid (the runner launches at most as many blocks as fit at once)
 // is a matter of speed, not of progress.
 
-#include "hopper.cuh"
+#include "mbarrier.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+#include "epilogue.cuh"
+#include "pipeline.cuh"
 
 
 template <typename T, int BM, int BN, int STAGES, int GROUP_M, int PRODUCER_REGS, int CONSUMER_REGS>

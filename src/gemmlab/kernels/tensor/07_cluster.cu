@@ -40,7 +40,12 @@
 // - Across clusters nothing is shared: a grid larger than the resident one
 //   only runs in more waves.
 
-#include "hopper.cuh"
+#include "../cluster.cuh"
+#include "mbarrier.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+#include "epilogue.cuh"
+#include "pipeline.cuh"
 
 constexpr int CLUSTER = 2;
 

@@ -4,7 +4,7 @@
 // same 128-byte swizzle the loads use, and one thread issues a TMA store of
 // the box; C_BOXES boxes per warpgroup take turns. Where C_BOXES holds the
 // whole slab (bfloat16 C at BN = 192: three boxes), the warpgroup writes every
-// box, fences once and hands all of them over together (hopper.cuh's
+// box, fences once and hands all of them over together (epilogue.cuh's
 // store_slab, which the FP8 rungs share). Where BN is not a whole
 // number of boxes (BN = 144), the last box ends at BN and overlaps the one
 // before it: the columns they share are stored twice, with the same values.
@@ -40,7 +40,12 @@
 // no store still reads shared memory when the block leaves (their global
 // writes complete before the grid does). docs/synchronisation.md.
 
-#include "hopper.cuh"
+#include "../cluster.cuh"
+#include "mbarrier.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+#include "epilogue.cuh"
+#include "pipeline.cuh"
 
 constexpr int CLUSTER = 2;
 

@@ -33,7 +33,9 @@
 //   shift pass into tile t % 2; each thread's fence.proxy.async.shared::cta;
 //   (B) __syncthreads: all fences before any warpgroup's wgmma reads tile t % 2.
 
-#include "hopper.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+#include "epilogue.cuh"
 
 constexpr int RAW_CHUNKS = 9;                // 16-byte pieces that cover 128 bytes starting anywhere
 constexpr int RAW_ROW = RAW_CHUNKS * 16;     // bytes of one raw row

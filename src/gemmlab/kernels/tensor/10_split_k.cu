@@ -56,7 +56,12 @@
 // nothing lands in a block's shared memory, and the fix-up, which uses no
 // shared memory of the ring, is each block's own as with one block.
 
-#include "hopper.cuh"
+#include "../cluster.cuh"
+#include "mbarrier.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+#include "epilogue.cuh"
+#include "pipeline.cuh"
 #include "slices.cuh"
 
 

@@ -109,7 +109,11 @@
 //   Measured on an H200 (docs/dispatch.md): 512 cubed from 3.78 to 3.15 us,
 //   the bfloat16 suite's squares up to 1024 5-27 points of cuBLAS higher.
 
-#include "hopper.cuh"
+#include "../cluster.cuh"
+#include "mbarrier.cuh"
+#include "tma.cuh"
+#include "epilogue.cuh"
+#include "pipeline.cuh"
 
 // A bfloat16 C of one block's BM x BN tile (SPLITS = 1), staged through the
 // idle ring: each consumer thread leaves its rounded pairs in a padded

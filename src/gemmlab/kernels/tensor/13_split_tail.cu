@@ -13,7 +13,7 @@
 // rows. C arrives as a tensor map and leaves as tc_tma_store's does: each
 // consumer writes its 64 x BN sums box by box (64 rows x 128 bytes) into
 // C_BOXES swizzled boxes of shared memory, each box stored by TMA, or all the
-// slab's boxes at once where C_BOXES holds them (hopper.cuh's store_slab).
+// slab's boxes at once where C_BOXES holds them (epilogue.cuh's store_slab).
 // With U cluster tiles of T k-tiles each, cluster j computes tiles j, j + G,
 // ... below W = (U / G) x G whole. The R = U - W tiles left make R x T
 // k-tiles, which P = min(G, R x min(MAX_SLICES, T)) clusters share: worker w
@@ -66,7 +66,12 @@
 // - Progress: no block waits for a block of another cluster; a block that is
 //   not last moves on.
 
-#include "hopper.cuh"
+#include "../cluster.cuh"
+#include "mbarrier.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+#include "epilogue.cuh"
+#include "pipeline.cuh"
 #include "slices.cuh"
 
 constexpr int CLUSTER = 2;

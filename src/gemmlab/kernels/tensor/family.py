@@ -65,7 +65,7 @@ def wgmma_rules(c: Config, widths: tuple[int, ...] = WIDTHS) -> list[str]:
 # The warp-specialised rungs' setmaxnreg hand-over: registers per thread that
 # the producer warpgroup keeps and that each consumer warpgroup claims (enough
 # for a 64 x 256 float32 accumulator slab). Template arguments after the
-# configuration; hopper.cuh's RegisterSplit static_asserts the sum the rules
+# configuration; pipeline.cuh's RegisterSplit static_asserts the sum the rules
 # below check, and the multiples of 8 setmaxnreg takes.
 PRODUCER_REGS = 40
 CONSUMER_REGS = 232

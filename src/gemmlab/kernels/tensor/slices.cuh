@@ -1,8 +1,10 @@
 // Slices of K added by the last block of a tile to finish: the fix-up that
 // tc_split_k and tc_split_tail share. Their headers, and docs/synchronisation.md,
-// give the argument for its ordering. Included after hopper.cuh (consumers_sync).
+// give the argument for its ordering. The consumers meet on pipeline.cuh's consumers_sync.
 #ifndef GEMMLAB_TENSOR_SLICES_CUH
 #define GEMMLAB_TENSOR_SLICES_CUH
+
+#include "pipeline.cuh"
 
 // Called by every consumer thread (`me`: 0 .. CONSUMERS x 128 - 1) with its
 // share of slice `slice` of a tile's BM x BN float32 sum in `acc`: stores it

@@ -8,6 +8,8 @@
 // "K-major": consecutive elements of a row run along K. That is the layout
 // the tensor cores read without a transpose (wgmma takes tf32 only that way),
 // and the one of a linear layer, y = x . W^T.
+#ifndef GEMMLAB_TENSOR_TC_COMMON_CUH
+#define GEMMLAB_TENSOR_TC_COMMON_CUH
 
 // The element types, as tags: `storage` is what A and B hold in memory.
 // bf16 and fp16 are 16-bit patterns; tf32 inputs are ordinary float32 that
@@ -114,3 +116,5 @@ __device__ __forceinline__ void store_pair(unsigned short* c, int m, int n, int 
         if (col + 1 < n) p[1] = static_cast<unsigned short>(packed >> 16);
     }
 }
+
+#endif  // GEMMLAB_TENSOR_TC_COMMON_CUH
