@@ -139,7 +139,7 @@ def database_at(path: Path, version: int) -> sqlite3.Connection:
     """A results database at ``path`` exactly as schema ``version`` left it (its
     first ``version`` migrations, nothing after), open for a test to fill; the
     test commits and closes it before gemmlab opens the file."""
-    from gemmlab.results.store import MIGRATIONS
+    from gemmlab.store.store import MIGRATIONS
 
     conn = sqlite3.connect(path)
     for steps in MIGRATIONS[:version]:

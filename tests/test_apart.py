@@ -15,7 +15,7 @@ from gemmlab.core.errors import GemmlabError, KernelStopped, VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.measure import apart
 from gemmlab.measure.apart import HOST, measure_apart, run_apart
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies import grade
 
 SHAPE = Shape(48, 40, 32)

@@ -14,7 +14,7 @@ import pytest
 
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import user
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 _SPEC = importlib.util.spec_from_file_location("class_demo", ROOT / "examples" / "grading" / "class_demo.py")

@@ -13,7 +13,7 @@ from gemmlab.backends import cpu
 from gemmlab.core.dtypes import TOLERANCE
 from gemmlab.core.errors import ConstraintError, GemmlabError, UnknownName, VerificationError
 from gemmlab.core.shapes import Shape
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 
 SHAPES = [Shape.square(64), Shape(37, 70, 129), Shape(1, 5, 300)]
 

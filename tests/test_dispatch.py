@@ -20,8 +20,8 @@ from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing
 from gemmlab.kernels import catalogue
 from gemmlab.kernels.ladder import SHAPE_CLASSES
-from gemmlab.results.records import Config, Pick
-from gemmlab.results.store import SCHEMA_VERSION, Store, result_row
+from gemmlab.store.records import Config, Pick
+from gemmlab.store.store import SCHEMA_VERSION, Store, result_row
 from gemmlab.studies import dispatch
 from gemmlab.studies.candidates import Device
 from gemmlab.studies.suite import SUITE_PATH, dtype_name, load_suite

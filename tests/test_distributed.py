@@ -15,7 +15,7 @@ import pytest
 from gemmlab.cli.app import run_cli
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.extras import MissingExtra
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies.distributed import launch, plan
 from gemmlab.studies.distributed.plan import Grid, Span
 

@@ -17,7 +17,7 @@ from gemmlab.backends import nvrtc
 from gemmlab.cli.app import app
 from gemmlab.core import gpu
 from gemmlab.core.errors import NoGPUError, UnknownName
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 
 runner = CliRunner()
 

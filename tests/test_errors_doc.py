@@ -26,8 +26,8 @@ import pytest
 from gemmlab.cli.app import run_cli
 from gemmlab.core import gpu
 from gemmlab.measure import ncu, sanitize
-from gemmlab.results import store
-from gemmlab.results.store import Store
+from gemmlab.store import store
+from gemmlab.store.store import Store
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "errors.md"
 WRITE_DOCS = os.environ.get("GEMMLAB_WRITE_DOCS") == "1"

@@ -15,7 +15,7 @@ from gemmlab.core.errors import GemmlabError, ProfilerError, UnknownName
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.report import model, plots
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies import experiments, reference
 from gemmlab.studies.experiments.base import REPRODUCE_REPS, Experiment, Layout, Series, matrix_or_vector
 from gemmlab.studies.points import SLOW_REPS

@@ -23,7 +23,7 @@ SHORT = ("CUDA graph of 50 launches", "50 back-to-back launches")
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from gemmlab.results.store import Store
+    from gemmlab.store.store import Store
     from gemmlab.studies import dispatch
     from gemmlab.studies.suite import load_suite
 
@@ -41,7 +41,7 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_tuner_stores_a_verified_pick_per_shape_and_dtype(tuned: Path) -> None:
-    from gemmlab.results.store import Store
+    from gemmlab.store.store import Store
     from gemmlab.studies.dispatch import current_device
 
     with Store.open(tuned, readonly=True) as store:

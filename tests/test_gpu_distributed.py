@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gemmlab.cli.app import run_cli
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies.distributed import launch, plan
 
 pytestmark = pytest.mark.gpu

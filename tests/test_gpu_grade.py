@@ -21,7 +21,7 @@ from conftest import needs_tool
 from gemmlab.measure.ncu.command import find_ncu
 from gemmlab.measure.sanitize import find_sanitizer
 from gemmlab.report.leaderboard import page_link, standings, write_leaderboard
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies import grade
 from gemmlab.studies.grade import FAIL, GRADED
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from gemmlab.cli.app import app
 from gemmlab.core import gpu
 from gemmlab.measure import peak
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 
 # Rates against the nominal peak: a test beside them on the GPU would lower them.
 pytestmark = [pytest.mark.gpu, pytest.mark.whole_gpu]

@@ -89,7 +89,7 @@ def test_sweep_profile_stores_metrics_and_ceilings_and_the_report_draws_the_roof
 
     from gemmlab.cli.app import app
     from gemmlab.report import write_report
-    from gemmlab.results.store import Store
+    from gemmlab.store.store import Store
 
     db = tmp_path / "r.sqlite"
     args = ["sweep", "--kernels", "naive,tiled", "--sizes", str(N), "--blocks", "16", "--db", str(db), "--profile"]

@@ -10,7 +10,7 @@ import pytest
 
 from gemmlab.core.shapes import Shape
 from gemmlab.report import write_report
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies.points import plan
 from gemmlab.studies.sweep import sweep
 

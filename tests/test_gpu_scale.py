@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gemmlab.core.shapes import Shape
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 
 pytestmark = pytest.mark.gpu
 pytest.importorskip("distributed", reason="the scale extra (distributed) is not installed")

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gemmlab.core.errors import CompileError
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 
 pytestmark = pytest.mark.gpu
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import gemmlab_process
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 
 pytestmark = [pytest.mark.gpu, pytest.mark.whole_gpu]
 

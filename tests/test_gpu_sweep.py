@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gemmlab.core.shapes import Shape
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies.reproduce import reproduce
 
 pytestmark = pytest.mark.gpu

@@ -11,7 +11,7 @@ import pytest
 
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels.sgemm import spec as sgemm
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies.tune import current_device, tune, tuned_spec
 
 pytestmark = pytest.mark.gpu

@@ -19,7 +19,7 @@ from gemmlab.kernels import catalogue
 from gemmlab.measure.ncu.command import find_ncu, profile_point
 from gemmlab.measure.sanitize import check, find_sanitizer
 from gemmlab.report import write_report
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies import tune
 from gemmlab.studies.points import plan
 from gemmlab.studies.sweep import sweep

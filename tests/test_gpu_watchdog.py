@@ -16,7 +16,7 @@ import pytest
 from conftest import gemmlab_process
 from gemmlab.core.errors import DeclarationError
 from gemmlab.core.shapes import Shape
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 
 pytestmark = pytest.mark.gpu
 

@@ -17,8 +17,8 @@ from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing
 from gemmlab.measure.run import RunResult
 from gemmlab.report.leaderboard import standings, write_leaderboard
-from gemmlab.results.records import Grade
-from gemmlab.results.store import SCHEMA_VERSION, Store
+from gemmlab.store.records import Grade
+from gemmlab.store.store import SCHEMA_VERSION, Store
 from gemmlab.studies import grade
 from gemmlab.studies.grade import FAIL, GRADED, Hidden, TaskError
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gemmlab.report.leaderboard import page_link, write_leaderboard
-from gemmlab.results.records import Grade
+from gemmlab.store.records import Grade
 from gemmlab.studies.grade import FAIL, GRADED
 
 OCCUPANCY = {"block": [16, 16, 1], "threads_per_block": 256, "regs_per_thread": 40, "smem_requested": 2048,

@@ -19,8 +19,8 @@ from gemmlab.measure import ncu
 from gemmlab.measure.ncu.metrics import ProfileResult
 from gemmlab.measure.watchdog import KernelStopped
 from gemmlab.report.leaderboard import bound_by, page_link, profile_html, write_leaderboard
-from gemmlab.results.records import Grade
-from gemmlab.results.store import SCHEMA_VERSION, Store
+from gemmlab.store.records import Grade
+from gemmlab.store.store import SCHEMA_VERSION, Store
 from gemmlab.studies import grade
 from gemmlab.studies.grade import FAIL, GRADED, PROFILE_FIGURES
 from test_grade import EXAMPLES, TASK, Fakes, class_of, cli_class, write_task

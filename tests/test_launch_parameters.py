@@ -24,7 +24,7 @@ from gemmlab.kernels import catalogue, user
 from gemmlab.kernels.declaration.expressions import expression
 from gemmlab.kernels.spec import kernel_source
 from gemmlab.measure.run import RunResult
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies import tune
 from gemmlab.studies.points import plan, variant_spec
 from gemmlab.studies.sweep import sweep

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "gemmlab"
 # Lowest first. problems/ sits below kernels/: a KernelSpec names the problem
 # it solves, and a problem needs nothing of the kernels but their shape and
 # dtype (it names the Point type for annotations only).
-LAYERS = ("core", "problems", "kernels", "backends", "measure", "results", "studies", "report", "api", "cli")
+LAYERS = ("core", "problems", "kernels", "backends", "measure", "store", "studies", "report", "api", "cli")
 
 
 def _imported_layers(tree: ast.Module) -> list[tuple[int, str]]:
@@ -64,11 +64,11 @@ def test_imports_go_down_the_layers(path: Path) -> None:
 def test_the_check_sees_an_upward_import() -> None:
     tree = ast.parse(
         "from typing import TYPE_CHECKING\n"
-        "from gemmlab.results.store import Store\n"
+        "from gemmlab.store.store import Store\n"
         "if TYPE_CHECKING:\n    from gemmlab.cli.app import app\n"
         "def f():\n    from gemmlab import report\n"
     )
-    assert _imported_layers(tree) == [(2, "results"), (6, "report")]
+    assert _imported_layers(tree) == [(2, "store"), (6, "report")]
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "cli").glob("*.py")), ids=lambda p: p.name)

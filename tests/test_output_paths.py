@@ -27,8 +27,8 @@ from gemmlab.cli.app import app
 from gemmlab.core.errors import StoreError
 from gemmlab.core.outputs import OutputError, check_output, write_file, write_text
 from gemmlab.core.shapes import Shape
-from gemmlab.results import store
-from gemmlab.results.store import Store
+from gemmlab.store import store
+from gemmlab.store.store import Store
 from gemmlab.studies.distributed import launch
 
 runner = CliRunner()

@@ -20,7 +20,7 @@ from gemmlab.cli import app, run_cli
 from gemmlab.cli.kernels import catalogue_table
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -160,10 +160,13 @@ def test_importing_gemmlab_leaves_the_api_unimported_until_results_is_called() -
     assert "unreachable" not in out.stdout
 
 
-def test_the_results_package_stays_the_store_s_package() -> None:
-    import gemmlab.results.store
+def test_the_store_is_its_own_package_and_results_a_plain_function() -> None:
+    """Issue 51: the store's package was named results/, so gemmlab.results, a
+    function, had to be the package made callable. The store is gemmlab.store now."""
+    import gemmlab.store.store
 
-    assert gemmlab.results.store.Store is Store and gemmlab.results.__name__ == "gemmlab.results"
+    assert gemmlab.store.store.Store is Store and gemmlab.store.__name__ == "gemmlab.store"
+    assert callable(gemmlab.results) and not isinstance(gemmlab.results, type(gemmlab))
 
 
 # --- dependencies -------------------------------------------------------------------

@@ -22,7 +22,7 @@ from gemmlab.measure import peak
 from gemmlab.measure.occupancy import theoretical_occupancy
 from gemmlab.measure.sass import find_tool, sass_opcodes, tensor_core_ops, total
 from gemmlab.problems.lowp import fp8_inputs
-from gemmlab.results.store import PEAK_FIELDS, Store
+from gemmlab.store.store import PEAK_FIELDS, Store
 
 NEEDS_CUOBJDUMP = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump is not installed")
 FAMILY = {f.id: f for f in peak.FAMILIES}

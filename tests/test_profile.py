@@ -214,7 +214,7 @@ def test_result_from_the_synthetic_capture() -> None:
 
 
 def test_the_result_fills_the_store_columns() -> None:
-    store = pytest.importorskip("gemmlab.results.store")
+    store = pytest.importorskip("gemmlab.store.store")
     d = ncu.parse.result_from_output(naive_point(), SYNTHETIC.read_text()).to_dict()
     assert set(store.PROFILE_FIELDS) <= set(d)
 

@@ -553,7 +553,7 @@ def test_report_from_a_database_through_the_cli(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from gemmlab.cli.app import app
-    from gemmlab.results.store import Store
+    from gemmlab.store.store import Store
 
     rows = [r for r in load_rows() if r["experiment"] in ("int32-lab", "arequipa-any-size")]
     db = tmp_path / "results.sqlite"
@@ -703,7 +703,7 @@ def test_a_kernel_only_the_document_measured_keeps_its_table(written: Path) -> N
 
 def test_the_grade_history_prints_readable_times() -> None:
     from gemmlab.report import leaderboard
-    from gemmlab.results.records import Grade
+    from gemmlab.store.records import Grade
 
     attempt = Grade(task="t", submission="ann", attempt=1, source_hash="h", created="2026-11-24T00:01:00Z",
                     stage="timed", grade="pass", share_geomean=0.5)  # fmt: skip

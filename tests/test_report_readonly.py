@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from gemmlab.cli.app import app
 from gemmlab.core.errors import StoreError
 from gemmlab.report import write_report
-from gemmlab.results import store as store_module
-from gemmlab.results.store import Store
+from gemmlab.store import store as store_module
+from gemmlab.store.store import Store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report_rows.json"
 RUN = {"gpu_name": "NVIDIA H100 80GB HBM3", "cc": "9.0"}

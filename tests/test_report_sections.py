@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from gemmlab.cli.app import app
 from gemmlab.report import distributed, stress, write_report
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies.distributed import launch
 
 FIXTURE = Path(__file__).parent / "fixtures" / "report_rows.json"

@@ -163,7 +163,7 @@ POINT_FIELDS = ("kernel", "m", "n", "k", "block_edge", "dtype", "variant", "back
 
 
 def stored_points(db) -> set[tuple]:
-    from gemmlab.results.store import Store
+    from gemmlab.store.store import Store
 
     with Store.open(db) as store:
         return {tuple(r[f] for f in POINT_FIELDS) for r in store.rows(None)}
@@ -180,7 +180,7 @@ def fault_on_48(kernel, shape, block_edge, dtype, **options):
 
 def test_a_sweep_on_the_pool_stores_what_the_sequential_one_does(pool, tmp_path):
     from gemmlab.core.shapes import Shape
-    from gemmlab.results.store import Store
+    from gemmlab.store.store import Store
     from gemmlab.studies.points import plan
     from gemmlab.studies.sweep import sweep
 
@@ -199,7 +199,7 @@ def test_a_sweep_on_the_pool_stores_what_the_sequential_one_does(pool, tmp_path)
 
 def test_a_point_whose_worker_dies_is_stored_as_a_fault(pool, tmp_path):
     from gemmlab.core.shapes import Shape
-    from gemmlab.results.store import Store
+    from gemmlab.store.store import Store
     from gemmlab.studies.points import plan
     from gemmlab.studies.sweep import sweep
 
@@ -239,7 +239,7 @@ def test_cli_sweep_with_a_bad_scheduler_says_so(tmp_path):
 
 
 def test_reproduce_on_the_pool_stores_every_point_of_the_experiment(pool, tmp_path):
-    from gemmlab.results.store import Store
+    from gemmlab.store.store import Store
     from gemmlab.studies.reproduce import reproduce
     from test_sweep import RUN_INFO, fake_runner
 
@@ -281,7 +281,7 @@ def stall_on_48(kernel, shape, block_edge, dtype, **options):
 
 def test_a_gpu_point_past_its_time_limit_on_the_pool_is_stored_as_a_hang(pool, tmp_path):
     from gemmlab.core.shapes import Shape
-    from gemmlab.results.store import Store
+    from gemmlab.store.store import Store
     from gemmlab.studies.points import SweepPoint
     from gemmlab.studies.sweep import sweep
 

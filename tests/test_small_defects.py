@@ -13,8 +13,8 @@ import gemmlab.api as lab
 from gemmlab.cli import app
 from gemmlab.cli.dispatch import picks_table
 from gemmlab.core.errors import DeclarationError
-from gemmlab.results.records import Config, Pick
-from gemmlab.results.store import Store
+from gemmlab.store.records import Config, Pick
+from gemmlab.store.store import Store
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SOURCE = EXAMPLES / "naive_define" / "matmul.cu"

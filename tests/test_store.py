@@ -17,9 +17,9 @@ from gemmlab.core.errors import StoreError
 from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing
 from gemmlab.measure.run import RunResult
-from gemmlab.results import schema
-from gemmlab.results.records import Config, config_text
-from gemmlab.results.rows import (
+from gemmlab.store import schema
+from gemmlab.store.records import Config, config_text
+from gemmlab.store.rows import (
     CEILING_FIELDS,
     PEAK_FIELDS,
     PROFILE_FIELDS,
@@ -28,8 +28,8 @@ from gemmlab.results.rows import (
     predates_config,
     result_row,
 )
-from gemmlab.results.schema import MIGRATIONS, SCHEMA_VERSION, TUNER_HISTORY
-from gemmlab.results.store import Store
+from gemmlab.store.schema import MIGRATIONS, SCHEMA_VERSION, TUNER_HISTORY
+from gemmlab.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = {"gpu_name": "Test GPU", "cc": "9.0", "driver_version": "13.0", "command_line": "pytest"}

@@ -16,7 +16,7 @@ from gemmlab.core.errors import CompileError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.report import model, tables, write_report
-from gemmlab.results.store import COMPILE_FIELDS, SCHEMA_VERSION, Store, config_text
+from gemmlab.store.store import COMPILE_FIELDS, SCHEMA_VERSION, Store, config_text
 from gemmlab.studies.points import SweepPoint
 from gemmlab.studies.sweep import local_nvrtc_version, sweep
 

@@ -18,7 +18,7 @@ from gemmlab.core.errors import GemmlabError, VerificationError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.measure import watchdog
-from gemmlab.results.store import SCHEMA_VERSION, Store
+from gemmlab.store.store import SCHEMA_VERSION, Store
 from gemmlab.studies import stress as stress_module
 from gemmlab.studies.stress import CROSS_BLOCK, StressPlan, default_kernels, draw, replay, stress
 
@@ -216,7 +216,7 @@ def test_a_v6_database_gains_the_stress_tables_and_keeps_its_failures(tmp_path: 
         # The tables of v7 (stress) and of the migrations after it (compiles, grades,
         # dispatch), and the columns those added to results (v11's timing methods,
         # v13's measuring facts).
-        from gemmlab.results.store import MEASURE_FIELDS
+        from gemmlab.store.store import MEASURE_FIELDS
 
         later = ("stress_failures", "stress_summaries", "compiles", "grades", "dispatch", "meta")
         columns = ("timing_method", "baseline_timing_method", *MEASURE_FIELDS)

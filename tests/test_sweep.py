@@ -24,7 +24,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.core.timing import Timing
 from gemmlab.kernels import catalogue
 from gemmlab.measure.run import RunResult
-from gemmlab.results.store import Store, config_text
+from gemmlab.store.store import Store, config_text
 from gemmlab.studies.points import SLOW_REPS, SweepPoint, plan, timed_point
 from gemmlab.studies.sweep import headline, run_record, sweep
 

@@ -26,8 +26,8 @@ from gemmlab.kernels.sgemm import spec as sgemm
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.kernels.tensor import spec as tensor
 from gemmlab.measure.run import RunResult
-from gemmlab.results.schema import TUNER_HISTORY
-from gemmlab.results.store import SCHEMA_VERSION, Store, config_text
+from gemmlab.store.schema import TUNER_HISTORY
+from gemmlab.store.store import SCHEMA_VERSION, Store, config_text
 from gemmlab.studies import tune
 from gemmlab.studies.candidates import Device
 

@@ -18,7 +18,7 @@ from gemmlab.kernels import catalogue, user
 from gemmlab.measure import ncu, sanitize
 from gemmlab.measure.run import RunResult
 from gemmlab.report import write_report
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies import tune
 from gemmlab.studies.candidates import Device
 from gemmlab.studies.points import parameter_configs, plan

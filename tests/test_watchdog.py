@@ -24,7 +24,7 @@ from gemmlab.core.timing import Timing
 from gemmlab.kernels import catalogue
 from gemmlab.measure import watchdog
 from gemmlab.measure.run import RunResult
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies.points import SweepPoint, plan
 from gemmlab.studies.sweep import _isolated, sweep
 

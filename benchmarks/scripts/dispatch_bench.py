@@ -29,7 +29,7 @@ from gemmlab.api.matmul import clear_cache, dispatch
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
 from gemmlab.measure.run import run
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies import dispatch as tuner
 from gemmlab.studies.suite import dtype_name, load_suite
 from gemmlab.studies.sweep import run_record

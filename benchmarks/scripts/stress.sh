@@ -74,7 +74,7 @@ done
 import sys
 from collections import defaultdict
 
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 
 totals = defaultdict(lambda: defaultdict(int))
 with Store.open(sys.argv[1], readonly=True) as store:

@@ -30,7 +30,7 @@ from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.measure.run import run
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies.tune import config_label, size_class, tune
 
 KERNELS = ("sgemm_multistage", "sgemm_double_buffer")

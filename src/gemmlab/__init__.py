@@ -4,10 +4,8 @@ Pick a kernel from the catalogue, run it on your GPU, and get a verified
 result, a trustworthy time and the figures that explain it.
 """
 
-import types
 from typing import Any
 
-from gemmlab import results
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels.catalogue import CATALOGUE, get, kernel_ids
@@ -26,6 +24,16 @@ def matmul(a: Any, b: Any, c: Any = None, **options: Any) -> Any:
     return dispatched(a, b, c, **options)
 
 
+def results(*args: Any, **kwargs: Any) -> Any:
+    """The stored results, ``gemmlab.results(db).to_pandas()``:
+    :func:`gemmlab.api.results.results` (imported at the call, so that
+    ``import gemmlab`` does not import the API's measuring layers). The store
+    itself is the package :mod:`gemmlab.store`."""
+    from gemmlab.api.results import results as stored
+
+    return stored(*args, **kwargs)
+
+
 def __getattr__(name: str) -> Any:
     """``gemmlab.Matmul``: :class:`gemmlab.api.matmul.Matmul`, the product
     bound once to fixed arrays (imported on first use, as matmul is)."""
@@ -34,20 +42,3 @@ def __getattr__(name: str) -> Any:
 
         return Matmul
     raise AttributeError(f"module 'gemmlab' has no attribute {name!r}")
-
-
-class _CallableResults(types.ModuleType):
-    """``gemmlab.results`` is the results layer's package (the store), and
-    Python binds a subpackage's name on its parent, so a function of that name
-    here would be overwritten by the first ``import gemmlab.results.store``.
-    Calling the package instead gives ``gemmlab.results(db).to_pandas()``:
-    :func:`gemmlab.api.results`, imported at the call, so that ``import
-    gemmlab`` does not import the API's measuring layers."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from gemmlab.api import results as stored
-
-        return stored(*args, **kwargs)
-
-
-results.__class__ = _CallableResults

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gemmlab.results.records import Pick
-from gemmlab.results.store import DEFAULT_PATH, Store
+from gemmlab.store.records import Pick
+from gemmlab.store.store import DEFAULT_PATH, Store
 
 if TYPE_CHECKING:
     from gemmlab.studies.dispatch import DispatchSummary

@@ -162,7 +162,7 @@ def _set_aside(text: str, out: Path | None, work_dir: Path) -> str:
 
 def _store(db: Path, found: dict[int, list[dict]]) -> None:
     """One run per launch, one row per algorithm and point."""
-    from gemmlab.results.store import Store
+    from gemmlab.store.store import Store
     from gemmlab.studies.distributed import launch
     from gemmlab.studies.sweep import run_record
 

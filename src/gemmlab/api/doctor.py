@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from gemmlab.backends.nvrtc import cache_dir, nvrtc_version, supported_archs
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
-from gemmlab.results.store import DEFAULT_PATH
+from gemmlab.store.store import DEFAULT_PATH
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gemmlab.core.errors import ProfilerError
-from gemmlab.results.store import DEFAULT_PATH, Store
+from gemmlab.store.store import DEFAULT_PATH, Store
 
 if TYPE_CHECKING:
     from gemmlab.studies.grade import Task, Verdict

@@ -42,8 +42,8 @@ from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.problems.base import GemmOperands
-from gemmlab.results.records import Pick
-from gemmlab.results.store import DEFAULT_PATH, Store
+from gemmlab.store.records import Pick
+from gemmlab.store.store import DEFAULT_PATH, Store
 from gemmlab.studies.dispatch import Choice, choose
 
 # Where matmul reads the dispatcher's picks when no ``db`` is given.

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gemmlab.results.store import DEFAULT_PATH, Store
+from gemmlab.store.store import DEFAULT_PATH, Store
 
 if TYPE_CHECKING:
     from gemmlab.measure.peak import Peak

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from gemmlab.results.store import DEFAULT_PATH
+from gemmlab.store.store import DEFAULT_PATH
 
 __all__ = ["DEFAULT_OUT", "write_report"]
 

@@ -15,7 +15,7 @@ from gemmlab.api.kernels import Kernel, kernel
 from gemmlab.core.extras import require
 from gemmlab.core.outputs import write_file
 from gemmlab.kernels import catalogue
-from gemmlab.results.store import DEFAULT_PATH, Store
+from gemmlab.store.store import DEFAULT_PATH, Store
 from gemmlab.studies.sweep import SweepSummary
 
 __all__ = ["DEFAULT_PATH", "Comparison", "Result", "Results", "Store", "Sweep", "failures", "results"]
@@ -119,7 +119,7 @@ class Result:
 
     def row(self) -> dict:
         """The flat row the store would hold (timing and resources flattened)."""
-        from gemmlab.results.store import result_row
+        from gemmlab.store.store import result_row
 
         return result_row(self.data)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from gemmlab.results.store import DEFAULT_PATH, Store
+from gemmlab.store.store import DEFAULT_PATH, Store
 from gemmlab.studies import stress as study
 from gemmlab.studies.stress import DEFAULT_PROCESSES, LAUNCHES_PER_DRAW, MAX_DIM, Draw, StressResult
 

@@ -26,7 +26,7 @@ from gemmlab.api.results import Sweep
 from gemmlab.core.errors import DeclarationError, GemmlabError, NoGPUError
 from gemmlab.core.shapes import Shape
 from gemmlab.measure.ncu.command import ncu_missing
-from gemmlab.results.store import DEFAULT_PATH, Store
+from gemmlab.store.store import DEFAULT_PATH, Store
 from gemmlab.studies.points import SweepPoint
 from gemmlab.studies.sweep import SweepSummary
 
@@ -222,7 +222,7 @@ def make_profiler(force: bool, run_info: dict) -> Profiler:
     """The profiler of this run: Nsight Compute on each stored GPU point, the
     rows given the ceilings measured into ``run_info`` (:func:`measure_ceilings`)."""
     from gemmlab.measure.ncu import command as ncu
-    from gemmlab.results.store import CEILING_FIELDS
+    from gemmlab.store.store import CEILING_FIELDS
     from gemmlab.studies.reproduce import Profiler
 
     ceilings = {key: run_info.get(key) for key in CEILING_FIELDS}

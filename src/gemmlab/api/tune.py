@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gemmlab.core.shapes import Shape
-from gemmlab.results.store import DEFAULT_PATH, Store
+from gemmlab.store.store import DEFAULT_PATH, Store
 from gemmlab.studies import tune as study
 from gemmlab.studies.tune import DEFAULT_SIZES, MIN_REPS, TuneSummary, config_label
 

@@ -61,7 +61,7 @@ def measure(
         kernel_id, shape, block_edge, dtype, reps=reps, warmup=warmup, max_seconds=max_seconds, baseline=False,
         seed=seed,
     )  # fmt: skip
-    base = result.to_dict()  # the store flattens it (gemmlab.results.store.result_row)
+    base = result.to_dict()  # the store flattens it (gemmlab.store.store.result_row)
     flops = 2 * shape.m * shape.n * shape.k
     rows = []
     for kind in host_memory:

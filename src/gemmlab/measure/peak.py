@@ -336,7 +336,7 @@ class Peak:
         return {**asdict(self), "ratio_to_nominal": self.ratio_to_nominal}
 
     def row(self) -> dict:
-        """The flat row :meth:`gemmlab.results.store.Store.add_peaks` stores."""
+        """The flat row :meth:`gemmlab.store.store.Store.add_peaks` stores."""
         row = self.to_dict()
         timing = row.pop("timing")
         row.update({key: timing[key] for key in ("median_ms", "min_ms", "max_ms", "reps")})

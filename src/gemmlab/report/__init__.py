@@ -47,7 +47,7 @@ from gemmlab.report.stress import StressRun
 from gemmlab.report.summary import summary_html
 from gemmlab.report.tables import markdown, metric_tables, occupancy_blocks, unrecorded_note, warnings_csv
 from gemmlab.report.user_pages import UserPage, user_pages, write_pages
-from gemmlab.results.records import Pick
+from gemmlab.store.records import Pick
 
 # A report directory carries this file, so that a later run may replace it
 # without risking a directory of the user's that happens to share the name.
@@ -79,7 +79,7 @@ def _read(source: list[Row] | str | Path) -> Stored:
             f"No results database at {path}.",
             "Run `gemmlab reproduce` or `gemmlab sweep` first, or point --db at an existing database.",
         )
-    from gemmlab.results.store import Store
+    from gemmlab.store.store import Store
 
     return Store.read_untouched(
         path,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gemmlab.report.model import UNKNOWN_GPU, Row, ran_on_host, time_span
 from gemmlab.report.tables import fmt
-from gemmlab.results.records import Config
+from gemmlab.store.records import Config
 from gemmlab.studies.distributed import plan
 from gemmlab.studies.distributed.launch import EXPERIMENT
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gemmlab.report.drawing import Plot, figure, save_figure
-from gemmlab.results.records import Pick
+from gemmlab.store.records import Pick
 
 DISPATCHER = "dispatcher"
 

@@ -23,7 +23,7 @@ from gemmlab.core.timing import overlap
 from gemmlab.report.model import readable_time, slug
 from gemmlab.report.user_pages import COLUMNS as RESULT_COLUMNS
 from gemmlab.report.user_pages import UserPage, table_rows
-from gemmlab.results.records import Grade
+from gemmlab.store.records import Grade
 
 COLUMNS = ("rank", "submission", "grade", "share_geomean", "share_interval", "stage", "reason", "attempts", "wall_s",
            "graded")  # fmt: skip

@@ -3,7 +3,7 @@ tally of checked launches and failures, and the failed draws with the
 command that replays each one.
 
 The store keeps a run's tallies and failed draws in tables of their own
-(:meth:`gemmlab.results.store.Store.add_stress`), tied to the run that says
+(:meth:`gemmlab.store.store.Store.add_stress`), tied to the run that says
 on which GPU and when.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gemmlab.report.model import readable_time, time_span
-from gemmlab.results.rows import STRESS_FAILURE_FIELDS, STRESS_SUMMARY_FIELDS
+from gemmlab.store.rows import STRESS_FAILURE_FIELDS, STRESS_SUMMARY_FIELDS
 
 ANCHOR = "stress-runs"
 TITLE = "Stress runs"

@@ -41,7 +41,7 @@ from gemmlab.report.model import (
     size_text,
     slug,
 )
-from gemmlab.results.rows import latest_peak_of
+from gemmlab.store.rows import latest_peak_of
 
 RATIO = next(m for m in METRICS if m.key == "ratio_to_baseline")
 

@@ -30,9 +30,9 @@ from gemmlab.report.model import (
     size_label,
     slug,
 )
-from gemmlab.results.records import config_text
-from gemmlab.results.rows import predates_config
-from gemmlab.results.schema import COMPILES_FROM, CONFIG_RECORDED_FROM
+from gemmlab.store.records import config_text
+from gemmlab.store.rows import predates_config
+from gemmlab.store.schema import COMPILES_FROM, CONFIG_RECORDED_FROM
 from gemmlab.studies import experiments as registry
 
 if TYPE_CHECKING:
@@ -412,7 +412,7 @@ def _occupancy_for(
 def occupancy_blocks(section: Section, stored: list[dict] | None = None) -> list[OccupancyBlock]:
     """Per catalogue kernel of the section: its theoretical occupancy on our GPU
     (and on the document's, where the layout names it), from the compiles
-    ``stored`` with the results (:meth:`gemmlab.results.store.Store.compiles`);
+    ``stored`` with the results (:meth:`gemmlab.store.store.Store.compiles`);
     a kernel with none stored is compiled now, and its note says so."""
     cc = section.cc
     blocks = []

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from gemmlab.report.drawing import save_figure
 from gemmlab.report.model import Row, integer_dtype, slug
-from gemmlab.results.records import Config
+from gemmlab.store.records import Config
 
 # The page's folder names start with this, so that they never meet a section's.
 PREFIX = "kernel-"

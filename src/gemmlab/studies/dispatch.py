@@ -66,8 +66,8 @@ from gemmlab.kernels import catalogue
 from gemmlab.kernels.ladder import SHAPE_CLASSES, cdiv
 from gemmlab.kernels.sgemm.family import REG_OVERHEAD
 from gemmlab.kernels.spec import KernelSpec
-from gemmlab.results.records import Config, Pick
-from gemmlab.results.store import Store
+from gemmlab.store.records import Config, Pick
+from gemmlab.store.store import Store
 from gemmlab.studies.candidates import Device, Runner, current_device, measure_candidate
 from gemmlab.studies.suite import Suite
 

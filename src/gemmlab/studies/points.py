@@ -17,7 +17,7 @@ from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue, user
 from gemmlab.kernels.declaration.base import DeclaredSpec
 from gemmlab.kernels.spec import KernelSpec
-from gemmlab.results.rows import point_key
+from gemmlab.store.rows import point_key
 
 # A point variant that is measured once and stored as one row per host-memory kind.
 E2E = "e2e"

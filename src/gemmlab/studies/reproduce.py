@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from gemmlab import backends
 from gemmlab.core.errors import GemmlabError, NoGPUError, ProfilerError
 from gemmlab.core.shapes import Shape
-from gemmlab.results.store import Store
+from gemmlab.store.store import Store
 from gemmlab.studies.experiments import select
 from gemmlab.studies.experiments.base import REPRODUCE_REPS, Experiment
 from gemmlab.studies.points import SweepPoint

@@ -55,8 +55,8 @@ from gemmlab.core.errors import (
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
 from gemmlab.measure import watchdog
-from gemmlab.results.rows import compile_row, result_row
-from gemmlab.results.store import Store
+from gemmlab.store.rows import compile_row, result_row
+from gemmlab.store.store import Store
 from gemmlab.studies.points import E2E, SweepPoint, kernel_backend, timed_point, variant_spec
 
 if TYPE_CHECKING:
@@ -382,7 +382,7 @@ def _run_on_worker(item: tuple[SweepPoint, str], *, runner: Runner, max_seconds:
 
 
 def failure_kind(exc: Exception) -> str:
-    """How a failed point is stored (results.store.FAILURE_KINDS)."""
+    """How a failed point is stored (store.store.FAILURE_KINDS)."""
     if isinstance(exc, KernelStopped):
         return exc.kind
     return "wrong" if isinstance(exc, VerificationError) else "error"

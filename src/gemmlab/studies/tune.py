@@ -45,22 +45,22 @@ geometric mean of its GFLOPS ranks it.
 
 The database
 ------------
-Two tables of the results database (:mod:`gemmlab.results.store` describes
+Two tables of the results database (:mod:`gemmlab.store.store` describes
 them and creates them with its other tables), written and read through
-:class:`~gemmlab.results.store.Store` methods, each write one transaction:
+:class:`~gemmlab.store.store.Store` methods, each write one transaction:
 
-- ``tuned_candidates`` (:meth:`~gemmlab.results.store.Store.add_candidate`):
+- ``tuned_candidates`` (:meth:`~gemmlab.store.store.Store.add_candidate`):
   every candidate is stored the moment it is known, with its ``status``: ``ok``
   (with its figures), ``rejected`` or ``skipped`` (with the ``reason``). A
   second run skips every stored candidate, so a search stopped by Ctrl-C or a
   killed process resumes where it was; ``force`` measures again. A candidate
   that meets an unexpected error is not stored, so it is tried again.
-- ``tuned`` (:meth:`~gemmlab.results.store.Store.set_tuned`): the chosen
+- ``tuned`` (:meth:`~gemmlab.store.store.Store.set_tuned`): the chosen
   configuration per (GPU, kernel, element type, size class). ``gemmlab run``
   reads it (:func:`tuned_spec`).
 
 Configurations are stored as the results table stores them
-(:class:`gemmlab.results.records.Config`): JSON with sorted keys, every
+(:class:`gemmlab.store.records.Config`): JSON with sorted keys, every
 parameter of the kernel's template.
 """
 
@@ -93,8 +93,8 @@ from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue, user
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.measure import watchdog
-from gemmlab.results.records import Config, config_text
-from gemmlab.results.store import Store
+from gemmlab.store.records import Config, config_text
+from gemmlab.store.store import Store
 from gemmlab.studies.candidates import Device, Runner, current_device, measure_candidate
 
 # The upper bound of each size class on max(M, N, K); anything above is "large".
@@ -205,7 +205,7 @@ def config_label(config: dict) -> str:
 
 def config_json(kernel_id: str, config: dict) -> str:
     """The stored form of a configuration: every parameter (those not given
-    keep their defaults), as :func:`~gemmlab.results.records.config_text` writes
+    keep their defaults), as :func:`~gemmlab.store.records.config_text` writes
     it. A configuration the kernel cannot take raises ConstraintError. A user's
     kernel's configuration is every declared parameter, the edge's included."""
     found = search(kernel_id)
@@ -432,7 +432,7 @@ def tuned_spec(
     ``dtype`` (default: the kernel's first) for ``shape``'s size class, or None
     when none is stored. A stored configuration this gemmlab's kernel no longer
     accepts is ignored (None). Reads a read-only file from before results
-    schema v5 as it is (see :meth:`gemmlab.results.store.Store.tuned_config`)."""
+    schema v5 as it is (see :meth:`gemmlab.store.store.Store.tuned_config`)."""
     dtype = resolved_dtype(kernel_id, dtype)
     found = store.tuned_config(device_name, kernel_id, dtype, size_class(shape))
     if found is None:

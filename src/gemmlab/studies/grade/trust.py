@@ -11,7 +11,7 @@ import os
 import secrets
 from pathlib import Path
 
-from gemmlab.results.records import Grade
+from gemmlab.store.records import Grade
 
 # The stage and grade shown for a grades row the grader did not write as it is
 # (see trusted): named on that row, never blamed on another submission.

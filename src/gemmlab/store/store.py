@@ -3,17 +3,17 @@
 :class:`Store` is the one class that opens, migrates, writes and reads it.
 Around it, one module per question:
 
-- :mod:`gemmlab.results.schema`: the tables as each version left them, and
+- :mod:`gemmlab.store.schema`: the tables as each version left them, and
   :data:`MIGRATIONS`, the one schema history (v1 to :data:`SCHEMA_VERSION`);
-- :mod:`gemmlab.results.records`: what leaves the store typed: a
+- :mod:`gemmlab.store.records`: what leaves the store typed: a
   configuration's one stored text (``Config``), the dispatcher's picks
   (``Pick``) and the grader's verdicts (``Grade``);
-- :mod:`gemmlab.results.rows`: the rows callers give as dicts (each table's
+- :mod:`gemmlab.store.rows`: the rows callers give as dicts (each table's
   fields, :func:`point_key`, :func:`result_row`); results are read back as
   dicts too;
-- :mod:`gemmlab.results.database`: the connection every write and read goes
+- :mod:`gemmlab.store.database`: the connection every write and read goes
   through, and the checks a file passes before SQLite touches it;
-- :mod:`gemmlab.results.tuning` and :mod:`gemmlab.results.grades`: the
+- :mod:`gemmlab.store.tuning` and :mod:`gemmlab.store.grades`: the
   tuners' and the grader's tables, part of :class:`Store`.
 
 Robustness
@@ -39,10 +39,10 @@ from typing import Any, TypeVar
 
 from gemmlab.core.environment import now_utc
 from gemmlab.core.errors import StoreError
-from gemmlab.results.database import check_exists, check_writable, stamp, store_error, wal_header, wal_of
-from gemmlab.results.grades import GradeTables
-from gemmlab.results.records import config_text
-from gemmlab.results.rows import (
+from gemmlab.store.database import check_exists, check_writable, stamp, store_error, wal_header, wal_of
+from gemmlab.store.grades import GradeTables
+from gemmlab.store.records import config_text
+from gemmlab.store.rows import (
     CEILING_FIELDS,
     COMPILE_FIELDS,
     FAILURE_FIELDS,
@@ -59,8 +59,8 @@ from gemmlab.results.rows import (
     result_row,
     unrecorded_key,
 )
-from gemmlab.results.schema import MIGRATIONS, SCHEMA_VERSION
-from gemmlab.results.tuning import TuningTables
+from gemmlab.store.schema import MIGRATIONS, SCHEMA_VERSION
+from gemmlab.store.tuning import TuningTables
 
 DEFAULT_PATH = Path("gemmlab-results.sqlite")
 DEFAULT_TIMEOUT_S = 30.0

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from gemmlab.core.timing import Timing
-from gemmlab.results.records import config_text
+from gemmlab.store.records import config_text
 
 CEILING_FIELDS = ("peak_gflops_measured", "bandwidth_gbs_measured")
 RUN_FIELDS = (

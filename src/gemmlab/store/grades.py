@@ -1,16 +1,16 @@
 """The grader's table (``grades``, :mod:`gemmlab.studies.grade`): one
 verdict per graded attempt, each leaving the store as a
-:class:`~gemmlab.results.records.Grade`, and what tells a verdict the grader
+:class:`~gemmlab.store.records.Grade`, and what tells a verdict the grader
 wrote from one written behind its back (the first signed row, SQLite's count
-of other connections' commits). Part of :class:`gemmlab.results.store.Store`."""
+of other connections' commits). Part of :class:`gemmlab.store.store.Store`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from gemmlab.core.environment import now_utc
-from gemmlab.results.database import Database
-from gemmlab.results.records import GRADE_FIELDS, Grade
+from gemmlab.store.database import Database
+from gemmlab.store.records import GRADE_FIELDS, Grade
 
 
 class GradeTables(Database):

@@ -1,16 +1,16 @@
 """The tables the tuners fill: the tuner's candidates and choices
 (``tuned_candidates``, ``tuned``: :mod:`gemmlab.studies.tune`) and the
 dispatcher's picks (``dispatch``: :mod:`gemmlab.studies.dispatch`), each
-configuration stored as its :class:`~gemmlab.results.records.Config` text.
-Part of :class:`gemmlab.results.store.Store`."""
+configuration stored as its :class:`~gemmlab.store.records.Config` text.
+Part of :class:`gemmlab.store.store.Store`."""
 
 from __future__ import annotations
 
 from gemmlab.core.environment import now_utc
-from gemmlab.results.database import Database
-from gemmlab.results.records import PICK_FIELDS, Pick, config_text
-from gemmlab.results.rows import CANDIDATE_FIELDS, TUNED_FIELDS
-from gemmlab.results.schema import tuner_layout
+from gemmlab.store.database import Database
+from gemmlab.store.records import PICK_FIELDS, Pick, config_text
+from gemmlab.store.rows import CANDIDATE_FIELDS, TUNED_FIELDS
+from gemmlab.store.schema import tuner_layout
 
 
 class TuningTables(Database):

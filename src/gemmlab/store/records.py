@@ -3,7 +3,7 @@ the dispatcher's picks (:class:`Pick`) and the grader's verdicts (:class:`Grade`
 
 Each record is frozen and mirrors its table: a column that may be NULL (or
 that an older file, read as it is, lacks) is a field that defaults to None.
-Result rows still leave the store as dicts (:meth:`gemmlab.results.store.Store.rows`).
+Result rows still leave the store as dicts (:meth:`gemmlab.store.store.Store.rows`).
 """
 
 from __future__ import annotations

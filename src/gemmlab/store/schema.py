@@ -22,12 +22,12 @@ versions. :meth:`Store.latest_peak` gives a GPU's peak for an element type.
 
 ``results``: one row per measured point, unique per (experiment, point_key).
 ``point_key`` is ``kernel|m|n|k|block_edge|dtype|variant|backend|config`` (see
-:func:`~gemmlab.results.rows.point_key`), so two configurations of one point are two rows.
+:func:`~gemmlab.store.rows.point_key`), so two configurations of one point are two rows.
 ``backend`` names what ran it (``nvrtc``: a CUDA kernel compiled by gemmlab;
 ``cpu``: the CPU baselines; :mod:`gemmlab.backends`), ``config`` its named
-template parameters as JSON with sorted keys (:class:`~gemmlab.results.records.Config`; ``""`` for
+template parameters as JSON with sorted keys (:class:`~gemmlab.store.records.Config`; ``""`` for
 a kernel without any). Rows measured before schema v5 have both empty
-(:func:`~gemmlab.results.rows.predates_config`); they stand for their point as the sweeps of then
+(:func:`~gemmlab.store.rows.predates_config`); they stand for their point as the sweeps of then
 measured it, with the catalogue's default configuration (:meth:`Store.has_point`).
 ``variant`` says what the time covers:
 
@@ -71,14 +71,14 @@ each attempt's wall time, ``wall_s``, and its kernel's ``occupancy`` (JSON);
 v12 its kernel's Nsight Compute ``profile`` (JSON: the figures kept, or why
 there is none), filled only by `gemmlab grade --profile`; v14 the grader's
 ``signature`` of each verdict (below). They leave the store as
-:class:`~gemmlab.results.records.Grade` records.
+:class:`~gemmlab.store.records.Grade` records.
 
 ``dispatch`` (v11): the dispatcher's pick per (GPU, element type, shape),
 filled by `gemmlab dispatch tune` (:mod:`gemmlab.studies.dispatch`) and read
 by ``gemmlab.matmul``: the kernel and configuration, its median time and
 cuBLAS's (timed in alternation), whether it verified, and how each side was
 timed (:meth:`Store.set_pick`, :meth:`Store.picks`; each a
-:class:`~gemmlab.results.records.Pick`). From v11, results also
+:class:`~gemmlab.store.records.Pick`). From v11, results also
 record how each side was timed (``timing_method``, ``baseline_timing_method``:
 :attr:`gemmlab.core.timing.Timing.method`).
 
@@ -87,10 +87,10 @@ block edge, dtype, configuration, arch): the NVRTC version and what ptxas
 reported (registers per thread, static shared memory, stack, spills,
 barriers). The report's occupancy tables read them, so a report written later
 shows the compile that was measured (:meth:`Store.add_compiles`,
-:meth:`Store.compiles`, :func:`~gemmlab.results.rows.compile_row`).
+:meth:`Store.compiles`, :func:`~gemmlab.store.rows.compile_row`).
 
 From v13 every result also says how its figures were taken
-(:data:`~gemmlab.results.rows.MEASURE_FIELDS`, :mod:`gemmlab.measure.series`):
+(:data:`~gemmlab.store.rows.MEASURE_FIELDS`, :mod:`gemmlab.measure.series`):
 the 95% interval of its ratio to the library, how the work in each window was
 known, the kernels the timed calls ran (JSON), the input sets, the L2 policy,
 the least time a launch can take, joules per launch on each side, and the
@@ -106,7 +106,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from gemmlab.results.records import config_text
+from gemmlab.store.records import config_text
 
 # A step of a migration: an SQL statement, or a function of the connection for
 # what SQL alone cannot say (a choice on what the file holds, a rewrite of JSON).

@@ -2,8 +2,8 @@
 SQLite error becomes a :class:`~gemmlab.core.errors.StoreError` in words
 (:meth:`Database._guard`), every write is one ``BEGIN IMMEDIATE`` transaction
 (:meth:`Database._transaction`); and the checks a file passes before SQLite
-touches it. :class:`gemmlab.results.store.Store` and the tables it gathers
-(:mod:`gemmlab.results.tuning`, :mod:`gemmlab.results.grades`) build on it."""
+touches it. :class:`gemmlab.store.store.Store` and the tables it gathers
+(:mod:`gemmlab.store.tuning`, :mod:`gemmlab.store.grades`) build on it."""
 
 from __future__ import annotations
 
