@@ -46,6 +46,12 @@ case $tier in
     *) echo "gpu_tiers.sh: unknown tier '$tier' (smoke, shard K/N, whole)" >&2; exit 2 ;;
 esac
 out=${2:?usage: gpu_tiers.sh $tier OUT_DIR}
+# A per-test limit where pytest-timeout is installed (the lent machines have it): a test
+# that runs long then fails with its traceback, instead of the device call's limit cutting
+# the tier off with nothing printed (2026-11-29: the adversarial class, cut off twice).
+if python3 -c "import pytest_timeout" 2>/dev/null; then
+    extra+=(--timeout "${TEST_TIMEOUT:-420}")
+fi
 mkdir -p "$out"
 export PYTHONPATH=${PYTHONPATH:-src}
 # Without cupti-python (a dependency) the checks that read GPU activity fail by
@@ -62,7 +68,7 @@ export GEMMLAB_TEST_CACHE=${GEMMLAB_TEST_CACHE:-${TMPDIR:-/tmp}/gemmlab-gpu-tier
     echo "tier $name: -m '$select' ${extra[*]}"
 } > "$out/$name.log" 2>&1
 start=$SECONDS
-python3 -m pytest -q -p no:cacheprovider -m "$select" "${extra[@]}" --junitxml="$out/$name.xml" \
+python3 -m pytest -q -p no:cacheprovider -rs -m "$select" "${extra[@]}" --junitxml="$out/$name.xml" \
     --durations=15 2>&1 | tee -a "$out/$name.log"
 status=${PIPESTATUS[0]}
 echo "tier $name: pytest exit $status after $((SECONDS - start)) s" | tee -a "$out/$name.log"
