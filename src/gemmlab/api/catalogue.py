@@ -19,6 +19,7 @@ __all__ = [
     "gpu_specs",
     "kernel_id",
     "kernel_ids",
+    "no_block_edge",
     "refuse_block",
 ]
 
@@ -97,10 +98,16 @@ def gpu_kernel(name: str, command: str) -> KernelSpec:
 def refuse_block(spec: KernelSpec, block: Sequence[int] | None) -> None:
     """``--block`` given for a kernel that has no block edge to choose: refused, never ignored."""
     if block and not spec.takes_block_edge:
-        raise ConstraintError(
-            f"{spec.id} has no block edge to choose, so --block does not apply to it.",
-            "Leave out --block for it, or declare a block parameter (docs/user-kernels.md).",
-        )
+        raise no_block_edge(spec.id)
+
+
+def no_block_edge(kernel_id: str) -> ConstraintError:
+    """The refusal of a block edge given for a kernel that has none to choose
+    (a tensor-core rung, a CPU baseline, a declaration without a block parameter)."""
+    return ConstraintError(
+        f"{kernel_id} has no block edge to choose, so --block does not apply to it.",
+        "Leave out --block for it, or declare a block parameter (docs/user-kernels.md).",
+    )
 
 
 def chosen_dtype(spec: KernelSpec, dtype: str | None) -> str:

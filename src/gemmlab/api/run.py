@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gemmlab import backends
+from gemmlab.api.catalogue import no_block_edge
 from gemmlab.api.kernels import Kernel, kernel
 from gemmlab.api.results import DEFAULT_PATH, Comparison, Result
 from gemmlab.core.errors import ConstraintError, DeclarationError
@@ -123,10 +124,7 @@ def refuse_block(kernel_id: str, block: int | None, edges: tuple[int, ...], max_
     if block is None:
         return
     if not edges:
-        raise ConstraintError(
-            f"{kernel_id} has no block edge to choose, so --block does not apply to it.",
-            "Leave out --block for it, or declare a block parameter (docs/user-kernels.md).",
-        )
+        raise no_block_edge(kernel_id)
     if block < 1:
         raise ConstraintError(
             f"--block {block}: a block edge counts threads along a side of the block, so it is positive.",
