@@ -12,7 +12,6 @@ conversion that fixes them."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 from gemmlab.core.errors import GemmlabError
@@ -57,12 +56,12 @@ def to_torch(cp: Any, out: Any, bfloat16_bits: bool) -> Any:
     return torch.from_dlpack(out)
 
 
-@contextlib.contextmanager
-def torch_stream(cp: Any, device: int) -> Iterator[None]:
-    """CuPy's current stream set to PyTorch's current stream on ``device``, so
-    that a launch on CuPy's current stream is ordered with the caller's work."""
+def caller_stream(cp: Any, device: int, tensors: bool) -> contextlib.AbstractContextManager:
+    """For a caller who gave tensors, CuPy's current stream set to PyTorch's
+    current stream on ``device``, so that a launch on CuPy's current stream is
+    ordered with the caller's work; nothing changed for a CuPy caller."""
+    if not tensors:
+        return contextlib.nullcontext()
     import torch
 
-    handle = torch.cuda.current_stream(device).cuda_stream
-    with cp.cuda.ExternalStream(handle, device):
-        yield
+    return cp.cuda.ExternalStream(torch.cuda.current_stream(device).cuda_stream, device)

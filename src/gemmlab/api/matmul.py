@@ -31,12 +31,11 @@ distributed ladder's local GEMMs) use it.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 from typing import Any
 
-from gemmlab.api.arrays import is_torch, to_cupy, to_torch, torch_stream
+from gemmlab.api.arrays import caller_stream, is_torch, to_cupy, to_torch
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
@@ -59,38 +58,32 @@ def matmul(
 ) -> Any:  # fmt: skip
     """``alpha * a @ b + beta * c`` by the dispatcher's kernel for this shape
     and GPU (see the module's docstring for the types and layouts); a new CuPy
-    array, or a tensor where the caller gave tensors. ``db``: the results database holding the tuned picks (default:
-    $GEMMLAB_DB, else gemmlab-results.sqlite here); without one, each element
-    type's default rung runs."""
+    array, or a tensor where the caller gave tensors. ``db``: the results
+    database holding the tuned picks (default: $GEMMLAB_DB, else
+    gemmlab-results.sqlite here); without one, each element type's default
+    rung runs."""
     cp = gpu.cupy()  # NoGPUError, with its fix, on a machine without a usable GPU
     tensors = any(is_torch(x) for x in (a, b, c))
     a, b, c = (to_cupy(cp, x, name, "gemmlab.matmul") for x, name in ((a, "a"), (b, "b"), (c, "c")))
     device = _one_device(cp, "gemmlab.matmul", a, b, c)
     dtype, shape, b_is_transposed = check_operands(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype)
     _choice, spec = dispatch(shape, dtype, db, device)
-    with cp.cuda.Device(device), torch_stream(cp, device) if tensors else contextlib.nullcontext():
-        out = _product(cp, spec, dtype, shape, a, b, c, alpha, beta, b_is_transposed, device)
-    return to_torch(cp, out, dtype == "bfloat16-out") if tensors else out
-
-
-def _product(cp: Any, spec: KernelSpec, dtype: str, shape: Shape, a: Any, b: Any, c: Any, alpha: float, beta: float,
-             b_is_transposed: bool, device: int) -> Any:  # fmt: skip
-    """matmul's launch and its epilogue on CuPy's current stream: a new CuPy array."""
     from gemmlab.measure.gemm import launch_gemm
 
-    if dtype == "float32":
-        out = cp.empty((shape.m, shape.n), dtype=cp.float32)
-        c_in = c if c is not None else cp.zeros_like(out)  # the kernels read C whatever beta is
-        launch_gemm(spec, dtype, GemmOperands(a, b, c_in, out, alpha, beta), device)
-        return out
-    bt = b.T if b_is_transposed else cp.ascontiguousarray(b.T)
-    out = cp.empty((shape.m, shape.n), dtype=cp.uint16 if dtype == "bfloat16-out" else cp.float32)
-    launch_gemm(spec, dtype, GemmOperands(a, bt, out, out), device)
-    if alpha != 1.0:
-        out *= cp.float32(alpha)
-    if c is not None and beta != 0.0:
-        out += cp.float32(beta) * c
-    return out
+    with cp.cuda.Device(device), caller_stream(cp, device, tensors):
+        if dtype == "float32":
+            out = cp.empty((shape.m, shape.n), dtype=cp.float32)
+            c_in = c if c is not None else cp.zeros_like(out)  # the kernels read C whatever beta is
+            launch_gemm(spec, dtype, GemmOperands(a, b, c_in, out, alpha, beta), device)
+        else:
+            bt = b.T if b_is_transposed else cp.ascontiguousarray(b.T)
+            out = cp.empty((shape.m, shape.n), dtype=cp.uint16 if dtype == "bfloat16-out" else cp.float32)
+            launch_gemm(spec, dtype, GemmOperands(a, bt, out, out), device)
+            if alpha != 1.0:
+                out *= cp.float32(alpha)
+            if c is not None and beta != 0.0:
+                out += cp.float32(beta) * c
+    return to_torch(cp, out, dtype == "bfloat16-out") if tensors else out
 
 
 class Matmul:
@@ -151,10 +144,7 @@ class Matmul:
     def run(self) -> Any:
         """Launch the product on CuPy's current stream (PyTorch's, for a caller
         who gave tensors); :attr:`out`, as a tensor for such a caller."""
-        if self._tensors:
-            with torch_stream(self._cp, self._device):
-                self._bound.launch()
-        else:
+        with caller_stream(self._cp, self._device, self._tensors):
             self._bound.launch()
         return self._result
 
