@@ -282,12 +282,10 @@ def other_processes(index: int = 0) -> list[tuple[int, str]] | None:
     me = os.getpid()
     if me not in listed:
         return None
+    if listed == {me}:
+        return []  # the common case: nothing else to place, no need to read /proc
     table = processes.parents()
-    family = {me} | processes.descendants(me, table)
-    pid = me
-    while pid in table and table[pid][0] not in family and table[pid][0] > 0:
-        pid = table[pid][0]
-        family.add(pid)
+    family = {me} | processes.ancestors(me, table) | processes.descendants(me, table)
     return [(pid, processes.name_of(pid)) for pid in sorted(listed - family)]
 
 

@@ -1,17 +1,24 @@
 """The processes a process started, read from Linux's /proc: what the grader
 checks for before it times the library, and ends when a submission's stage
-is over. Reading, and one request to Linux (:func:`adopt_orphans`); nothing
-here signals anything."""
+is over. Reading, and requests to Linux about this process (:func:`prctl`);
+nothing here signals anything."""
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import sys
 from pathlib import Path
 
 PROC = Path("/proc")
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def prctl(option: int, value: int) -> bool:
+    """Linux's prctl(option, value) for this process; False where it failed or
+    is not there (another system)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def adopt_orphans() -> bool:
@@ -21,13 +28,7 @@ def adopt_orphans() -> bool:
     started by a short-lived process (a submission imported in the
     sanitizer's run, which then exits) escaped every sweep. False where
     Linux's prctl is not there."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
+    return prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 def parents(proc: Path = PROC) -> dict[int, tuple[int, int]]:
@@ -59,6 +60,16 @@ def descendants(pid: int, table: dict[int, tuple[int, int]] | None = None) -> se
         if child not in found:
             found.add(child)
             todo += children.get(child, [])
+    return found
+
+
+def ancestors(pid: int, table: dict[int, tuple[int, int]] | None = None) -> set[int]:
+    """The processes that started ``pid``, its parent up to the first process (by parent pid)."""
+    table = parents() if table is None else table
+    found: set[int] = set()
+    while pid in table and table[pid][0] > 0 and table[pid][0] not in found:
+        pid = table[pid][0]
+        found.add(pid)
     return found
 
 

@@ -333,13 +333,7 @@ def _die_with_parent(parent: int) -> None:
     (prctl PR_SET_PDEATHSIG): a parent killed with SIGKILL runs no cleanup, and
     a child spinning on a hung kernel would otherwise keep the GPU. Elsewhere
     the child still ends when it next reads the closed pipe."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
+    processes.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent was gone before the request
         os._exit(0)
 
