@@ -33,6 +33,7 @@ import json
 import math
 import random
 import secrets
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -97,6 +98,8 @@ def measure(points: list[dict], db: Path | None) -> None:
     from gemmlab.measure.run import run
 
     clear_cache()
+    # No --db: a path with no file, so that no table is read (not even $GEMMLAB_DB or one in this folder).
+    db = db if db is not None else Path(tempfile.mkdtemp(prefix="heldout-")) / "no-picks.sqlite"
     for point in points:
         shape = Shape(point["m"], point["n"], point["k"])
         try:
@@ -105,7 +108,10 @@ def measure(points: list[dict], db: Path | None) -> None:
         except GemmlabError as exc:
             point["error"] = f"{exc.cause} {exc.fix}".strip()
             continue
-        point.update(kernel=choice.kernel, pick=choice.reason, percent=100.0 * (result.ratio_to_baseline or 0.0))
+        if result.ratio_to_baseline is None:
+            point["error"] = "no library baseline was timed beside it"
+            continue
+        point.update(kernel=choice.kernel, pick=choice.reason, percent=100.0 * result.ratio_to_baseline)
         print(f"{point['distribution']:<14} {point['dtype']:<9} {shape!s:<20} {choice.kernel:<26} "
               f"{point['percent']:6.1f}%", flush=True)  # fmt: skip
 
