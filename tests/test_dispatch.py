@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from conftest import database_at
+from dispatch_fakes import fake_result
 from gemmlab.cli.app import app
 from gemmlab.core.errors import ConstraintError, GemmlabError
 from gemmlab.core.shapes import Shape
@@ -349,28 +349,29 @@ def test_result_row_states_plain_event_timing() -> None:
     assert "baseline_timing_method" not in row
 
 
-def test_choose_exact_then_nearest_then_default() -> None:
+def test_choose_exact_then_the_model() -> None:
     picks = [_pick(1024, 1024, 1024), _pick(4096, 4096, 4096, "sgemm_padded_b"), _pick(1, 1, 1, dtype="bfloat16")]
     exact = dispatch.choose(picks, Shape.square(1024), "float32", "sm_90a")
     assert (exact.kernel, exact.reason) == ("sgemm_multistage", dispatch.TUNED)
-    near = dispatch.choose(picks, Shape.square(3000), "float32", "sm_90a")
-    assert (near.kernel, near.reason, near.tuned_shape) == ("sgemm_padded_b", dispatch.NEAREST, Shape.square(4096))
-    assert "4096" in near.why()
-    # bfloat16's pick is not a float32 one: none of float32 stored, so the default.
+    unseen = dispatch.choose(picks, Shape.square(3000), "float32", "sm_90a")
+    assert unseen.reason == dispatch.MODEL and unseen.ranked > 10 and unseen.predicted_us > 0
+    assert "cost model" in unseen.why() and unseen.basis in unseen.why()
+    # bfloat16's pick is not a float32 one: it neither answers nor corrects a float32 shape.
     alone = dispatch.choose(picks[2:], Shape.square(512), "float32", "sm_90a")
-    assert (alone.kernel, alone.reason) == (dispatch.DEFAULTS["float32"][0], dispatch.DEFAULT)
+    assert alone.reason == dispatch.MODEL and alone.basis == "no measurement on this GPU: the model alone"
 
 
-def test_the_nearest_pick_that_refuses_the_shape_is_passed_over() -> None:
+def test_a_pick_that_refuses_the_shape_is_never_run() -> None:
     # tc_tma_store's C tensor map needs N x 4 bytes in whole 16-byte pieces: N = 3 breaks it.
     picks = [_pick(64, 64, 64, "tc_tma_store", "bfloat16"), _pick(8192, 8192, 8192, "tc_wgmma", "bfloat16")]
     chosen = dispatch.choose(picks, Shape(64, 3, 64), "bfloat16", "sm_90a")
-    assert (chosen.kernel, chosen.reason) == ("tc_wgmma", dispatch.NEAREST)
+    assert chosen.reason == dispatch.MODEL
+    assert dispatch.accepts(chosen.spec, Shape(64, 3, 64), "bfloat16", "sm_90a") is None
 
 
 def test_unverified_picks_are_never_chosen() -> None:
     chosen = dispatch.choose([dataclasses.replace(_pick(512, 512, 512), verified=False)], Shape.square(512), "float32")
-    assert chosen.reason == dispatch.DEFAULT
+    assert chosen.reason == dispatch.MODEL
 
 
 def test_no_kernel_takes_the_shape() -> None:
@@ -384,16 +385,6 @@ def test_no_kernel_takes_the_shape() -> None:
 GPU_X = Device("GPU X", "9.0", "sm_90a", 132)
 
 
-def _fake_result(spec, shape: Shape, ms: float) -> SimpleNamespace:
-    base = Timing.of([0.5])
-    return SimpleNamespace(
-        to_dict=lambda: {"kernel": spec.id, "m": shape.m, "n": shape.n, "k": shape.k, "dtype": "float32",
-                         "config": spec.config, "timing": Timing.of([ms]), "baseline_timing": base,
-                         "ratio_to_baseline": 0.5 / ms, "backend": "nvrtc"},
-        timing=Timing.of([ms]), baseline_timing=base,
-    )  # fmt: skip
-
-
 def test_the_tuner_stores_the_fastest_verified_candidate(tmp_path: Path) -> None:
     from gemmlab.core.errors import VerificationError
 
@@ -405,7 +396,7 @@ def test_the_tuner_stores_the_fastest_verified_candidate(tmp_path: Path) -> None
         assert options["baseline"] and options["dtype"] == "float32"
         if spec.id == "sgemm_stream_k":
             raise VerificationError("wrong", "fix")
-        return _fake_result(spec, shape, 0.3 if spec.id == "sgemm_padded_b" else 0.6)
+        return fake_result(spec, shape, 0.3 if spec.id == "sgemm_padded_b" else 0.6)
 
     with Store.open(tmp_path / "r.sqlite") as store:
         summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, device=GPU_X)
@@ -494,6 +485,19 @@ def test_dispatch_show_prints_the_picks(tmp_path: Path) -> None:
     assert "sgemm_multistage" in out.output and "120.0%" in out.output and "16x4096x4096" in out.output
 
 
+def test_dispatch_show_with_no_database_lists_the_shipped_picks_per_gpu(tmp_path: Path) -> None:
+    out = runner.invoke(app, ["dispatch", "show", "--db", str(tmp_path / "none.sqlite")], env={"COLUMNS": "250"})
+    assert out.exit_code == 0, out.output
+    assert "no picks stored" in out.output and "the tables gemmlab ships follow" in out.output
+    assert "NVIDIA H200, shipped (measured 2026-11-28)" in out.output and "NVIDIA H100 80GB HBM3, shipped" in out.output
+    assert not (tmp_path / "none.sqlite").exists()  # showing creates no database
+    one = runner.invoke(app, ["dispatch", "show", "--shipped", "--gpu", "NVIDIA H200"], env={"COLUMNS": "250"})
+    assert one.exit_code == 0 and "NVIDIA H200, shipped" in one.output and "H100" not in one.output
+    assert "tc_tma_store" in one.output and "cuBLAS" in one.output
+    none = runner.invoke(app, ["dispatch", "show", "--shipped", "--gpu", "GPU Z"])
+    assert none.exit_code == 0 and "gemmlab ships no table for GPU Z" in none.output
+
+
 def test_dispatch_tune_refuses_an_unknown_suite_and_dtype() -> None:
     out = runner.invoke(app, ["dispatch", "tune", "--suite", "huge"])
     assert out.exit_code != 0 and "no 'huge' suite" in out.output
@@ -555,7 +559,7 @@ def test_a_shape_starts_no_candidate_after_its_seconds(tmp_path: Path) -> None:
 
     def runner(spec, shape, **options):
         tried.append(spec.id)
-        return _fake_result(spec, shape, 0.5)
+        return fake_result(spec, shape, 0.5)
 
     with Store.open(tmp_path / "r.sqlite") as store:
         summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, shape_seconds=0.0,
@@ -580,7 +584,7 @@ def test_compiling_comes_first_and_is_not_counted_in_a_shapes_seconds(tmp_path: 
 
     def runner(spec, shape, **options):
         events.append(spec.id)
-        return _fake_result(spec, shape, 0.5)
+        return fake_result(spec, shape, 0.5)
 
     with Store.open(tmp_path / "r.sqlite") as store:
         summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, shape_seconds=0.25,
@@ -608,20 +612,17 @@ def test_compile_candidates_compiles_each_at_the_runners_key_and_leaves_failures
     assert sorted(calls) == sorted((c.kernel, tuple(c.config.values()), 0, "float32", "sm_90a") for c in found[:5])
 
 
-def test_the_nearest_pick_is_of_the_same_class_and_alignment() -> None:
-    """By log distance alone 8192 cubed is as near 4097 cubed as 4096 cubed,
-    and took 4097's odd-size pick (tc_any_k) on an H100: 26% of cuBLAS. A
-    tuned shape of the same class, which the top rung takes as it takes this
-    one, comes first; an odd shape still gets the odd shape's pick."""
+def test_an_odd_size_pick_does_not_carry_over_to_an_aligned_shape() -> None:
+    """The nearest-tuned-shape rule gave 8192 cubed in bfloat16 4097's pick
+    (tc_any_k, the odd-size rung) on an H100: 26% of cuBLAS. The model ranks
+    the candidates for 8192 itself; 4097's measurement corrects tc_any_k near
+    4097 only, so an odd 4095 may still take it."""
     picks = [
-        _pick(4097, 4097, 4097, "tc_any_k", "bfloat16"),
-        _pick(4096, 4096, 4096, "tc_tma_store", "bfloat16"),
-        _pick(128, 4096, 4096, "tc_small", "bfloat16"),
+        dataclasses.replace(_pick(4097, 4097, 4097, "tc_any_k", "bfloat16"), median_ms=0.865),
+        dataclasses.replace(_pick(4096, 4096, 4096, "tc_tma_store", "bfloat16"), median_ms=0.187),
+        dataclasses.replace(_pick(128, 4096, 4096, "tc_small", "bfloat16"), median_ms=0.0106),
     ]
     big = dispatch.choose(picks, Shape.square(8192), "bfloat16", "sm_90a")
-    assert (big.kernel, big.tuned_shape) == ("tc_tma_store", Shape.square(4096))
+    assert big.reason == dispatch.MODEL and big.kernel != "tc_any_k"
     odd = dispatch.choose(picks, Shape.square(4095), "bfloat16", "sm_90a")
-    assert (odd.kernel, odd.tuned_shape) == ("tc_any_k", Shape.square(4097))
-    # 64 x 4096 x 4096 has few tiles, as 128 x 4096 x 4096 has; 4096 cubed is large.
-    few = dispatch.choose(picks, Shape(64, 4096, 4096), "bfloat16", "sm_90a")
-    assert (few.kernel, few.tuned_shape) == ("tc_small", Shape(128, 4096, 4096))
+    assert dispatch.accepts(odd.spec, Shape.square(4095), "bfloat16", "sm_90a") is None

@@ -16,13 +16,14 @@ verified against a float64 reference, then timed beside cuBLAS in alternated
 rounds, from CUDA graphs on both sides under about 50 us. Usage, on a GPU:
 
     PYTHONPATH=src python3 benchmarks/scripts/heldout_bench.py OUT.json [--seed S] [--count N]
-        [--dists log-uniform,llm,squares-rects] [--dtype fp32,bf16] [--db PATH]
+        [--dists log-uniform,llm,squares-rects] [--dtype fp32,bf16] [--db PATH] [--no-shipped]
 
 OUT.json holds {"seed", "device", "date", "points": [{"distribution", "dtype",
 "m", "n", "k", "kernel", "pick", "percent"} or, for a point that failed,
 "error"], "summary": {distribution: {dtype: {"geomean", "p10", "min", "count"}}}};
 the table goes to stdout. --db names the dispatcher's table (default: none, what
-a newcomer gets: the shipped picks or the rungs' defaults).
+a newcomer gets: the table shipped for this GPU and the cost model);
+--no-shipped leaves the shipped table out (the model alone, or with --db's picks).
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def measure(points: list[dict], db: Path | None) -> None:
         if result.ratio_to_baseline is None:
             point["error"] = "no library baseline was timed beside it"
             continue
-        point.update(kernel=choice.kernel, pick=choice.reason, percent=100.0 * result.ratio_to_baseline)
+        percent = 100.0 * result.ratio_to_baseline
+        point.update(kernel=choice.kernel, config=choice.config, pick=choice.reason, percent=percent)
         print(f"{point['distribution']:<14} {point['dtype']:<9} {shape!s:<20} {choice.kernel:<26} "
               f"{point['percent']:6.1f}%", flush=True)  # fmt: skip
 
@@ -124,7 +126,14 @@ def main() -> None:
     parser.add_argument("--dists", default=",".join(DISTRIBUTIONS))
     parser.add_argument("--dtype", default="fp32,bf16")
     parser.add_argument("--db", type=Path, help="the dispatcher's table (default: none)")
+    parser.add_argument("--no-shipped", action="store_true", help="leave out the table gemmlab ships for this GPU")
     args = parser.parse_args()
+    if args.no_shipped:
+        import os
+
+        from gemmlab.api.matmul import NO_SHIPPED_VARIABLE
+
+        os.environ[NO_SHIPPED_VARIABLE] = "1"
     from gemmlab.core import gpu
     from gemmlab.studies.suite import dtype_name
 
@@ -150,7 +159,8 @@ def main() -> None:
         print(f"{failed} point(s) failed; their errors are in {args.out}")
     record = {"seed": seed, "device": gpu.describe(0).name,
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "db": str(args.db) if args.db else None, "points": points, "summary": table}  # fmt: skip
+              "db": str(args.db) if args.db else None, "shipped_table": not args.no_shipped, "points": points,
+              "summary": table}  # fmt: skip
     args.out.write_text(json.dumps(record, indent=1))
 
 

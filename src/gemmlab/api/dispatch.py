@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 
 from gemmlab.store.records import Pick
 from gemmlab.store.store import DEFAULT_PATH, Store
+from gemmlab.studies.shipped import ShippedTable
 
 if TYPE_CHECKING:
     from gemmlab.studies.dispatch import DispatchSummary
 
-__all__ = ["Pick", "Tuned", "percent_of_cublas", "picks", "tune"]
+__all__ = ["Pick", "ShippedTable", "Tuned", "percent_of_cublas", "picks", "shipped_tables", "tune"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,13 @@ def picks(db: str | Path = DEFAULT_PATH, gpu: str | None = None) -> list[Pick]:
     """The picks stored in ``db`` for the GPU named ``gpu`` as stored (None: every GPU's)."""
     with Store.open(db, readonly=True) as store:
         return store.picks(gpu)
+
+
+def shipped_tables() -> tuple[ShippedTable, ...]:
+    """The dispatcher tables gemmlab ships, one per GPU model (package data)."""
+    from gemmlab.studies.shipped import tables
+
+    return tables()
 
 
 def percent_of_cublas(pick: Pick) -> float | None:

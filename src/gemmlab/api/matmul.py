@@ -17,8 +17,12 @@ What it takes (docs/dispatch.md):
   alpha, beta or input C: with a float32 C those are applied after the product
   (one more pass over C); with a bfloat16 C they are refused.
 
-Picks are read once per process and database (:func:`clear_cache` forgets
-them, e.g. after tuning again), and each kernel is compiled, loaded and planned
+The picks are those tuned into the database for this GPU, with the tables
+gemmlab ships (:mod:`gemmlab.studies.shipped`) for the shapes they leave; a
+shape with no pick of its own gets the cost model's fastest candidate,
+corrected by them (:mod:`gemmlab.studies.costmodel`). Picks are read once
+per process and database (:func:`clear_cache` forgets them, e.g. after
+tuning again), and each kernel is compiled, loaded and planned
 once per shape (:mod:`gemmlab.measure.gemm`), so a call costs checking the
 arrays, building the launch arguments (for the TMA rungs, a tensor map per
 matrix) and the launch.
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gemmlab.api.arrays import caller_stream, is_torch, to_cupy, to_torch
 from gemmlab.core import gpu
@@ -43,31 +47,44 @@ from gemmlab.kernels.spec import KernelSpec
 from gemmlab.problems.base import GemmOperands
 from gemmlab.store.records import Pick
 from gemmlab.store.store import DEFAULT_PATH, Store
-from gemmlab.studies.dispatch import Choice, choose
+from gemmlab.studies.costmodel import Calibration, GPUModel
+from gemmlab.studies.dispatch import TUNED, Choice, choose, resident
+from gemmlab.studies.shipped import merged, shipped_picks
+
+if TYPE_CHECKING:
+    from gemmlab.core.gpu import DeviceInfo
 
 # Where matmul reads the dispatcher's picks when no ``db`` is given.
 DB_VARIABLE = "GEMMLAB_DB"
+# Set to 1 to leave the tables gemmlab ships out (the model and the database's picks alone).
+NO_SHIPPED_VARIABLE = "GEMMLAB_NO_SHIPPED_TABLES"
+# Set to 1 to autotune every shape with no pick of its own on its first call (autotune=True).
+AUTOTUNE_VARIABLE = "GEMMLAB_AUTOTUNE"
 
 _PICKS: dict[tuple[str, str], list[Pick]] = {}  # (database, GPU name) -> its picks
 _CHOSEN: dict[tuple[str, str, Shape, str], tuple[Choice, KernelSpec]] = {}
+_CALIBRATIONS: dict[tuple[str, str], Calibration] = {}
 
 
 def matmul(
     a: Any, b: Any, c: Any = None, *, alpha: float = 1.0, beta: float = 0.0, out_dtype: str | None = None,
-    db: str | Path | None = None,
+    db: str | Path | None = None, autotune: bool | None = None,
 ) -> Any:  # fmt: skip
     """``alpha * a @ b + beta * c`` by the dispatcher's kernel for this shape
     and GPU (see the module's docstring for the types and layouts); a new CuPy
     array, or a tensor where the caller gave tensors. ``db``: the results
     database holding the tuned picks (default: $GEMMLAB_DB, else
-    gemmlab-results.sqlite here); without one, each element type's default
-    rung runs."""
+    gemmlab-results.sqlite here); without one, the shipped table of this GPU
+    and the cost model decide. ``autotune`` (default: $GEMMLAB_AUTOTUNE=1): a
+    shape with no pick of its own on this GPU has the model's few best
+    candidates verified and timed on this first call, and the fastest stored
+    in ``db`` for every later one (seconds, once per shape)."""
     cp = gpu.cupy()  # NoGPUError, with its fix, on a machine without a usable GPU
     tensors = any(is_torch(x) for x in (a, b, c))
     a, b, c = (to_cupy(cp, x, name, "gemmlab.matmul") for x, name in ((a, "a"), (b, "b"), (c, "c")))
     device = _one_device(cp, "gemmlab.matmul", a, b, c)
     dtype, shape, b_is_transposed = check_operands(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype)
-    _choice, spec = dispatch(shape, dtype, db, device)
+    _choice, spec = dispatch(shape, dtype, db, device, autotune)
     from gemmlab.measure.gemm import launch_gemm
 
     with cp.cuda.Device(device), caller_stream(cp, device, tensors):
@@ -100,10 +117,12 @@ class Matmul:
     ``out`` must stay alive and in place while the plan is used; new values
     written into them are what the next run multiplies. Every run writes the
     same ``out`` (and, for a rung that takes one, the same workspace), so runs
-    on different streams must be ordered by the caller."""
+    on different streams must be ordered by the caller. ``db`` and
+    ``autotune``: as for :func:`matmul`."""
 
     def __init__(
-        self, a: Any, b: Any, *, out: Any = None, out_dtype: str | None = None, db: str | Path | None = None
+        self, a: Any, b: Any, *, out: Any = None, out_dtype: str | None = None, db: str | Path | None = None,
+        autotune: bool | None = None,
     ) -> None:  # fmt: skip
         cp = gpu.cupy()
         self._tensors = any(is_torch(x) for x in (a, b, out))
@@ -124,7 +143,7 @@ class Matmul:
                 f"{' x '.join(map(str, out.shape))} {out.dtype}{layout}.",
                 "Pass cupy.empty((M, N), dtype=...) or leave out out.",
             )
-        self.choice, spec = dispatch(shape, dtype, db, device)
+        self.choice, spec = dispatch(shape, dtype, db, device, autotune)
         self.shape, self.dtype = shape, dtype
         from gemmlab.measure.gemm import bind_gemm
 
@@ -236,24 +255,61 @@ def _check_c(c: Any, m: int, n: int, dtype: str, alpha: float, beta: float) -> N
         raise GemmlabError("c is not C-contiguous.", "Pass cupy.ascontiguousarray(c).")
 
 
-def dispatch(shape: Shape, dtype: str, db: str | Path | None = None, device: int = 0) -> tuple[Choice, KernelSpec]:
+def dispatch(
+    shape: Shape, dtype: str, db: str | Path | None = None, device: int = 0, autotune: bool | None = None
+) -> tuple[Choice, KernelSpec]:  # fmt: skip
     """The dispatcher's choice for ``shape`` on GPU ``device`` and its
-    catalogue entry, remembered for the process."""
+    catalogue entry, remembered for the process. ``autotune`` (None:
+    $GEMMLAB_AUTOTUNE=1): a shape with no pick of its own has the model's few
+    best candidates timed now and the fastest stored in the database
+    (:mod:`gemmlab.studies.autotune`)."""
     from gemmlab.measure.gemm import device_info
 
     path = str(_db_path(db))
     info = device_info(device)
     key = (path, info.name, shape, dtype)
     if key not in _CHOSEN:
-        choice = choose(_picks(path, info.name), shape, dtype, info.arch)
+        choice = _choose(path, info, shape, dtype)
+        if choice.reason != TUNED and (autotune if autotune is not None else _env_autotune()):
+            _autotune(path, info, shape, dtype, device)
+            choice = _choose(path, info, shape, dtype)
         _CHOSEN[key] = (choice, choice.spec)
     return _CHOSEN[key]
+
+
+def _choose(path: str, info: DeviceInfo, shape: Shape, dtype: str) -> Choice:
+    picks = _picks(path, info.name)
+    model = GPUModel.of(info)
+    calibration = _CALIBRATIONS.get((path, info.name))
+    if calibration is None:
+        calibration = _CALIBRATIONS[(path, info.name)] = Calibration.of(picks, model, resident)
+    return choose(picks, shape, dtype, info.arch, gpu=model, calibration=calibration)
+
+
+def _env_autotune() -> bool:
+    return os.environ.get(AUTOTUNE_VARIABLE, "") in ("1", "true", "yes")
+
+
+def _autotune(path: str, info: DeviceInfo, shape: Shape, dtype: str, device_index: int) -> None:
+    """Time the model's best candidates for ``shape`` and store the winner in the database at ``path``."""
+    from gemmlab.studies.autotune import autotune_shape
+    from gemmlab.studies.candidates import Device
+    from gemmlab.studies.sweep import run_record
+
+    device = Device(info.name, f"{info.cc[0]}.{info.cc[1]}", info.arch, info.sm_count, GPUModel.of(info))
+    with Store.open(path) as store:
+        autotune_shape(store, shape, dtype, device, _picks(path, info.name),
+                       calibration=_CALIBRATIONS.get((path, info.name)), run_record=run_record(),
+                       device_index=device_index)  # fmt: skip
+    _PICKS.pop((path, info.name), None)  # read again, with the new pick
+    _CALIBRATIONS.pop((path, info.name), None)
 
 
 def clear_cache() -> None:
     """Forget the picks read so far: the next call reads the database again."""
     _PICKS.clear()
     _CHOSEN.clear()
+    _CALIBRATIONS.clear()
 
 
 def _db_path(db: str | Path | None) -> Path:
@@ -261,11 +317,15 @@ def _db_path(db: str | Path | None) -> Path:
 
 
 def _picks(path: str, gpu_name: str) -> list[Pick]:
+    """The picks of ``gpu_name`` tuned into the database at ``path``, and the
+    shipped ones for the shapes they leave (none with $GEMMLAB_NO_SHIPPED_TABLES=1)."""
     key = (path, gpu_name)
     if key not in _PICKS:
         found: list[Pick] = []
         if Path(path).is_file():
             with Store.open(path, readonly=True) as store:
                 found = store.picks(gpu_name)
+        if os.environ.get(NO_SHIPPED_VARIABLE, "") not in ("1", "true", "yes"):
+            found = merged(found, shipped_picks(gpu_name))
         _PICKS[key] = found
     return _PICKS[key]

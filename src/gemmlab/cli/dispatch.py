@@ -14,7 +14,7 @@ from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 
-from gemmlab.api.dispatch import Pick, percent_of_cublas, picks, tune
+from gemmlab.api.dispatch import Pick, percent_of_cublas, picks, shipped_tables, tune
 from gemmlab.api.results import DEFAULT_PATH
 from gemmlab.cli.app import app, console, err_console, friendly
 from gemmlab.cli.sweep import EXIT_FAILED, EXIT_INTERRUPTED, DbOption
@@ -86,11 +86,22 @@ def tune_cmd(
 def show_cmd(
     db: DbOption = DEFAULT_PATH,
     gpu: Annotated[str | None, typer.Option(help="The GPU's name as stored (default: every GPU's picks).")] = None,
+    shipped: Annotated[
+        bool, typer.Option("--shipped", help="Print the tables gemmlab ships (per GPU) instead of the database's.")
+    ] = False,
 ) -> None:
     """Print the stored picks: per GPU, element type and shape, the kernel, its time and its share of cuBLAS."""
-    stored = picks(db, gpu)
+    stored = [] if shipped else picks(db, gpu) if Path(db).is_file() else []
     if not stored:
-        err_console.print(f"no picks stored in {db}; run `gemmlab dispatch tune` on a GPU.", highlight=False)
+        tables = [t for t in shipped_tables() if gpu is None or t.gpu_name == gpu]
+        if not shipped:
+            err_console.print(f"no picks stored in {db}; the tables gemmlab ships follow (`gemmlab dispatch tune` "
+                              "on a GPU adds its own).", highlight=False)  # fmt: skip
+        if not tables:
+            err_console.print(f"gemmlab ships no table for {gpu}." if gpu else "gemmlab ships no table.")
+        for table in tables:
+            title = f"{table.gpu_name}, shipped (measured {table.measured})"
+            console.print(picks_table(list(table.picks), title, console.width))
         return
     for name in dict.fromkeys(p.gpu_name for p in stored):
         console.print(picks_table([p for p in stored if p.gpu_name == name], name, console.width))

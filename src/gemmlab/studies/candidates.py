@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels.spec import KernelSpec
+from gemmlab.studies.costmodel import GPUModel
 
 if TYPE_CHECKING:
     from gemmlab.measure.run import RunResult
@@ -30,6 +31,7 @@ class Device(NamedTuple):
     cc: str  # "9.0"
     arch: str  # "sm_90a"
     sms: int
+    model: GPUModel | None = None  # its figures for the dispatcher's cost model (None: an H100's, with these SMs)
 
 
 def current_device(device_index: int = 0) -> Device:
@@ -37,7 +39,7 @@ def current_device(device_index: int = 0) -> Device:
     from gemmlab.core import gpu
 
     info = gpu.describe(device_index)
-    return Device(info.name, f"{info.cc[0]}.{info.cc[1]}", info.arch, info.sm_count)
+    return Device(info.name, f"{info.cc[0]}.{info.cc[1]}", info.arch, info.sm_count, GPUModel.of(info))
 
 
 class Runner(Protocol):

@@ -30,14 +30,16 @@ the shape's pick in the ``dispatch`` table (:meth:`Store.set_pick`).
 
 The choice for a shape
 ----------------------
-:func:`choose`: the pick stored for exactly this shape (``tuned``); else the
-pick of the nearest tuned shape of the same element type whose kernel and
-configuration accept this shape (``nearest``): nearest first among the tuned
-shapes of the same class (:func:`shape_class`), then among those that the
-element type's first default rung takes or refuses alike (an odd size's pick,
-made for a shape the big rungs refuse, is the last resort for an aligned one),
-then by distance between log M, log N and log K; else the first of
-:data:`DEFAULTS` for the element type that accepts it (``default``).
+:func:`choose`: the verified pick stored for exactly this shape (``tuned``);
+else the cost model's fastest candidate (``model``): every configuration of
+the rungs that serve the element type (and of its default rungs, and the
+configurations the picks name) that takes the shape, ranked by the model's
+time (:mod:`gemmlab.studies.costmodel`) corrected by the picks of this GPU,
+tuned here or shipped (:mod:`gemmlab.studies.shipped`). There is no
+nearest-tuned-shape rule: another shape's pick speaks for this one only
+through the correction, so an unseen shape never gets a pick worse than the
+model's. Only when no candidate takes the shape does the first of
+:data:`DEFAULTS` that accepts it run (``default``), or a ConstraintError say why none does.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ from gemmlab.kernels.spec import KernelSpec
 from gemmlab.store.records import Config, Pick
 from gemmlab.store.store import Store
 from gemmlab.studies.candidates import Device, Runner, current_device, measure_candidate
+from gemmlab.studies.costmodel import SHARED_WORK, Calibration, Correction, GPUModel, Prediction, predict
+from gemmlab.studies.shipped import merged, shipped_picks
 from gemmlab.studies.suite import Suite
 
 # The results of every candidate tried are stored under this experiment.
@@ -117,7 +121,7 @@ CANDIDATES = {dtype: {cls: serving(dtype, cls) for cls in SHAPE_CLASSES} for dty
 # shapes of that class (short launches: the whole search costs seconds).
 EVERY_CONFIG = {r.id: r.every_config for r in catalogue.rungs() if r.every_config}
 
-TUNED, NEAREST, DEFAULT = "tuned", "nearest", "default"
+TUNED, MODEL, DEFAULT = "tuned", "model", "default"
 
 
 @dataclass(frozen=True)
@@ -173,12 +177,10 @@ def resident_blocks(candidate: Candidate) -> int:
     return max(1, min(fits))
 
 
-# Persistent rungs that share out the k-iterations of the last tiles, so that
-# their blocks finish together: their waves are full by construction. The
-# other persistent rungs walk whole tiles, and a last wave part full is as
-# idle as a part-full wave of blocks (3000 cubed: 288 tiles of 128 x 256 on
-# 132 SMs take three waves' time, 384 of 128 x 192 the same three).
-SHARED_WORK = frozenset({"sgemm_stream_k", "tc_split_tail"})
+# SHARED_WORK (costmodel.py): persistent rungs whose waves are full by
+# construction. The other persistent rungs walk whole tiles, and a last wave
+# part full is as idle as a part-full wave of blocks (3000 cubed: 288 tiles of
+# 128 x 256 on 132 SMs take three waves' time, 384 of 128 x 192 the same three).
 
 
 def fill_score(candidate: Candidate, shape: Shape, sms: int) -> float:
@@ -291,12 +293,15 @@ class Choice:
 
     kernel: str
     config: dict
-    reason: str  # TUNED, NEAREST or DEFAULT
-    tuned_shape: Shape | None = None  # the shape the pick was tuned on (tuned, nearest)
+    reason: str  # TUNED, MODEL or DEFAULT
+    tuned_shape: Shape | None = None  # the shape the pick was tuned on (tuned)
     median_ms: float | None = None  # its time there, and cuBLAS's
     cublas_ms: float | None = None
     timing_method: str | None = None
     cublas_timing_method: str | None = None
+    predicted_us: float | None = None  # the corrected model's time (model)
+    basis: str = ""  # what the correction rests on (model)
+    ranked: int = 0  # candidates the model ranked (model)
 
     @property
     def spec(self) -> KernelSpec:
@@ -305,41 +310,81 @@ class Choice:
     def why(self) -> str:
         if self.reason == TUNED:
             return "tuned on this shape"
-        if self.reason == NEAREST:
-            return f"tuned on {self.tuned_shape}, the nearest tuned shape it accepts"
-        return "no tuned pick takes this shape: the element type's default rung"
+        if self.reason == MODEL:
+            return (f"the fastest of {self.ranked} candidates by the cost model, {self.predicted_us:.1f} us "
+                    f"predicted ({self.basis})")  # fmt: skip
+        return "no candidate the model ranks takes this shape: the element type's default rung"
 
 
-def log_distance(a: Shape, b: Shape) -> float:
-    return math.dist((math.log(a.m), math.log(a.n), math.log(a.k)), (math.log(b.m), math.log(b.n), math.log(b.k)))
-
-
-def choose(picks: Sequence[Pick], shape: Shape, dtype: str, arch: str | None = None) -> Choice:
+def choose(
+    picks: Sequence[Pick], shape: Shape, dtype: str, arch: str | None = None, *, gpu: GPUModel | None = None,
+    calibration: Calibration | None = None,
+) -> Choice:  # fmt: skip
     """The kernel and configuration for ``shape`` among ``picks`` (the stored
     picks of one GPU, see :meth:`Store.picks`), as the module's docstring says;
-    ConstraintError when nothing of the element type takes the shape."""
-    mine = [p for p in picks if p.dtype == dtype and p.verified]
-    top = catalogue.variant(DEFAULTS[dtype][0], {})
-    fits_top = accepts(top, shape, dtype, arch) is None
-    cls = shape_class(shape)
+    ConstraintError when nothing of the element type takes the shape.
+    ``gpu``: the GPU the model is of (default: an H100's figures);
+    ``calibration``: the picks' correction of it, when already made."""
+    for pick in picks:
+        if pick.dtype == dtype and pick.verified and pick.shape == shape:
+            try:
+                spec = catalogue.variant(pick.kernel, pick.config.values)
+            except GemmlabError:
+                continue  # a kernel or configuration this gemmlab no longer has
+            if accepts(spec, shape, dtype, arch) is None:
+                return Choice(pick.kernel, spec.config or {}, TUNED, pick.shape, pick.median_ms, pick.cublas_ms,
+                              pick.timing_method, pick.cublas_timing_method)  # fmt: skip
+    gpu = gpu or GPUModel.assumed()
+    if calibration is None:
+        calibration = Calibration.of(picks, gpu, resident)
+    ranked = model_ranked(shape, dtype, arch, gpu, calibration, picks)
+    if not ranked:
+        return default_choice(shape, dtype, arch)
+    best = ranked[0]
+    return Choice(best.candidate.kernel, best.candidate.config, MODEL, predicted_us=best.us,
+                  basis=best.correction.basis, ranked=len(ranked))  # fmt: skip
 
-    def nearness(pick: Pick) -> tuple[bool, bool, float]:
-        # Log distance alone once gave 8192 cubed in bfloat16 4097's pick (tc_any_k,
-        # the odd-size rung): 26% of cuBLAS (docs/dispatch.md, "The full suite").
-        tuned = pick.shape
-        return (shape_class(tuned) != cls, (accepts(top, tuned, dtype, arch) is None) != fits_top,
-                log_distance(shape, tuned))  # fmt: skip
 
-    mine.sort(key=nearness)
-    for pick in mine:
-        try:
-            spec = catalogue.variant(pick.kernel, pick.config.values)
-        except GemmlabError:
-            continue  # a kernel or configuration this gemmlab no longer has
-        if accepts(spec, shape, dtype, arch) is None:
-            return Choice(pick.kernel, spec.config or {}, TUNED if pick.shape == shape else NEAREST, pick.shape,
-                          pick.median_ms, pick.cublas_ms, pick.timing_method, pick.cublas_timing_method)  # fmt: skip
-    return default_choice(shape, dtype, arch)
+@dataclass(frozen=True)
+class Ranked:
+    """A candidate, the model's time for it at a shape, and the correction applied."""
+
+    us: float
+    candidate: Candidate
+    prediction: Prediction
+    correction: Correction
+
+
+def resident(kernel: str, spec: KernelSpec) -> int:
+    return resident_blocks(Candidate(kernel, spec.config or {}, spec))
+
+
+def model_ranked(
+    shape: Shape, dtype: str, arch: str | None, gpu: GPUModel, calibration: Calibration, picks: Sequence[Pick] = ()
+) -> list[Ranked]:  # fmt: skip
+    """Every configuration of the rungs that serve ``dtype`` (any shape class)
+    and of its default rungs, with the configurations ``picks`` name, that
+    takes ``shape`` (on ``arch``), fastest first by the corrected model."""
+    kernels = [r.id for r in catalogue.rungs() if dtype in r.dtypes and (r.serves or dtype in r.default_for)]
+    configs: dict[str, list[dict]] = {kernel: list(catalogue.configs(kernel)) for kernel in kernels}
+    for pick in picks:
+        if pick.dtype == dtype and pick.kernel in configs and pick.config.values not in configs[pick.kernel]:
+            configs[pick.kernel].append(pick.config.values)
+    found = []
+    for kernel, listed in configs.items():
+        for config in listed:
+            try:
+                spec = catalogue.variant(kernel, config)
+            except GemmlabError:
+                continue
+            if accepts(spec, shape, dtype, arch) is not None:
+                continue
+            predicted = predict(kernel, spec, shape, dtype, gpu, resident(kernel, spec))
+            correction = calibration.correction(dtype, kernel, spec.config or {}, shape)
+            found.append(Ranked(predicted.us * correction.factor, Candidate(kernel, spec.config or {}, spec),
+                                predicted, correction))  # fmt: skip
+    found.sort(key=lambda r: (round(r.us, 2), r.prediction.compute_us))  # a tie: the more compute to spare
+    return found
 
 
 def default_choice(shape: Shape, dtype: str, arch: str | None = None) -> Choice:
@@ -365,6 +410,7 @@ class DispatchSummary:
     cc: str
     picked: list[Pick] = field(default_factory=list)  # the picks stored in the dispatch table
     already: list[str] = field(default_factory=list)  # shapes with a pick stored before
+    kept: list[str] = field(default_factory=list)  # shapes whose choice before tuning stayed the fastest
     notes: list[str] = field(default_factory=list)  # rungs passed over
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (candidate at shape, why)
     rejected: list[tuple[str, str]] = field(default_factory=list)
@@ -376,6 +422,9 @@ class DispatchSummary:
     def lines(self) -> list[str]:
         out = [f"on {self.gpu_name} (cc {self.cc}): {len(self.picked)} shapes tuned, "
                f"{len(self.already)} already tuned"]  # fmt: skip
+        if self.kept:
+            out.append(f"{len(self.kept)} of the shapes tuned kept what the dispatcher ran before (timed first, "
+                       "it stayed the fastest)")  # fmt: skip
         out += [f"note: {n}" for n in dict.fromkeys(self.notes)]
         out += [f"skipped: {label}: {why}" for label, why in self.skipped]
         out += [f"REJECTED (wrong result): {label}: {why}" for label, why in self.rejected]
@@ -422,6 +471,7 @@ def tune_suite(
     force: bool = False, budget_seconds: float | None = None, max_seconds: float = 5.0,
     rungs: Sequence[str] | None = None, on_candidate: Callable[[str], None] | None = None,
     shape_seconds: float | None = SHAPE_SECONDS, compiler: Compiler | None = None,
+    picks_before: Sequence[Pick] | None = None,
 ) -> DispatchSummary:  # fmt: skip
     """Tune the dispatcher on every shape of ``suite`` in each of ``dtypes``
     (default: the suite's) and store the fastest verified pick per shape.
@@ -431,13 +481,21 @@ def tune_suite(
     element type). ``shape_seconds``: start no more candidates of a shape after
     this many seconds of timing them (None: no limit). ``compiler``: compiles
     a shape's candidates before they are timed, outside that budget (default:
-    :func:`compile_candidates` with the default runner, none with another)."""
+    :func:`compile_candidates` with the default runner, none with another).
+
+    Tuning never makes a shape slower: what the dispatcher ran for a shape
+    before (its :func:`incumbent`, chosen from ``picks_before``, default: this
+    GPU's stored and shipped picks) is timed first among the candidates, in
+    the same alternation, so the stored pick is at least as fast by the
+    runner's own measurement; with ``rungs``, only when it is one of them."""
     device = device or current_device()
     name, cc, arch, sms = device.name, device.cc, device.arch, device.sms
     if compiler is None and runner is None:
         compiler = compile_candidates
     summary = DispatchSummary(name, cc)
     run_ids: list[int] = []
+    before = list(picks_before) if picks_before is not None else merged(store.picks(name), shipped_picks(name))
+    calibration = Calibration.of(before, device.model or GPUModel.assumed(sms), resident)
     stored = {(p.dtype, p.shape) for p in store.picks(name)}
     start = time.monotonic()
     try:
@@ -451,9 +509,13 @@ def tune_suite(
                     return summary
                 found, notes = candidates(entry.shape, dtype, sms=sms, arch=arch, per_rung=per_rung, rungs=rungs)
                 summary.notes += notes
+                current = incumbent(before, entry.shape, dtype, device, calibration)
+                if rungs is not None and current is not None and current.kernel not in rungs:
+                    current = None  # the rungs asked for, and only those
+                found = _with_incumbent(found, current)
                 if compiler is not None:
                     compiler(found, entry.shape, dtype, arch)
-                results = _measured(found, entry.shape, dtype, max(entry.reps, 10), max_seconds,
+                results = time_candidates(found, entry.shape, dtype, max(entry.reps, 10), max_seconds,
                                     runner or measure_candidate, summary, on_candidate, shape_seconds)  # fmt: skip
                 if not results:
                     why = "no candidate verified" if found else "no rung of the ladders takes it"
@@ -462,13 +524,36 @@ def tune_suite(
                 if not run_ids:
                     run_ids.append(store.start_run(run_record or {}))
                 store.add_results(run_ids[0], EXPERIMENT, [r for _, r in results])
-                summary.picked.append(_store_pick(store, run_ids[0], device, entry.shape, dtype, results))
+                pick = store_pick(store, run_ids[0], device, entry.shape, dtype, results)
+                summary.picked.append(pick)
+                if current is not None and (pick.kernel, pick.config.values) == (current.kernel, current.config):
+                    summary.kept.append(f"{entry.shape} {dtype}")
     except KeyboardInterrupt:
         summary.interrupted = True
     return summary
 
 
-def _measured(
+def incumbent(
+    picks: Sequence[Pick], shape: Shape, dtype: str, device: Device, calibration: Calibration | None = None
+) -> Candidate | None:  # fmt: skip
+    """What the dispatcher runs for ``shape`` on ``device`` given ``picks`` (see :func:`choose`), as a
+    candidate; None where nothing takes the shape."""
+    try:
+        model = device.model or GPUModel.assumed(device.sms)
+        chosen = choose(picks, shape, dtype, device.arch, gpu=model, calibration=calibration)
+    except ConstraintError:
+        return None
+    return Candidate(chosen.kernel, chosen.config, chosen.spec)
+
+
+def _with_incumbent(found: list[Candidate], current: Candidate | None) -> list[Candidate]:
+    """``found`` with ``current`` first (once)."""
+    if current is None:
+        return found
+    return [current, *(c for c in found if (c.kernel, c.config) != (current.kernel, current.config))]
+
+
+def time_candidates(
     found: list[Candidate], shape: Shape, dtype: str, reps: int, max_seconds: float, runner: Runner,
     summary: DispatchSummary, on_candidate: Callable[[str], None] | None, shape_seconds: float | None = None,
 ) -> list[tuple[Candidate, Any]]:  # fmt: skip
@@ -502,7 +587,7 @@ def _measured(
     return passed
 
 
-def _store_pick(
+def store_pick(
     store: Store, run_id: int, device: Device, shape: Shape, dtype: str, results: list[tuple[Candidate, Any]]
 ) -> Pick:
     """The fastest verified candidate as the shape's pick."""

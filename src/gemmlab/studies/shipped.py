@@ -1,0 +1,81 @@
+"""The dispatcher's tables that gemmlab ships: per GPU, the picks measured on
+the shape suite on one of that model (package data, studies/tables/*.json,
+written by benchmarks/scripts/ship_tables.py from a `dispatch_bench.py` run
+kept in benchmarks/results/). They are read beside the picks a user tunes:
+a pick tuned here for a shape replaces the shipped one, and both correct the
+cost model for every other shape (:mod:`gemmlab.studies.costmodel`).
+
+A table file holds {"gpu_name", "cc", "sms", "measured" (date), "sources"
+(the results files it came from), "picks": [{"dtype", "m", "n", "k",
+"kernel", "config", "median_ms", "cublas_ms", "timing_method",
+"cublas_timing_method"}]}.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from gemmlab.core.errors import GemmlabError
+from gemmlab.store.records import Config, Pick
+
+
+@dataclass(frozen=True)
+class ShippedTable:
+    gpu_name: str
+    cc: str
+    sms: int
+    measured: str  # the date of the measurements
+    sources: tuple[str, ...]
+    picks: tuple[Pick, ...]
+
+
+def table_from_dict(found: dict, where: str) -> ShippedTable:
+    """A table as its file holds it; a GemmlabError naming ``where`` when it is not one."""
+    try:
+        name, cc, measured = str(found["gpu_name"]), str(found["cc"]), str(found["measured"])
+        picks = tuple(_pick(name, cc, measured, p) for p in found["picks"])
+        return ShippedTable(name, cc, int(found["sms"]), measured, tuple(found.get("sources", ())), picks)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise GemmlabError(
+            f"The dispatcher table {where} is not one gemmlab wrote ({exc!r}).",
+            "Reinstall gemmlab, or rebuild it with benchmarks/scripts/ship_tables.py.",
+        ) from exc
+
+
+def _pick(gpu_name: str, cc: str, measured: str, p: dict) -> Pick:
+    cublas = p.get("cublas_ms")
+    return Pick(
+        gpu_name=gpu_name, cc=cc, dtype=p["dtype"], m=int(p["m"]), n=int(p["n"]), k=int(p["k"]), kernel=p["kernel"],
+        config=Config.of(p["config"]), median_ms=float(p["median_ms"]),
+        cublas_ms=None if cublas is None else float(cublas), verified=True, timing_method=p.get("timing_method"),
+        cublas_timing_method=p.get("cublas_timing_method"), created=measured,
+    )  # fmt: skip
+
+
+@cache
+def tables() -> tuple[ShippedTable, ...]:
+    """Every table shipped in the package, in file-name order."""
+    folder = resources.files("gemmlab.studies") / "tables"
+    if not folder.is_dir():
+        return ()
+    found = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".json"):
+            text = entry.read_text(encoding="utf-8")
+            found.append(table_from_dict(json.loads(text), f"gemmlab/studies/tables/{entry.name}"))
+    return tuple(found)
+
+
+def shipped_picks(gpu_name: str | None = None) -> list[Pick]:
+    """The shipped picks of the GPU named ``gpu_name`` (None: every GPU's)."""
+    return [p for t in tables() if gpu_name is None or t.gpu_name == gpu_name for p in t.picks]
+
+
+def merged(tuned: Sequence[Pick], shipped: Iterable[Pick]) -> list[Pick]:
+    """``tuned`` (a user's picks of one GPU) and the shipped picks for shapes they do not cover."""
+    have = {(p.dtype, p.shape) for p in tuned}
+    return [*tuned, *(p for p in shipped if (p.dtype, p.shape) not in have)]
