@@ -61,14 +61,29 @@ def test_a_split_k_fix_up_by_one_block_is_paid_and_a_cluster_reduction_is_not() 
     shape = Shape(36, 24, 3286)
     split = _predict("sgemm_split_k", shape, SPLITS=16)
     # One 64 x 64 tile in 16 slices, one block per SM: each slice's k-steps, then
-    # 17 partial tiles of 16 KiB through one SM at 64 bytes per clock.
+    # 17 partial tiles of 16 KiB through one SM at 64 bytes per clock; one wave.
     unit = 2 * 64 * 64 * 3286 / 16 / (256 * 1.98e3 * costmodel.EFFICIENCY["sgemm_split_k"])
     spec = catalogue.variant("sgemm_split_k", {"SPLITS": 16})
     slice_us = costmodel._wave_us(1, dispatch.resident("sgemm_split_k", spec), 4, unit)
     fix_up = 17 * 64 * 64 * 4 / (64 * 1.98e3)
-    assert split.compute_us == pytest.approx(slice_us + fix_up)
+    assert split.compute_us == pytest.approx(slice_us + fix_up + costmodel.WAVE_US)
     cluster = _predict("sgemm_cluster_split_k", Shape(36, 24, 3286))
     assert "sgemm_cluster_split_k" in costmodel.CLUSTER_REDUCTION and cluster.compute_us > 0
+
+
+def test_clusters_that_leave_sms_idle_take_more_waves() -> None:
+    # Clusters of 8 blocks fill 120 of 132 SMs at once (measured on an H200), of 2 all 132.
+    assert costmodel.cluster_sms(132, 8) == 120 and costmodel.cluster_sms(132, 2) == 132
+    assert costmodel.cluster_sms(132, 1) == 132 and costmodel.cluster_sms(66, 8) == 60
+    # 128 x 128 tiles of 2048 x 1024 in 8 slices: 1024 units; 8 waves on 128 SMs, 9 on 120.
+    shape = Shape(2048, 1024, 1024)
+    assert _predict("sgemm_cluster_split_k", shape, BN=128, WN=32, SPLITS=8).waves == 9
+
+
+def test_the_shorter_of_compute_and_memory_is_mostly_hidden() -> None:
+    prediction = _predict("tc_small", Shape(96, 8192, 8192), "bfloat16", SPLITS=2)
+    longer, shorter = max(prediction.compute_us, prediction.memory_us), min(prediction.compute_us, prediction.memory_us)
+    assert prediction.us == pytest.approx(prediction.fixed_us + longer + costmodel.UNHIDDEN * shorter)
 
 
 def test_no_launch_is_predicted_faster_than_the_launch_itself() -> None:

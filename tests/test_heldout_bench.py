@@ -50,3 +50,26 @@ def test_the_summary_is_the_geomean_the_tenth_percentile_and_the_minimum() -> No
     assert s["geomean"] == pytest.approx(math.exp((9 * math.log(100) + math.log(25)) / 10))
     assert bench.summary(list(range(1, 101)))["p10"] == 10
     assert bench.summary([]) == {"count": 0}
+
+
+def test_two_runs_of_one_seed_are_compared_side_by_side(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    def run(percents: list[float], kernels: list[str], seed: int = 3) -> dict:
+        where = {"distribution": "llm", "dtype": "float32", "m": 8, "n": 4096, "k": 4096, "config": {}, "pick": "model"}
+        points = [{**where, "kernel": k, "percent": p} for p, k in zip(percents, kernels, strict=True)]
+        return {"seed": seed, "device": "GPU X", "date": "2026-11-29", "points": points}
+
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    before.write_text(json.dumps(run([50.0, 80.0], ["a", "b"])))
+    after.write_text(json.dumps(run([90.0, 80.0], ["c", "b"])))
+    script = ROOT / "benchmarks" / "scripts" / "heldout_compare.py"
+    shown = subprocess.run([sys.executable, str(script), str(before), str(after)], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert f"geomean {math.sqrt(50 * 80):6.1f}%" in shown.stdout
+    assert f"geomean {math.sqrt(90 * 80):6.1f}%" in shown.stdout
+    assert "a 50.0% -> c 90.0%" in shown.stdout and "b 80.0% -> b" not in shown.stdout
+    after.write_text(json.dumps(run([90.0, 80.0], ["c", "b"], seed=4)))
+    other = subprocess.run([sys.executable, str(script), str(before), str(after)], capture_output=True, text=True)
+    assert other.returncode != 0 and "different shapes" in other.stderr

@@ -33,9 +33,9 @@ from gemmlab.studies.dispatch import (
 )
 
 # The model's best candidates timed on a first call: enough to cover its usual
-# misses (the measured pick was the model's rung for 76 of 93 held-out suite
-# shapes on an H200, benchmarks/results/2026-11-29_model-check.txt), few
-# enough that a first call takes seconds.
+# misses (its first choice among measured configurations was within 5% of the
+# fastest in 49 of 66 groups, benchmarks/results/2026-11-29_model-regret.txt),
+# few enough that a first call takes seconds.
 TOP = 4
 REPS = 10
 MAX_SECONDS = 2.0

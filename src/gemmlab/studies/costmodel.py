@@ -6,7 +6,8 @@ picks make to it.
 The model
 ---------
 A launch costs a fixed latency (``GPUModel.launch_us``, plus a memset for a
-rung that zeroes a workspace first) and then the longer of two times:
+rung that zeroes a workspace first) and then the longer of two times, plus
+:data:`UNHIDDEN` of the shorter:
 
 - **compute**: the launch's work units (its grid; a persistent rung's grid
   counts tiles or tile slices) are dealt out in waves of ``SMs x resident
@@ -14,7 +15,8 @@ rung that zeroes a workspace first) and then the longer of two times:
   tiles (a 128 x 256 tile at N = 24 computes 232 columns of nothing) at the
   element type's peak rate times the rung's efficiency (:data:`EFFICIENCY`),
   less where a part-full last wave leaves an SM fewer blocks than it was made
-  to hold (:func:`_wave_us`). Split-K and stream-K enter through their work units:
+  to hold (:func:`_wave_us`), plus :data:`WAVE_US` a wave. Clusters fill
+  only the SMs they fit in at once (:func:`cluster_sms`). Split-K and stream-K enter through their work units:
   more units of fewer k-steps each. A rung that shares the last tiles' work out
   evenly (``SHARED_WORK``) has no part-full last wave.
 - **memory**: the bytes DRAM must move at least (A, B and C once each, and
@@ -91,6 +93,18 @@ L2_BYTES_PER_SM_CLOCK = 64
 CLUSTER_REDUCTION = frozenset({"sgemm_cluster_split_k", "tc_small"})
 # Warps on one SM that keep its pipes busy however few blocks hold them (four per scheduler).
 FULL_WARPS = 16
+# The share of the shorter of compute and memory that the longer does not
+# hide: a pipeline overlaps loads with products, but not perfectly.
+UNHIDDEN = 0.3
+# What each wave of blocks costs besides its arithmetic: starting the blocks,
+# filling their pipelines before the first product, draining them and storing C.
+WAVE_US = 2.0
+# SMs that clusters of each size fill at once on a 132-SM Hopper, one block per
+# SM (cuda.core's max_active_clusters times the size, measured on an H200:
+# benchmarks/results/2026-11-24g_h200_cluster-occupancy.txt); a cluster must sit in
+# one GPC, so some SMs stay idle. 5 was not measured: assumed between 4 and 6.
+# Scaled by SMs / 132 for another GPU.
+CLUSTER_SMS = {1: 132, 2: 132, 3: 117, 4: 120, 5: 110, 6: 102, 7: 105, 8: 120}
 # A memset before the launch, for a rung that zeroes a workspace (split-K's partial tiles, stream-K's flags).
 WORKSPACE_US = 1.5
 # The log distance (natural logs of M, N and K) within which one shape's
@@ -166,7 +180,8 @@ def predict(kernel: str, spec: KernelSpec, shape: Shape, dtype: str, gpu: GPUMod
     slices = max(1, round(units / tiles))  # split-K slices (or stream-K's), 1 for a plain rung
     padded_flops = 2.0 * cdiv(m, bm) * bm * cdiv(n, bn) * bn * k
     unit_us = padded_flops / units / (gpu.flops_per_sm_us(dtype) * EFFICIENCY.get(kernel, DEFAULT_EFFICIENCY))
-    slots = gpu.sms * resident
+    sms = cluster_sms(gpu.sms, math.prod(spec.cluster) if spec.cluster else 1)
+    slots = sms * resident
     if spec.persistent and kernel in SHARED_WORK and units > slots:
         waves = units / slots
         compute_us = waves * resident * unit_us
@@ -176,7 +191,8 @@ def predict(kernel: str, spec: KernelSpec, shape: Shape, dtype: str, gpu: GPUMod
         warps = max(1, rung.threads(config) // 32)
         compute_us = full * _wave_us(resident, resident, warps, unit_us)
         if rest:
-            compute_us += _wave_us(math.ceil(rest / gpu.sms), resident, warps, unit_us)
+            compute_us += _wave_us(math.ceil(rest / sms), resident, warps, unit_us)
+    compute_us += math.ceil(waves) * WAVE_US
     in_bytes, out_bytes = DTYPE_ITEMSIZE[dtype], c_itemsize(dtype)
     dram = (m * k + k * n) * in_bytes + m * n * out_bytes
     if dtype == "float32":
@@ -188,7 +204,16 @@ def predict(kernel: str, spec: KernelSpec, shape: Shape, dtype: str, gpu: GPUMod
         compute_us += (slices + 1) * bm * bn * 4 / (L2_BYTES_PER_SM_CLOCK * gpu.clock_ghz * 1e3)
     fixed_us = gpu.launch_us + (WORKSPACE_US if spec.workspace_bytes is not None else 0.0)
     used = m * n / (cdiv(m, bm) * bm * cdiv(n, bn) * bn)
-    return Prediction(fixed_us + max(compute_us, memory_us), compute_us, memory_us, fixed_us, waves, used)
+    body = max(compute_us, memory_us) + UNHIDDEN * min(compute_us, memory_us)
+    return Prediction(fixed_us + body, compute_us, memory_us, fixed_us, waves, used)
+
+
+def cluster_sms(sms: int, cluster: int) -> int:
+    """The SMs a launch in clusters of ``cluster`` blocks keeps busy at once (:data:`CLUSTER_SMS`)."""
+    if cluster <= 1:
+        return sms
+    known = CLUSTER_SMS.get(cluster, CLUSTER_SMS[8] * cluster // 16)
+    return max(cluster, round(known * sms / 132))
 
 
 def _wave_us(blocks: int, resident: int, warps: int, unit_us: float) -> float:
