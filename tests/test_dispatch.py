@@ -80,11 +80,11 @@ def test_a_suite_file_with_a_stray_quick_shape_or_a_bad_shape_is_refused(tmp_pat
 
 
 def test_dtype_names() -> None:
-    assert [dtype_name(d) for d in ("fp32", "BF16", "bf16-out", "float32")] == [
-        "float32", "bfloat16", "bfloat16-out", "float32"
+    assert [dtype_name(d) for d in ("fp32", "BF16", "bf16-out", "float32", "fp8", "fp8-bf16")] == [
+        "float32", "bfloat16", "bfloat16-out", "float32", "e4m3", "e4m3-bf16"
     ]  # fmt: skip
-    with pytest.raises(GemmlabError, match="no element type 'fp8'"):
-        dtype_name("fp8")
+    with pytest.raises(GemmlabError, match="no element type 'fp16'"):
+        dtype_name("fp16")
 
 
 # -- candidates -------------------------------------------------------------------
@@ -139,7 +139,11 @@ def test_the_candidates_defaults_and_every_config_rungs_are_read_off_the_rungs()
         "float32": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_swizzle_l2"),
         "bfloat16": ("tc_tma_store", "tc_cluster", "tc_any_k", "tc_mma_pipeline", "tc_wmma"),
         "bfloat16-out": ("tc_tma_store", "tc_any_k"),
+        "e4m3": ("tc_fp8_tma_store", "tc_fp8_wgmma", "tc_fp8_mma"),
+        "e4m3-bf16": ("tc_fp8_tma_store",),
     }
+    assert dispatch.CANDIDATES["e4m3"]["large"] == ("tc_fp8_tma_store",)
+    assert dispatch.CANDIDATES["e4m3"]["k-heavy"] == ("tc_fp8_tma_store", "tc_fp8_wgmma")
     assert dispatch.EVERY_CONFIG == {
         "sgemm_gemv_split": ("skinny-m",), "sgemm_skinny": ("skinny-m",), "sgemm_skinny_n": ("skinny-n",),
         "sgemm_cluster_split_k": ("few-tiles", "k-heavy"), "tc_small": ("few-tiles",), "tc_split_k": ("k-heavy",),
@@ -501,8 +505,8 @@ def test_dispatch_show_with_no_database_lists_the_shipped_picks_per_gpu(tmp_path
 def test_dispatch_tune_refuses_an_unknown_suite_and_dtype() -> None:
     out = runner.invoke(app, ["dispatch", "tune", "--suite", "huge"])
     assert out.exit_code != 0 and "no 'huge' suite" in out.output
-    out = runner.invoke(app, ["dispatch", "tune", "--dtype", "fp8"])
-    assert out.exit_code != 0 and "no element type 'fp8'" in out.output
+    out = runner.invoke(app, ["dispatch", "tune", "--dtype", "fp16"])
+    assert out.exit_code != 0 and "no element type 'fp16'" in out.output
 
 
 def test_run_best_takes_m_n_k_positionally_and_refuses_two_sizes() -> None:

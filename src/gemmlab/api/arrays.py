@@ -6,8 +6,9 @@ work that reads the result.
 
 CuPy has no bfloat16 type, so a bfloat16 tensor travels as its 16-bit
 patterns (a view, not a copy) and a bfloat16 result comes back as a bfloat16
-tensor. float32 and bfloat16 are taken; other types are refused with the
-conversion that fixes them."""
+tensor. An FP8 tensor travels as its bytes (:mod:`gemmlab.api.fp8`). float32,
+bfloat16 and FP8 are taken; other types are refused with the conversion that
+fixes them."""
 
 from __future__ import annotations
 
@@ -40,8 +41,10 @@ def to_cupy(cp: Any, x: Any, name: str, caller: str) -> Any:
     if x.dtype == torch.bfloat16:
         # The same bytes as int16 (DLPack carries that type everywhere), then CuPy's uint16 view of them.
         return cp.from_dlpack(x.view(torch.int16)).view(cp.uint16)
+    if str(x.dtype).startswith("torch.float8"):
+        return cp.from_dlpack(x.view(torch.uint8))  # the codes, as bytes (api/fp8.py tells the format)
     raise GemmlabError(
-        f"{caller} takes float32 and bfloat16 tensors; {name} is {x.dtype}.",
+        f"{caller} takes float32, bfloat16 and float8_e4m3fn tensors; {name} is {x.dtype}.",
         f"Convert it first: {name}.float() or {name}.bfloat16().",
     )
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gemmlab.api.arrays import caller_stream, is_torch, to_cupy, to_torch
+from gemmlab.api.fp8 import matmul_fp8, wants_fp8
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
 from gemmlab.core.shapes import Shape
@@ -68,7 +69,8 @@ _CALIBRATIONS: dict[tuple[str, str], Calibration] = {}
 
 def matmul(
     a: Any, b: Any, c: Any = None, *, alpha: float = 1.0, beta: float = 0.0, out_dtype: str | None = None,
-    db: str | Path | None = None, autotune: bool | None = None,
+    db: str | Path | None = None, autotune: bool | None = None, scale_a: Any = None, scale_b: Any = None,
+    fp8: str | None = None,
 ) -> Any:  # fmt: skip
     """``alpha * a @ b + beta * c`` by the dispatcher's kernel for this shape
     and GPU (see the module's docstring for the types and layouts); a new CuPy
@@ -78,7 +80,12 @@ def matmul(
     and the cost model decide. ``autotune`` (default: $GEMMLAB_AUTOTUNE=1): a
     shape with no pick of its own on this GPU has the model's few best
     candidates verified and timed on this first call, and the fastest stored
-    in ``db`` for every later one (seconds, once per shape)."""
+    in ``db`` for every later one (seconds, once per shape). ``scale_a``,
+    ``scale_b``, ``fp8``: the FP8 product (e4m3 with per-tensor scales, as
+    torch._scaled_mm takes it; :mod:`gemmlab.api.fp8`)."""
+    if wants_fp8(a, b, scale_a, scale_b, fp8):
+        return matmul_fp8(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, db=db, autotune=autotune,
+                          scale_a=scale_a, scale_b=scale_b, fp8=fp8)  # fmt: skip
     cp = gpu.cupy()  # NoGPUError, with its fix, on a machine without a usable GPU
     tensors = any(is_torch(x) for x in (a, b, c))
     a, b, c = (to_cupy(cp, x, name, "gemmlab.matmul") for x, name in ((a, "a"), (b, "b"), (c, "c")))
@@ -194,7 +201,8 @@ def check_operands(
         raise GemmlabError(
             f"gemmlab.matmul takes float32 matrices, or bfloat16 ones as uint16 bit patterns; got {a.dtype} and "
             f"{b.dtype}.",
-            "Convert both to float32 (a.astype(cupy.float32)), or both to bfloat16 bits.",
+            "Convert both to float32 (a.astype(cupy.float32)), or both to bfloat16 bits; for FP8 e4m3 codes "
+            '(uint8), pass fp8="e4m3" and the scales (scale_a=, scale_b=).',
         )
     if a.ndim != 2 or b.ndim != 2:
         raise GemmlabError(

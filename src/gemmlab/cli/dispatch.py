@@ -35,7 +35,10 @@ def parse_dtypes(text: str | None) -> list[str] | None:
 def tune_cmd(
     suite: Annotated[str, typer.Option(help="quick (a few minutes on one GPU) or full.")] = "quick",
     dtype: Annotated[
-        str | None, typer.Option(help="Element types, comma-separated: fp32, bf16, bf16-out (default: the suite's).")
+        str | None,
+        typer.Option(
+            help="Element types, comma-separated: fp32, bf16, bf16-out, fp8, fp8-bf16 (default: the suite's)."
+        ),
     ] = None,
     db: DbOption = DEFAULT_PATH,
     suite_file: Annotated[

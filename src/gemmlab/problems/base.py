@@ -499,3 +499,7 @@ class GemmOperands:
     c_out: Any
     alpha: float = 1.0
     beta: float = 0.0
+    # FP8: each operand's per-tensor scale, a float32 device array of one
+    # element (A's values are its codes times scale_a, B's times scale_b).
+    scale_a: Any = None
+    scale_b: Any = None

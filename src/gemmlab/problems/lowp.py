@@ -31,6 +31,7 @@ import numpy as np
 from gemmlab.core.dtypes import b_input_type, c_itemsize, input_type
 from gemmlab.core.extras import MissingExtra, require
 from gemmlab.problems.base import (
+    GemmOperands,
     Operand,
     Prepared,
     Problem,
@@ -537,4 +538,25 @@ def lowp_problem(
     def prepare(cp: Any, point: Point, rng: Any) -> Prepared:
         return prepare_lowp(cp, point, rng, scaling, chain, boxes, c_box_rows)
 
-    return Problem("lowp", prepare, lowp_device_bytes)
+    def operands(cp: Any, point: Point, gemm: GemmOperands) -> tuple:
+        return lowp_operands(point, gemm, boxes, c_box_rows)
+
+    # A caller's arrays (gemmlab.matmul) come with one scale per tensor, or none (int8); and a
+    # caller gets only configurations that promote their sums into FP32 (chain > 0): without, a
+    # sum keeps about 14 bits (fp8_tolerance), less than cuBLASLt's default gives.
+    takes_callers = scaling == "tensor" and chain != 0
+    return Problem("lowp", prepare, lowp_device_bytes, operands=operands if takes_callers else None)
+
+
+def lowp_operands(point: Point, gemm: GemmOperands, boxes: tuple[int, int] | None, c_box_rows: int) -> tuple:
+    """The 8-bit rungs' arguments on a caller's arrays: A (M x K) and B (N x K)
+    codes, pointers or TMA tensor maps; C, a pointer or a tensor map; for FP8,
+    the per-tensor scales of A and B (``gemm.scale_a``, ``gemm.scale_b``);
+    then M, N and K. No alpha, beta or input C."""
+    s = point.shape
+    operands = _operands(gemm.a, gemm.b, boxes)
+    dims = (np.int32(s.m), np.int32(s.n), np.int32(s.k))
+    if point.dtype == INT8:
+        return (*operands, gemm.c_out.data.ptr, *dims)
+    c_arg = _c_argument(gemm.c_out, c_box_rows, point.dtype in BF16_C)
+    return (*operands, c_arg, gemm.scale_a.data.ptr, gemm.scale_b.data.ptr, *dims)

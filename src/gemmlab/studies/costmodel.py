@@ -77,7 +77,7 @@ EFFICIENCY: Mapping[str, float] = {
     "sgemm_skinny": 0.3, "sgemm_skinny_n": 0.3, "sgemm_gemv_split": 0.2,
     "tc_tma_store": 0.75, "tc_cluster": 0.72, "tc_persistent": 0.7, "tc_split_tail": 0.72, "tc_wgmma": 0.6,
     "tc_split_k": 0.6, "tc_small": 0.55, "tc_any_k": 0.45, "tc_mma_pipeline": 0.3, "tc_wmma": 0.2,
-    "tc_gemv": 0.1,
+    "tc_gemv": 0.1, "tc_fp8_tma_store": 0.7, "tc_fp8_wgmma": 0.55, "tc_fp8_mma": 0.15,
 }  # fmt: skip
 DEFAULT_EFFICIENCY = 0.3
 # Of nominal DRAM bandwidth, what a streaming kernel reaches (the memory lab's copy reaches 85-90% on Hopper).

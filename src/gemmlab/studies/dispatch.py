@@ -266,12 +266,13 @@ def _fill_rank(candidate: Candidate, shape: Shape, sms: int) -> tuple[int, float
 
 
 def _ranked(kernel: str, shape: Shape, dtype: str, sms: int, arch: str | None) -> list[Candidate]:
-    """The rung's configurations that accept the shape: its default first, then
-    by fill score (_fill_rank), then tile area (more reuse of each operand)."""
+    """The rung's configurations that accept the shape and run on a caller's
+    arrays: its default first, then by fill score (_fill_rank), then tile area
+    (more reuse of each operand)."""
     taken = []
     for config in catalogue.configs(kernel):
         spec = catalogue.variant(kernel, config)
-        if accepts(spec, shape, dtype, arch) is None:
+        if spec.problem.operands is not None and accepts(spec, shape, dtype, arch) is None:
             taken.append(Candidate(kernel, config, spec))
     default = catalogue.ladder(kernel).rung(kernel).config()
     first = [c for c in taken if c.config == default]
@@ -377,8 +378,8 @@ def model_ranked(
                 spec = catalogue.variant(kernel, config)
             except GemmlabError:
                 continue
-            if accepts(spec, shape, dtype, arch) is not None:
-                continue
+            if spec.problem.operands is None or accepts(spec, shape, dtype, arch) is not None:
+                continue  # it cannot run on a caller's arrays, or not at this shape
             predicted = predict(kernel, spec, shape, dtype, gpu, resident(kernel, spec))
             correction = calibration.correction(dtype, kernel, spec.config or {}, shape)
             found.append(Ranked(predicted.us * correction.factor, Candidate(kernel, spec.config or {}, spec),

@@ -20,9 +20,15 @@ except ModuleNotFoundError:  # pragma: no cover
 SUITE_PATH = Path(__file__).resolve().with_name("shapes.toml")
 SUBSETS = ("quick", "full")
 # The element types the suite may name: the FP32 ladder's and the tensor-core ladder's two C types.
-SUITE_DTYPES = ("float32", "bfloat16", "bfloat16-out")
+SUITE_DTYPES = ("float32", "bfloat16", "bfloat16-out", "e4m3", "e4m3-bf16")
 # What people type for them.
-DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "bf16-out": "bfloat16-out"}
+DTYPE_ALIASES = {
+    "fp32": "float32",
+    "bf16": "bfloat16",
+    "bf16-out": "bfloat16-out",
+    "fp8": "e4m3",
+    "fp8-bf16": "e4m3-bf16",
+}
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,7 @@ def dtype_name(dtype: str) -> str:
     if name not in SUITE_DTYPES:
         raise GemmlabError(
             f"The dispatcher has no element type '{dtype}'.",
-            f"Use one of {', '.join(SUITE_DTYPES)} (or fp32, bf16, bf16-out).",
+            f"Use one of {', '.join(SUITE_DTYPES)} (or fp32, bf16, bf16-out, fp8, fp8-bf16).",
         )
     return name
 

@@ -17,6 +17,8 @@ RUNG = Rung(
     # on sm_90 ptxas converts the bytes to float16 and runs HMMA.16816 (Hopper
     # has FP8 tensor cores only behind wgmma). So the claims are the feeding
     # instructions; tests/test_lowp.py checks the multiply on each architecture.
+    # gemmlab.matmul's FP8 product with per-tensor scales, where no pick or model candidate takes a shape.
+    default_for={"e4m3": 3},
     sass=("LDSM", "LDGSTS"),
     min_cc=(8, 9),  # FP8 mma.sync
     rules=lambda c: mma_rules(c) + scaling_rule(c, (0, 1, 2)),

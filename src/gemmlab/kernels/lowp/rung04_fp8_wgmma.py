@@ -25,6 +25,11 @@ RUNG = Rung(
     dtypes=FP8,
     default=Config(BM=128, BN=128, STAGES=4, SCALING=0, PROMOTE=1),
     search=(Config(STAGES=6), Config(BM=64), Config(BN=256, PROMOTE=0)),
+    # `gemmlab dispatch tune --dtype fp8` tries it on these classes of shape (the promoting, per-tensor
+    # configurations: the others cannot run on a caller's arrays); gemmlab.matmul's FP8 product falls
+    # back to it where no candidate takes a shape.
+    serves={"few-tiles": 2, "k-heavy": 2, "skinny-m": 2, "skinny-n": 2},
+    default_for={"e4m3": 2},
     sass=("QGMMA", "UTMALDG", "USETMAXREG"),
     rules=_fp8_wgmma_rules,
     **SPECIALISED,

@@ -32,6 +32,11 @@ RUNG = Rung(
         # H100 and an H200 whatever its stages and cluster, where the default measured 94.6-97.7% in
         # the same runs (benchmarks/results/2026-11-25g_h100_fp8-bn144.txt, 2026-11-25h_h200_fp8-bn144.txt).
     ),
+    # `gemmlab dispatch tune --dtype fp8` tries it on these classes of shape (the promoting, per-tensor
+    # configurations: the others cannot run on a caller's arrays); gemmlab.matmul's FP8 product falls
+    # back to it where no candidate takes a shape.
+    serves={"large": 1, "few-tiles": 1, "k-heavy": 1, "skinny-m": 1, "skinny-n": 1},
+    default_for={"e4m3": 1, "e4m3-bf16": 1},
     sass=("QGMMA", "UTMALDG", "UTMASTG", "USETMAXREG"),
     cross_block=True,  # clusters of CLUSTER blocks share B by multicast
     # Its types add the mixed pair (A e5m2, B e4m3), a backward pass's product.
