@@ -81,3 +81,24 @@ def test_matmul_autotunes_once_per_shape_and_then_reads_the_pick(tmp_path: Path,
     again, _ = matmul.dispatch(SHAPE, "float32", db)  # the pick is stored: nothing is timed again
     assert again.reason == dispatch.TUNED and len(calls) == autotune.TOP
     matmul.clear_cache()
+
+
+def test_a_database_that_cannot_be_written_is_warned_about_and_the_model_runs(tmp_path: Path, monkeypatch) -> None:
+    from gemmlab.api import matmul
+    from gemmlab.core.errors import StoreError
+    from gemmlab.measure import gemm
+
+    info = SimpleNamespace(name="GPU Y", cc=(9, 0), arch="sm_90a", sm_count=132, sm_clock_mhz=1980.0,
+                           peak_bandwidth_gbs=4814.0)  # fmt: skip
+    monkeypatch.setattr(gemm, "device_info", lambda index=0: info)
+
+    def locked(*args) -> None:  # what Store.open raises for a database another process holds
+        raise StoreError("r.sqlite is locked by another process (waited 30 s).", "Wait for it, or give another db.")
+
+    monkeypatch.setattr(matmul, "_autotune_into", locked)
+    matmul.clear_cache()
+    with pytest.warns(UserWarning, match="could not store its autotuned pick") as caught:
+        choice, _ = matmul.dispatch(SHAPE, "float32", tmp_path / "r.sqlite", autotune=True)
+    assert choice.reason == dispatch.MODEL
+    assert "locked by another process" in str(caught[0].message) and "choice runs instead" in str(caught[0].message)
+    matmul.clear_cache()

@@ -265,3 +265,64 @@ def test_tuning_times_what_ran_before_first_and_keeps_it_when_nothing_beats_it(t
     assert summary.kept == ["3000 float32"] and "kept what the dispatcher ran before" in "\n".join(summary.lines())
     if force:  # the pick stored before is what ran, and it is what the tuner timed first
         assert expected.kernel == "sgemm_multistage" and expected.config["BM"] == 64
+
+
+# -- `gemmlab dispatch rank` -----------------------------------------------------------
+
+
+def test_rank_shows_the_choice_and_the_models_ranking_without_a_gpu() -> None:
+    from gemmlab.api.dispatch import rank
+
+    ranking = rank(1597, 24, 2069, "fp32", gpu="NVIDIA H200")
+    assert ranking.choice.reason == dispatch.MODEL and ranking.picks == 93
+    assert (ranking.ranked[0].candidate.kernel, ranking.ranked[0].candidate.config) == (
+        ranking.choice.kernel, ranking.choice.config)  # fmt: skip
+    assert [r.us for r in ranking.ranked] == sorted(r.us for r in ranking.ranked)
+    tuned = rank(4096, 4096, 4096, "bf16", gpu="NVIDIA H200")
+    assert tuned.choice.reason == dispatch.TUNED and tuned.choice.median_ms
+
+
+def test_rank_on_the_command_line_and_its_refusals() -> None:
+    from typer.testing import CliRunner
+
+    from gemmlab.cli.app import app
+
+    runner = CliRunner()
+    shown = runner.invoke(app, ["dispatch", "rank", "36", "24", "3286", "--gpu", "NVIDIA H200", "--top", "3"],
+                          env={"COLUMNS": "200"})  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    assert "float32 36x24x3286 on NVIDIA H200" in shown.output and "the cost model's ranking" in shown.output
+    assert shown.output.count("sgemm_") >= 3 and "what corrects its time" in shown.output and "factor" in shown.output
+    unknown = runner.invoke(app, ["dispatch", "rank", "8", "8", "8", "--gpu", "GPU Z"])
+    assert unknown.exit_code != 0 and "ships no table for a GPU named 'GPU Z'" in unknown.output
+    assert "NVIDIA H200" in unknown.output
+
+
+def test_rank_without_a_gpu_or_a_named_table_says_which_tables_there_are(monkeypatch) -> None:
+    from gemmlab.api.dispatch import rank
+    from gemmlab.core import gpu
+    from gemmlab.core.errors import NoGPUError
+
+    def no_gpu(index: int = 0):
+        raise NoGPUError("No NVIDIA driver was found on this machine.", "Install the driver.")
+
+    monkeypatch.setattr(gpu, "describe", no_gpu)
+    with pytest.raises(NoGPUError) as caught:
+        rank(64, 64, 64)
+    assert "No NVIDIA driver" in caught.value.cause and "'NVIDIA H200'" in caught.value.fix
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 200])
+def test_the_ranking_table_cuts_no_figure_at_any_width(width: int) -> None:
+    from rich.console import Console
+
+    from gemmlab.api.dispatch import rank
+    from gemmlab.cli.dispatch import ranking_table
+
+    ranking = rank(1597, 24, 2069, "fp32", gpu="NVIDIA H200")
+    console = Console(width=width, record=True, color_system=None)
+    console.print(ranking_table(ranking, 3, width))
+    text = console.export_text()
+    assert "…" not in text
+    for found in ranking.ranked[:3]:
+        assert f"{found.us:.1f}" in text and f"x{found.correction.factor:.2f}" in text

@@ -17,13 +17,11 @@ import sys
 def main() -> None:
     from gemmlab.kernels import catalogue
     from gemmlab.studies import dispatch, shipped
-    from gemmlab.studies.costmodel import Calibration, GPUModel, predict
+    from gemmlab.studies.costmodel import Calibration, predict
 
     name = sys.argv[1] if len(sys.argv) > 1 else "NVIDIA H200"
     table = next(t for t in shipped.tables() if t.gpu_name == name)
-    # The figures the model needs: the table's SMs, and each GPU's boost clock and bandwidth.
-    bandwidth = {"NVIDIA H200": 4814.0}.get(name, 3352.0)
-    gpu = GPUModel(name, (9, 0), table.sms, 1.98, bandwidth)
+    gpu = table.model  # the table's GPU: its SMs, boost clock and bandwidth
     picks = list(table.picks)
     print(f"{name}: {len(picks)} picks measured {table.measured}, each left out in turn")
     print(f"{'dtype':<13} {'shape':<16} {'measured pick':<24} {'model chose':<24} {'pred us':>9} {'meas us':>9}")

@@ -20,7 +20,6 @@ from collections import defaultdict
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-BANDWIDTH = {"NVIDIA H200": 4814.0, "NVIDIA H100 80GB HBM3": 3352.0}
 
 
 def rows_of(found: dict) -> list[dict]:
@@ -33,7 +32,9 @@ def main() -> None:
     from gemmlab.core.shapes import Shape
     from gemmlab.kernels import catalogue
     from gemmlab.studies import dispatch, shipped
-    from gemmlab.studies.costmodel import Calibration, GPUModel, predict
+    from gemmlab.studies.costmodel import Calibration, predict
+
+    models = {t.gpu_name: t.model for t in shipped.tables()}
 
     groups: dict[tuple[str, str, Shape], dict[tuple[str, str], float]] = defaultdict(dict)
     for path in sorted(RESULTS.glob("*.json")):
@@ -50,13 +51,13 @@ def main() -> None:
                 spec = catalogue.variant(kernel, {k: int(v) for k, v in (s.split("=") for s in settings)})
             except (GemmlabError, ValueError):
                 continue  # a configuration this gemmlab no longer has
-            if name in BANDWIDTH and dispatch.accepts(spec, shape, r["dtype"], "sm_90a") is None:
+            if name in models and dispatch.accepts(spec, shape, r["dtype"], "sm_90a") is None:
                 groups[(name, r["dtype"], shape)][(kernel, json.dumps(spec.config, sort_keys=True))] = r["us"]
     regrets: dict[str, list[float]] = defaultdict(list)
     for (name, dtype, shape), measured in sorted(groups.items(), key=str):
         if len(measured) < 3:
             continue
-        gpu = GPUModel(name, (9, 0), 132, 1.98, BANDWIDTH[name])
+        gpu = models[name]
         picks = [p for p in shipped.shipped_picks(name) if p.shape != shape]
         calibration = Calibration.of(picks, gpu, dispatch.resident)
         best = min(measured.values())

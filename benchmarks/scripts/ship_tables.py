@@ -34,8 +34,11 @@ def main() -> None:
     for path in args.results:
         found = json.loads(path.read_text())
         device = found["device"]
-        table = by_gpu.setdefault(device["name"], {"gpu_name": device["name"], "cc": device["cc"],
-                                                   "sms": device["sm_count"], "sources": [], "picks": {}})  # fmt: skip
+        table = by_gpu.setdefault(device["name"], {
+            "gpu_name": device["name"], "cc": device["cc"], "sms": device["sm_count"],
+            "clock_mhz": device["sm_clock_mhz"], "dram_gbs": round(device["peak_bandwidth_gbs"], 1),
+            "sources": [], "picks": {},
+        })  # fmt: skip
         table["sources"].append(f"benchmarks/results/{path.name}")
         for r in found["results"]:
             shape = Shape(r["m"], r["n"], r["k"])

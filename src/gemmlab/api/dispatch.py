@@ -12,14 +12,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gemmlab.store.records import Pick
+from gemmlab.core.errors import GemmlabError
+from gemmlab.core.shapes import Shape
+from gemmlab.store.records import Config, Pick
 from gemmlab.store.store import DEFAULT_PATH, Store
 from gemmlab.studies.shipped import ShippedTable
 
 if TYPE_CHECKING:
-    from gemmlab.studies.dispatch import DispatchSummary
+    from gemmlab.studies.dispatch import Choice, DispatchSummary, Ranked
 
-__all__ = ["Pick", "ShippedTable", "Tuned", "percent_of_cublas", "picks", "shipped_tables", "tune"]
+__all__ = [
+    "Config", "Pick", "Ranking", "ShippedTable", "Tuned", "percent_of_cublas", "picks", "rank", "shipped_tables",
+    "tune",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,60 @@ def picks(db: str | Path = DEFAULT_PATH, gpu: str | None = None) -> list[Pick]:
     """The picks stored in ``db`` for the GPU named ``gpu`` as stored (None: every GPU's)."""
     with Store.open(db, readonly=True) as store:
         return store.picks(gpu)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The dispatcher's view of one shape on one GPU: the pick tuned for it (if
+    any), and every candidate the cost model ranks, fastest first."""
+
+    gpu_name: str
+    shape: Shape
+    dtype: str
+    choice: Choice  # what gemmlab.matmul runs
+    ranked: list[Ranked]
+    picks: int  # the picks that correct the model (tuned here and shipped)
+
+
+def rank(
+    m: int, n: int, k: int, dtype: str = "float32", *, gpu: str | None = None, db: str | Path | None = None
+) -> Ranking:
+    """How the dispatcher chooses for M x N x K in ``dtype`` (fp32, bf16,
+    bf16-out, fp8, fp8-bf16 too) on the GPU named ``gpu`` (a shipped table's
+    GPU; default: this machine's GPU 0): its choice and the model's ranking,
+    corrected by the picks of ``db`` (default: none) and the shipped table.
+    Needs no GPU when ``gpu`` names a shipped table."""
+    from gemmlab.studies.costmodel import Calibration, GPUModel
+    from gemmlab.studies.dispatch import choose, model_ranked, resident
+    from gemmlab.studies.shipped import merged, tables
+    from gemmlab.studies.suite import dtype_name
+
+    name = dtype_name(dtype)
+    shape = Shape(m, n, k)
+    if gpu is None:
+        from gemmlab.core import gpu as gpus
+        from gemmlab.core.errors import NoGPUError
+
+        try:
+            info = gpus.describe(0)
+        except NoGPUError as exc:
+            known = ", ".join(repr(t.gpu_name) for t in tables())
+            raise NoGPUError(exc.cause, f"Name a GPU gemmlab ships a table for (--gpu, gpu=): {known}.") from exc
+        model, arch = GPUModel.of(info), info.arch
+    else:
+        table = next((t for t in tables() if t.gpu_name == gpu), None)
+        if table is None:
+            known = ", ".join(t.gpu_name for t in tables())
+            raise GemmlabError(f"gemmlab ships no table for a GPU named {gpu!r}.", f"Name one of: {known}.")
+        model, arch = table.model, f"sm_{table.cc.replace('.', '')}a"
+    tuned: list[Pick] = []
+    if db is not None and Path(db).is_file():
+        tuned = picks(db, model.name)
+    found = merged(tuned, [p for t in tables() if t.gpu_name == model.name for p in t.picks])
+    calibration = Calibration.of(found, model, resident)
+    choice = choose(found, shape, name, arch, gpu=model, calibration=calibration)
+    return Ranking(model.name, shape, name, choice, model_ranked(shape, name, arch, model, calibration, found),
+                   len(found))  # fmt: skip
 
 
 def shipped_tables() -> tuple[ShippedTable, ...]:

@@ -36,13 +36,14 @@ distributed ladder's local GEMMs) use it.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gemmlab.api.arrays import caller_stream, is_torch, to_cupy, to_torch
 from gemmlab.api.fp8 import matmul_fp8, wants_fp8
 from gemmlab.core import gpu
-from gemmlab.core.errors import GemmlabError
+from gemmlab.core.errors import GemmlabError, StoreError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.problems.base import GemmOperands
@@ -299,12 +300,24 @@ def _env_autotune() -> bool:
 
 
 def _autotune(path: str, info: DeviceInfo, shape: Shape, dtype: str, device_index: int) -> None:
-    """Time the model's best candidates for ``shape`` and store the winner in the database at ``path``."""
-    from gemmlab.studies.autotune import autotune_shape
+    """Time the model's best candidates for ``shape`` and store the winner in
+    the database at ``path``; a database that cannot be written (locked, read
+    only, corrupt) is warned about, and the model's choice runs."""
     from gemmlab.studies.candidates import Device
-    from gemmlab.studies.sweep import run_record
 
     device = Device(info.name, f"{info.cc[0]}.{info.cc[1]}", info.arch, info.sm_count, GPUModel.of(info))
+    try:
+        _autotune_into(path, info, shape, dtype, device, device_index)
+    except StoreError as exc:
+        # The product still runs (the model's choice); only remembering the winner failed.
+        warnings.warn(f"gemmlab.matmul could not store its autotuned pick for {shape} {dtype}: {exc.cause} "
+                      f"{exc.fix} The cost model's choice runs instead.", stacklevel=3)  # fmt: skip
+
+
+def _autotune_into(path: str, info: DeviceInfo, shape: Shape, dtype: str, device: Any, device_index: int) -> None:
+    from gemmlab.studies.autotune import autotune_shape
+    from gemmlab.studies.sweep import run_record
+
     with Store.open(path) as store:
         autotune_shape(store, shape, dtype, device, _picks(path, info.name),
                        calibration=_CALIBRATIONS.get((path, info.name)), run_record=run_record(),

@@ -14,7 +14,7 @@ from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 
-from gemmlab.api.dispatch import Pick, percent_of_cublas, picks, shipped_tables, tune
+from gemmlab.api.dispatch import Pick, Ranking, percent_of_cublas, picks, rank, shipped_tables, tune
 from gemmlab.api.results import DEFAULT_PATH
 from gemmlab.cli.app import app, console, err_console, friendly
 from gemmlab.cli.sweep import EXIT_FAILED, EXIT_INTERRUPTED, DbOption
@@ -108,6 +108,57 @@ def show_cmd(
         return
     for name in dict.fromkeys(p.gpu_name for p in stored):
         console.print(picks_table([p for p in stored if p.gpu_name == name], name, console.width))
+
+
+@dispatch_app.command("rank")
+@friendly
+def rank_cmd(
+    m: Annotated[int, typer.Argument(min=1, help="Rows of A and C.")],
+    n: Annotated[int, typer.Argument(min=1, help="Columns of B and C.")],
+    k: Annotated[int, typer.Argument(min=1, help="Columns of A, rows of B.")],
+    dtype: Annotated[str, typer.Option(help="fp32, bf16, bf16-out, fp8 or fp8-bf16.")] = "fp32",
+    gpu: Annotated[
+        str | None, typer.Option(help="A GPU gemmlab ships a table for (no GPU needed); default: this one's.")
+    ] = None,
+    db: Annotated[Path | None, typer.Option(help="A database whose tuned picks correct the model too.")] = None,
+    top: Annotated[int, typer.Option(min=1, help="Candidates to print.")] = 10,
+) -> None:
+    """How the dispatcher chooses for one shape: its choice and why, and the cost model's ranking of the
+    candidates, with each one's predicted time, its parts and the measurement that corrects it."""
+    ranking = rank(m, n, k, dtype, gpu=gpu, db=db)
+    choice = ranking.choice
+    settings = " ".join(f"{key}={value}" for key, value in (choice.spec.config or {}).items())
+    console.print(f"{ranking.dtype} {ranking.shape} on {ranking.gpu_name}: {choice.kernel} {settings}\n"
+                  f"  {choice.reason}: {choice.why()}", highlight=False)  # fmt: skip
+    console.print(ranking_table(ranking, top, console.width))
+
+
+# Below this console width, rank's parts of each prediction go into the candidate's cell.
+RANK_WIDE = 100
+
+
+def ranking_table(ranking: Ranking, top: int, width: int | None = None) -> Table:
+    """The model's ranking as a table for a console ``width`` wide: the
+    predicted time and its parts in columns, or, on a narrow console, the parts
+    on a line of the candidate's cell, so that no figure is cut."""
+    wide = width is None or width >= RANK_WIDE
+    table = Table(title=f"the cost model's ranking ({len(ranking.ranked)} candidates, {ranking.picks} picks "
+                  "correcting it)")  # fmt: skip
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("candidate, and what corrects its time", overflow="fold")
+    parts = ("compute us", "memory us", "waves", "C share", "factor")
+    for header in ("predicted us", *(parts if wide else ())):
+        table.add_column(header, justify="right", no_wrap=True)
+    for place, found in enumerate(ranking.ranked[:top], start=1):
+        p, c = found.prediction, found.candidate
+        figures = (f"{p.compute_us:.1f}", f"{p.memory_us:.1f}", f"{p.waves:g}", f"{100 * p.padded_share:.0f}%",
+                   f"x{found.correction.factor:.2f}")  # fmt: skip
+        settings = " ".join(f"{key}={value}" for key, value in c.config.items())
+        who = f"{escape(c.kernel)}\n[dim]{escape(settings)}\n{escape(found.correction.basis)}[/]"
+        if not wide:
+            who += "\n[dim]" + ", ".join(f"{h} {v}" for h, v in zip(parts, figures, strict=True)) + "[/]"
+        table.add_row(str(place), who, f"{found.us:.1f}", *(figures if wide else ()))
+    return table
 
 
 # A wrapping column is given at least this many characters (or its longest

@@ -5,7 +5,7 @@ kept in benchmarks/results/). They are read beside the picks a user tunes:
 a pick tuned here for a shape replaces the shipped one, and both correct the
 cost model for every other shape (:mod:`gemmlab.studies.costmodel`).
 
-A table file holds {"gpu_name", "cc", "sms", "measured" (date), "sources"
+A table file holds {"gpu_name", "cc", "sms", "clock_mhz", "dram_gbs", "measured" (date), "sources"
 (the results files it came from), "picks": [{"dtype", "m", "n", "k",
 "kernel", "config", "median_ms", "cublas_ms", "timing_method",
 "cublas_timing_method"}]}.
@@ -21,6 +21,7 @@ from importlib import resources
 
 from gemmlab.core.errors import GemmlabError
 from gemmlab.store.records import Config, Pick
+from gemmlab.studies.costmodel import GPUModel
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,14 @@ class ShippedTable:
     measured: str  # the date of the measurements
     sources: tuple[str, ...]
     picks: tuple[Pick, ...]
+    clock_mhz: float = 1980.0  # the GPU's boost clock and nominal DRAM bandwidth, for the cost model
+    dram_gbs: float = 3352.0
+
+    @property
+    def model(self) -> GPUModel:
+        """The cost model's figures of this table's GPU."""
+        cc = tuple(int(part) for part in self.cc.split("."))
+        return GPUModel(self.gpu_name, (cc[0], cc[1]), self.sms, self.clock_mhz / 1e3, self.dram_gbs)
 
 
 def table_from_dict(found: dict, where: str) -> ShippedTable:
@@ -38,7 +47,8 @@ def table_from_dict(found: dict, where: str) -> ShippedTable:
     try:
         name, cc, measured = str(found["gpu_name"]), str(found["cc"]), str(found["measured"])
         picks = tuple(_pick(name, cc, measured, p) for p in found["picks"])
-        return ShippedTable(name, cc, int(found["sms"]), measured, tuple(found.get("sources", ())), picks)
+        return ShippedTable(name, cc, int(found["sms"]), measured, tuple(found.get("sources", ())), picks,
+                            float(found.get("clock_mhz", 1980.0)), float(found.get("dram_gbs", 3352.0)))  # fmt: skip
     except (KeyError, TypeError, ValueError) as exc:
         raise GemmlabError(
             f"The dispatcher table {where} is not one gemmlab wrote ({exc!r}).",
