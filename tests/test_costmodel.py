@@ -326,3 +326,52 @@ def test_the_ranking_table_cuts_no_figure_at_any_width(width: int) -> None:
     assert "…" not in text
     for found in ranking.ranked[:3]:
         assert f"{found.us:.1f}" in text and f"x{found.correction.factor:.2f}" in text
+
+
+# -- every timed candidate corrects the model, not only the picks ----------------------
+
+
+def test_the_tuners_other_candidates_correct_the_model_too(tmp_path: Path) -> None:
+    suite_file = tmp_path / "one.toml"
+    suite_file.write_text('dtypes = ["float32"]\n[[group]]\nname = "g"\nsquares = [3000]\nreps = 10\n')
+    device = Device("GPU X", "9.0", "sm_90a", 132)
+
+    def runner(spec, shape, **options):
+        return fake_result(spec, shape, 0.5 if spec.id == "sgemm_padded_b" else 0.9)
+
+    with Store.open(tmp_path / "r.sqlite") as store:
+        dispatch.tune_suite(load_suite("full", suite_file), store, dtypes=["float32"], runner=runner,
+                            shape_seconds=None, device=device, picks_before=[])  # fmt: skip
+        timed = dispatch.stored_timings(store, "GPU X")
+        assert dispatch.stored_timings(store, "GPU Y") == []
+    assert len(timed) > 1 and {t.median_ms for t in timed} == {0.5, 0.9}
+    loser = next(t for t in timed if t.median_ms == 0.9)
+    calibration = Calibration.of(timed, H200, dispatch.resident)
+    near = calibration.correction("float32", loser.kernel, loser.config.values, Shape.square(3100))
+    spec = catalogue.variant(loser.kernel, loser.config.values)
+    predicted = predict(loser.kernel, spec, Shape.square(3000), "float32", H200, dispatch.resident(loser.kernel, spec))
+    assert near.factor == pytest.approx(900.0 / predicted.us) and "measured at 3000" in near.basis
+
+
+def test_ship_tables_keeps_every_timed_candidate_of_a_run_that_kept_them(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    kept = json.loads((ROOT / "benchmarks/results/2026-11-28g_h200_dispatch-full-fp32.json").read_text())
+    pick = kept["results"][0]
+    other = {"dtype": pick["dtype"], "m": pick["m"], "n": pick["n"], "k": pick["k"], "kernel": "sgemm_small_tile",
+             "config": {}, "median_ms": 1.0, "baseline_median_ms": 0.5}  # fmt: skip
+    run = {"device": kept["device"], "results": [pick], "candidates": [other]}
+    source = tmp_path / "run.json"
+    source.write_text(json.dumps(run))
+    script = ROOT / "benchmarks" / "scripts" / "ship_tables.py"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, str(script), str(source), "--out", str(tmp_path / "tables")],
+                          capture_output=True, text=True, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = json.loads((tmp_path / "tables" / "nvidia-h200.json").read_text())
+    table = shipped.table_from_dict(written, "tables/nvidia-h200.json")
+    assert len(table.picks) == 1 and len(table.measurements) == 1
+    assert table.measurements[0].kernel == "sgemm_small_tile" and table.measurements[0].median_ms == 1.0
+    assert table.model.dram_gbs == pytest.approx(4814.3, abs=0.1)

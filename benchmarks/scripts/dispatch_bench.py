@@ -29,6 +29,7 @@ from gemmlab.api.matmul import clear_cache, dispatch
 from gemmlab.core import gpu
 from gemmlab.core.errors import GemmlabError
 from gemmlab.measure.run import run
+from gemmlab.store.records import Config
 from gemmlab.store.store import Store
 from gemmlab.studies import dispatch as tuner
 from gemmlab.studies.suite import dtype_name, load_suite
@@ -67,6 +68,12 @@ def main() -> None:
                                    shape_seconds=args.shape_seconds or None)  # fmt: skip
     tuning_seconds = time.monotonic() - start
     clear_cache()
+    # Every verified candidate the tuning timed, for the model's correction (ship_tables.py keeps them).
+    name = gpu.describe(0).name
+    with Store.open(db, readonly=True) as store:
+        candidates = [{key: row[key] for key in ("dtype", "m", "n", "k", "kernel", "median_ms", "baseline_median_ms")}
+                      | {"config": Config(row.get("config") or "").values}
+                      for row in store.rows(tuner.EXPERIMENT) if row.get("gpu_name") == name]  # fmt: skip
 
     results, lines = [], []
     for dtype in dtypes:
@@ -95,7 +102,8 @@ def main() -> None:
     args.out.with_suffix(".txt").write_text(text + "\n")
     device = gpu.describe(0).to_dict()
     args.out.write_text(json.dumps({"device": device, "tuning": summary.lines(), "tuning_seconds": tuning_seconds,
-                                    "results": results, "geomean": geomean}, indent=2, default=str))  # fmt: skip
+                                    "results": results, "geomean": geomean, "candidates": candidates}, indent=2,
+                                   default=str))  # fmt: skip
 
 
 if __name__ == "__main__":

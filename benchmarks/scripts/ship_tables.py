@@ -5,7 +5,7 @@ files, the later file's picks win. A pick whose rung or configuration this
 gemmlab no longer has, or that no longer takes its shape, is left out and
 named. Usage (no GPU needed):
 
-    python3 benchmarks/scripts/ship_tables.py RESULTS.json [RESULTS.json ...]
+    python3 benchmarks/scripts/ship_tables.py RESULTS.json [RESULTS.json ...] [--out DIR]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ def slug(gpu_name: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path, nargs="+")
+    parser.add_argument("--out", type=Path, default=TABLES, help="the folder to write into (default: the package's)")
     args = parser.parse_args()
     from gemmlab.core.shapes import Shape
     from gemmlab.kernels import catalogue
@@ -37,7 +38,7 @@ def main() -> None:
         table = by_gpu.setdefault(device["name"], {
             "gpu_name": device["name"], "cc": device["cc"], "sms": device["sm_count"],
             "clock_mhz": device["sm_clock_mhz"], "dram_gbs": round(device["peak_bandwidth_gbs"], 1),
-            "sources": [], "picks": {},
+            "sources": [], "picks": {}, "measurements": {},
         })  # fmt: skip
         table["sources"].append(f"benchmarks/results/{path.name}")
         for r in found["results"]:
@@ -57,12 +58,19 @@ def main() -> None:
                 "timing_method": r.get("timing_method"), "cublas_timing_method": r.get("baseline_timing_method"),
             }  # fmt: skip
             table["measured"] = max(table.get("measured", ""), r["host"]["date"][:10])
-    TABLES.mkdir(exist_ok=True)
+        for c in found.get("candidates", ()):  # every verified candidate timed (runs from 2026-11-29 on)
+            table["measurements"][(c["dtype"], c["m"], c["n"], c["k"], c["kernel"], json.dumps(c["config"]))] = {
+                key: c[key] for key in ("dtype", "m", "n", "k", "kernel", "config", "median_ms")
+            }
+    args.out.mkdir(parents=True, exist_ok=True)
     for name, table in by_gpu.items():
         table["picks"] = sorted(table["picks"].values(), key=lambda p: (p["dtype"], p["m"], p["n"], p["k"]))
-        out = TABLES / f"{slug(name)}.json"
+        table["measurements"] = sorted(table["measurements"].values(),
+                                       key=lambda p: (p["dtype"], p["m"], p["n"], p["k"], p["kernel"]))  # fmt: skip
+        out = args.out / f"{slug(name)}.json"
         out.write_text(json.dumps(table, indent=1) + "\n")
-        print(f"{out}: {len(table['picks'])} picks of {name}, measured {table['measured']}")
+        print(f"{out}: {len(table['picks'])} picks and {len(table['measurements'])} other timings of {name}, "
+              f"measured {table['measured']}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -106,9 +106,9 @@ def rank(
     GPU; default: this machine's GPU 0): its choice and the model's ranking,
     corrected by the picks of ``db`` (default: none) and the shipped table.
     Needs no GPU when ``gpu`` names a shipped table."""
-    from gemmlab.studies.costmodel import Calibration, GPUModel
-    from gemmlab.studies.dispatch import choose, model_ranked, resident
-    from gemmlab.studies.shipped import merged, tables
+    from gemmlab.studies.costmodel import Calibration, GPUModel, Timed
+    from gemmlab.studies.dispatch import choose, model_ranked, resident, stored_timings
+    from gemmlab.studies.shipped import merged, shipped_measurements, shipped_picks, tables
     from gemmlab.studies.suite import dtype_name
 
     name = dtype_name(dtype)
@@ -130,10 +130,12 @@ def rank(
             raise GemmlabError(f"gemmlab ships no table for a GPU named {gpu!r}.", f"Name one of: {known}.")
         model, arch = table.model, f"sm_{table.cc.replace('.', '')}a"
     tuned: list[Pick] = []
+    timings: list[Timed] = []
     if db is not None and Path(db).is_file():
-        tuned = picks(db, model.name)
-    found = merged(tuned, [p for t in tables() if t.gpu_name == model.name for p in t.picks])
-    calibration = Calibration.of(found, model, resident)
+        with Store.open(db, readonly=True) as store:
+            tuned, timings = store.picks(model.name), stored_timings(store, model.name)
+    found = merged(tuned, shipped_picks(model.name))
+    calibration = Calibration.of([*found, *timings, *shipped_measurements(model.name)], model, resident)
     choice = choose(found, shape, name, arch, gpu=model, calibration=calibration)
     return Ranking(model.name, shape, name, choice, model_ranked(shape, name, arch, model, calibration, found),
                    len(found))  # fmt: skip

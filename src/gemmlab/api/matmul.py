@@ -49,9 +49,9 @@ from gemmlab.kernels.spec import KernelSpec
 from gemmlab.problems.base import GemmOperands
 from gemmlab.store.records import Pick
 from gemmlab.store.store import DEFAULT_PATH, Store
-from gemmlab.studies.costmodel import Calibration, GPUModel
-from gemmlab.studies.dispatch import TUNED, Choice, choose, resident
-from gemmlab.studies.shipped import merged, shipped_picks
+from gemmlab.studies.costmodel import Calibration, GPUModel, Timed
+from gemmlab.studies.dispatch import TUNED, Choice, choose, resident, stored_timings
+from gemmlab.studies.shipped import merged, shipped_measurements, shipped_picks
 
 if TYPE_CHECKING:
     from gemmlab.core.gpu import DeviceInfo
@@ -291,7 +291,8 @@ def _choose(path: str, info: DeviceInfo, shape: Shape, dtype: str) -> Choice:
     model = GPUModel.of(info)
     calibration = _CALIBRATIONS.get((path, info.name))
     if calibration is None:
-        calibration = _CALIBRATIONS[(path, info.name)] = Calibration.of(picks, model, resident)
+        measured: list[Pick | Timed] = [*picks, *_timings(path, info.name)]
+        calibration = _CALIBRATIONS[(path, info.name)] = Calibration.of(measured, model, resident)
     return choose(picks, shape, dtype, info.arch, gpu=model, calibration=calibration)
 
 
@@ -335,6 +336,18 @@ def clear_cache() -> None:
 
 def _db_path(db: str | Path | None) -> Path:
     return Path(db if db is not None else os.environ.get(DB_VARIABLE) or DEFAULT_PATH)
+
+
+def _timings(path: str, gpu_name: str) -> list[Timed]:
+    """Every candidate time behind the picks: those the tuner stored in the
+    database at ``path`` for ``gpu_name``, and the shipped table's (unless left out)."""
+    found: list[Timed] = []
+    if Path(path).is_file():
+        with Store.open(path, readonly=True) as store:
+            found = stored_timings(store, gpu_name)
+    if os.environ.get(NO_SHIPPED_VARIABLE, "") not in ("1", "true", "yes"):
+        found += shipped_measurements(gpu_name)
+    return found
 
 
 def _picks(path: str, gpu_name: str) -> list[Pick]:

@@ -66,8 +66,8 @@ def launch_gemm(spec: KernelSpec, dtype: str, operands: GemmOperands, device_ind
 class BoundGemm:
     """``spec`` bound to fixed arrays: the launch arguments (tensor maps
     included) are built once, and each :meth:`launch` only queues the kernel
-    on CuPy's current stream (after zeroing the workspace, for a rung that
-    takes one). The arrays must outlive it and keep their addresses."""
+    on CuPy's current stream, as the runner launches it: a rung's workspace is
+    zeroed once, when bound. The arrays must outlive it and keep their addresses."""
 
     def __init__(self, plan: _Plan, args: tuple, workspace: Any, device_index: int) -> None:
         self.plan = plan
@@ -81,11 +81,12 @@ class BoundGemm:
         cp = gpu.cupy()
         Device(self.device_index).set_current()
         stream = Stream.from_handle(cp.cuda.get_current_stream().ptr)
-        if self.workspace is not None:
-            # Zeroed on the same stream before each launch. A workspace bound
-            # once is reused: a launch queued behind another on one stream
-            # finds it zeroed again only after the first has finished.
-            self.workspace.fill(0)
+        # A workspace is zeroed once, when it is bound, and never again: the
+        # rungs that take one leave it ready for their next launch (their
+        # counters rearmed, their partial tiles overwritten), which is how the
+        # runner times and verifies them, launch after launch on one zeroed
+        # workspace (backends/nvrtc/launch.py: bind). Runs on one stream are
+        # ordered; runs on different streams must be ordered by the caller.
         launch(stream, self.plan.config, self.plan.loaded.kernel, *self.args)
 
 
@@ -102,7 +103,7 @@ def bind_gemm(spec: KernelSpec, dtype: str, operands: GemmOperands, device_index
     args = plan.point.spec.problem.operands(cp, plan.point, operands)
     workspace = None
     if spec.workspace_bytes is not None:
-        workspace = cp.empty(max(1, spec.workspace_bytes(shape, plan.blocks)), dtype=cp.uint8)
+        workspace = cp.zeros(max(1, spec.workspace_bytes(shape, plan.blocks)), dtype=cp.uint8)
         args = (*args, workspace.data.ptr)
     return BoundGemm(plan, args, workspace, device_index)
 

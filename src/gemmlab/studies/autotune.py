@@ -68,7 +68,7 @@ def autotune_shape(
             f"Autotuning {shape} in {dtype}: none of the model's {len(found)} best candidates verified ({failures}).",
             "Call without autotune=True (the model's choice runs), and report the failures above.",
         )
-    run_id = store.start_run(run_record or {})
+    run_id = store.start_run({**(run_record or {}), "gpu_name": device.name, "cc": device.cc})
     store.add_results(run_id, EXPERIMENT, [r for _, r in results])
     return store_pick(store, run_id, device, shape, dtype, results)
 

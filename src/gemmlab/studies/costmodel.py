@@ -5,9 +5,9 @@ picks make to it.
 
 The model
 ---------
-A launch costs a fixed latency (``GPUModel.launch_us``, plus a memset for a
-rung that zeroes a workspace first) and then the longer of two times, plus
-:data:`UNHIDDEN` of the shorter:
+A launch costs a fixed latency (``GPUModel.launch_us``; a rung's workspace is
+zeroed once, when bound, not before each launch) and then the longer of two
+times, plus :data:`UNHIDDEN` of the shorter:
 
 - **compute**: the launch's work units (its grid; a persistent rung's grid
   counts tiles or tile slices) are dealt out in waves of ``SMs x resident
@@ -31,8 +31,8 @@ multicast) each rung's measured times correct.
 The correction
 --------------
 :class:`Calibration` holds, per element type, rung and configuration, the ratio of measured to
-predicted time of every verified pick it is given (the dispatcher's picks of
-one GPU: those gemmlab ships and those tuned here). A candidate's predicted
+predicted time of every verified pick and timed candidate it is given (one
+GPU's: those gemmlab ships and those tuned here, :class:`Timed`). A candidate's predicted
 time is multiplied by, in order of preference: the ratio of the same
 configuration measured at the nearest shape within :data:`NEAR` (a log
 distance); else a blend of its rung's ratios (any configuration), each
@@ -105,8 +105,6 @@ WAVE_US = 2.0
 # one GPC, so some SMs stay idle. 5 was not measured: assumed between 4 and 6.
 # Scaled by SMs / 132 for another GPU.
 CLUSTER_SMS = {1: 132, 2: 132, 3: 117, 4: 120, 5: 110, 6: 102, 7: 105, 8: 120}
-# A memset before the launch, for a rung that zeroes a workspace (split-K's partial tiles, stream-K's flags).
-WORKSPACE_US = 1.5
 # The log distance (natural logs of M, N and K) within which one shape's
 # measurement of a configuration stands for another's: 0.7 is a factor of two on one side.
 NEAR = 0.7
@@ -202,7 +200,7 @@ def predict(kernel: str, spec: KernelSpec, shape: Shape, dtype: str, gpu: GPUMod
     if slices > 1 and kernel not in CLUSTER_REDUCTION:
         # Each slice's block writes its partial tile, then the tile's last block reads them all back.
         compute_us += (slices + 1) * bm * bn * 4 / (L2_BYTES_PER_SM_CLOCK * gpu.clock_ghz * 1e3)
-    fixed_us = gpu.launch_us + (WORKSPACE_US if spec.workspace_bytes is not None else 0.0)
+    fixed_us = gpu.launch_us
     used = m * n / (cdiv(m, bm) * bm * cdiv(n, bn) * bn)
     body = max(compute_us, memory_us) + UNHIDDEN * min(compute_us, memory_us)
     return Prediction(fixed_us + body, compute_us, memory_us, fixed_us, waves, used)
@@ -239,17 +237,40 @@ class Correction:
     basis: str
 
 
+@dataclass(frozen=True)
+class Timed:
+    """One verified candidate's time at one shape on one GPU: a tuner's result
+    that was not (or not only) a pick, read from a results database or a
+    shipped table. A :class:`Pick` serves the calibration as well."""
+
+    dtype: str
+    shape: Shape
+    kernel: str
+    config: Config
+    median_ms: float
+    verified: bool = True
+
+
+def timed_rows(rows: Iterable[Mapping]) -> list[Timed]:
+    """Stored result rows of the dispatcher's experiment (``Store.rows``; the
+    tuners store only candidates that verified) as :class:`Timed`."""
+    return [Timed(row["dtype"], Shape(row["m"], row["n"], row["k"]), row["kernel"], Config(row.get("config") or ""),
+                  float(row["median_ms"])) for row in rows if row.get("median_ms")]  # fmt: skip
+
+
 @dataclass
 class Calibration:
-    """Measured over predicted time of verified picks, per element type, rung and configuration (module docstring)."""
+    """Measured over predicted time of verified picks and timed candidates,
+    per element type, rung and configuration (module docstring)."""
 
     # (dtype, kernel, configuration text) -> [(shape, ratio)]
     by_config: dict[tuple[str, str, str], list[tuple[Shape, float]]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, picks: Iterable[Pick], gpu: GPUModel, resident: ResidentBlocks) -> Calibration:
-        """The calibration from ``picks``, all of one GPU (unverified ones and
-        ones whose configuration this gemmlab no longer has are left out)."""
+    def of(cls, picks: Iterable[Pick | Timed], gpu: GPUModel, resident: ResidentBlocks) -> Calibration:
+        """The calibration from ``picks`` (and timed candidates), all of one GPU
+        (unverified ones and ones whose configuration this gemmlab no longer
+        has are left out)."""
         found = cls()
         for pick in picks:
             if not pick.verified or pick.median_ms <= 0:

@@ -71,8 +71,17 @@ from gemmlab.kernels.spec import KernelSpec
 from gemmlab.store.records import Config, Pick
 from gemmlab.store.store import Store
 from gemmlab.studies.candidates import Device, Runner, current_device, measure_candidate
-from gemmlab.studies.costmodel import SHARED_WORK, Calibration, Correction, GPUModel, Prediction, predict
-from gemmlab.studies.shipped import merged, shipped_picks
+from gemmlab.studies.costmodel import (
+    SHARED_WORK,
+    Calibration,
+    Correction,
+    GPUModel,
+    Prediction,
+    Timed,
+    predict,
+    timed_rows,
+)
+from gemmlab.studies.shipped import merged, shipped_measurements, shipped_picks
 from gemmlab.studies.suite import Suite
 
 # The results of every candidate tried are stored under this experiment.
@@ -496,7 +505,8 @@ def tune_suite(
     summary = DispatchSummary(name, cc)
     run_ids: list[int] = []
     before = list(picks_before) if picks_before is not None else merged(store.picks(name), shipped_picks(name))
-    calibration = Calibration.of(before, device.model or GPUModel.assumed(sms), resident)
+    timings = [*stored_timings(store, name), *shipped_measurements(name)] if picks_before is None else []
+    calibration = Calibration.of([*before, *timings], device.model or GPUModel.assumed(sms), resident)
     stored = {(p.dtype, p.shape) for p in store.picks(name)}
     start = time.monotonic()
     try:
@@ -523,7 +533,7 @@ def tune_suite(
                     summary.unfilled.append((f"{entry.shape} {dtype}", why))
                     continue
                 if not run_ids:
-                    run_ids.append(store.start_run(run_record or {}))
+                    run_ids.append(store.start_run({**(run_record or {}), "gpu_name": name, "cc": cc}))
                 store.add_results(run_ids[0], EXPERIMENT, [r for _, r in results])
                 pick = store_pick(store, run_ids[0], device, entry.shape, dtype, results)
                 summary.picked.append(pick)
@@ -532,6 +542,12 @@ def tune_suite(
     except KeyboardInterrupt:
         summary.interrupted = True
     return summary
+
+
+def stored_timings(store: Store, gpu_name: str) -> list[Timed]:
+    """Every candidate the tuner verified and timed on ``gpu_name``, as stored
+    in ``store`` (experiment :data:`EXPERIMENT`): what corrects the model beside the picks."""
+    return timed_rows(r for r in store.rows(EXPERIMENT) if r.get("gpu_name") == gpu_name)
 
 
 def incumbent(

@@ -8,7 +8,8 @@ cost model for every other shape (:mod:`gemmlab.studies.costmodel`).
 A table file holds {"gpu_name", "cc", "sms", "clock_mhz", "dram_gbs", "measured" (date), "sources"
 (the results files it came from), "picks": [{"dtype", "m", "n", "k",
 "kernel", "config", "median_ms", "cublas_ms", "timing_method",
-"cublas_timing_method"}]}.
+"cublas_timing_method"}], and, where the run kept them, "measurements": [{"dtype",
+"m", "n", "k", "kernel", "config", "median_ms"}] (every verified candidate timed)}.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from functools import cache
 from importlib import resources
 
 from gemmlab.core.errors import GemmlabError
+from gemmlab.core.shapes import Shape
 from gemmlab.store.records import Config, Pick
-from gemmlab.studies.costmodel import GPUModel
+from gemmlab.studies.costmodel import GPUModel, Timed
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class ShippedTable:
     picks: tuple[Pick, ...]
     clock_mhz: float = 1980.0  # the GPU's boost clock and nominal DRAM bandwidth, for the cost model
     dram_gbs: float = 3352.0
+    # Every verified candidate the tuning timed, picks included (tables written
+    # from a dispatch_bench.py run that kept them): more for the model's correction.
+    measurements: tuple[Timed, ...] = ()
 
     @property
     def model(self) -> GPUModel:
@@ -47,13 +52,20 @@ def table_from_dict(found: dict, where: str) -> ShippedTable:
     try:
         name, cc, measured = str(found["gpu_name"]), str(found["cc"]), str(found["measured"])
         picks = tuple(_pick(name, cc, measured, p) for p in found["picks"])
-        return ShippedTable(name, cc, int(found["sms"]), measured, tuple(found.get("sources", ())), picks,
-                            float(found.get("clock_mhz", 1980.0)), float(found.get("dram_gbs", 3352.0)))  # fmt: skip
+        timed = tuple(_timed(t) for t in found.get("measurements", ()))
+        clock, dram = float(found.get("clock_mhz", 1980.0)), float(found.get("dram_gbs", 3352.0))
+        sources = tuple(found.get("sources", ()))
+        return ShippedTable(name, cc, int(found["sms"]), measured, sources, picks, clock, dram, timed)
     except (KeyError, TypeError, ValueError) as exc:
         raise GemmlabError(
             f"The dispatcher table {where} is not one gemmlab wrote ({exc!r}).",
             "Reinstall gemmlab, or rebuild it with benchmarks/scripts/ship_tables.py.",
         ) from exc
+
+
+def _timed(t: dict) -> Timed:
+    shape = Shape(int(t["m"]), int(t["n"]), int(t["k"]))
+    return Timed(t["dtype"], shape, t["kernel"], Config.of(t["config"]), float(t["median_ms"]))
 
 
 def _pick(gpu_name: str, cc: str, measured: str, p: dict) -> Pick:
@@ -83,6 +95,11 @@ def tables() -> tuple[ShippedTable, ...]:
 def shipped_picks(gpu_name: str | None = None) -> list[Pick]:
     """The shipped picks of the GPU named ``gpu_name`` (None: every GPU's)."""
     return [p for t in tables() if gpu_name is None or t.gpu_name == gpu_name for p in t.picks]
+
+
+def shipped_measurements(gpu_name: str) -> list[Timed]:
+    """Every candidate time the shipped table of ``gpu_name`` keeps (none for an older table)."""
+    return [m for t in tables() if t.gpu_name == gpu_name for m in t.measurements]
 
 
 def merged(tuned: Sequence[Pick], shipped: Iterable[Pick]) -> list[Pick]:
