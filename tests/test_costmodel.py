@@ -17,6 +17,7 @@ from gemmlab.kernels import catalogue
 from gemmlab.store.records import Config, Pick
 from gemmlab.store.store import Store
 from gemmlab.studies import costmodel, dispatch, shipped
+from gemmlab.studies import dispatch_tuning as tuning
 from gemmlab.studies.candidates import Device
 from gemmlab.studies.costmodel import Calibration, GPUModel, predict
 from gemmlab.studies.suite import load_suite
@@ -246,7 +247,7 @@ def test_tuning_times_what_ran_before_first_and_keeps_it_when_nothing_beats_it(t
     suite_file.write_text('dtypes = ["float32"]\n[[group]]\nname = "g"\nsquares = [3000]\nreps = 10\n')
     suite = load_suite("full", suite_file)
     before = [_measured("sgemm_multistage", Shape.square(3000), 2.0, BM=64)] if force else []
-    expected = dispatch.incumbent(before, Shape.square(3000), "float32", Device("GPU X", "9.0", "sm_90a", 132))
+    expected = tuning.incumbent(before, Shape.square(3000), "float32", Device("GPU X", "9.0", "sm_90a", 132))
     assert expected is not None
     tried: list[tuple[str, dict]] = []
 
@@ -256,7 +257,7 @@ def test_tuning_times_what_ran_before_first_and_keeps_it_when_nothing_beats_it(t
         return fake_result(spec, shape, 1.0 if fastest else 1.5)
 
     with Store.open(tmp_path / "r.sqlite") as store:
-        summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, shape_seconds=None,
+        summary = tuning.tune_suite(suite, store, dtypes=["float32"], runner=runner, shape_seconds=None,
                                       device=Device("GPU X", "9.0", "sm_90a", 132), picks_before=before,
                                       force=force)  # fmt: skip
         picks = store.picks("GPU X")
@@ -340,10 +341,10 @@ def test_the_tuners_other_candidates_correct_the_model_too(tmp_path: Path) -> No
         return fake_result(spec, shape, 0.5 if spec.id == "sgemm_padded_b" else 0.9)
 
     with Store.open(tmp_path / "r.sqlite") as store:
-        dispatch.tune_suite(load_suite("full", suite_file), store, dtypes=["float32"], runner=runner,
+        tuning.tune_suite(load_suite("full", suite_file), store, dtypes=["float32"], runner=runner,
                             shape_seconds=None, device=device, picks_before=[])  # fmt: skip
-        timed = dispatch.stored_timings(store, "GPU X")
-        assert dispatch.stored_timings(store, "GPU Y") == []
+        timed = tuning.stored_timings(store, "GPU X")
+        assert tuning.stored_timings(store, "GPU Y") == []
     assert len(timed) > 1 and {t.median_ms for t in timed} == {0.5, 0.9}
     loser = next(t for t in timed if t.median_ms == 0.9)
     calibration = Calibration.of(timed, H200, dispatch.resident)

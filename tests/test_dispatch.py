@@ -23,6 +23,7 @@ from gemmlab.kernels.ladder import SHAPE_CLASSES
 from gemmlab.store.records import Config, Pick
 from gemmlab.store.store import SCHEMA_VERSION, Store, result_row
 from gemmlab.studies import dispatch
+from gemmlab.studies import dispatch_tuning as tuning
 from gemmlab.studies.candidates import Device
 from gemmlab.studies.suite import SUITE_PATH, dtype_name, load_suite
 
@@ -403,9 +404,9 @@ def test_the_tuner_stores_the_fastest_verified_candidate(tmp_path: Path) -> None
         return fake_result(spec, shape, 0.3 if spec.id == "sgemm_padded_b" else 0.6)
 
     with Store.open(tmp_path / "r.sqlite") as store:
-        summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, device=GPU_X)
+        summary = tuning.tune_suite(suite, store, dtypes=["float32"], runner=runner, device=GPU_X)
         picks = store.picks("GPU X")
-        again = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, device=GPU_X)
+        again = tuning.tune_suite(suite, store, dtypes=["float32"], runner=runner, device=GPU_X)
         rows = store.rows(dispatch.EXPERIMENT)
     assert "sgemm_padded_b" in tried and "sgemm_stream_k" in tried
     assert [p.kernel for p in picks] == ["sgemm_padded_b"]
@@ -566,7 +567,7 @@ def test_a_shape_starts_no_candidate_after_its_seconds(tmp_path: Path) -> None:
         return fake_result(spec, shape, 0.5)
 
     with Store.open(tmp_path / "r.sqlite") as store:
-        summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, shape_seconds=0.0,
+        summary = tuning.tune_suite(suite, store, dtypes=["float32"], runner=runner, shape_seconds=0.0,
                                       device=GPU_X)  # fmt: skip
         picks = store.picks("GPU X")
     assert len(tried) == 1 and len(picks) == 1  # the first candidate always runs
@@ -591,7 +592,7 @@ def test_compiling_comes_first_and_is_not_counted_in_a_shapes_seconds(tmp_path: 
         return fake_result(spec, shape, 0.5)
 
     with Store.open(tmp_path / "r.sqlite") as store:
-        summary = dispatch.tune_suite(suite, store, dtypes=["float32"], runner=runner, shape_seconds=0.25,
+        summary = tuning.tune_suite(suite, store, dtypes=["float32"], runner=runner, shape_seconds=0.25,
                                       compiler=compiler, device=GPU_X)  # fmt: skip
     found, _ = dispatch.candidates(Shape.square(4096), "float32", arch="sm_90a")
     assert events[0] == f"compile {len(found)} float32 sm_90a"
@@ -612,7 +613,7 @@ def test_compile_candidates_compiles_each_at_the_runners_key_and_leaves_failures
 
     monkeypatch.setattr(nvrtc, "compile_kernel", fake_compile)
     found, _ = dispatch.candidates(Shape(1, 4096, 4096), "float32", arch="sm_90a")
-    dispatch.compile_candidates(found[:5], Shape(1, 4096, 4096), "float32", "sm_90a")
+    tuning.compile_candidates(found[:5], Shape(1, 4096, 4096), "float32", "sm_90a")
     assert sorted(calls) == sorted((c.kernel, tuple(c.config.values()), 0, "float32", "sm_90a") for c in found[:5])
 
 

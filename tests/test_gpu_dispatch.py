@@ -24,7 +24,7 @@ SHORT = ("CUDA graph of 50 launches", "50 back-to-back launches")
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from gemmlab.store.store import Store
-    from gemmlab.studies import dispatch
+    from gemmlab.studies import dispatch_tuning as tuning
     from gemmlab.studies.suite import load_suite
 
     folder = tmp_path_factory.mktemp("dispatch")
@@ -35,14 +35,14 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     db = folder / "picks.sqlite"
     with Store.open(db) as store:
-        summary = dispatch.tune_suite(load_suite("full", suite_file), store, per_rung=1, rungs=RUNGS)
+        summary = tuning.tune_suite(load_suite("full", suite_file), store, per_rung=1, rungs=RUNGS)
     assert not summary.rejected and not summary.failed and not summary.unfilled, summary.lines()
     return db
 
 
 def test_the_tuner_stores_a_verified_pick_per_shape_and_dtype(tuned: Path) -> None:
     from gemmlab.store.store import Store
-    from gemmlab.studies.dispatch import current_device
+    from gemmlab.studies.candidates import current_device
 
     with Store.open(tuned, readonly=True) as store:
         picks = store.picks(current_device()[0])

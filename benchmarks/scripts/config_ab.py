@@ -59,7 +59,8 @@ def precompile(candidates: list, shape: Shape, dtypes: list[str]) -> None:
     dispatcher's compile_candidates (several at a time), so that the rounds
     time kernels, not compiles. A configuration the rung refuses is left for
     its run, which reports why."""
-    from gemmlab.studies.dispatch import Candidate, compile_candidates
+    from gemmlab.studies.dispatch import Candidate
+    from gemmlab.studies.dispatch_tuning import compile_candidates
 
     found = []
     for rung, config in candidates:

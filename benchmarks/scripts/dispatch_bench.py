@@ -31,7 +31,7 @@ from gemmlab.core.errors import GemmlabError
 from gemmlab.measure.run import run
 from gemmlab.store.records import Config
 from gemmlab.store.store import Store
-from gemmlab.studies import dispatch as tuner
+from gemmlab.studies import dispatch_tuning as tuner
 from gemmlab.studies.suite import dtype_name, load_suite
 from gemmlab.studies.sweep import run_record
 

@@ -19,7 +19,8 @@ from gemmlab.store.store import DEFAULT_PATH, Store
 from gemmlab.studies.shipped import ShippedTable
 
 if TYPE_CHECKING:
-    from gemmlab.studies.dispatch import Choice, DispatchSummary, Ranked
+    from gemmlab.studies.dispatch import Choice, Ranked
+    from gemmlab.studies.dispatch_tuning import DispatchSummary
 
 __all__ = [
     "Config", "Pick", "Ranking", "ShippedTable", "Tuned", "percent_of_cublas", "picks", "rank", "shipped_tables",
@@ -60,19 +61,20 @@ def tune(
     (default 10; 0: no limit). ``on_candidate(label)`` before each candidate.
     An unknown suite or element type, or no GPU, is refused before the database is created."""
     from gemmlab.api.matmul import clear_cache
-    from gemmlab.studies import dispatch
+    from gemmlab.studies import dispatch_tuning as tuning
+    from gemmlab.studies.dispatch import PER_RUNG
     from gemmlab.studies.suite import dtype_name, load_suite
     from gemmlab.studies.sweep import run_record
 
     loaded = load_suite(suite, suite_file)
     names = None if dtypes is None else [dtype_name(d) for d in dtypes]
-    device = dispatch.current_device()
+    device = tuning.current_device()
     with Store.open(db) as store:
-        summary = dispatch.tune_suite(
+        summary = tuning.tune_suite(
             loaded, store, dtypes=names, device=device, run_record=run_record(),
-            per_rung=per_rung or dispatch.PER_RUNG, force=force, budget_seconds=budget_seconds, rungs=rungs,
+            per_rung=per_rung or PER_RUNG, force=force, budget_seconds=budget_seconds, rungs=rungs,
             on_candidate=on_candidate,
-            shape_seconds=dispatch.SHAPE_SECONDS if shape_seconds is None else shape_seconds or None,
+            shape_seconds=tuning.SHAPE_SECONDS if shape_seconds is None else shape_seconds or None,
         )  # fmt: skip
         found = store.picks(device.name)
     clear_cache()  # gemmlab.matmul in this process reads the new picks
@@ -107,7 +109,8 @@ def rank(
     corrected by the picks of ``db`` (default: none) and the shipped table.
     Needs no GPU when ``gpu`` names a shipped table."""
     from gemmlab.studies.costmodel import Calibration, GPUModel, Timed
-    from gemmlab.studies.dispatch import choose, model_ranked, resident, stored_timings
+    from gemmlab.studies.dispatch import choose, model_ranked, resident
+    from gemmlab.studies.dispatch_tuning import stored_timings
     from gemmlab.studies.shipped import merged, shipped_measurements, shipped_picks, tables
     from gemmlab.studies.suite import dtype_name
 

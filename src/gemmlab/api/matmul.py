@@ -50,7 +50,8 @@ from gemmlab.problems.base import GemmOperands
 from gemmlab.store.records import Pick
 from gemmlab.store.store import DEFAULT_PATH, Store
 from gemmlab.studies.costmodel import Calibration, GPUModel, Timed
-from gemmlab.studies.dispatch import TUNED, Choice, choose, resident, stored_timings
+from gemmlab.studies.dispatch import TUNED, Choice, choose, resident
+from gemmlab.studies.dispatch_tuning import stored_timings
 from gemmlab.studies.shipped import merged, shipped_measurements, shipped_picks
 
 if TYPE_CHECKING:

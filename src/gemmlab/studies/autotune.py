@@ -22,15 +22,8 @@ from gemmlab.store.records import Pick
 from gemmlab.store.store import Store
 from gemmlab.studies.candidates import Device, Runner
 from gemmlab.studies.costmodel import Calibration, GPUModel
-from gemmlab.studies.dispatch import (
-    EXPERIMENT,
-    DispatchSummary,
-    compile_candidates,
-    model_ranked,
-    resident,
-    store_pick,
-    time_candidates,
-)
+from gemmlab.studies.dispatch import EXPERIMENT, model_ranked, resident
+from gemmlab.studies.dispatch_tuning import DispatchSummary, compile_candidates, store_pick, time_candidates
 
 # The model's best candidates timed on a first call: enough to cover its usual
 # misses (its first choice among measured configurations was within 5% of the
