@@ -73,3 +73,21 @@ def test_two_runs_of_one_seed_are_compared_side_by_side(tmp_path: Path) -> None:
     after.write_text(json.dumps(run([90.0, 80.0], ["c", "b"], seed=4)))
     other = subprocess.run([sys.executable, str(script), str(before), str(after)], capture_output=True, text=True)
     assert other.returncode != 0 and "different shapes" in other.stderr
+
+
+def test_a_sample_suite_is_drawn_from_a_seed_and_reads_as_a_suite(tmp_path: Path) -> None:
+    import subprocess
+
+    from gemmlab.studies.suite import load_suite
+
+    out = tmp_path / "sample.toml"
+    script = ROOT / "benchmarks" / "scripts" / "sample_suite.py"
+    done = subprocess.run([sys.executable, str(script), str(out), "--seed", "11", "--count", "6"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "seed 11" in out.read_text().splitlines()[0]
+    suite = load_suite("full", out)
+    drawn = {s for name in bench.DISTRIBUTIONS for s in bench.draw(name, 6, 11)}
+    assert {(s.m, s.n, s.k) for s in (e.shape for e in suite.shapes)} == drawn
+    assert len(load_suite("quick", out).shapes) == len(suite.shapes)
+    assert suite.dtypes == ("float32", "bfloat16", "bfloat16-out")

@@ -1,6 +1,7 @@
 """Is the dispatcher at cuBLAS speed on every shape? Tunes the dispatcher on
 the chosen suite (src/gemmlab/studies/shapes.toml; --tune quick to tune only the quick
-subset and see what the nearest picks give) on this GPU, then runs its pick for
+subset and see what the model gives the others; --suite-file for another
+suite, such as sample_suite.py's draw) on this GPU, then runs its pick for
 every shape of the chosen suite beside cuBLAS (verified against float64 first,
 timed in alternation; both sides from CUDA graphs or back-to-back launches
 below about 50 us) and prints % of cuBLAS per shape and the geometric mean per
@@ -8,11 +9,13 @@ element type, against the issue's targets (FP32: 100% mean, 90% each; BF16:
 105% mean, 95% each). Usage, on a GPU machine:
 
     PYTHONPATH=src python3 benchmarks/scripts/dispatch_bench.py OUT.json [--suite quick|full]
-        [--tune quick|full] [--db PATH] [--dtype fp32,bf16,bf16-out] [--budget-seconds S] [--shape-seconds S]
+        [--tune quick|full] [--suite-file PATH] [--db PATH] [--dtype fp32,bf16,bf16-out,fp8,fp8-bf16]
+        [--budget-seconds S] [--shape-seconds S]
 
 OUT.json holds {"device", "tuning": [the tuner's summary in words], "results":
-[RunResult.to_dict() plus "pick" (tuned / nearest / default), "why",
-"timing_method" and "baseline_timing_method"], "geomean": {dtype: %}}; the
+[RunResult.to_dict() plus "pick" (tuned / model / default), "why",
+"timing_method" and "baseline_timing_method"], "geomean": {dtype: %},
+"candidates": [every verified candidate the tuning timed on this GPU]}; the
 table goes to stdout and to OUT.txt. The database (default: OUT.sqlite beside
 OUT.json) keeps the picks, so a second run resumes the tuning.
 """
@@ -47,6 +50,7 @@ def main() -> None:
         choices=("quick", "full"),
         help="the suite to tune on (default: --suite's; quick with --suite full measures the nearest picks)",
     )
+    parser.add_argument("--suite-file", type=Path, help="a suite file (default: the one gemmlab ships)")
     parser.add_argument("--db", type=Path)
     parser.add_argument("--dtype", help="fp32,bf16,bf16-out (default: the suite's)")
     parser.add_argument("--budget-seconds", type=float)
@@ -58,12 +62,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     db = args.db or args.out.with_suffix(".sqlite")
-    suite = load_suite(args.suite)
+    suite = load_suite(args.suite, args.suite_file)
     dtypes = [dtype_name(d) for d in args.dtype.split(",")] if args.dtype else list(suite.dtypes)
 
     start = time.monotonic()
     with Store.open(db) as store:
-        summary = tuner.tune_suite(load_suite(args.tune or args.suite), store, dtypes=dtypes, run_record=run_record(),
+        tuned_on = load_suite(args.tune or args.suite, args.suite_file)
+        summary = tuner.tune_suite(tuned_on, store, dtypes=dtypes, run_record=run_record(),
                                    budget_seconds=args.budget_seconds, on_candidate=print,
                                    shape_seconds=args.shape_seconds or None)  # fmt: skip
     tuning_seconds = time.monotonic() - start
@@ -94,7 +99,7 @@ def main() -> None:
         shares = [r["share"] for r in results if r["dtype"] == dtype]
         if shares:
             geomean[dtype] = math.exp(sum(math.log(s) for s in shares) / len(shares))
-            mean_target, each_target = TARGETS[dtype]
+            mean_target, each_target = TARGETS.get(dtype, (100.0, 90.0))
             lines.append(f"{dtype}: geometric mean {geomean[dtype]:.1f}% (target {mean_target:.0f}%), lowest "
                          f"{min(shares):.1f}% (target {each_target:.0f}%)")  # fmt: skip
     text = "\n".join([*summary.lines(), f"tuning took {tuning_seconds:.0f} s", *lines])
