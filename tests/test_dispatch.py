@@ -208,12 +208,12 @@ def test_tiny_problems_rank_configurations_by_their_blocks() -> None:
     tiny = Shape.square(128)
     small, wide = _candidate("sgemm_small_tile", BM=32, BN=32, WM=16), _candidate("sgemm_small_tile", BK=32)
     assert dispatch.fill_score(small, tiny, 132) < 0.05 and dispatch.fill_score(wide, tiny, 132) < 0.05
-    assert dispatch._fill_rank(small, tiny, 132) == (0, pytest.approx(16 / 132))
-    assert dispatch._fill_rank(small, tiny, 132) > dispatch._fill_rank(wide, tiny, 132)
+    assert dispatch.fill_rank(small, tiny, 132) == (0, pytest.approx(16 / 132))
+    assert dispatch.fill_rank(small, tiny, 132) > dispatch.fill_rank(wide, tiny, 132)
     found, _ = dispatch.candidates(tiny, "float32", sms=132)
     assert small.config in [c.config for c in found if c.kernel == "sgemm_small_tile"]
     # Past a twentieth the score is kept to 0.05, as before: 1024's 64 x 64 tiles fill 256 of 528 slots.
-    assert dispatch._fill_rank(_candidate("sgemm_small_tile"), Shape.square(1024), 132)[0] == 1
+    assert dispatch.fill_rank(_candidate("sgemm_small_tile"), Shape.square(1024), 132)[0] == 1
 
 
 def test_resident_blocks_follow_threads_shared_memory_and_registers() -> None:

@@ -66,7 +66,7 @@ def main() -> None:
             config = json.loads(text)
             spec = catalogue.variant(kernel, config)
             time = predict(kernel, spec, shape, dtype, gpu, dispatch.resident(kernel, spec)).us
-            fill = dispatch._fill_rank(dispatch.Candidate(kernel, config, spec), shape, 132)
+            fill = dispatch.fill_rank(dispatch.Candidate(kernel, config, spec), shape, 132)
             factor = calibration.correction(dtype, kernel, config, shape).factor
             scored.append((time * factor, time, (-fill[0], -fill[1]), us))
         for label, index in (("model and shipped table", 0), ("model alone", 1), ("fill-score order", 2)):

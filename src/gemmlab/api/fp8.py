@@ -112,7 +112,7 @@ def matmul_fp8(
     fp8: str | None = None,
 ) -> Any:  # fmt: skip
     """The FP8 product of ``gemmlab.matmul`` (the module's docstring)."""
-    from gemmlab.api.matmul import _one_device, dispatch
+    from gemmlab.api.matmul import dispatch, one_device
 
     cp = gpu.cupy()
     tensors = any(is_torch(x) for x in (a, b))
@@ -123,10 +123,10 @@ def matmul_fp8(
     a, b = (to_cupy(cp, x, name, "gemmlab.matmul") for x, name in ((a, "a"), (b, "b")))
     dtype, shape, b_is_transposed = check_fp8_operands(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype,
                                                        fmt=fmt)  # fmt: skip
-    device = _one_device(cp, "gemmlab.matmul", a, b)
+    device = one_device(cp, "gemmlab.matmul", a, b)
     with cp.cuda.Device(device):
         sa, sb = device_scale(cp, scale_a, "scale_a"), device_scale(cp, scale_b, "scale_b")
-    _one_device(cp, "gemmlab.matmul", a, sa, sb)
+    one_device(cp, "gemmlab.matmul", a, sa, sb)
     _choice, spec = dispatch(shape, dtype, db, device, autotune)
     from gemmlab.measure.gemm import launch_gemm
 

@@ -91,7 +91,7 @@ def matmul(
     cp = gpu.cupy()  # NoGPUError, with its fix, on a machine without a usable GPU
     tensors = any(is_torch(x) for x in (a, b, c))
     a, b, c = (to_cupy(cp, x, name, "gemmlab.matmul") for x, name in ((a, "a"), (b, "b"), (c, "c")))
-    device = _one_device(cp, "gemmlab.matmul", a, b, c)
+    device = one_device(cp, "gemmlab.matmul", a, b, c)
     dtype, shape, b_is_transposed = check_operands(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype)
     _choice, spec = dispatch(shape, dtype, db, device, autotune)
     from gemmlab.measure.gemm import launch_gemm
@@ -136,7 +136,7 @@ class Matmul:
         cp = gpu.cupy()
         self._tensors = any(is_torch(x) for x in (a, b, out))
         a, b, out = (to_cupy(cp, x, name, "gemmlab.Matmul") for x, name in ((a, "a"), (b, "b"), (out, "out")))
-        device = _one_device(cp, "gemmlab.Matmul", a, b, out)
+        device = one_device(cp, "gemmlab.Matmul", a, b, out)
         dtype, shape, b_is_transposed = check_operands(a, b, out_dtype=out_dtype)
         if dtype != "float32" and not b_is_transposed:
             raise GemmlabError(
@@ -177,7 +177,7 @@ class Matmul:
         return self._result
 
 
-def _one_device(cp: Any, caller: str, *arrays: Any) -> int:
+def one_device(cp: Any, caller: str, *arrays: Any) -> int:
     """The GPU that all the given arrays (None left out) are on; a GemmlabError
     with the fix when one is not a CuPy array or they are on different GPUs."""
     given = [x for x in arrays if x is not None]

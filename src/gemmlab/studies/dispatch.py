@@ -241,7 +241,7 @@ def interleaved(lists: Sequence[Sequence[Candidate]]) -> list[Candidate]:
     return [c for rank in itertools.zip_longest(*lists) for c in rank if c is not None]
 
 
-def _fill_rank(candidate: Candidate, shape: Shape, sms: int) -> tuple[int, float]:
+def fill_rank(candidate: Candidate, shape: Shape, sms: int) -> tuple[int, float]:
     """The fill score to 0.05 (closer than that the model cannot tell). Below
     0.05 no configuration fills a twentieth of the GPU (128 cubed in FP32: 4
     tiles of 64 x 64 or 16 of 32 x 32), and the score only says how many
@@ -256,7 +256,7 @@ def _fill_rank(candidate: Candidate, shape: Shape, sms: int) -> tuple[int, float
 
 def _ranked(kernel: str, shape: Shape, dtype: str, sms: int, arch: str | None) -> list[Candidate]:
     """The rung's configurations that accept the shape and run on a caller's
-    arrays: its default first, then by fill score (_fill_rank), then tile area
+    arrays: its default first, then by fill score (fill_rank), then tile area
     (more reuse of each operand)."""
     taken = []
     for config in catalogue.configs(kernel):
@@ -266,7 +266,7 @@ def _ranked(kernel: str, shape: Shape, dtype: str, sms: int, arch: str | None) -
     default = catalogue.ladder(kernel).rung(kernel).config()
     first = [c for c in taken if c.config == default]
     rest = [c for c in taken if c.config != default]
-    rest.sort(key=lambda c: (_fill_rank(c, shape, sms), math.prod(_tile(c))), reverse=True)
+    rest.sort(key=lambda c: (fill_rank(c, shape, sms), math.prod(_tile(c))), reverse=True)
     return first + rest
 
 
