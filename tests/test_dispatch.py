@@ -113,9 +113,10 @@ def test_shape_classes(shape: Shape, cls: str) -> None:
 FP32_CANDIDATES = {
     "skinny-m": ("sgemm_gemv_split", "sgemm_skinny", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
     "skinny-n": ("sgemm_skinny_n", "sgemm_small_tile", "sgemm_split_k", "sgemm_multistage"),
-    "k-heavy": ("sgemm_cluster_split_k", "sgemm_split_k", "sgemm_stream_k", "sgemm_small_tile", "sgemm_multistage"),
+    "k-heavy": ("sgemm_cluster_split_k", "sgemm_split_k", "sgemm_stream_k", "sgemm_small_tile", "sgemm_multistage",
+                "sgemm_skinny_n"),
     "few-tiles": ("sgemm_small_tile", "sgemm_cluster_split_k", "sgemm_split_k", "sgemm_multistage",
-                  "sgemm_stream_k", "sgemm_padded_b"),
+                  "sgemm_stream_k", "sgemm_padded_b", "sgemm_skinny_n"),
     "large": ("sgemm_padded_b", "sgemm_edge_strips", "sgemm_stream_k", "sgemm_multistage", "sgemm_small_tile"),
 }  # fmt: skip
 TENSOR_CANDIDATES = {

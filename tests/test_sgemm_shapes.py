@@ -163,8 +163,14 @@ def test_skinny_n_refuses_more_columns_than_its_configuration_holds() -> None:
 
 
 def test_skinny_n_rules_name_what_they_refuse() -> None:
-    with pytest.raises(ConstraintError, match="COLS must be 1, 2, 4, 8 or 16"):
+    with pytest.raises(ConstraintError, match="COLS must be 1, 2, 4, 8, 16 or 32"):
         catalogue.variant("sgemm_skinny_n", {"COLS": 3})
+    # 32 columns: every thread copies one column of B's chunk, so 4 warps at least; 64 sums a thread at most.
+    with pytest.raises(ConstraintError, match="WARPS x 8 must be a multiple of COLS"):
+        catalogue.variant("sgemm_skinny_n", {"COLS": 32, "K_STEPS": 4, "WARPS": 2})
+    with pytest.raises(ConstraintError, match="64 at most"):
+        catalogue.variant("sgemm_skinny_n", {"COLS": 32, "K_STEPS": 2, "THREAD_ROWS": 4})
+    assert catalogue.variant("sgemm_skinny_n", {"COLS": 32, "K_STEPS": 4}).config["COLS"] == 32
     with pytest.raises(ConstraintError, match="ROW_LANES must be 4, 8, 16 or 32"):
         catalogue.variant("sgemm_skinny_n", {"ROW_LANES": 2})
     # 32 lanes a row and 8 loads in flight: a 68 KB chunk of B, over the 48 KB of static shared memory.

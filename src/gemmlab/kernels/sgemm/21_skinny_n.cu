@@ -1,4 +1,4 @@
-// sgemm_skinny_n: C = alpha A.B + beta C for N of 1 to COLS (at most 16): a
+// sgemm_skinny_n: C = alpha A.B + beta C for N of 1 to COLS (at most 32): a
 // tall A times a narrow B, read as A's rows stream past a copy of B held in
 // shared memory.
 // Source: not from the documents. Launch: one block of WARPS warps per
@@ -44,6 +44,17 @@
 // 4096 x 16 x 4096 on an H100): docs/sgemm-ladder.md, "Rung 22, stream-K for
 // few tiles, and sgemm_skinny_n's staging" and "Rung 23, and sgemm_skinny_n's
 // double-buffered B".
+// COLS = 32 (issue 50: float32 with N from 17 to 32, where the dispatcher had
+// only tiled rungs, computing at least 32 - N columns of nothing in tiles of
+// 32 or more rows and splitting K to fill the GPU): the same loop, 32 sums a
+// row, B's groups 4 x 33 floats apart (still an odd count of bank groups), 4
+// warps at least (each thread copies one column of B's chunk). Predicted
+// (written before any run, H200): at 1597 x 24 x 2069, A's 13.2 MB read once
+// at 85-90% of 4.8 TB/s is about 3 us, and the FFMAs (158 MFLOP, 2 x 32 x 4
+// FFMAs per float4 of A, 8 lanes a row) about 3-4 us on 100 blocks of 4 warps
+// with 8 rows each: 6-9 us in all, against cuBLAS's 14 us measured there and
+// the 18 us the cost model gives the dispatcher's split-K choice
+// (benchmarks/results/2026-11-29_model-choices-prediction.txt). Not yet run.
 // Synchronisation (inside a block only): the barrier at the top of a trip
 // orders every thread's reads of the buffer the trip refills (read in the trip
 // before) before any copy into it; cp.async.wait_group 1 then the barrier after
@@ -60,7 +71,8 @@ sgemm_skinny_n(const T* __restrict__ a, const T* __restrict__ b, const T* c_in, 
     constexpr int BR = WARPS * ROWS_PER_WARP;   // rows of C per block
     constexpr int KC = 4 * ROW_LANES * K_STEPS;  // k-rows of one chunk of B
     constexpr int GS = 4 * (COLS | 1);           // floats per group of 4 k-rows: an odd count of 16-byte bank groups
-    static_assert(COLS == 1 || COLS == 2 || COLS == 4 || COLS == 8 || COLS == 16, "COLS: 1, 2, 4, 8 or 16");
+    static_assert(COLS == 1 || COLS == 2 || COLS == 4 || COLS == 8 || COLS == 16 || COLS == 32,
+                  "COLS: 1, 2, 4, 8, 16 or 32");
     static_assert(ROW_LANES == 4 || ROW_LANES == 8 || ROW_LANES == 16 || ROW_LANES == 32,
                   "a warp's lanes split evenly between rows");
     static_assert(THREAD_ROWS * COLS <= 64, "THREAD_ROWS x COLS sums per thread, 64 at most");

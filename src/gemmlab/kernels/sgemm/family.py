@@ -242,11 +242,12 @@ def vector_rung(rung_id: str, source: str, summary: str, swizzled: bool) -> Rung
     )
 
 
-def block_holds(side: str, parameter: str, held: int, what: str) -> tuple[Constraint, ...]:
+def block_holds(side: str, parameter: str, held: int, what: str, most: int = 16) -> tuple[Constraint, ...]:
     """A skinny rung's limit: a block holds the sums of all ``held`` rows (or
-    columns) of C, so M (or N, the ``side``) must not exceed that."""
+    columns) of C, so M (or N, the ``side``) must not exceed that; ``most``:
+    the largest ``parameter`` the rung takes."""
     why = (
         f"a block holds the sums of {parameter} = {held} {what}; use a configuration with "
-        f"{parameter} >= {side.upper()} (16 at most), or a tiled rung such as sgemm_small_tile for more {what}"
+        f"{parameter} >= {side.upper()} ({most} at most), or a tiled rung such as sgemm_small_tile for more {what}"
     )
     return (at_most(side, held, why),)

@@ -14,7 +14,7 @@ from gemmlab.kernels.spec import Constraint
 # 8 loads of A in flight per thread.
 SKINNY_N_DEFAULT = Config(COLS=16, ROW_LANES=8, THREAD_ROWS=1, WARPS=4, K_STEPS=8)
 
-# Its search (16 in all): the columns a block holds (the dispatcher's ranking
+# Its search (19 in all): the columns a block holds (the dispatcher's ranking
 # prefers the fewest that cover N), two rows a thread (each value of B serves
 # both), the lanes per row (a warp per row for few rows), the warps (2: twice
 # the blocks, 8 rows each) and the loads in flight. Two chunks of B must fit
@@ -33,6 +33,10 @@ SKINNY_N_SEARCH = (
     Config(ROW_LANES=4),
     Config(ROW_LANES=32, K_STEPS=2),
     Config(ROW_LANES=32, K_STEPS=4, COLS=1),
+    # N of 17 to 32 (issue 50): 32 columns; two chunks of B fit 48 KB at K_STEPS 4 or less.
+    Config(COLS=32, K_STEPS=4),
+    Config(COLS=32, K_STEPS=4, THREAD_ROWS=2),
+    Config(COLS=32, K_STEPS=2, WARPS=8),
 )
 
 
@@ -61,7 +65,9 @@ def _skinny_n_cgma(c: Config) -> float:
 
 def _skinny_n_rules(c: Config) -> list[str]:
     return (
-        needs(c["COLS"] in (1, 2, 4, 8, 16), "COLS must be 1, 2, 4, 8 or 16")
+        needs(c["COLS"] in (1, 2, 4, 8, 16, 32), "COLS must be 1, 2, 4, 8, 16 or 32")
+        + needs(c["WARPS"] * 8 % c["COLS"] == 0, "WARPS x 8 must be a multiple of COLS (a thread copies one column)")
+        + needs(c["THREAD_ROWS"] * c["COLS"] <= 64, "THREAD_ROWS x COLS sums per thread, 64 at most")
         + needs(c["ROW_LANES"] in (4, 8, 16, 32), "ROW_LANES must be 4, 8, 16 or 32 (a warp's lanes split evenly)")
         + needs(c["THREAD_ROWS"] >= 1 and c["K_STEPS"] >= 1, "THREAD_ROWS and K_STEPS must be at least 1")
         + needs(
@@ -73,7 +79,7 @@ def _skinny_n_rules(c: Config) -> list[str]:
 
 
 def _skinny_n_cols_fit(c: Config) -> tuple[Constraint, ...]:
-    return block_holds("n", "COLS", c["COLS"], "columns")
+    return block_holds("n", "COLS", c["COLS"], "columns", most=32)
 
 
 # A candidate: written after the newest stored benchmark of its ladder, so outside the catalogue
@@ -82,7 +88,7 @@ CANDIDATE = True
 RUNG = Rung(
     id="sgemm_skinny_n",
     source="21_skinny_n.cu",
-    summary="N of 1 to COLS (16 at most): a few lanes per row of A read it along K in 16-byte loads; B's chunk "
+    summary="N of 1 to COLS (32 at most): a few lanes per row of A read it along K in 16-byte loads; B's chunk "
     "in shared memory serves every row; sums added by shuffles",
     default=SKINNY_N_DEFAULT,
     search=SKINNY_N_SEARCH,
@@ -97,6 +103,7 @@ RUNG = Rung(
     smem_bytes=_skinny_n_smem_bytes,
     cgma=_skinny_n_cgma,
     rules=_skinny_n_rules,
-    serves={"skinny-n": 1},
+    # N of 17 to 32 falls in the few-tiles and k-heavy classes: tried there too (COLS = 32).
+    serves={"skinny-n": 1, "k-heavy": 6, "few-tiles": 7},
     every_config=("skinny-n",),
 )
