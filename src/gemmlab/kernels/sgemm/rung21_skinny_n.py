@@ -14,7 +14,7 @@ from gemmlab.kernels.spec import Constraint
 # 8 loads of A in flight per thread.
 SKINNY_N_DEFAULT = Config(COLS=16, ROW_LANES=8, THREAD_ROWS=1, WARPS=4, K_STEPS=8)
 
-# Its search (19 in all): the columns a block holds (the dispatcher's ranking
+# Its search (20 in all): the columns a block holds (the dispatcher's ranking
 # prefers the fewest that cover N), two rows a thread (each value of B serves
 # both), the lanes per row (a warp per row for few rows), the warps (2: twice
 # the blocks, 8 rows each) and the loads in flight. Two chunks of B must fit
@@ -37,6 +37,7 @@ SKINNY_N_SEARCH = (
     Config(COLS=32, K_STEPS=4),
     Config(COLS=32, K_STEPS=4, THREAD_ROWS=2),
     Config(COLS=32, K_STEPS=2, WARPS=8),
+    Config(COLS=32, K_STEPS=2, ROW_LANES=16),  # 8 rows a block: twice the blocks for a short M
 )
 
 
