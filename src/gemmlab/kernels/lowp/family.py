@@ -23,6 +23,7 @@ from gemmlab.kernels.tensor.family import (
     reuse_cgma,
     ring_bytes,
     split_fits,
+    tensor_core_spec,
     warp_threads,
 )
 from gemmlab.problems.lowp import FP8_WITH_BF16, INT8_MAX_K, SCALE_BLOCK, SCALINGS, lowp_problem
@@ -151,39 +152,16 @@ def _grid(rung: Rung, c: Config) -> Callable[[Shape, int], Dim3]:
 
 
 def build(rung: Rung, c: Config) -> KernelSpec:
-    threads = rung.threads(c)
-    smem = rung.smem_bytes(c)
-    cgma = rung.cgma(c)
     cluster = c.get("CLUSTER", 1)
     boxes = (c["BM"], c["BN"] // cluster) if rung.tma else None
     c_box_rows = rung.fixed.get("C_BOX_ROWS", 0)  # C is a tensor map with boxes of these rows (0: a pointer)
-    return KernelSpec(
-        id=rung.id,
-        source=f"lowp/{rung.source}",
-        function=rung.id,
-        source_doc=SOURCE_DOC,
-        summary=rung.summary,
-        dtypes=rung.dtypes,
-        block_edges=(),
-        grid=_grid(rung, c),
-        block=lambda s, b: (threads, 1, 1),
+    return tensor_core_spec(
+        rung, c, family="lowp", source_doc=SOURCE_DOC, grid=_grid(rung, c),
         constraints=rung.constraints if rung.persistent else (grid_rows_fit(c["BM"]), *rung.constraints),
-        dynamic_smem_bytes=lambda s, b, dtype: smem,
-        k_bytes_multiple=rung.k_bytes_multiple,
-        # A tensor map of C: its rows' stride must be whole 16-byte pieces too.
-        n_bytes_multiple=16 if c_box_rows else 0,
+        smem=rung.smem_bytes(c),
         # A and B once (1 byte an element), C written once in 4-byte elements: counted in input elements.
         min_elems_moved=lambda s: s.m * s.k + s.n * s.k + 4 * s.m * s.n,
-        cgma=lambda s, b: cgma,
         any_size_alternative=rung.id,  # no 8-bit rung takes any K: the advice is the rule itself
-        problem=lowp_problem(_scaling(rung, c), _chain(rung, c), boxes, c_box_rows),
-        templated_on_edge=False,
-        template_extra=tuple(c.values()),
-        template_params=tuple(c),
-        template_fixed=tuple(rung.fixed.values()),
-        archs=rung.archs,
-        min_cc=rung.min_cc,
-        cluster=(cluster, 1, 1) if cluster > 1 else None,
-        persistent=rung.persistent,
-        sass=rung.sass,
-    )
+        problem=lowp_problem(_scaling(rung, c), _chain(rung, c), boxes, c_box_rows), template_fixed=rung.fixed,
+        cluster=cluster,
+    )  # fmt: skip

@@ -5,7 +5,7 @@ builds, TMA boxes included (kernels/tensor/spec.py lists the rungs)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -157,10 +157,8 @@ def _fixed(rung: Rung, consumers: int) -> Config:
 
 
 def build(rung: Rung, c: Config) -> KernelSpec:
-    threads = rung.threads(c)
     bm, bn = rung.tile(c)
     smem = rung.smem_bytes(c) if rung.dynamic_smem else 0
-    cgma = rung.cgma(c)
     constraints: tuple[Constraint, ...] = rung.constraints + (rung.shape_rules(c) if rung.shape_rules else ())
     if not rung.persistent and rung.grid is None:
         constraints += (grid_rows_fit(bm),)
@@ -174,33 +172,50 @@ def build(rung: Rung, c: Config) -> KernelSpec:
         boxes = {"boxes": (bm // sharing_a, bn // sharing), "c_box_rows": c_box_rows}
         problem = Problem("tensor", partial(prepare_tensor, **boxes), tensor_device_bytes,
                           operands=partial(tensor_operands, **boxes))  # fmt: skip
+    return tensor_core_spec(
+        rung, c, family="tensor", source_doc=SOURCE_DOC, grid=_grid(rung, c), constraints=constraints, smem=smem,
+        # A and B once (element size), C written once in float32: counted in input elements.
+        min_elems_moved=lambda s: s.m * s.k + s.n * s.k + 2 * s.m * s.n,
+        any_size_alternative="tc_wmma", problem=problem, template_fixed=_fixed(rung, bm // 64), cluster=clustered,
+    )  # fmt: skip
+
+
+def tensor_core_spec(
+    rung: Rung, c: Config, *, family: str, source_doc: str, grid: Callable[[Shape, int], Dim3],
+    constraints: tuple[Constraint, ...], smem: int, min_elems_moved: Callable[[Shape], int],
+    any_size_alternative: str, problem: Problem, template_fixed: Mapping[str, int], cluster: int,
+) -> KernelSpec:  # fmt: skip
+    """A tensor-core rung's catalogue entry, this ladder's or the 8-bit one's
+    (kernels/lowp/family.py): what both build alike from the rung and its
+    configuration, with what each ``family`` decides passed in."""
+    threads, cgma = rung.threads(c), rung.cgma(c)
+    c_box_rows = rung.fixed.get("C_BOX_ROWS", 0)  # C is a tensor map with boxes of these rows (0: a pointer)
     return KernelSpec(
         id=rung.id,
-        source=f"tensor/{rung.source}",
+        source=f"{family}/{rung.source}",
         function=rung.id,
-        source_doc=SOURCE_DOC,
+        source_doc=source_doc,
         summary=rung.summary,
         dtypes=rung.dtypes,
         block_edges=(),
-        grid=_grid(rung, c),
+        grid=grid,
         block=lambda s, b: (threads, 1, 1),
         constraints=constraints,
         dynamic_smem_bytes=lambda s, b, dtype: smem,
         k_bytes_multiple=rung.k_bytes_multiple,
         # A tensor map of C: its rows' stride must be whole 16-byte pieces too.
         n_bytes_multiple=16 if c_box_rows else 0,
-        # A and B once (element size), C written once in float32: counted in input elements.
-        min_elems_moved=lambda s: s.m * s.k + s.n * s.k + 2 * s.m * s.n,
+        min_elems_moved=min_elems_moved,
         cgma=lambda s, b: cgma,
-        any_size_alternative="tc_wmma",
+        any_size_alternative=any_size_alternative,
         problem=problem,
         templated_on_edge=False,
         template_extra=tuple(c.values()),
         template_params=tuple(c),
-        template_fixed=tuple(_fixed(rung, bm // 64).values()),
+        template_fixed=tuple(template_fixed.values()),
         archs=rung.archs,
         min_cc=rung.min_cc,
-        cluster=(clustered, 1, 1) if clustered > 1 else None,
+        cluster=(cluster, 1, 1) if cluster > 1 else None,
         persistent=rung.persistent,
         dependent_launch=rung.dependent_launch,
         workspace_bytes=rung.workspace(c) if rung.workspace else None,
