@@ -11,7 +11,7 @@ import contextlib
 import os
 import sqlite3
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from gemmlab.core.errors import StoreError
@@ -68,10 +68,18 @@ class Database:
         unknown = set(row) - set(fields)
         if unknown:
             raise ValueError(f"unknown {table} fields: {', '.join(sorted(unknown))}")
-        names = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
         with self._transaction() as conn:
-            conn.execute(f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({marks})", tuple(row.values()))
+            insert_row(conn, table, row, replace=True)
+
+
+def insert_row(conn: sqlite3.Connection, table: str, row: Mapping[str, object], *, replace: bool = False) -> int:
+    """Insert ``row`` (column -> value) into ``table`` inside the caller's
+    transaction (``replace``: INSERT OR REPLACE); the new row's id."""
+    names = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    verb = "INSERT OR REPLACE" if replace else "INSERT"
+    cursor = conn.execute(f"{verb} INTO {table} ({names}) VALUES ({marks})", tuple(row.values()))
+    return int(cursor.lastrowid)  # type: ignore[arg-type]
 
 
 def check_exists(path: Path) -> None:

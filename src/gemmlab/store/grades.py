@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gemmlab.core.environment import now_utc
-from gemmlab.store.database import Database
+from gemmlab.store.database import Database, insert_row
 from gemmlab.store.records import GRADE_FIELDS, Grade
 
 
@@ -32,8 +32,7 @@ class GradeTables(Database):
             ).fetchone()
             row = {**verdict, "attempt": int(last) + 1, "run_id": run_id, "created": now_utc()}
             row["signature"] = sign(Grade(**row)) if sign else None
-            names, marks = ", ".join(row), ", ".join("?" for _ in row)
-            conn.execute(f"INSERT INTO grades ({names}) VALUES ({marks})", tuple(row.values()))
+            insert_row(conn, "grades", row)
             return row["attempt"]
 
     def data_version(self) -> int:

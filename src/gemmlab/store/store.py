@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from gemmlab.core.environment import now_utc
 from gemmlab.core.errors import StoreError
-from gemmlab.store.database import check_exists, check_writable, stamp, store_error, wal_header, wal_of
+from gemmlab.store.database import check_exists, check_writable, insert_row, stamp, store_error, wal_header, wal_of
 from gemmlab.store.grades import GradeTables
 from gemmlab.store.records import config_text
 from gemmlab.store.rows import (
@@ -220,11 +220,8 @@ class Store(TuningTables, GradeTables):
         if unknown:
             raise ValueError(f"unknown run fields: {', '.join(sorted(unknown))}")
         values = {"started": now_utc(), "host_name": socket.gethostname(), **record}
-        columns = ", ".join(values)
-        marks = ", ".join("?" for _ in values)
         with self._transaction() as conn:
-            cursor = conn.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", tuple(values.values()))
-            return int(cursor.lastrowid)  # type: ignore[arg-type]
+            return insert_row(conn, "runs", values)
 
     def add_result(self, run_id: int, experiment: str | None, result: Any) -> int:
         """Store one result (a RunResult or a dict, see :func:`result_row`),
@@ -249,15 +246,8 @@ class Store(TuningTables, GradeTables):
                     "DELETE FROM results WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key IN (?, ?)",
                     (experiment, key, unrecorded_key(key)),
                 )
-                # The point is measured now: an earlier failure of it no longer stands.
-                conn.execute(
-                    "DELETE FROM failures WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key = ?",
-                    (experiment, key),
-                )
-                names = ", ".join(values)
-                marks = ", ".join("?" for _ in values)
-                cursor = conn.execute(f"INSERT INTO results ({names}) VALUES ({marks})", tuple(values.values()))
-                ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
+                _forget_failure(conn, experiment, key)  # the point is measured now: an earlier failure no longer stands
+                ids.append(insert_row(conn, "results", values))
         return ids
 
     def add_failure(self, run_id: int | None, experiment: str | None, failure: dict) -> int:
@@ -276,14 +266,8 @@ class Store(TuningTables, GradeTables):
                         row["variant"], backend=row["backend"], config=row["config"])  # fmt: skip
         row.update(run_id=run_id, experiment=experiment, point_key=key, created=now_utc())
         with self._transaction() as conn:
-            conn.execute(
-                "DELETE FROM failures WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key = ?",
-                (experiment, key),
-            )
-            names = ", ".join(row)
-            marks = ", ".join("?" for _ in row)
-            cursor = conn.execute(f"INSERT INTO failures ({names}) VALUES ({marks})", tuple(row.values()))
-            return int(cursor.lastrowid)  # type: ignore[arg-type]
+            _forget_failure(conn, experiment, key)
+            return insert_row(conn, "failures", row)
 
     def clear_failures(self, experiment: str | None, keys: list[str]) -> None:
         """Forget the failures of these points (they have now been measured)."""
@@ -336,11 +320,8 @@ class Store(TuningTables, GradeTables):
         created = now_utc()
         with self._transaction() as conn:
             for table, fields, rows in tables:
-                names = ", ".join(("run_id", *fields, "created"))
-                marks = ", ".join("?" for _ in range(len(fields) + 2))
                 for row in rows:
-                    values = (run_id, *(row[f] for f in fields), created)
-                    conn.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", values)
+                    insert_row(conn, table, {"run_id": run_id, **{f: row[f] for f in fields}, "created": created})
 
     def stress_summaries(self, run_id: int | None = None) -> list[dict]:
         """Stored stress tallies (of one run, or all), oldest first; none in a
@@ -376,11 +357,7 @@ class Store(TuningTables, GradeTables):
         ids = []
         with self._transaction() as conn:
             for row in rows:
-                values = {**row, "run_id": run_id, "created": now_utc()}
-                names = ", ".join(values)
-                marks = ", ".join("?" for _ in values)
-                cursor = conn.execute(f"INSERT INTO peaks ({names}) VALUES ({marks})", tuple(values.values()))
-                ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
+                ids.append(insert_row(conn, "peaks", {**row, "run_id": run_id, "created": now_utc()}))
         return ids
 
     def update_profile(self, result_id: int, metrics: dict) -> None:
@@ -528,3 +505,9 @@ class Store(TuningTables, GradeTables):
     def _columns(self) -> set[str]:
         with self._guard():
             return {r[1] for r in self._conn.execute("PRAGMA table_info(results)")}
+
+
+def _forget_failure(conn: sqlite3.Connection, experiment: str | None, key: str) -> None:
+    """Delete the stored failure of one point (inside the caller's transaction)."""
+    conn.execute("DELETE FROM failures WHERE COALESCE(experiment, '') = COALESCE(?, '') AND point_key = ?",
+                 (experiment, key))  # fmt: skip
