@@ -231,10 +231,10 @@ def test_matmul_reads_the_shipped_table_unless_told_not_to(monkeypatch, tmp_path
     from gemmlab.api import matmul
 
     matmul.clear_cache()
-    assert len(matmul._picks(str(tmp_path / "none.sqlite"), "NVIDIA H200")) == 93
+    assert len(matmul._known(str(tmp_path / "none.sqlite"), "NVIDIA H200").picks) == 93
     monkeypatch.setenv(matmul.NO_SHIPPED_VARIABLE, "1")
     matmul.clear_cache()
-    assert matmul._picks(str(tmp_path / "none.sqlite"), "NVIDIA H200") == []
+    assert matmul._known(str(tmp_path / "none.sqlite"), "NVIDIA H200").picks == []
     matmul.clear_cache()
 
 

@@ -108,10 +108,10 @@ def rank(
     GPU; default: this machine's GPU 0): its choice and the model's ranking,
     corrected by the picks of ``db`` (default: none) and the shipped table.
     Needs no GPU when ``gpu`` names a shipped table."""
-    from gemmlab.studies.costmodel import Calibration, GPUModel, Timed
-    from gemmlab.studies.dispatch import choose, model_ranked, resident
-    from gemmlab.studies.dispatch_tuning import stored_timings
-    from gemmlab.studies.shipped import merged, shipped_measurements, shipped_picks, tables
+    from gemmlab.studies.costmodel import GPUModel
+    from gemmlab.studies.dispatch import choose, model_ranked
+    from gemmlab.studies.dispatch_tuning import known_on
+    from gemmlab.studies.shipped import tables
     from gemmlab.studies.suite import dtype_name
 
     name = dtype_name(dtype)
@@ -132,16 +132,15 @@ def rank(
             known = ", ".join(t.gpu_name for t in tables())
             raise GemmlabError(f"gemmlab ships no table for a GPU named {gpu!r}.", f"Name one of: {known}.")
         model, arch = table.model, f"sm_{table.cc.replace('.', '')}a"
-    tuned: list[Pick] = []
-    timings: list[Timed] = []
     if db is not None and Path(db).is_file():
         with Store.open(db, readonly=True) as store:
-            tuned, timings = store.picks(model.name), stored_timings(store, model.name)
-    found = merged(tuned, shipped_picks(model.name))
-    calibration = Calibration.of([*found, *timings, *shipped_measurements(model.name)], model, resident)
-    choice = choose(found, shape, name, arch, gpu=model, calibration=calibration)
-    return Ranking(model.name, shape, name, choice, model_ranked(shape, name, arch, model, calibration, found),
-                   len(found))  # fmt: skip
+            measured = known_on(store, model.name)
+    else:
+        measured = known_on(None, model.name)
+    calibration = measured.calibration(model)
+    choice = choose(measured.picks, shape, name, arch, gpu=model, calibration=calibration)
+    ranked = model_ranked(shape, name, arch, model, calibration, measured.picks)
+    return Ranking(model.name, shape, name, choice, ranked, len(measured.picks))
 
 
 def shipped_tables() -> tuple[ShippedTable, ...]:

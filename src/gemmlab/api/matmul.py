@@ -47,12 +47,10 @@ from gemmlab.core.errors import GemmlabError, StoreError
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels.spec import KernelSpec
 from gemmlab.problems.base import GemmOperands
-from gemmlab.store.records import Pick
 from gemmlab.store.store import DEFAULT_PATH, Store
-from gemmlab.studies.costmodel import Calibration, GPUModel, Timed
-from gemmlab.studies.dispatch import TUNED, Choice, choose, resident
-from gemmlab.studies.dispatch_tuning import stored_timings
-from gemmlab.studies.shipped import merged, shipped_measurements, shipped_picks
+from gemmlab.studies.costmodel import Calibration, GPUModel
+from gemmlab.studies.dispatch import TUNED, Choice, choose
+from gemmlab.studies.dispatch_tuning import Known, known_on
 
 if TYPE_CHECKING:
     from gemmlab.core.gpu import DeviceInfo
@@ -64,7 +62,7 @@ NO_SHIPPED_VARIABLE = "GEMMLAB_NO_SHIPPED_TABLES"
 # Set to 1 to autotune every shape with no pick of its own on its first call (autotune=True).
 AUTOTUNE_VARIABLE = "GEMMLAB_AUTOTUNE"
 
-_PICKS: dict[tuple[str, str], list[Pick]] = {}  # (database, GPU name) -> its picks
+_KNOWN: dict[tuple[str, str], Known] = {}  # (database, GPU name) -> its picks and timings
 _CHOSEN: dict[tuple[str, str, Shape, str], tuple[Choice, KernelSpec]] = {}
 _CALIBRATIONS: dict[tuple[str, str], Calibration] = {}
 
@@ -288,13 +286,12 @@ def dispatch(
 
 
 def _choose(path: str, info: DeviceInfo, shape: Shape, dtype: str) -> Choice:
-    picks = _picks(path, info.name)
+    known = _known(path, info.name)
     model = GPUModel.of(info)
     calibration = _CALIBRATIONS.get((path, info.name))
     if calibration is None:
-        measured: list[Pick | Timed] = [*picks, *_timings(path, info.name)]
-        calibration = _CALIBRATIONS[(path, info.name)] = Calibration.of(measured, model, resident)
-    return choose(picks, shape, dtype, info.arch, gpu=model, calibration=calibration)
+        calibration = _CALIBRATIONS[(path, info.name)] = known.calibration(model)
+    return choose(known.picks, shape, dtype, info.arch, gpu=model, calibration=calibration)
 
 
 def _env_autotune() -> bool:
@@ -321,16 +318,16 @@ def _autotune_into(path: str, info: DeviceInfo, shape: Shape, dtype: str, device
     from gemmlab.studies.sweep import run_record
 
     with Store.open(path) as store:
-        autotune_shape(store, shape, dtype, device, _picks(path, info.name),
+        autotune_shape(store, shape, dtype, device, _known(path, info.name).picks,
                        calibration=_CALIBRATIONS.get((path, info.name)), run_record=run_record(),
                        device_index=device_index)  # fmt: skip
-    _PICKS.pop((path, info.name), None)  # read again, with the new pick
+    _KNOWN.pop((path, info.name), None)  # read again, with the new pick
     _CALIBRATIONS.pop((path, info.name), None)
 
 
 def clear_cache() -> None:
     """Forget the picks read so far: the next call reads the database again."""
-    _PICKS.clear()
+    _KNOWN.clear()
     _CHOSEN.clear()
     _CALIBRATIONS.clear()
 
@@ -339,28 +336,16 @@ def _db_path(db: str | Path | None) -> Path:
     return Path(db if db is not None else os.environ.get(DB_VARIABLE) or DEFAULT_PATH)
 
 
-def _timings(path: str, gpu_name: str) -> list[Timed]:
-    """Every candidate time behind the picks: those the tuner stored in the
-    database at ``path`` for ``gpu_name``, and the shipped table's (unless left out)."""
-    found: list[Timed] = []
-    if Path(path).is_file():
-        with Store.open(path, readonly=True) as store:
-            found = stored_timings(store, gpu_name)
-    if os.environ.get(NO_SHIPPED_VARIABLE, "") not in ("1", "true", "yes"):
-        found += shipped_measurements(gpu_name)
-    return found
-
-
-def _picks(path: str, gpu_name: str) -> list[Pick]:
-    """The picks of ``gpu_name`` tuned into the database at ``path``, and the
-    shipped ones for the shapes they leave (none with $GEMMLAB_NO_SHIPPED_TABLES=1)."""
+def _known(path: str, gpu_name: str) -> Known:
+    """The picks of ``gpu_name`` tuned into the database at ``path``, the
+    shipped ones for the shapes they leave (none with
+    $GEMMLAB_NO_SHIPPED_TABLES=1), and every candidate time behind them."""
     key = (path, gpu_name)
-    if key not in _PICKS:
-        found: list[Pick] = []
+    if key not in _KNOWN:
+        shipped = os.environ.get(NO_SHIPPED_VARIABLE, "") not in ("1", "true", "yes")
         if Path(path).is_file():
             with Store.open(path, readonly=True) as store:
-                found = store.picks(gpu_name)
-        if os.environ.get(NO_SHIPPED_VARIABLE, "") not in ("1", "true", "yes"):
-            found = merged(found, shipped_picks(gpu_name))
-        _PICKS[key] = found
-    return _PICKS[key]
+                _KNOWN[key] = known_on(store, gpu_name, shipped=shipped)
+        else:
+            _KNOWN[key] = known_on(None, gpu_name, shipped=shipped)
+    return _KNOWN[key]

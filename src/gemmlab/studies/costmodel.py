@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gemmlab.core.dtypes import DTYPE_ITEMSIZE, c_itemsize, input_type
+from gemmlab.core.errors import GemmlabError
 from gemmlab.core.gpu import FP32_LANES_PER_SM, TENSOR_FLOPS_PER_SM_CLOCK
 from gemmlab.core.shapes import Shape
 from gemmlab.kernels import catalogue
@@ -277,7 +278,7 @@ class Calibration:
                 continue
             try:
                 spec = catalogue.variant(pick.kernel, pick.config.values)
-            except Exception:  # a rung or configuration since removed: nothing to learn from
+            except GemmlabError:  # a rung or configuration since removed: nothing to learn from
                 continue
             predicted = predict(pick.kernel, spec, pick.shape, pick.dtype, gpu, resident(pick.kernel, spec))
             key = (pick.dtype, pick.kernel, Config.of(spec.config or {}).text)

@@ -133,9 +133,9 @@ def tune_suite(
         compiler = compile_candidates
     summary = DispatchSummary(name, cc)
     run_ids: list[int] = []
-    before = list(picks_before) if picks_before is not None else merged(store.picks(name), shipped_picks(name))
-    timings = [*stored_timings(store, name), *shipped_measurements(name)] if picks_before is None else []
-    calibration = Calibration.of([*before, *timings], device.model or GPUModel.assumed(sms), resident)
+    known = known_on(store, name) if picks_before is None else Known(list(picks_before), [])
+    before = known.picks
+    calibration = known.calibration(device.model or GPUModel.assumed(sms))
     stored = {(p.dtype, p.shape) for p in store.picks(name)}
     start = time.monotonic()
     try:
@@ -177,6 +177,29 @@ def stored_timings(store: Store, gpu_name: str) -> list[Timed]:
     """Every candidate the tuner verified and timed on ``gpu_name``, as stored
     in ``store`` (experiment :data:`EXPERIMENT`): what corrects the model beside the picks."""
     return timed_rows(r for r in store.rows(EXPERIMENT) if r.get("gpu_name") == gpu_name)
+
+
+@dataclass(frozen=True)
+class Known:
+    """What is measured of one GPU: its picks (tuned into a database, then the
+    shipped ones for the shapes those leave) and every candidate time behind
+    them, which together correct the cost model."""
+
+    picks: list[Pick]
+    timings: list[Timed]
+
+    def calibration(self, model: GPUModel) -> Calibration:
+        return Calibration.of([*self.picks, *self.timings], model, resident)
+
+
+def known_on(store: Store | None, gpu_name: str, *, shipped: bool = True) -> Known:
+    """``gpu_name``'s picks and timings in ``store`` (None: no database), with
+    the shipped table's unless ``shipped`` is False."""
+    tuned = store.picks(gpu_name) if store is not None else []
+    timings = stored_timings(store, gpu_name) if store is not None else []
+    if not shipped:
+        return Known(tuned, timings)
+    return Known(merged(tuned, shipped_picks(gpu_name)), [*timings, *shipped_measurements(gpu_name)])
 
 
 def incumbent(
